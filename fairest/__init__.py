@@ -1,0 +1,7 @@
+"""fairest: fairness-aware estimators that feel native to scikit-learn."""
+
+from fairest.reweighting import GroupWeightedClassifier, GroupWeightedRegressor
+
+__version__ = "0.1.0.dev0"
+
+__all__ = ["GroupWeightedClassifier", "GroupWeightedRegressor", "__version__"]

@@ -1,0 +1,43 @@
+"""Jitted JAX building blocks shared by every family (losses, per-group sums, Hessians,
+projections, row buckets). Pure functions; hyper-parameters are traced arguments."""
+
+from fairest._kernels._buckets import bucket_size, pad_rows
+from fairest._kernels._glm import (
+    Batch,
+    group_sums,
+    group_to_sample_weights,
+    hessian_vector_product,
+    objective,
+    penalty_diagonal,
+    scores,
+    value_grad_hessian,
+)
+from fairest._kernels._losses import LOSSES, PENALTY_SCALE, loss_derivatives, pointwise_loss
+from fairest._kernels._multinomial import (
+    multinomial_group_sums,
+    multinomial_loss,
+    multinomial_scores,
+)
+from fairest._kernels._projections import clip_by_norm, project_simplex
+
+__all__ = [
+    "Batch",
+    "LOSSES",
+    "PENALTY_SCALE",
+    "bucket_size",
+    "clip_by_norm",
+    "group_sums",
+    "group_to_sample_weights",
+    "hessian_vector_product",
+    "loss_derivatives",
+    "multinomial_group_sums",
+    "multinomial_loss",
+    "multinomial_scores",
+    "objective",
+    "pad_rows",
+    "penalty_diagonal",
+    "pointwise_loss",
+    "project_simplex",
+    "scores",
+    "value_grad_hessian",
+]

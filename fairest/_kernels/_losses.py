@@ -1,0 +1,52 @@
+"""Pointwise losses of linear scores and their first two derivatives in the score.
+
+Every loss is a function of a score ``s`` and a target ``y``; the derivatives are taken
+with respect to ``s``. Binary losses take ``y`` in {0, 1}. The ``loss`` name is a static
+(Python) argument of every kernel; everything numeric is traced.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+__all__ = ["LOSSES", "PENALTY_SCALE", "pointwise_loss", "loss_derivatives"]
+
+LOSSES = ("logistic", "squared_hinge", "squared_error")
+
+# Penalty R(theta) = PENALTY_SCALE[loss] * alpha * ||w||^2 (badr spec section 2): one half
+# for the classifiers, one (no half) for ridge.
+PENALTY_SCALE = {"logistic": 0.5, "squared_hinge": 0.5, "squared_error": 1.0}
+
+
+def _check_loss(loss: str) -> None:
+    if loss not in LOSSES:
+        raise ValueError(f"loss must be one of {LOSSES}; got {loss!r}.")
+
+
+def pointwise_loss(loss: str, s, y):
+    """Per-sample loss ``l(s, y)``.
+
+    logistic: ``softplus(s) - y s``; squared_hinge: ``max(0, 1 - (2y-1) s)^2``;
+    squared_error: ``(s - y)^2``.
+    """
+    _check_loss(loss)
+    if loss == "logistic":
+        return jnp.logaddexp(0.0, s) - y * s
+    if loss == "squared_hinge":
+        return jnp.square(jnp.maximum(0.0, 1.0 - (2.0 * y - 1.0) * s))
+    return jnp.square(s - y)
+
+
+def loss_derivatives(loss: str, s, y):
+    """Per-sample ``(l, dl/ds, d2l/ds2)``; squared hinge uses the generalised Hessian."""
+    _check_loss(loss)
+    if loss == "logistic":
+        p = jax.nn.sigmoid(s)
+        return jnp.logaddexp(0.0, s) - y * s, p - y, p * (1.0 - p)
+    if loss == "squared_hinge":
+        signed = 2.0 * y - 1.0
+        margin = jnp.maximum(0.0, 1.0 - signed * s)
+        return jnp.square(margin), -2.0 * signed * margin, 2.0 * (margin > 0).astype(s.dtype)
+    residual = s - y
+    return jnp.square(residual), 2.0 * residual, jnp.full_like(s, 2.0)

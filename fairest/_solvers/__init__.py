@@ -1,0 +1,1 @@
+"""Solvers shared by several families (pure algorithms over explicit state)."""

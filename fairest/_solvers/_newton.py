@@ -1,0 +1,152 @@
+"""Damped Newton solver for weighted, L2-regularised linear models.
+
+Minimises ``F(theta) = sum_i c_i l(b + x_i^T w, y_i) + R(theta)`` for the logistic, squared
+hinge (generalised Hessian) and squared error losses of :mod:`fairest._kernels._losses`.
+Each iteration assembles the Hessian in one pass (O(n p^2)), factorises it with Cholesky
+(O(p^3)) and backtracks along the Newton direction (Armijo). The whole loop is one
+``lax.while_loop``: no host synchronisation per iteration.
+
+Why Newton: BADR's lower level needs solutions to ~1e-10 (its hypergradient is only as
+exact as the inner solve, badr spec section 2) and the Cholesky factor of the last Hessian
+for the adjoint solve; quadratic convergence gets there in a handful of passes where
+first-order methods need hundreds. ``benchmarks/erm_vs_sklearn.py`` measures it.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.linalg import cho_solve
+
+from fairest._kernels._buckets import pad_rows
+from fairest._kernels._glm import objective, value_grad_hessian
+
+__all__ = ["NewtonResult", "newton_solve", "solve_weighted_glm"]
+
+_ARMIJO = 1e-4
+_MIN_STEP = 1e-10
+
+
+class NewtonResult(NamedTuple):
+    theta: jax.Array  # (p,) intercept first
+    objective: jax.Array  # F(theta)
+    grad_norm: jax.Array  # ||grad F(theta)||_inf at the returned point
+    cholesky: jax.Array  # lower Cholesky factor of the Hessian at the returned point
+    n_iter: jax.Array
+    converged: jax.Array
+
+
+class _State(NamedTuple):
+    theta: jax.Array
+    value: jax.Array
+    grad: jax.Array
+    hessian: jax.Array
+    n_iter: jax.Array
+    stalled: jax.Array
+
+
+def _cholesky(hessian):
+    """Cholesky with a tiny relative jitter, for Hessians that are only PSD."""
+    jitter = 1e-12 * (1.0 + jnp.max(jnp.abs(jnp.diag(hessian))))
+    return jnp.linalg.cholesky(hessian + jitter * jnp.eye(hessian.shape[0], dtype=hessian.dtype))
+
+
+@partial(jax.jit, static_argnames="loss")
+def newton_solve(
+    loss: str,
+    X,
+    y,
+    c,
+    alpha,
+    penalize_intercept,
+    theta0,
+    tol=1e-10,
+    max_iter=100,
+) -> NewtonResult:
+    """Minimise the weighted regularised objective from ``theta0``.
+
+    Stops when ``||grad||_inf <= tol * max(1, ||grad(theta0)||_inf)``, when a line search
+    cannot decrease F any more (machine precision), or after ``max_iter`` Newton steps.
+    ``alpha``, ``penalize_intercept`` (0.0/1.0), ``tol`` and ``max_iter`` are traced.
+    """
+    args = (X, y, c, alpha, penalize_intercept)
+    value0, grad0, hessian0 = value_grad_hessian(loss, theta0, *args)
+    threshold = tol * jnp.maximum(1.0, jnp.max(jnp.abs(grad0)))
+
+    def not_done(state: _State):
+        return (
+            (jnp.max(jnp.abs(state.grad)) > threshold)
+            & (state.n_iter < max_iter)
+            & ~state.stalled
+        )
+
+    def step(state: _State) -> _State:
+        direction = -cho_solve((_cholesky(state.hessian), True), state.grad)
+        slope = jnp.dot(state.grad, direction)
+        slack = 1e-15 * jnp.abs(state.value)  # rounding noise of F near the optimum
+
+        def too_long(t):
+            trial = objective(loss, state.theta + t * direction, *args)
+            return (trial > state.value + _ARMIJO * t * slope + slack) & (t > _MIN_STEP)
+
+        t = jax.lax.while_loop(too_long, lambda t: 0.5 * t, jnp.ones_like(state.value))
+        theta = state.theta + t * direction
+        value, grad, hessian = value_grad_hessian(loss, theta, *args)
+        return _State(theta, value, grad, hessian, state.n_iter + 1, t <= _MIN_STEP)
+
+    init = _State(theta0, value0, grad0, hessian0, jnp.zeros((), jnp.int32), jnp.array(False))
+    final = jax.lax.while_loop(not_done, step, init)
+    grad_norm = jnp.max(jnp.abs(final.grad))
+    return NewtonResult(
+        theta=final.theta,
+        objective=final.value,
+        grad_norm=grad_norm,
+        cholesky=_cholesky(final.hessian),
+        n_iter=final.n_iter,
+        converged=grad_norm <= threshold,
+    )
+
+
+def solve_weighted_glm(
+    loss: str,
+    X: np.ndarray,
+    y: np.ndarray,
+    sample_weight: np.ndarray,
+    alpha: float,
+    *,
+    penalize_intercept: bool = False,
+    theta0: np.ndarray | None = None,
+    tol: float = 1e-10,
+    max_iter: int = 100,
+) -> dict:
+    """Host-level entry point: pad rows to a bucket, solve in float64, return numpy.
+
+    Returns a dict with ``theta`` (intercept first), ``objective``, ``grad_norm``,
+    ``n_iter`` and ``converged``.
+    """
+    n, d = X.shape
+    X_pad, y_pad, c_pad = pad_rows(n, X, y, sample_weight)
+    start = np.zeros(d + 1) if theta0 is None else np.asarray(theta0, dtype=np.float64)
+    with jax.enable_x64(True):
+        result = newton_solve(
+            loss,
+            jnp.asarray(X_pad, dtype=jnp.float64),
+            jnp.asarray(y_pad, dtype=jnp.float64),
+            jnp.asarray(c_pad, dtype=jnp.float64),
+            jnp.float64(alpha),
+            jnp.float64(penalize_intercept),
+            jnp.asarray(start, dtype=jnp.float64),
+            jnp.float64(tol),
+            jnp.int32(max_iter),
+        )
+        return {
+            "theta": np.asarray(result.theta),
+            "objective": float(result.objective),
+            "grad_norm": float(result.grad_norm),
+            "n_iter": int(result.n_iter),
+            "converged": bool(result.converged),
+        }

@@ -1,0 +1,303 @@
+"""Group-weighted linear models: the ERM baseline of every family.
+
+The lower level of BADR (badr spec section 1.2): for group weights ``lambda`` on the
+simplex, minimise ``sum_g lambda_g L_g(theta) + R(theta)``, where ``L_g`` is the
+(sample-weighted) mean loss of group g. ``weights="pooled"`` is ordinary ERM.
+"""
+
+from __future__ import annotations
+
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from fairest._solvers._newton import solve_weighted_glm
+from fairest.reweighting import _defaults
+from fairest.reweighting._group_weights import NAMED_WEIGHTS, resolve_group_weights
+from fairest.utils._estimator import encode_binary_target, validate_fit_data
+
+__all__ = ["GroupWeightedClassifier", "GroupWeightedRegressor"]
+
+
+class _GroupWeightedLinearModel(BaseEstimator):
+    """Shared fit of the group-weighted classifier and regressor."""
+
+    __metadata_request__fit = {"sensitive_features": True}
+
+    _parameter_constraints: dict = {
+        "weights": [StrOptions(set(NAMED_WEIGHTS)), "array-like", dict],
+        "alpha": [Interval(Real, 0, None, closed="neither")],
+        "penalize_intercept": ["boolean"],
+        "tol": [Interval(Real, 0, None, closed="neither")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+    }
+
+    def _solve(self, loss, X, y01, data):
+        totals = np.bincount(data.groups, weights=data.sample_weight, minlength=len(data.group_labels))
+        group_weights = resolve_group_weights(self.weights, totals, data.group_labels)
+        per_group = group_weights / np.where(totals > 0, totals, 1.0)
+        c = data.sample_weight * per_group[data.groups]
+        result = solve_weighted_glm(
+            loss,
+            X,
+            y01,
+            c,
+            self.alpha,
+            penalize_intercept=self.penalize_intercept,
+            tol=self.tol,
+            max_iter=self.max_iter,
+        )
+        if not result["converged"]:
+            warnings.warn(
+                f"Newton solver did not converge in {result['n_iter']} iterations "
+                f"(gradient norm {result['grad_norm']:.2e}); increase max_iter.",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+        theta = result["theta"]
+        self.intercept_ = float(theta[0])
+        self.coef_ = theta[1:].copy()
+        self.group_weights_ = group_weights
+        self.groups_ = data.group_labels
+        self.n_iter_ = result["n_iter"]
+        self.objective_ = result["objective"]
+        return self
+
+    def _decision(self, X):
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        return X @ self.coef_ + self.intercept_
+
+
+class GroupWeightedClassifier(ClassifierMixin, _GroupWeightedLinearModel):
+    """Linear classifier trained on a fixed weighting of the group losses.
+
+    Minimises ``sum_g lambda_g L_g(b, w) + (alpha / 2) (||w||^2 + [penalize_intercept] b^2)``
+    where ``L_g`` is the mean loss of group g and ``lambda`` is given by ``weights``.
+    Solved to high accuracy by a damped Newton method in JAX (float64). Prediction is
+    group-blind.
+
+    Parameters
+    ----------
+    loss : {"logistic", "squared_hinge"}, default="logistic"
+        Logistic regression or the smoothed (squared hinge) SVM.
+    weights : {"pooled", "uniform", "balanced"}, array-like of shape (n_groups,) or dict, \
+default="pooled"
+        Group weights ``lambda``: ``"pooled"`` is plain ERM (``lambda_g`` proportional to
+        the group's total sample weight), ``"uniform"`` gives every group the same total
+        weight, ``"balanced"`` weights groups inversely to their size. An array (in the
+        order of ``groups_``) or a dict keyed by group label is normalised to sum to one.
+    alpha : float, default=1e-3
+        L2 regularisation strength. The same problem in scikit-learn is
+        ``LogisticRegression(C=1 / (alpha * sum(c)))`` /
+        ``LinearSVC(C=1 / (alpha * sum(c)))`` fitted with ``sample_weight=c``, where ``c``
+        are the per-sample weights ``lambda_g w_i / W_g`` (sum one).
+    penalize_intercept : bool, default=False
+        Whether the intercept is penalised too (``LinearSVC`` penalises it).
+    tol : float, default=1e-10
+        Relative tolerance on the infinity norm of the gradient.
+    max_iter : int, default=100
+        Maximum number of Newton iterations.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (2,)
+    coef_ : ndarray of shape (n_features,)
+    intercept_ : float
+    group_weights_ : ndarray of shape (n_groups,)
+        The weights ``lambda`` on the simplex.
+    groups_ : ndarray of shape (n_groups,)
+        Group labels, in the order of ``group_weights_``.
+    n_iter_ : int
+    objective_ : float
+        Final value of the weighted objective.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Only when ``X`` has string column names.
+
+    References
+    ----------
+    .. [1] Tanji, Vaiter, Laguel. "Fairness-informed Pareto Optimization: An Efficient
+       Bilevel Framework" (BADR), section 2: weighted-sum scalarisation of group losses.
+    """
+
+    _parameter_constraints = {
+        **_GroupWeightedLinearModel._parameter_constraints,
+        "loss": [StrOptions({"logistic", "squared_hinge"})],
+    }
+
+    def __init__(
+        self,
+        loss="logistic",
+        *,
+        weights="pooled",
+        alpha=_defaults.ALPHA,
+        penalize_intercept=False,
+        tol=_defaults.NEWTON_TOL,
+        max_iter=_defaults.NEWTON_MAX_ITER,
+    ):
+        self.loss = loss
+        self.weights = weights
+        self.alpha = alpha
+        self.penalize_intercept = penalize_intercept
+        self.tol = tol
+        self.max_iter = max_iter
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, *, sensitive_features=None, sample_weight=None):
+        """Fit the model.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Binary target (any two labels).
+        sensitive_features : array-like of shape (n_samples,) or (n_samples, k), default=None
+            Group membership; ``None`` means one group (with a warning).
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self : GroupWeightedClassifier
+        """
+        data = validate_fit_data(self, X, y, sensitive_features, sample_weight)
+        self.classes_, y01 = encode_binary_target(type(self).__name__, data.y)
+        return self._solve(self.loss, data.X, y01, data)
+
+    def decision_function(self, X):
+        """Scores ``b + X w``; positive means ``classes_[1]``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples,)
+        """
+        return self._decision(X)
+
+    def predict(self, X):
+        """Predicted class (``classes_[1]`` where the score is >= 0).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+        """
+        return self.classes_[(self._decision(X) >= 0).astype(int)]
+
+    def predict_proba(self, X):
+        """Class probabilities ``sigmoid(score)`` (logistic loss only).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, 2)
+        """
+        if self.loss != "logistic":
+            raise AttributeError("predict_proba is only available for loss='logistic'.")
+        p = 0.5 * (1.0 + np.tanh(0.5 * self._decision(X)))
+        return np.column_stack([1.0 - p, p])
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        return tags
+
+
+class GroupWeightedRegressor(RegressorMixin, _GroupWeightedLinearModel):
+    """Ridge regression trained on a fixed weighting of the group losses.
+
+    Minimises ``sum_g lambda_g MSE_g(b, w) + alpha (||w||^2 + [penalize_intercept] b^2)``
+    (no one half, as in scikit-learn's ``Ridge``); ``lambda`` is given by ``weights``.
+
+    Parameters
+    ----------
+    weights : {"pooled", "uniform", "balanced"}, array-like of shape (n_groups,) or dict, \
+default="pooled"
+        Group weights, see :class:`GroupWeightedClassifier`.
+    alpha : float, default=1e-3
+        L2 regularisation strength. The same problem in scikit-learn is
+        ``Ridge(alpha=alpha * sum(c))`` fitted with ``sample_weight=c``.
+    penalize_intercept : bool, default=False
+        Whether the intercept is penalised too.
+    tol : float, default=1e-10
+        Relative tolerance on the infinity norm of the gradient.
+    max_iter : int, default=100
+        Maximum number of Newton iterations (one suffices for a quadratic).
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features,)
+    intercept_ : float
+    group_weights_ : ndarray of shape (n_groups,)
+    groups_ : ndarray of shape (n_groups,)
+    n_iter_ : int
+    objective_ : float
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+
+    References
+    ----------
+    .. [1] Tanji, Vaiter, Laguel. "Fairness-informed Pareto Optimization: An Efficient
+       Bilevel Framework" (BADR), section 2.
+    """
+
+    def __init__(
+        self,
+        *,
+        weights="pooled",
+        alpha=_defaults.ALPHA,
+        penalize_intercept=False,
+        tol=_defaults.NEWTON_TOL,
+        max_iter=_defaults.NEWTON_MAX_ITER,
+    ):
+        self.weights = weights
+        self.alpha = alpha
+        self.penalize_intercept = penalize_intercept
+        self.tol = tol
+        self.max_iter = max_iter
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, *, sensitive_features=None, sample_weight=None):
+        """Fit the model.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        sensitive_features : array-like of shape (n_samples,) or (n_samples, k), default=None
+            Group membership; ``None`` means one group (with a warning).
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self : GroupWeightedRegressor
+        """
+        data = validate_fit_data(self, X, y, sensitive_features, sample_weight, regression=True)
+        return self._solve("squared_error", data.X, data.y, data)
+
+    def predict(self, X):
+        """Predicted values ``b + X w``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+        """
+        return self._decision(X)

@@ -1,0 +1,43 @@
+"""Named group weightings on the simplex (badr spec section 6)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["NAMED_WEIGHTS", "resolve_group_weights"]
+
+NAMED_WEIGHTS = ("pooled", "uniform", "balanced")
+
+
+def resolve_group_weights(weights, group_totals: np.ndarray, group_labels) -> np.ndarray:
+    """Group weights ``lambda`` on the simplex.
+
+    ``"pooled"``: ``W_g / W`` (plain ERM); ``"uniform"``: ``1/G``; ``"balanced"``:
+    ``(1/W_g) / sum_h (1/W_h)``; an array of length G or a dict ``{label: weight}``:
+    non-negative, normalised to sum to one. ``W_g`` is the (sample-weighted) group size.
+    """
+    if isinstance(weights, str):
+        if weights == "pooled":
+            return group_totals / group_totals.sum()
+        if weights == "uniform":
+            return np.full(group_totals.shape, 1.0 / group_totals.size)
+        if weights == "balanced":
+            inverse = 1.0 / group_totals
+            return inverse / inverse.sum()
+        raise ValueError(f"weights must be one of {NAMED_WEIGHTS}, an array or a dict; got {weights!r}.")
+    if isinstance(weights, dict):
+        unknown = set(weights) - set(group_labels.tolist())
+        if unknown:
+            raise ValueError(f"weights has labels that are not groups: {sorted(map(repr, unknown))}.")
+        missing = [g for g in group_labels.tolist() if g not in weights]
+        if missing:
+            raise ValueError(f"weights is missing the groups {missing!r}.")
+        weights = [weights[g] for g in group_labels.tolist()]
+    values = np.asarray(weights, dtype=np.float64)
+    if values.shape != group_totals.shape:
+        raise ValueError(
+            f"weights has shape {values.shape} but there are {group_totals.size} groups."
+        )
+    if not np.all(np.isfinite(values)) or np.any(values < 0) or values.sum() <= 0:
+        raise ValueError("weights must be finite, non-negative and not all zero.")
+    return values / values.sum()

@@ -1,0 +1,17 @@
+"""Validation helpers: sensitive features to group codes, sklearn compatibility."""
+
+from fairest.utils._estimator import FitData, encode_binary_target, validate_fit_data
+from fairest.utils._validation import (
+    FairnessWarning,
+    check_sensitive_features,
+    encode_groups,
+)
+
+__all__ = [
+    "FairnessWarning",
+    "FitData",
+    "check_sensitive_features",
+    "encode_binary_target",
+    "encode_groups",
+    "validate_fit_data",
+]

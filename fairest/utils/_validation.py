@@ -1,0 +1,190 @@
+"""Input validation shared by every estimator and metric.
+
+The single entry point for sensitive features is :func:`encode_groups`: whatever the user
+passes (Series, DataFrame, list, ndarray, polars, strings, numbers, categoricals) becomes
+int32 codes ``0..G-1`` plus the group labels in a stable (sorted) order.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "FairnessWarning",
+    "encode_groups",
+    "check_sensitive_features",
+]
+
+
+class FairnessWarning(UserWarning):
+    """Warning for fits whose fairness part is vacuous or unreliable."""
+
+
+def _columns_of(sensitive_features) -> list:
+    """Split sensitive features into a list of 1-D columns (lists or arrays)."""
+    module = type(sensitive_features).__module__
+    if module.startswith("polars"):
+        if hasattr(sensitive_features, "columns"):
+            return [sensitive_features[c].to_list() for c in sensitive_features.columns]
+        return [sensitive_features.to_list()]
+    if isinstance(sensitive_features, pd.DataFrame):
+        return [sensitive_features.iloc[:, j] for j in range(sensitive_features.shape[1])]
+    if isinstance(sensitive_features, (pd.Series, pd.Categorical, pd.Index)):
+        return [pd.Series(sensitive_features)]
+    if isinstance(sensitive_features, (str, bytes)) or np.isscalar(sensitive_features):
+        raise TypeError(
+            "sensitive_features must be array-like of shape (n_samples,) or "
+            f"(n_samples, n_columns); got the scalar {sensitive_features!r}."
+        )
+    array = np.asarray(sensitive_features, dtype=object)
+    if array.ndim == 1:
+        return [array]
+    if array.ndim == 2:
+        return [array[:, j] for j in range(array.shape[1])]
+    raise ValueError(
+        "sensitive_features must be 1-D or 2-D; got an array with "
+        f"{array.ndim} dimensions."
+    )
+
+
+def _factorize_column(column, position: int) -> tuple[np.ndarray, np.ndarray]:
+    """Codes and labels of one column; labels sorted when they are comparable."""
+    values = column if isinstance(column, pd.Series) else pd.Series(column, dtype=object)
+    if values.isna().any():
+        first = int(np.flatnonzero(values.isna().to_numpy())[0])
+        raise ValueError(
+            f"sensitive_features column {position} has missing values (NaN/None), "
+            f"first at row {first}. Encode missingness as its own category explicitly "
+            "(e.g. fillna('missing')); no sample is dropped silently."
+        )
+    if isinstance(values.dtype, pd.CategoricalDtype):  # keep the categories' own order
+        values = values.cat.remove_unused_categories()
+        labels = np.asarray(values.cat.categories)
+        return values.cat.codes.to_numpy(dtype=np.int64), labels
+    try:
+        codes, labels = pd.factorize(values, sort=True)
+    except TypeError:  # mixed, unorderable labels: keep order of first appearance
+        codes, labels = pd.factorize(values, sort=False)
+    labels = np.asarray(labels, dtype=object if labels.dtype == object else None)
+    return np.asarray(codes, dtype=np.int64), labels
+
+
+def encode_groups(
+    sensitive_features,
+    *,
+    n_samples: int | None = None,
+    min_groups: int = 1,
+    min_group_size: int = 1,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Encode sensitive features as group codes.
+
+    Parameters
+    ----------
+    sensitive_features : array-like of shape (n_samples,) or (n_samples, k)
+        Group membership. With ``k > 1`` columns, groups are the observed row tuples
+        (intersectional groups).
+    n_samples : int, default=None
+        Expected number of rows; a mismatch raises ``ValueError``.
+    min_groups : int, default=1
+        Minimum number of distinct groups required.
+    min_group_size : int, default=1
+        Minimum number of samples in every group.
+
+    Returns
+    -------
+    codes : ndarray of shape (n_samples,), dtype int32
+        Group index of every sample, in ``0..G-1``.
+    groups : ndarray of shape (G,)
+        Group labels, sorted (lexicographically for tuples). For ``k > 1`` columns each
+        label is a tuple.
+
+    Raises
+    ------
+    ValueError
+        On a length mismatch, missing values, too few groups or a too small group.
+    """
+    columns = _columns_of(sensitive_features)
+    if not columns:
+        raise ValueError("sensitive_features has no columns.")
+    lengths = {len(column) for column in columns}
+    n_rows = lengths.pop()
+    if n_samples is not None and n_rows != n_samples:
+        raise ValueError(
+            f"sensitive_features has {n_rows} rows but X has {n_samples} samples; "
+            "they must have the same length."
+        )
+    if n_rows == 0:
+        raise ValueError("sensitive_features is empty.")
+    encoded = [_factorize_column(column, j) for j, column in enumerate(columns)]
+    if len(encoded) == 1:
+        codes, groups = encoded[0]
+    else:
+        shape = tuple(len(labels) for _, labels in encoded)
+        flat = np.ravel_multi_index(tuple(c for c, _ in encoded), shape)
+        unique_flat, codes = np.unique(flat, return_inverse=True)
+        index_tuples = np.unravel_index(unique_flat, shape)
+        groups = np.empty(len(unique_flat), dtype=object)
+        groups[:] = [
+            tuple(_as_python(labels[i]) for (_, labels), i in zip(encoded, idx))
+            for idx in zip(*index_tuples)
+        ]
+    codes = codes.astype(np.int32)
+    _check_group_counts(codes, groups, min_groups, min_group_size)
+    return codes, groups
+
+
+def _as_python(value):
+    """Numpy scalars to Python scalars, so tuple labels print and compare cleanly."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _check_group_counts(codes, groups, min_groups, min_group_size) -> None:
+    if len(groups) < min_groups:
+        raise ValueError(
+            f"sensitive_features defines {len(groups)} group(s) but at least "
+            f"{min_groups} are needed for a fairness-aware fit."
+        )
+    counts = np.bincount(codes, minlength=len(groups))
+    small = np.flatnonzero(counts < min_group_size)
+    if small.size:
+        detail = ", ".join(f"{groups[g]!r} ({counts[g]} samples)" for g in small)
+        raise ValueError(
+            f"every group needs at least {min_group_size} samples; too small: {detail}. "
+            "Merge or remove these groups explicitly; none is dropped silently."
+        )
+
+
+def check_sensitive_features(
+    sensitive_features,
+    n_samples: int,
+    *,
+    min_groups: int = 2,
+    min_group_size: int = 2,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Validate sensitive features for a fairness-aware ``fit``.
+
+    ``None`` means a single group: a :class:`FairnessWarning` says the fairness part is
+    vacuous and the codes are all zero. Otherwise see :func:`encode_groups`.
+
+    Returns
+    -------
+    codes : ndarray of shape (n_samples,), dtype int32
+    groups : ndarray of shape (G,)
+    """
+    if sensitive_features is None:
+        warnings.warn(
+            "sensitive_features=None: all samples form one group, so the fairness "
+            "part of this estimator is vacuous and the plain model is fitted.",
+            FairnessWarning,
+            stacklevel=3,
+        )
+        return np.zeros(n_samples, dtype=np.int32), np.array([None], dtype=object)
+    return encode_groups(
+        sensitive_features,
+        n_samples=n_samples,
+        min_groups=min_groups,
+        min_group_size=min_group_size,
+    )
