@@ -193,7 +193,8 @@ default="pooled"
         -------
         y_pred : ndarray of shape (n_samples,)
         """
-        return self.classes_[(self._decision(X) >= 0).astype(int)]
+        scores = self._decision(X)
+        return self.classes_[(scores >= 0).astype(int)]
 
     def predict_proba(self, X):
         """Class probabilities ``sigmoid(score)`` (logistic loss only).

@@ -61,7 +61,8 @@ def encode_binary_target(estimator_name: str, y) -> tuple[np.ndarray, np.ndarray
         )
     if classes.size > 2:
         raise ValueError(
-            f"{estimator_name} is a binary classifier; y has {classes.size} classes. "
-            "Use a one-vs-rest wrapper or a multi-class method (e.g. ERMI)."
+            f"Only binary classification is supported by {estimator_name}; y has "
+            f"{classes.size} classes. Use a one-vs-rest wrapper or a multi-class method "
+            "(e.g. ERMI)."
         )
     return classes, y01.astype(np.float64)

@@ -1,0 +1,134 @@
+"""Common tests over every public estimator, discovered (never a hand-kept list)."""
+
+import pickle
+
+import numpy as np
+import pandas as pd
+import polars as pl
+import pytest
+from sklearn import config_context
+from sklearn.base import clone, is_classifier
+from sklearn.model_selection import GridSearchCV, cross_validate
+from sklearn.pipeline import Pipeline, make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from fairest.utils.discovery import all_estimators
+
+ESTIMATORS = [cls for _, cls in all_estimators()]
+IDS = [cls.__name__ for cls in ESTIMATORS]
+
+
+def test_discovery_finds_the_baselines():
+    assert {"GroupWeightedClassifier", "GroupWeightedRegressor"} <= set(IDS)
+
+
+def _expected_failed_checks(estimator):
+    return getattr(estimator, "_expected_failed_checks", lambda: {})()
+
+
+@pytest.mark.filterwarnings("ignore::fairest.utils.FairnessWarning")
+@parametrize_with_checks([cls() for cls in ESTIMATORS], expected_failed_checks=_expected_failed_checks)
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
+
+
+def _data(estimator, n=240, seed=0):
+    rng = np.random.default_rng(seed)
+    groups = rng.choice(["f", "m", "x"], size=n, p=[0.4, 0.4, 0.2])
+    X = rng.normal(size=(n, 4)) + (groups == "f")[:, None] * 0.5
+    signal = X @ np.array([1.0, -0.5, 0.25, 0.0]) + rng.normal(scale=0.5, size=n)
+    if is_classifier(estimator):
+        y = np.where(signal > 0.1, "yes", "no")  # string labels
+    else:
+        y = signal
+    return X, y, groups
+
+
+def _grid_parameter(estimator):
+    for name in ("tolerance", "fairness_weight", "alpha"):
+        if name in estimator.get_params():
+            value = estimator.get_params()[name]
+            if isinstance(value, float):
+                return name, [value, value * 2]
+    pytest.skip("no continuous hyper-parameter to search over")
+
+
+@pytest.mark.parametrize("routing", [True, False], ids=["routing", "legacy"])
+@pytest.mark.parametrize("cls", ESTIMATORS, ids=IDS)
+def test_sensitive_features_through_pipeline_and_search(cls, routing):
+    estimator = cls()
+    X, y, groups = _data(estimator)
+    with config_context(enable_metadata_routing=routing):
+        pipe = make_pipeline(StandardScaler(), clone(estimator))
+        step = pipe.steps[-1][0]
+        fit_params = {"sensitive_features": groups} if routing else {f"{step}__sensitive_features": groups}
+        pipe.fit(X, y, **fit_params)
+        assert len(pipe[-1].groups_) == 3
+        name, values = _grid_parameter(estimator)
+        search = GridSearchCV(clone(estimator), {name: values}, cv=3)
+        search.fit(X, y, sensitive_features=groups)
+        assert len(search.cv_results_["params"]) == 2
+        result = cross_validate(clone(estimator), X, y, cv=3, params={"sensitive_features": groups})
+        assert np.all(np.isfinite(result["test_score"]))
+
+
+@pytest.mark.parametrize("cls", ESTIMATORS, ids=IDS)
+def test_pickle_clone_and_group_blind_predict(cls):
+    estimator = cls()
+    X, y, groups = _data(estimator)
+    fitted = clone(estimator).fit(X, y, sensitive_features=groups)
+    restored = pickle.loads(pickle.dumps(fitted))
+    np.testing.assert_array_equal(restored.predict(X), fitted.predict(X))
+    for attribute in ("coef_", "intercept_", "groups_"):
+        if hasattr(fitted, attribute):
+            assert isinstance(getattr(fitted, attribute), (np.ndarray, float, np.floating))
+    refit = clone(fitted).fit(X, y, sensitive_features=groups)  # deterministic
+    np.testing.assert_array_equal(refit.predict(X), fitted.predict(X))
+    if is_classifier(estimator):
+        assert set(np.unique(fitted.predict(X))) <= {"no", "yes"}
+
+
+@pytest.mark.parametrize("frame", ["pandas", "polars"])
+@pytest.mark.parametrize("cls", ESTIMATORS, ids=IDS)
+def test_dataframe_input(cls, frame):
+    estimator = cls()
+    X, y, groups = _data(estimator)
+    columns = [f"feature_{j}" for j in range(X.shape[1])]
+    if frame == "pandas":
+        X_frame, s_frame = pd.DataFrame(X, columns=columns), pd.Series(groups, name="sex")
+    else:
+        X_frame, s_frame = pl.DataFrame(X, schema=columns), pl.Series("sex", groups)
+    fitted = clone(estimator).fit(X_frame, y, sensitive_features=s_frame)
+    np.testing.assert_array_equal(fitted.feature_names_in_, columns)
+    reference = clone(estimator).fit(X, y, sensitive_features=groups)
+    np.testing.assert_allclose(_scores(fitted, X_frame), _scores(reference, X), rtol=1e-8, atol=1e-10)
+
+
+def _scores(estimator, X):
+    method = getattr(estimator, "decision_function", None) or estimator.predict
+    return method(X)
+
+
+@pytest.mark.parametrize("cls", ESTIMATORS, ids=IDS)
+def test_bad_sensitive_features_raise(cls):
+    estimator = cls()
+    X, y, groups = _data(estimator)
+    with pytest.raises(ValueError, match="same length"):
+        clone(estimator).fit(X, y, sensitive_features=groups[:-1])
+    broken = groups.astype(object)
+    broken[3] = None
+    with pytest.raises(ValueError, match="missing"):
+        clone(estimator).fit(X, y, sensitive_features=broken)
+    lonely = groups.copy()
+    lonely[0] = "solo"
+    with pytest.raises(ValueError, match="at least 2 samples"):
+        clone(estimator).fit(X, y, sensitive_features=lonely)
+    X_nan = X.copy()
+    X_nan[0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        clone(estimator).fit(X_nan, y, sensitive_features=groups)
+
+
+def test_pipeline_import_is_sklearn():
+    assert Pipeline is make_pipeline(StandardScaler()).__class__

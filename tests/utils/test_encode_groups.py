@@ -1,0 +1,92 @@
+import numpy as np
+import pandas as pd
+import polars as pl
+import pytest
+
+from fairest.utils import FairnessWarning, check_sensitive_features, encode_groups
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        ["b", "a", "b", "c"],
+        np.array(["b", "a", "b", "c"]),
+        pd.Series(["b", "a", "b", "c"]),
+        pl.Series(["b", "a", "b", "c"]),
+        pd.Series(["b", "a", "b", "c"], dtype="category"),
+    ],
+)
+def test_strings_sorted_labels(values):
+    codes, groups = encode_groups(values)
+    assert codes.dtype == np.int32
+    np.testing.assert_array_equal(codes, [1, 0, 1, 2])
+    assert list(groups) == ["a", "b", "c"]
+
+
+def test_integers_and_floats():
+    codes, groups = encode_groups(np.array([3, 1, 3, 7]))
+    np.testing.assert_array_equal(codes, [1, 0, 1, 2])
+    np.testing.assert_array_equal(groups, [1, 3, 7])
+
+
+def test_categorical_keeps_category_order_and_ignores_unused():
+    values = pd.Categorical(["lo", "hi", "lo"], categories=["lo", "mid", "hi"], ordered=True)
+    codes, groups = encode_groups(values)
+    np.testing.assert_array_equal(codes, [0, 1, 0])
+    assert list(groups) == ["lo", "hi"]
+
+
+@pytest.mark.parametrize("frame", [pd.DataFrame, pl.DataFrame])
+def test_intersectional_columns(frame):
+    data = frame({"sex": ["m", "f", "m", "f", "m"], "race": [1, 2, 2, 1, 1]})
+    codes, groups = encode_groups(data)
+    assert list(groups) == [("f", 1), ("f", 2), ("m", 1), ("m", 2)]
+    np.testing.assert_array_equal(codes, [2, 1, 3, 0, 2])
+
+
+def test_two_dimensional_array():
+    codes, groups = encode_groups(np.array([["a", "x"], ["a", "y"], ["a", "x"]]))
+    np.testing.assert_array_equal(codes, [0, 1, 0])
+    assert list(groups) == [("a", "x"), ("a", "y")]
+
+
+def test_every_sample_kept():
+    rng = np.random.default_rng(0)
+    values = rng.choice(["p", "q", "r", "s"], size=1000)
+    codes, groups = encode_groups(values)
+    np.testing.assert_array_equal(groups[codes], values)
+
+
+@pytest.mark.parametrize("missing", [None, np.nan])
+def test_missing_values_raise(missing):
+    with pytest.raises(ValueError, match="missing values"):
+        encode_groups(["a", missing, "b"])
+
+
+def test_length_mismatch_raises():
+    with pytest.raises(ValueError, match="same length"):
+        encode_groups(["a", "b"], n_samples=3)
+
+
+def test_single_sample_group_raises():
+    with pytest.raises(ValueError, match=r"'c' \(1 samples\)"):
+        encode_groups(["a", "a", "b", "b", "c"], min_group_size=2)
+
+
+def test_single_group_raises_when_two_needed():
+    with pytest.raises(ValueError, match="at least 2"):
+        encode_groups(["a", "a", "a"], min_groups=2)
+
+
+def test_scalar_and_3d_raise():
+    with pytest.raises(TypeError):
+        encode_groups("abc")
+    with pytest.raises(ValueError, match="1-D or 2-D"):
+        encode_groups(np.zeros((2, 2, 2)))
+
+
+def test_none_warns_and_gives_one_group():
+    with pytest.warns(FairnessWarning, match="one group"):
+        codes, groups = check_sensitive_features(None, 4, min_groups=2)
+    np.testing.assert_array_equal(codes, np.zeros(4))
+    assert len(groups) == 1
