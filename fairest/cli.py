@@ -1,0 +1,197 @@
+"""The ``fairest`` command line: ``fairest datasets`` and ``fairest compare``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["main"]
+
+_BUNDLED = ("adult", "german_credit", "compas", "ricci")
+
+
+class UserError(Exception):
+    """A problem with the user's input: printed as one line, exit status 2."""
+
+
+def _load_bundled(name: str, sensitive: list[str] | None, test_size: float, seed: int):
+    from sklearn.model_selection import train_test_split
+
+    from fairest import datasets
+    from fairest._compare import CompareData
+
+    if name == "adult":
+        train = datasets.load_adult(subset="train", as_frame=True)
+        test = datasets.load_adult(subset="test", as_frame=True)
+        columns = _sensitive_columns(train.sensitive, sensitive, default="sex")
+        return CompareData(
+            name, train.data, train.target.to_numpy(), train.sensitive[columns],
+            test.data, test.target.to_numpy(), test.sensitive[columns], "classification",
+        )
+    bunch = getattr(datasets, f"load_{name}")(as_frame=True)
+    columns = _sensitive_columns(bunch.sensitive, sensitive, default=bunch.sensitive.columns[0])
+    y = bunch.target.to_numpy()
+    strata = pd.Series(y).astype(str) + "|" + bunch.sensitive[columns].astype(str).agg("|".join, axis=1).to_numpy()
+    parts = train_test_split(
+        bunch.data, y, bunch.sensitive[columns], test_size=test_size, random_state=seed,
+        stratify=strata if strata.value_counts().min() >= 2 else None,
+    )
+    X_train, X_test, y_train, y_test, s_train, s_test = parts
+    return CompareData(name, X_train, y_train, s_train, X_test, y_test, s_test, "classification")
+
+
+def _sensitive_columns(frame: pd.DataFrame, requested, default) -> list[str]:
+    columns = requested or [default]
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise UserError(
+            f"unknown sensitive column(s) {missing}; this dataset has {list(frame.columns)}."
+        )
+    return columns
+
+
+def _load_csv(path: str, target: str | None, sensitive: list[str] | None, test_size: float, seed: int):
+    from sklearn.model_selection import train_test_split
+
+    from fairest._compare import CompareData
+
+    if target is None or not sensitive:
+        raise UserError("--data needs --target COL and --sensitive COL[,COL].")
+    try:
+        frame = pd.read_csv(path)
+    except FileNotFoundError:
+        raise UserError(f"no such file: {path}") from None
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as error:
+        raise UserError(f"could not read {path} as CSV: {error}") from None
+    missing = [c for c in [target, *sensitive] if c not in frame.columns]
+    if missing:
+        raise UserError(f"column(s) {missing} not in {path}; columns are {list(frame.columns)}.")
+    frame = frame.dropna(subset=[target])
+    y = frame[target].to_numpy()
+    n_values = pd.Series(y).nunique()
+    if n_values < 2:
+        raise UserError(f"target {target!r} has a single value; nothing to learn.")
+    numeric = pd.api.types.is_numeric_dtype(frame[target])
+    task = "regression" if numeric and n_values > 2 else "classification"
+    if frame[sensitive].isna().any().any():
+        raise UserError(f"sensitive column(s) {sensitive} have missing values; fill them first.")
+    X = frame.drop(columns=[target])
+    strata = None
+    if task == "classification":
+        cells = pd.Series(y).astype(str).to_numpy() + "|" + frame[sensitive].astype(str).agg("|".join, axis=1).to_numpy()
+        strata = cells if pd.Series(cells).value_counts().min() >= 2 else None
+    parts = train_test_split(X, y, frame[sensitive], test_size=test_size, random_state=seed, stratify=strata)
+    X_train, X_test, y_train, y_test, s_train, s_test = parts
+    return CompareData(Path(path).name, X_train, y_train, s_train, X_test, y_test, s_test, task)
+
+
+def markdown_table(table: pd.DataFrame, floatfmt: str = "{:.4f}") -> str:
+    """A pipe table of ``table`` (index included), with no dependency beyond pandas."""
+    header = [table.index.name or "", *map(str, table.columns)]
+    rows = [
+        [str(index), *(floatfmt.format(v) if isinstance(v, float) else str(v) for v in values)]
+        for index, values in zip(table.index, table.itertuples(index=False))
+    ]
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
+
+
+def _write_report(table: pd.DataFrame, data, output: Path) -> Path:
+    output.mkdir(parents=True, exist_ok=True)
+    report = output / "report.md"
+    lines = [
+        f"# fairest compare: {data.name}",
+        "",
+        f"Train rows: {len(data.y_train)}, test rows: {len(data.y_test)}, task: {data.task}, "
+        f"sensitive: {', '.join(data.s_train.columns)}. Metrics on the test split.",
+        "",
+        markdown_table(table),
+        "",
+    ]
+    report.write_text("\n".join(lines))
+    table.to_csv(output / "results.csv")
+    return report
+
+
+def _command_compare(args) -> int:
+    from fairest._compare import METHODS, run_comparison
+
+    sensitive = args.sensitive.split(",") if args.sensitive else None
+    if args.data:
+        data = _load_csv(args.data, args.target, sensitive, args.test_size, args.seed)
+    else:
+        if args.dataset not in _BUNDLED:
+            raise UserError(f"unknown dataset {args.dataset!r}; bundled: {', '.join(_BUNDLED)}.")
+        data = _load_bundled(args.dataset, sensitive, args.test_size, args.seed)
+    available = [name for name, method in METHODS.items() if method.task == data.task]
+    if args.methods:
+        names = args.methods.split(",")
+        unknown = [n for n in names if n not in METHODS]
+        if unknown:
+            raise UserError(f"unknown method(s) {unknown}; available: {', '.join(METHODS)}.")
+        wrong_task = [n for n in names if METHODS[n].task != data.task]
+        if wrong_task:
+            raise UserError(f"method(s) {wrong_task} do not handle {data.task}.")
+    else:
+        names = available
+    print(
+        f"fairest compare: {data.name} ({len(data.y_train)} train / {len(data.y_test)} test rows, "
+        f"sensitive: {', '.join(data.s_train.columns)})",
+        file=sys.stderr,
+    )
+    table = run_comparison(
+        data, names, random_state=args.seed, progress=lambda m: print(m, file=sys.stderr, flush=True)
+    )
+    with pd.option_context("display.width", 200, "display.float_format", "{:.4f}".format):
+        print(table.to_string())
+    report = _write_report(table, data, Path(args.output))
+    print(f"\nreport written to {report}", file=sys.stderr)
+    return 0
+
+
+def _command_datasets(args) -> int:
+    from fairest.datasets import list_datasets
+
+    with pd.option_context("display.width", 200, "display.max_colwidth", 40):
+        print(list_datasets(data_home=args.data_home).to_string(index=False))
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="fairest", description="Fairness-aware estimators.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    listing = commands.add_parser("datasets", help="list bundled, cached and synthetic datasets")
+    listing.add_argument("--data-home", default=None, help="data cache folder (default: FAIREST_DATA or ~/fairest_data)")
+    listing.set_defaults(run=_command_datasets)
+    compare = commands.add_parser("compare", help="fit the available methods side by side")
+    compare.add_argument("--dataset", default="adult", help=f"bundled dataset ({', '.join(_BUNDLED)}); default adult")
+    compare.add_argument("--data", help="a CSV file instead of a bundled dataset")
+    compare.add_argument("--target", help="target column of the CSV")
+    compare.add_argument("--sensitive", help="sensitive column(s), comma separated (default: sex for adult)")
+    compare.add_argument("--methods", help="comma-separated method names (default: all for the task)")
+    compare.add_argument("--test-size", type=float, default=0.3, help="held-out fraction for CSVs and non-Adult data")
+    compare.add_argument("--seed", type=int, default=0)
+    compare.add_argument("--output", default="fairest_report", help="folder for report.md and results.csv")
+    compare.set_defaults(run=_command_compare)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``fairest`` command; returns the exit status."""
+    args = _parser().parse_args(argv)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", category=FutureWarning)
+            return args.run(args)
+    except UserError as error:
+        print(f"fairest: error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
