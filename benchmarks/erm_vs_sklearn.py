@@ -1,0 +1,111 @@
+"""Weighted L2 logistic regression: fairest's JAX Newton solver vs scikit-learn.
+
+For each (n, d) this times, in the same process and on the same weighted problem:
+- fairest ``solve_weighted_glm`` (damped Newton, float64), cold (first call, JIT compile
+  included) and warm (same bucket, what a grid search or CV fold pays);
+- scikit-learn ``LogisticRegression(solver="lbfgs")`` at its default tol (1e-4) and at a
+  tight tol (1e-8), and ``solver="newton-cholesky"`` (tol 1e-8).
+Speed ratio = scikit-learn time / fairest warm time (> 1: fairest is faster). The
+relative objective gap of every solution to the best one found says what each run
+bought. Run: ``python benchmarks/erm_vs_sklearn.py [--quick]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+from sklearn.linear_model import LogisticRegression
+
+from _common import best_time, write_results
+from fairest._solvers._newton import solve_weighted_glm
+
+ALPHA = 1e-3
+
+
+def _problem(n, d, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    w_true = rng.normal(size=d) / np.sqrt(d)
+    y = (X @ w_true + 0.5 * rng.normal(size=n) > 0).astype(np.float64)
+    groups = rng.integers(0, 4, n)
+    totals = np.bincount(groups, minlength=4).astype(float)
+    c = (0.25 / totals)[groups]  # uniform group weights, sample weights sum to one
+    return X, y, c
+
+
+def _objective(theta, X, y, c):
+    s = X @ theta[1:] + theta[0]
+    return float(np.sum(c * (np.logaddexp(0, s) - y * s)) + 0.5 * ALPHA * np.sum(theta[1:] ** 2))
+
+
+def _sklearn(X, y, c, solver, tol):
+    model = LogisticRegression(C=1.0 / ALPHA, solver=solver, tol=tol, max_iter=10_000)
+    model.fit(X, y, sample_weight=c)
+    return np.r_[model.intercept_, model.coef_.ravel()]
+
+
+def run(sizes, repeats):
+    rows = []
+    for n, d in sizes:
+        X, y, c = _problem(n, d)
+        start = time.perf_counter()
+        ours = solve_weighted_glm("logistic", X, y, c, ALPHA)
+        cold = time.perf_counter() - start
+        X_other = X[: n - n // 50]  # another row count in the same bucket: no recompilation
+        solve_weighted_glm("logistic", X_other, y[: len(X_other)], c[: len(X_other)], ALPHA)
+        warm = best_time(lambda: solve_weighted_glm("logistic", X, y, c, ALPHA), repeats)
+        thetas = {"fairest newton": ours["theta"]}
+        times = {}
+        for label, solver, tol in [
+            ("sklearn lbfgs tol=1e-4", "lbfgs", 1e-4),
+            ("sklearn lbfgs tol=1e-8", "lbfgs", 1e-8),
+            ("sklearn newton-cholesky tol=1e-8", "newton-cholesky", 1e-8),
+        ]:
+            thetas[label] = _sklearn(X, y, c, solver, tol)
+            times[label] = best_time(lambda: _sklearn(X, y, c, solver, tol), repeats)
+        objectives = {k: _objective(t, X, y, c) for k, t in thetas.items()}
+        best = min(objectives.values())
+        row = {
+            "n": n,
+            "d": d,
+            "fairest cold (s)": cold,
+            "fairest warm (s)": warm,
+            "fairest newton iters": ours["n_iter"],
+            "fairest rel. gap": (objectives["fairest newton"] - best) / abs(best),
+        }
+        for label, seconds in times.items():
+            row[f"{label} (s)"] = seconds
+            row[f"{label} ratio"] = seconds / warm
+            row[f"{label} rel. gap"] = (objectives[label] - best) / abs(best)
+        rows.append(row)
+        print(row, flush=True)
+    return rows
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="small sizes only (smoke test)")
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    if args.quick:
+        sizes = [(10_000, 20), (10_000, 100)]
+    else:
+        sizes = [(10_000, 20), (10_000, 100), (100_000, 20), (100_000, 100), (1_000_000, 20), (1_000_000, 100)]
+    rows = run(sizes, args.repeats)
+    columns = [
+        "n", "d", "fairest cold (s)", "fairest warm (s)", "fairest newton iters",
+        "sklearn lbfgs tol=1e-4 ratio", "sklearn lbfgs tol=1e-4 rel. gap",
+        "sklearn lbfgs tol=1e-8 ratio", "sklearn newton-cholesky tol=1e-8 ratio",
+    ]
+    notes = (
+        "Weighted L2 logistic regression (alpha=1e-3, 4 groups, uniform group weights). "
+        "ratio = scikit-learn seconds / fairest warm seconds (> 1 means fairest is faster); "
+        "rel. gap = (objective - best objective) / best objective."
+    )
+    print(write_results("erm_vs_sklearn" + ("_quick" if args.quick else ""), rows, columns, notes))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,79 @@
+import numpy as np
+import pandas as pd
+import pytest
+
+from fairest.cli import main
+
+
+@pytest.fixture
+def csv_file(tmp_path):
+    rng = np.random.default_rng(0)
+    n = 300
+    frame = pd.DataFrame(
+        {
+            "x1": rng.normal(size=n),
+            "x2": rng.normal(size=n),
+            "colour": rng.choice(["red", "blue"], size=n),
+            "sex": rng.choice(["f", "m"], size=n),
+        }
+    )
+    frame["label"] = np.where(frame.x1 + 0.5 * (frame.sex == "m") + rng.normal(size=n) > 0, "yes", "no")
+    frame["amount"] = 2 * frame.x1 + rng.normal(size=n)
+    path = tmp_path / "data.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+def test_compare_on_csv_writes_report(csv_file, tmp_path, capsys):
+    output = tmp_path / "out"
+    status = main(["compare", "--data", str(csv_file), "--target", "label", "--sensitive", "sex",
+                   "--methods", "erm,erm-balanced", "--output", str(output)])
+    assert status == 0
+    printed = capsys.readouterr().out
+    assert "accuracy" in printed and "demographic parity diff" in printed and "fit time" in printed
+    report = (output / "report.md").read_text()
+    assert "| ERM (logistic regression) |" in report
+    results = pd.read_csv(output / "results.csv", index_col=0)
+    assert results["accuracy"].between(0.5, 1.0).all()
+
+
+def test_compare_regression_target(csv_file, tmp_path, capsys):
+    status = main(["compare", "--data", str(csv_file), "--target", "amount", "--sensitive", "sex,colour",
+                   "--output", str(tmp_path / "r")])
+    assert status == 0
+    assert "RMSE" in capsys.readouterr().out
+
+
+def test_compare_bundled_small_dataset(tmp_path, capsys):
+    assert main(["compare", "--dataset", "ricci", "--methods", "erm", "--output", str(tmp_path)]) == 0
+    assert "ERM (logistic regression)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        (["--data", "missing.csv", "--target", "a", "--sensitive", "b"], "no such file"),
+        (["--data", "{csv}", "--target", "nope", "--sensitive", "sex"], "not in"),
+        (["--data", "{csv}", "--target", "label", "--sensitive", "sex", "--methods", "magic"], "unknown method"),
+        (["--data", "{csv}", "--target", "label"], "--sensitive"),
+        (["--dataset", "iris"], "unknown dataset"),
+        (["--data", "{bad}", "--target", "a", "--sensitive", "b"], "could not read"),
+        (["--data", "{one}", "--target", "label", "--sensitive", "sex"], "single value"),
+    ],
+)
+def test_compare_user_errors_exit_2_without_traceback(arguments, message, csv_file, tmp_path, capsys):
+    bad = tmp_path / "bad.csv"
+    bad.write_bytes(b"\xff\xfe\x00garbage\x00")
+    one = tmp_path / "one.csv"
+    pd.DataFrame({"x": [1, 2, 3], "sex": ["f", "m", "f"], "label": ["a", "a", "a"]}).to_csv(one, index=False)
+    arguments = [a.format(csv=csv_file, bad=bad, one=one) for a in arguments]
+    assert main(["compare", *arguments, "--output", str(tmp_path / "o")]) == 2
+    error = capsys.readouterr().err
+    assert message in error and "Traceback" not in error
+
+
+def test_datasets_lists_bundled(capsys):
+    assert main(["datasets"]) == 0
+    printed = capsys.readouterr().out
+    for name in ("adult", "compas", "german", "ricci"):
+        assert name in printed
