@@ -73,10 +73,10 @@ def value_grad_hessian(loss: str, theta, X, y, c, alpha, penalize_intercept):
     pen = penalty_diagonal(loss, theta, alpha, penalize_intercept)
     f = jnp.sum(c * value) + 0.5 * jnp.sum(pen * theta**2)
     grad = jnp.concatenate([jnp.sum(r)[None], X.T @ r]) + pen * theta
-    xq = X.T @ q
-    hessian = jnp.block(
-        [[jnp.sum(q)[None, None], xq[None, :]], [xq[:, None], X.T @ (X * q[:, None])]]
-    )
+    Xq = X * q[:, None]
+    first_row = jnp.concatenate([jnp.sum(q)[None], jnp.sum(Xq, axis=0)])
+    lower = jnp.concatenate([first_row[1:, None], X.T @ Xq], axis=1)
+    hessian = jnp.concatenate([first_row[None, :], lower], axis=0)
     return f, grad, hessian + jnp.diag(pen)
 
 

@@ -44,9 +44,10 @@ class _State(NamedTuple):
     theta: jax.Array
     value: jax.Array
     grad: jax.Array
-    hessian: jax.Array
-    n_iter: jax.Array
-    stalled: jax.Array
+    cholesky: jax.Array
+    threshold: jax.Array  # stopping threshold, fixed at the first pass
+    n_iter: jax.Array  # Newton steps taken
+    done: jax.Array
 
 
 def _cholesky(hessian):
@@ -72,42 +73,59 @@ def newton_solve(
     Stops when ``||grad||_inf <= tol * max(1, ||grad(theta0)||_inf)``, when a line search
     cannot decrease F any more (machine precision), or after ``max_iter`` Newton steps.
     ``alpha``, ``penalize_intercept`` (0.0/1.0), ``tol`` and ``max_iter`` are traced.
+
+    Each pass of the loop evaluates F, its gradient and Hessian at the current point, then
+    either stops or takes one damped Newton step, so the expensive kernels are traced
+    (and compiled) once.
     """
     args = (X, y, c, alpha, penalize_intercept)
-    value0, grad0, hessian0 = value_grad_hessian(loss, theta0, *args)
-    threshold = tol * jnp.maximum(1.0, jnp.max(jnp.abs(grad0)))
 
-    def not_done(state: _State):
-        return (
-            (jnp.max(jnp.abs(state.grad)) > threshold)
-            & (state.n_iter < max_iter)
-            & ~state.stalled
-        )
-
-    def step(state: _State) -> _State:
-        direction = -cho_solve((_cholesky(state.hessian), True), state.grad)
-        slope = jnp.dot(state.grad, direction)
-        slack = 1e-15 * jnp.abs(state.value)  # rounding noise of F near the optimum
+    def one_pass(state: _State) -> _State:
+        value, grad, hessian = value_grad_hessian(loss, state.theta, *args)
+        grad_norm = jnp.max(jnp.abs(grad))
+        threshold = jnp.where(state.n_iter == 0, tol * jnp.maximum(1.0, grad_norm), state.threshold)
+        factor = _cholesky(hessian)
+        stop = (grad_norm <= threshold) | (state.n_iter >= max_iter) | state.done
+        direction = -cho_solve((factor, True), grad)
+        slope = jnp.dot(grad, direction)
+        slack = 1e-15 * jnp.abs(value)  # rounding noise of F near the optimum
 
         def too_long(t):
             trial = objective(loss, state.theta + t * direction, *args)
-            return (trial > state.value + _ARMIJO * t * slope + slack) & (t > _MIN_STEP)
+            return (trial > value + _ARMIJO * t * slope + slack) & (t > _MIN_STEP)
 
-        t = jax.lax.while_loop(too_long, lambda t: 0.5 * t, jnp.ones_like(state.value))
-        theta = state.theta + t * direction
-        value, grad, hessian = value_grad_hessian(loss, theta, *args)
-        return _State(theta, value, grad, hessian, state.n_iter + 1, t <= _MIN_STEP)
+        t0 = jnp.where(stop, 0.0, 1.0).astype(value.dtype)  # t = 0 skips the search
+        t = jax.lax.while_loop(lambda t: (t > 0) & too_long(t), lambda t: 0.5 * t, t0)
+        stalled = ~stop & (t <= _MIN_STEP)
+        return _State(
+            theta=jnp.where(stop | stalled, state.theta, state.theta + t * direction),
+            value=value,
+            grad=grad,
+            cholesky=factor,
+            threshold=threshold,
+            n_iter=state.n_iter + jnp.where(stop | stalled, 0, 1),
+            done=stop | stalled,
+        )
 
-    init = _State(theta0, value0, grad0, hessian0, jnp.zeros((), jnp.int32), jnp.array(False))
-    final = jax.lax.while_loop(not_done, step, init)
+    zero = jnp.zeros((), theta0.dtype)
+    init = _State(
+        theta=theta0,
+        value=zero,
+        grad=jnp.zeros_like(theta0),
+        cholesky=jnp.zeros((theta0.size, theta0.size), theta0.dtype),
+        threshold=zero,
+        n_iter=jnp.zeros((), jnp.int32),
+        done=jnp.array(False),
+    )
+    final = jax.lax.while_loop(lambda state: ~state.done, one_pass, init)
     grad_norm = jnp.max(jnp.abs(final.grad))
     return NewtonResult(
         theta=final.theta,
         objective=final.value,
         grad_norm=grad_norm,
-        cholesky=_cholesky(final.hessian),
+        cholesky=final.cholesky,
         n_iter=final.n_iter,
-        converged=grad_norm <= threshold,
+        converged=grad_norm <= final.threshold,
     )
 
 
