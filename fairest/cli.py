@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -184,6 +185,10 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``fairest`` command; returns the exit status."""
     args = _parser().parse_args(argv)
+    if not os.environ.get("FAIREST_NO_COMPILATION_CACHE"):
+        from fairest.utils import enable_compilation_cache
+
+        enable_compilation_cache()
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", category=FutureWarning)

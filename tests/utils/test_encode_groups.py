@@ -90,3 +90,18 @@ def test_none_warns_and_gives_one_group():
         codes, groups = check_sensitive_features(None, 4, min_groups=2)
     np.testing.assert_array_equal(codes, np.zeros(4))
     assert len(groups) == 1
+
+
+def test_import_leaves_jax_config_alone():
+    import subprocess
+    import sys
+
+    code = (
+        "import jax; before = {k: getattr(jax.config, k) for k in "
+        "('jax_enable_x64', 'jax_compilation_cache_dir', 'jax_default_matmul_precision')};"
+        "import fairest, fairest.metrics, fairest.datasets, fairest.reweighting;"
+        "after = {k: getattr(jax.config, k) for k in before}; assert before == after, (before, after);"
+        "print('ok')"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert result.stdout.strip() == "ok", result.stderr
