@@ -1,0 +1,114 @@
+"""Fairness metrics: exact numpy metrics, smooth JAX surrogates and a per-group report.
+
+* fairlearn-compatible metrics of hard predictions (same signatures and values as
+  :mod:`fairlearn.metrics`): ``demographic_parity_*``, ``equal_opportunity_*``,
+  ``equalized_odds_*`` (``_difference`` / ``_ratio``).
+* BADR metrics of decision scores (spec badr.md section 3): ``demographic_parity_deviation``,
+  ``equal_opportunity_range``, ``equalized_odds_range``, ``group_loss_variance``,
+  ``individual_fairness``, ``disparate_mistreatment``, ``hsic_linear``.
+* Smooth JAX surrogates of the BADR metrics, ``smooth_*``, jitted functions of
+  ``(scores, y, group_codes, num_groups)``.
+* ``group_report``: per-group table of counts, rates and losses.
+* Family metrics: partial statistical / demographic parity on percentile intervals
+  (``partial_*``), ERMI and the DP-FERMI violations (``ermi``, ``conditional_ermi``,
+  ``*_violation``), pruning excess accuracy gaps, independence / separation /
+  sufficiency gaps, group loss gap and ``prediction_wasserstein``.
+"""
+
+from fairest.metrics._constrained import (
+    excess_accuracy_gaps,
+    independence_gap,
+    loss_gap,
+    max_excess_accuracy_gap,
+    pairwise_disparity,
+    prediction_wasserstein,
+    separation_gap,
+    sufficiency_gap,
+)
+from fairest.metrics._ermi import (
+    conditional_ermi,
+    demographic_parity_violation,
+    equalized_odds_violation,
+    ermi,
+)
+from fairest.metrics._exact import (
+    demographic_parity_deviation,
+    disparate_mistreatment,
+    equal_opportunity_range,
+    equalized_odds_range,
+    group_loss_variance,
+    hsic_linear,
+    individual_fairness,
+)
+from fairest.metrics._parity import (
+    demographic_parity_difference,
+    demographic_parity_ratio,
+    equal_opportunity_difference,
+    equal_opportunity_ratio,
+    equalized_odds_difference,
+    equalized_odds_ratio,
+)
+from fairest.metrics._partial import (
+    partial_demographic_parity,
+    partial_fairness_score,
+    partial_parity_matrix,
+    partial_statistical_parity,
+    rank_curve,
+    suggest_interval,
+)
+from fairest.metrics._report import group_report
+from fairest.metrics._smooth import (
+    smooth_demographic_parity,
+    smooth_disparate_mistreatment,
+    smooth_equal_opportunity,
+    smooth_equalized_odds,
+    smooth_group_loss_variance,
+    smooth_hsic_linear,
+    smooth_individual_fairness,
+    smooth_max,
+    smooth_min,
+)
+
+__all__ = [
+    "conditional_ermi",
+    "demographic_parity_deviation",
+    "demographic_parity_difference",
+    "demographic_parity_ratio",
+    "demographic_parity_violation",
+    "disparate_mistreatment",
+    "equal_opportunity_difference",
+    "equal_opportunity_range",
+    "equal_opportunity_ratio",
+    "equalized_odds_difference",
+    "equalized_odds_range",
+    "equalized_odds_ratio",
+    "equalized_odds_violation",
+    "ermi",
+    "excess_accuracy_gaps",
+    "group_loss_variance",
+    "group_report",
+    "hsic_linear",
+    "independence_gap",
+    "individual_fairness",
+    "loss_gap",
+    "max_excess_accuracy_gap",
+    "pairwise_disparity",
+    "partial_demographic_parity",
+    "partial_fairness_score",
+    "partial_parity_matrix",
+    "partial_statistical_parity",
+    "prediction_wasserstein",
+    "rank_curve",
+    "separation_gap",
+    "smooth_demographic_parity",
+    "smooth_disparate_mistreatment",
+    "smooth_equal_opportunity",
+    "smooth_equalized_odds",
+    "smooth_group_loss_variance",
+    "smooth_hsic_linear",
+    "smooth_individual_fairness",
+    "smooth_max",
+    "smooth_min",
+    "sufficiency_gap",
+    "suggest_interval",
+]

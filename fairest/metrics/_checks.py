@@ -1,0 +1,160 @@
+"""Input validation shared by the exact (numpy) metrics.
+
+Every exact metric goes through :func:`check_metric_inputs`: targets and predictions
+become finite float64 vectors of one length, sensitive features become int32 codes via
+:func:`fairest.utils.encode_groups`, and sample weights a non-negative float64 vector with
+positive total weight in every group.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from fairest.utils import encode_groups
+
+__all__ = [
+    "MetricInputs",
+    "check_metric_inputs",
+    "as_finite_vector",
+    "check_sample_weight",
+    "as_binary_labels",
+    "check_option",
+]
+
+
+class MetricInputs(NamedTuple):
+    """Validated inputs of an exact metric."""
+
+    y_true: np.ndarray  # (n,) float64
+    y_pred: np.ndarray  # (n,) float64: hard predictions or scores
+    codes: np.ndarray  # (n,) int32 in 0..G-1
+    groups: np.ndarray  # (G,) group labels, in code order
+    weights: np.ndarray  # (n,) float64, non-negative
+
+    @property
+    def num_groups(self) -> int:
+        return len(self.groups)
+
+
+def check_option(value, name: str, options) -> None:
+    """Raise ``ValueError`` unless ``value`` is one of ``options``."""
+    if value not in options:
+        raise ValueError(f"{name} must be one of {tuple(options)}; got {value!r}.")
+
+
+def as_finite_vector(values, name: str) -> np.ndarray:
+    """Convert ``values`` to a finite float64 array of shape (n,).
+
+    Accepts lists, numpy arrays, pandas and polars Series (and single-column 2-D data).
+
+    Raises
+    ------
+    ValueError
+        If the values are not numeric, not one-dimensional, empty, or not all finite.
+    """
+    try:
+        if isinstance(values, (pd.Series, pd.DataFrame, pd.Index)):
+            array = values.to_numpy(dtype=np.float64, na_value=np.nan)
+        else:
+            array = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise ValueError(
+            f"{name} must be numeric (labels coded as numbers); conversion to float "
+            f"failed: {error}"
+        ) from None
+    if array.ndim == 2 and array.shape[1] == 1:
+        array = array[:, 0]
+    if array.ndim != 1:
+        raise ValueError(
+            f"{name} must be one-dimensional of shape (n_samples,); got shape {array.shape}."
+        )
+    if array.size == 0:
+        raise ValueError(f"{name} is empty.")
+    finite = np.isfinite(array)
+    if not finite.all():
+        first = int(np.flatnonzero(~finite)[0])
+        raise ValueError(
+            f"{name} contains NaN or infinite values (first at position {first}, "
+            f"value {array[first]}); metrics need finite inputs."
+        )
+    return array
+
+
+def check_sample_weight(sample_weight, n_samples: int) -> np.ndarray:
+    """Validate sample weights; ``None`` means unit weights."""
+    if sample_weight is None:
+        return np.ones(n_samples)
+    weights = as_finite_vector(sample_weight, "sample_weight")
+    if weights.shape[0] != n_samples:
+        raise ValueError(
+            f"sample_weight has {weights.shape[0]} entries but there are {n_samples} "
+            "samples; they must have the same length."
+        )
+    if (weights < 0).any():
+        raise ValueError("sample_weight must be non-negative.")
+    return weights
+
+
+def as_binary_labels(values: np.ndarray, name: str) -> np.ndarray:
+    """Map binary labels coded {0, 1} or {-1, 1} (1 is positive) to a 0/1 float array."""
+    unique = np.unique(values)
+    if not (set(unique) <= {0.0, 1.0} or set(unique) <= {-1.0, 1.0}):
+        shown = ", ".join(f"{v:g}" for v in unique[:6]) + (", ..." if unique.size > 6 else "")
+        raise ValueError(
+            f"{name} must hold binary labels coded {{0, 1}} or {{-1, 1}}, with 1 the "
+            f"positive class; got the values [{shown}]."
+        )
+    return (values == 1.0).astype(np.float64)
+
+
+def check_metric_inputs(
+    y_true,
+    y_pred,
+    sensitive_features,
+    sample_weight=None,
+    *,
+    pred_name: str = "y_pred",
+    min_groups: int = 1,
+) -> MetricInputs:
+    """Validate the common inputs of an exact metric.
+
+    Parameters
+    ----------
+    y_true, y_pred : array-like of shape (n_samples,)
+        Targets and predictions (or scores); finite numbers.
+    sensitive_features : array-like of shape (n_samples,) or (n_samples, k)
+        Group membership, encoded with :func:`fairest.utils.encode_groups`.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Non-negative weights; every group needs a positive total weight.
+    pred_name : str, default="y_pred"
+        Name of the second argument in error messages (``"scores"`` for score metrics).
+    min_groups : int, default=1
+        Minimum number of groups the metric needs.
+
+    Returns
+    -------
+    MetricInputs
+    """
+    y_true = as_finite_vector(y_true, "y_true")
+    y_pred = as_finite_vector(y_pred, pred_name)
+    if y_true.shape[0] != y_pred.shape[0]:
+        raise ValueError(
+            f"y_true has {y_true.shape[0]} samples but {pred_name} has "
+            f"{y_pred.shape[0]}; they must have the same length."
+        )
+    n_samples = y_true.shape[0]
+    codes, groups = encode_groups(
+        sensitive_features, n_samples=n_samples, min_groups=min_groups
+    )
+    weights = check_sample_weight(sample_weight, n_samples)
+    group_weight = np.bincount(codes, weights=weights, minlength=len(groups))
+    empty = np.flatnonzero(group_weight <= 0)
+    if empty.size:
+        names = ", ".join(repr(groups[g]) for g in empty)
+        raise ValueError(
+            f"every group needs a positive total sample_weight; zero for: {names}."
+        )
+    return MetricInputs(y_true, y_pred, codes, groups, weights)
