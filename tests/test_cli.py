@@ -5,6 +5,12 @@ import pytest
 from fairest.cli import main
 
 
+@pytest.fixture(autouse=True)
+def no_persistent_cache(monkeypatch):
+    """The CLI turns on JAX's disk cache for its own process; keep tests hermetic."""
+    monkeypatch.setenv("FAIREST_NO_COMPILATION_CACHE", "1")
+
+
 @pytest.fixture
 def csv_file(tmp_path):
     rng = np.random.default_rng(0)

@@ -105,3 +105,17 @@ def test_import_leaves_jax_config_alone():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert result.stdout.strip() == "ok", result.stderr
+
+
+def test_enable_compilation_cache_is_explicit(tmp_path):
+    import subprocess
+    import sys
+
+    code = (
+        "import jax, fairest; assert jax.config.jax_compilation_cache_dir is None;"
+        "from fairest.utils import enable_compilation_cache;"
+        f"d = enable_compilation_cache({str(tmp_path / 'cache')!r});"
+        "assert jax.config.jax_compilation_cache_dir == str(d); print('ok')"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert result.stdout.strip() == "ok", result.stderr
