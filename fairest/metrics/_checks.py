@@ -62,8 +62,7 @@ def as_finite_vector(values, name: str) -> np.ndarray:
             array = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError) as error:
         raise ValueError(
-            f"{name} must be numeric (labels coded as numbers); conversion to float "
-            f"failed: {error}"
+            f"{name} must be numeric (labels coded as numbers); conversion to float failed: {error}"
         ) from None
     if array.ndim == 2 and array.shape[1] == 1:
         array = array[:, 0]
@@ -146,15 +145,11 @@ def check_metric_inputs(
             f"{y_pred.shape[0]}; they must have the same length."
         )
     n_samples = y_true.shape[0]
-    codes, groups = encode_groups(
-        sensitive_features, n_samples=n_samples, min_groups=min_groups
-    )
+    codes, groups = encode_groups(sensitive_features, n_samples=n_samples, min_groups=min_groups)
     weights = check_sample_weight(sample_weight, n_samples)
     group_weight = np.bincount(codes, weights=weights, minlength=len(groups))
     empty = np.flatnonzero(group_weight <= 0)
     if empty.size:
         names = ", ".join(repr(groups[g]) for g in empty)
-        raise ValueError(
-            f"every group needs a positive total sample_weight; zero for: {names}."
-        )
+        raise ValueError(f"every group needs a positive total sample_weight; zero for: {names}.")
     return MetricInputs(y_true, y_pred, codes, groups, weights)

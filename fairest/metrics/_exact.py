@@ -75,8 +75,7 @@ def _range_over_defined(rates: GroupRates, groups, rate_name: str, condition: st
     """``max - min`` of the rates of the groups where they are defined (with a warning)."""
     if not rates.defined.any():
         raise ValueError(
-            f"{rate_name} is undefined: no group has a {condition} sample (with positive "
-            "weight)."
+            f"{rate_name} is undefined: no group has a {condition} sample (with positive weight)."
         )
     if not rates.defined.all():
         names = ", ".join(repr(groups[g]) for g in np.flatnonzero(~rates.defined))
@@ -97,9 +96,7 @@ def _error_rates_of_scores(y_true, scores, sensitive_features, sample_weight, th
     labels = as_binary_labels(inputs.y_true, "y_true")
     predicted = (inputs.y_pred >= threshold).astype(np.float64)
     tpr = group_rates(inputs.codes, inputs.num_groups, predicted, inputs.weights, labels)
-    fpr = group_rates(
-        inputs.codes, inputs.num_groups, predicted, inputs.weights, 1.0 - labels
-    )
+    fpr = group_rates(inputs.codes, inputs.num_groups, predicted, inputs.weights, 1.0 - labels)
     return tpr, fpr, inputs.groups
 
 

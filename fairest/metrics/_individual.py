@@ -80,7 +80,10 @@ def cross_group_energy_cells(y, scores, weights, codes, num_groups) -> float:
     first = cell_sums(weights * scores)
     second = cell_sums(weights * scores**2)
     total = _cell_energy(
-        kernel, counts.sum(0, keepdims=True), first.sum(0, keepdims=True), second.sum(0, keepdims=True)
+        kernel,
+        counts.sum(0, keepdims=True),
+        first.sum(0, keepdims=True),
+        second.sum(0, keepdims=True),
     )
     within = _cell_energy(kernel, counts, first, second)
     return 0.5 * (total - within)

@@ -89,9 +89,7 @@ def error_rates(y_true, y_pred, sensitive_features, sample_weight):
     labels = as_binary_labels(inputs.y_true, "y_true")
     predicted = as_binary_labels(inputs.y_pred, "y_pred")
     tpr = group_rates(inputs.codes, inputs.num_groups, predicted, inputs.weights, labels)
-    fpr = group_rates(
-        inputs.codes, inputs.num_groups, predicted, inputs.weights, 1.0 - labels
-    )
+    fpr = group_rates(inputs.codes, inputs.num_groups, predicted, inputs.weights, 1.0 - labels)
     _warn_undefined(tpr, inputs.groups, "the true positive rate", "positive")
     _warn_undefined(fpr, inputs.groups, "the false positive rate", "negative")
     return tpr, fpr
@@ -340,8 +338,10 @@ def equalized_odds_ratio(
     With ``agg="worst_case"`` the smaller of the true positive rate ratio and the false
     positive rate ratio; with ``agg="mean"`` their mean. Ratios as in
     :func:`equal_opportunity_ratio`. Same value as
-    :func:`fairlearn.metrics.equalized_odds_ratio` (where fairlearn's result does not
-    depend on the order of a ``nan``, we return ``nan`` as soon as one ratio is ``nan``).
+    :func:`fairlearn.metrics.equalized_odds_ratio`, including its handling of a ``nan``
+    ratio (0/0, when a rate is 0 in every group): ``"mean"`` skips it, and
+    ``"worst_case"`` returns ``nan`` when the true positive rate ratio is ``nan`` but skips
+    a ``nan`` false positive rate ratio (fairlearn takes Python's ``min`` of the two).
 
     Parameters
     ----------
@@ -373,5 +373,8 @@ def equalized_odds_ratio(
     """
     check_option(agg, "agg", AGGREGATIONS)
     tpr, fpr = error_rates(y_true, y_pred, sensitive_features, sample_weight)
-    ratios = np.array([rate_ratio(tpr, method), rate_ratio(fpr, method)])
-    return float(np.min(ratios) if agg == "worst_case" else np.mean(ratios))
+    ratios = [rate_ratio(tpr, method), rate_ratio(fpr, method)]
+    if agg == "worst_case":
+        return float(min(ratios))  # Python's min, as in fairlearn (see the docstring)
+    defined = [ratio for ratio in ratios if not np.isnan(ratio)]
+    return float(np.mean(defined)) if defined else float("nan")

@@ -145,9 +145,7 @@ def _smooth_error_rates(scores, y, weights, group_codes, num_groups, rho_sigmoid
     """Sigmoid-smoothed TPR and FPR per group, with the groups where they are defined."""
     soft_prediction = jax.nn.sigmoid(rho_sigmoid * scores)
     tpr, has_positive = _group_means(soft_prediction, weights * y, group_codes, num_groups)
-    fpr, has_negative = _group_means(
-        soft_prediction, weights * (1.0 - y), group_codes, num_groups
-    )
+    fpr, has_negative = _group_means(soft_prediction, weights * (1.0 - y), group_codes, num_groups)
     return tpr, has_positive, fpr, has_negative
 
 
@@ -216,9 +214,7 @@ def smooth_demographic_parity(
     else:
         per_sample = scores
     rates, present = _group_means(per_sample, weights, group_codes, num_groups)
-    deviation = jnp.sqrt(
-        (rates - _mean_over(rates, present)) ** 2 + DEMOGRAPHIC_PARITY_SQRT_OFFSET
-    )
+    deviation = jnp.sqrt((rates - _mean_over(rates, present)) ** 2 + DEMOGRAPHIC_PARITY_SQRT_OFFSET)
     return smooth_max(deviation, rho_max, where=present)
 
 
@@ -546,8 +542,7 @@ def _group_score_covariances(scores, weights, group_codes, num_groups, encoding)
     total_weight = jnp.sum(weights)
     centred = scores - jnp.sum(weights * scores) / total_weight
     per_group = (
-        jax.ops.segment_sum(weights * centred, group_codes, num_segments=num_groups)
-        / total_weight
+        jax.ops.segment_sum(weights * centred, group_codes, num_segments=num_groups) / total_weight
     )
     if encoding == "onehot":
         return per_group, total_weight
@@ -594,9 +589,7 @@ def smooth_disparate_mistreatment(
     """
     _check_static(encoding, "encoding", _ENCODINGS)
     scores, y, weights = _prepare(scores, y, weights)
-    covariances, _ = _group_score_covariances(
-        scores, weights, group_codes, num_groups, encoding
-    )
+    covariances, _ = _group_score_covariances(scores, weights, group_codes, num_groups, encoding)
     return jnp.sum(covariances**2)
 
 

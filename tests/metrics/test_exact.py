@@ -23,11 +23,19 @@ GOLDEN_TOL = 1e-8
 
 
 def test_golden_scores_follow_from_the_toy_model():
-    X = np.array(
-        [[1.0, 0.5], [-0.5, 1.0], [0.3, -1.2], [2.0, 0.1], [-1.0, -0.4], [0.7, 0.9],
-         [-0.2, 0.3], [1.5, -0.8]]
+    features = np.array(
+        [
+            [1.0, 0.5],
+            [-0.5, 1.0],
+            [0.3, -1.2],
+            [2.0, 0.1],
+            [-1.0, -0.4],
+            [0.7, 0.9],
+            [-0.2, 0.3],
+            [1.5, -0.8],
+        ]
     )
-    np.testing.assert_allclose(X @ np.array([0.8, -0.6]), GOLDEN_SCORES, atol=1e-12)
+    np.testing.assert_allclose(features @ np.array([0.8, -0.6]), GOLDEN_SCORES, atol=1e-12)
 
 
 @pytest.mark.parametrize(
@@ -127,6 +135,23 @@ def test_ratio_is_nan_when_nothing_is_selected_like_fairlearn():
         assert np.isnan(ours) and np.isnan(theirs)
 
 
+@pytest.mark.parametrize("zero_rate", ["tpr", "fpr"])
+def test_equalized_odds_ratio_handles_a_nan_ratio_like_fairlearn(zero_rate):
+    y_true = np.array([1, 1, 0, 0, 1, 1, 0, 0])
+    groups = np.repeat(["a", "b"], 4)
+    # every positive (negative) is predicted negative: the TPR (FPR) ratio is 0/0
+    y_pred = {
+        "tpr": np.array([0, 0, 1, 0, 0, 0, 0, 1]),
+        "fpr": np.array([1, 1, 0, 0, 0, 1, 0, 0]),
+    }[zero_rate]
+    for method in ("between_groups", "to_overall"):
+        for agg in ("worst_case", "mean"):
+            kwargs = dict(sensitive_features=groups, method=method, agg=agg)
+            ours = fm.equalized_odds_ratio(y_true, y_pred, **kwargs)
+            theirs = fairlearn_metrics.equalized_odds_ratio(y_true, y_pred, **kwargs)
+            np.testing.assert_allclose(ours, theirs, atol=1e-12, err_msg=f"{method} {agg}")
+
+
 def test_group_without_positives_counts_as_rate_zero_like_fairlearn():
     y_true = np.array([1, 1, 0, 0, 0, 0])
     y_pred = np.array([1, 0, 1, 0, 0, 1])
@@ -208,7 +233,8 @@ def test_metric_identities():
     dm = fm.disparate_mistreatment(y, scores, **kwargs)
     hsic = fm.hsic_linear(y, scores, **kwargs)
     assert hsic == pytest.approx((n / (n - 1)) ** 2 * dm, rel=1e-12)
-    assert fm.hsic_linear(y, scores, encoding="onehot", **kwargs) == pytest.approx(2 * hsic, rel=1e-12)
+    onehot = fm.hsic_linear(y, scores, encoding="onehot", **kwargs)
+    assert onehot == pytest.approx(2 * hsic, rel=1e-12)
     # one-hot encoding does not depend on the numbering of the groups (G = 4)
     y4, scores4, groups4, _ = _random_scores(15, 4)
     relabelled = np.array([3, 0, 2, 1])[groups4]
@@ -260,7 +286,10 @@ def test_integer_weights_equal_repeated_rows_and_permutation_invariance(
     assert weighted == pytest.approx(repeated, rel=1e-10, abs=1e-14)
     order = np.random.default_rng(1).permutation(y.size)
     permuted = metric(
-        y[order], scores[order], sensitive_features=groups[order], sample_weight=counts[order],
+        y[order],
+        scores[order],
+        sensitive_features=groups[order],
+        sample_weight=counts[order],
         **kwargs,
     )
     assert permuted == pytest.approx(weighted, rel=1e-10, abs=1e-14)
@@ -274,7 +303,8 @@ def brute_force_individual_fairness(y, scores, groups, weights):
     kernel = np.exp(-np.abs(y[:, None] - y[None, :]))
     cross = groups[:, None] != groups[None, :]
     pair_weight = weights[:, None] * weights[None, :]
-    numerator = 0.5 * np.sum(pair_weight * kernel * (scores[:, None] - scores[None, :]) ** 2 * cross)
+    squared_gaps = (scores[:, None] - scores[None, :]) ** 2
+    numerator = 0.5 * np.sum(pair_weight * kernel * squared_gaps * cross)
     return numerator / np.sum(pair_weight * cross)
 
 
@@ -377,10 +407,13 @@ def test_pandas_inputs_and_missing_values():
     frame = pd.DataFrame({"y": [0, 1, 0, 1], "s": [0.3, -0.2, 1.0, 0.5], "g": list("aabb")})
     value = fm.disparate_mistreatment(frame["y"], frame["s"], sensitive_features=frame["g"])
     assert value == pytest.approx(
-        fm.disparate_mistreatment([0, 1, 0, 1], [0.3, -0.2, 1.0, 0.5], sensitive_features=[0, 0, 1, 1])
+        fm.disparate_mistreatment(
+            [0, 1, 0, 1], [0.3, -0.2, 1.0, 0.5], sensitive_features=[0, 0, 1, 1]
+        )
     )
     with pytest.raises(ValueError, match="NaN"):
         fm.disparate_mistreatment(
-            frame["y"], pd.Series([0.3, None, 1.0, 0.5], dtype="Float64"),
+            frame["y"],
+            pd.Series([0.3, None, 1.0, 0.5], dtype="Float64"),
             sensitive_features=frame["g"],
         )
