@@ -1,0 +1,125 @@
+"""Fairness scorers for model selection and a constrained refit rule for GridSearchCV."""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn import config_context
+from sklearn.metrics import make_scorer
+
+from fairest import metrics as _metrics
+
+__all__ = ["make_fairness_scorer", "constrained_refit"]
+
+_SCORE_METRICS = {  # metrics of decision scores rather than hard predictions
+    "demographic_parity_deviation",
+    "equal_opportunity_range",
+    "equalized_odds_range",
+    "group_loss_variance",
+    "individual_fairness",
+    "disparate_mistreatment",
+    "hsic_linear",
+}
+
+
+def _resolve_metric(metric):
+    if callable(metric):
+        return metric, "predict"
+    function = getattr(_metrics, metric, None) if isinstance(metric, str) else None
+    if function is None or metric.startswith("smooth_") or metric == "group_report":
+        raise ValueError(
+            f"unknown fairness metric {metric!r}; use a name from fairest.metrics "
+            "(e.g. 'demographic_parity_difference') or a callable "
+            "f(y_true, y_pred, *, sensitive_features, ...)."
+        )
+    response = ("decision_function", "predict") if metric in _SCORE_METRICS else "predict"
+    return function, response
+
+
+def make_fairness_scorer(metric, *, response_method=None, **kwargs):
+    """A scorer of (negated) unfairness that requests ``sensitive_features``.
+
+    The returned scorer follows scikit-learn's convention that greater is better: it
+    returns ``-metric(y_true, y_pred, sensitive_features=...)`` (like
+    ``neg_mean_squared_error``). It requests ``sensitive_features`` (and nothing else)
+    through metadata routing, so it works in ``GridSearchCV(scoring=...)`` and
+    ``cross_validate`` once ``sklearn.set_config(enable_metadata_routing=True)``.
+
+    Parameters
+    ----------
+    metric : str or callable
+        Name of an exact metric of :mod:`fairest.metrics` (e.g.
+        ``"demographic_parity_difference"``, ``"equalized_odds_difference"``,
+        ``"demographic_parity_deviation"``), or a callable
+        ``f(y_true, y_pred, *, sensitive_features, **kwargs)``.
+    response_method : str or tuple of str, default=None
+        Which estimator method feeds the metric; default ``"predict"`` for metrics of hard
+        predictions and ``("decision_function", "predict")`` for metrics of scores.
+    **kwargs
+        Extra keyword arguments of the metric (e.g. ``method="to_overall"``).
+
+    Returns
+    -------
+    scorer : callable
+        ``scorer(estimator, X, y, sensitive_features=...)``.
+
+    References
+    ----------
+    .. [1] Weerts et al. "Fairlearn: Assessing and Improving Fairness of AI Systems",
+       JMLR 24 (2023) (metric conventions).
+    """
+    function, default_response = _resolve_metric(metric)
+    scorer = make_scorer(
+        function,
+        response_method=response_method or default_response,
+        greater_is_better=False,
+        **kwargs,
+    )
+    with config_context(enable_metadata_routing=True):  # the request is stored on the scorer
+        return scorer.set_score_request(sensitive_features=True)
+
+
+def constrained_refit(*, accuracy: str, unfairness: str, tolerance: float):
+    """A ``GridSearchCV(refit=...)`` rule: best accuracy subject to unfairness <= tolerance.
+
+    Use with multi-metric scoring, e.g.
+    ``scoring={"accuracy": "accuracy", "dp": make_fairness_scorer("demographic_parity_difference")}``
+    and ``refit=constrained_refit(accuracy="accuracy", unfairness="dp", tolerance=0.05)``.
+    Unfairness scorers return the negated metric, so a candidate qualifies when
+    ``-mean_test_<unfairness> <= tolerance``.
+
+    Parameters
+    ----------
+    accuracy : str
+        Scoring key to maximise.
+    unfairness : str
+        Scoring key of a fairness scorer made by :func:`make_fairness_scorer`.
+    tolerance : float
+        Largest allowed mean cross-validated unfairness.
+
+    Returns
+    -------
+    refit : callable
+        ``refit(cv_results) -> int``, the index of the chosen candidate. Raises
+        ``ValueError`` naming the smallest unfairness found when no candidate qualifies.
+
+    References
+    ----------
+    .. [1] scikit-learn user guide, "Custom refit strategy of a grid search with
+       cross-validation".
+    """
+
+    def refit(cv_results) -> int:
+        for key in (accuracy, unfairness):
+            if f"mean_test_{key}" not in cv_results:
+                raise ValueError(f"scoring has no key {key!r}; give GridSearchCV a dict of scorers.")
+        unfair = -np.asarray(cv_results[f"mean_test_{unfairness}"], dtype=float)
+        score = np.asarray(cv_results[f"mean_test_{accuracy}"], dtype=float)
+        feasible = np.flatnonzero(unfair <= tolerance)
+        if feasible.size == 0:
+            raise ValueError(
+                f"no candidate has mean {unfairness} <= {tolerance}; the smallest is "
+                f"{np.nanmin(unfair):.4g}. Loosen the tolerance or widen the grid."
+            )
+        return int(feasible[np.nanargmax(score[feasible])])
+
+    return refit
