@@ -21,6 +21,7 @@ from sklearn.metrics import accuracy_score, root_mean_squared_error
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
+from fairest.ermi import ERMIClassifier
 from fairest.metrics import demographic_parity_difference, equalized_odds_difference
 from fairest.reweighting import GroupWeightedClassifier, GroupWeightedRegressor
 
@@ -42,6 +43,16 @@ METHODS: dict[str, Method] = {
         "Group-balanced logistic regression",
         "classification",
         lambda seed: GroupWeightedClassifier(weights="balanced"),
+    ),
+    "ermi": Method(
+        "FERMI (ERMI-regularised logistic regression)",
+        "classification",
+        lambda seed: ERMIClassifier(fairness_weight=1.0, random_state=seed),
+    ),
+    "dp-fermi": Method(
+        "DP-FERMI (epsilon=3, private sensitive attribute)",
+        "classification",
+        lambda seed: ERMIClassifier(fairness_weight=1.0, dp_epsilon=3.0, random_state=seed),
     ),
     "ridge": Method("ERM (ridge)", "regression", lambda seed: GroupWeightedRegressor()),
     "ridge-balanced": Method(

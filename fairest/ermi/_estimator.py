@@ -1,0 +1,558 @@
+"""ERMI-regularised (multinomial) logistic regression: FERMI and DP-FERMI."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from numbers import Integral, Real
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from fairest._kernels._buckets import pad_rows
+from fairest.ermi import _defaults
+from fairest.ermi._dp import (
+    check_validity,
+    dp_fermi_noise,
+    effective_noise,
+    noise_multiplier,
+)
+from fairest.ermi._kernels import Strata, closed_form_w, logits, probabilities
+from fairest.ermi._solvers import SGDAHyper, full_batch_solve, sgda_solve
+from fairest.utils._estimator import validate_fit_data
+
+__all__ = ["ERMIClassifier"]
+
+
+class ERMIClassifier(ClassifierMixin, BaseEstimator):
+    """Logistic regression with an exponential Renyi mutual information (ERMI) penalty.
+
+    Minimises ``L(theta) + fairness_weight * ERMI(theta) + alpha/2 ||coef||^2`` where L is
+    the mean cross-entropy and ERMI the chi-square dependence between the (soft)
+    prediction and the sensitive group (demographic parity) or the same within every
+    true-label stratum (equalized odds). ERMI is the maximum over an auxiliary matrix W
+    of an average of per-sample terms, which gives an unbiased stochastic min-max
+    problem (FERMI); its noisy version is differentially private (DP-FERMI). Binary
+    targets use one logit, several classes a softmax; any number of groups (several
+    sensitive columns define intersectional groups). Prediction is group-blind.
+
+    Parameters
+    ----------
+    fairness_weight : float, default=1.0
+        lambda >= 0, weight of the ERMI penalty.
+    fairness : {"demographic_parity", "equalized_odds"}, default="demographic_parity"
+        ERMI(Yhat; S) or the conditional ERMI(Yhat; S | Y).
+    alpha : float, default=1e-4
+        L2 strength on the coefficients (not the intercept). The paper uses none
+        (``alpha=0``); a small ridge keeps the full-batch problem well posed. With
+        ``fairness_weight=0`` the full-batch fit equals scikit-learn's
+        ``LogisticRegression(C=1 / (alpha * n_samples))``.
+    solver : {"auto", "full-batch", "sgda"}, default="auto"
+        ``"full-batch"``: deterministic L-BFGS with W at its closed-form maximiser (exact
+        FERMI, non-private only). ``"sgda"``: the paper's stochastic gradient descent
+        ascent (Algorithm 1). ``"auto"`` is ``"sgda"`` when ``dp_epsilon`` is set and
+        ``"full-batch"`` otherwise.
+    max_iter : int, default=1000
+        Maximum L-BFGS iterations of the full-batch solver.
+    tol : float, default=1e-8
+        Full-batch stopping tolerance on the infinity norm of the gradient (L-BFGS also
+        stops when the relative decrease of the objective reaches 64 machine epsilons).
+    batch_size : int, default=1024
+        SGDA minibatch size m (capped at n).
+    n_epochs : int, default=200
+        SGDA runs ``T = n_epochs * ceil(n / m)`` iterations (fixed, no early stopping).
+    learning_rate : float, default=0.005
+        Constant descent step eta_theta.
+    learning_rate_w : float, default=0.01
+        Constant ascent step eta_W.
+    w_radius : float, default=5.0
+        Radius R of the Frobenius ball W is projected on (also the bound D of the
+        noise formula).
+    batching : {"uniform", "shuffle"}, default="uniform"
+        A fresh uniform m-subset per step (the theory's sampling) or consecutive blocks
+        of a per-epoch permutation (the authors' code; not covered by the accountant).
+    return_iterate : {"last", "random"}, default="last"
+        SGDA returns the last iterate, or one drawn uniformly (the analysed one).
+    eo_weighting : {"label_prior", "uniform"}, default="label_prior"
+        Equalized odds: strata weighted by the label prior (the paper's conditional
+        ERMI) or summed unweighted (the authors' code).
+    dp_epsilon : float or None, default=None
+        Privacy budget epsilon; ``None`` is non-private FERMI.
+    dp_delta : float or None, default=None
+        delta; ``None`` means ``1 / n**2`` (the authors' choice).
+    privacy_unit : {"sensitive", "all"}, default="sensitive"
+        Neighbouring data sets differ in one sensitive attribute (the paper's notion), or
+        in one whole record (generic clipped DP-SGDA rule, needs per-sample clipping).
+    clip_theta : float, default=5.0
+        Clipping norm C_theta of the theta-gradients (private fits only).
+    clip_mode : {"per_sample", "batch", "none"}, default="per_sample"
+        Clip every per-sample gradient, the averaged gradient (the authors' 2022 code),
+        or nothing.
+    lipschitz_theta : float or "auto", default=5.0
+        Lipschitz constant L_theta of the probabilities in theta used by the noise
+        formula; ``"auto"`` computes a valid one from the features
+        (``c * max_i ||(1, x_i)||`` with c = 1/4 binary, sqrt(2)/4 softmax).
+    rho : float or None, default=None
+        Minority fraction of the noise formula; ``None`` is ``(min_r n_r - 1) / n``
+        (per label stratum for equalized odds). A public lower bound may be passed; a
+        value above the data's own raises.
+    noise_scaling : {"lambda", "paper_text", "authors_code"}, default="lambda"
+        How lambda scales the noise under ``privacy_unit="sensitive"`` (see Notes).
+    accounting : {"paper", "joint"}, default="paper"
+        ``"joint"`` multiplies both stds by sqrt(2) so that the pair of released
+        gradients, not each one, is (epsilon, delta)-DP.
+    w_init : {"zeros", "normal"}, default="zeros"
+        Initial W (the paper: zeros; the authors' code: standard normal).
+    random_state : int, RandomState instance or None, default=None
+        Seed of batches, noise and the random iterate (separate streams).
+    verbose : int, default=0
+        Print a per-epoch summary (SGDA) or the solver outcome (full batch).
+    record_history : bool, default=False
+        Store ``history_`` (per SGDA iteration: minibatch loss, minibatch saddle value,
+        ``||W||_F``).
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
+    intercept_ : ndarray of shape (1,) or (n_classes,)
+    groups_ : ndarray of shape (n_groups,)
+    W_ : ndarray of shape (n_groups, n_classes) or (n_classes, n_groups, n_classes)
+        Final auxiliary matrix (rows: groups, columns: predicted classes); for equalized
+        odds one block per true label (in ``classes_`` order). The full-batch solver
+        stores the closed-form maximiser.
+    sigma_theta_, sigma_w_ : float
+        Noise stds actually added to the theta and W updates (0 when non-private).
+    noise_multipliers_ : ndarray of shape (2,)
+        The stds over the sensitivity of the averaged gradients (theta, W), as used by
+        DP-SGD accountants; ``inf`` where the sensitivity is 0, 0 when non-private.
+    epsilon_spent_ : float
+        The epsilon certified by the closed form (``inf`` when non-private).
+    rho_ : float
+    delta_ : float or None
+    n_iter_ : int
+        SGDA iterations T, or L-BFGS iterations.
+    objective_ : float
+        Final full-batch objective (NaN for SGDA).
+    history_ : dict of ndarray
+        Only with ``record_history=True`` and ``solver="sgda"``.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+
+    Notes
+    -----
+    Privacy (spec section 6): the noise stds follow the paper's closed form
+    ``sigma^2 = 2 T ln(1/delta) Delta^2 / (eps^2 n^2)``. Under
+    ``privacy_unit="sensitive"`` only the lambda-scaled ERMI part depends on s, so the
+    default ``noise_scaling="lambda"`` adds ``lambda * sigma`` (no noise at lambda = 0).
+    Known gaps, as in the paper: theta and W are each calibrated to (epsilon, delta)
+    (use ``accounting="joint"``); the group frequencies and rho are taken from the data
+    without noise (pass a public ``rho``); ``batching="shuffle"`` is not covered by the
+    subsampling accountant; under ``privacy_unit="sensitive"`` the guarantee rests on
+    ``lipschitz_theta`` being a true Lipschitz constant (use ``"auto"``).
+
+    References
+    ----------
+    .. [1] Lowy, A., Gupta, D. and Razaviyayn, M. "Stochastic Differentially Private and
+       Fair Learning", ICLR 2023 (DP-FERMI, Algorithm 1, Theorems 3.2-3.4).
+    .. [2] Lowy, A., Baharlouei, S., Pavan, R., Razaviyayn, M. and Beirami, A. "A
+       Stochastic Optimization Framework for Fair Risk Minimization", TMLR 2022 (FERMI).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fairest.ermi import ERMIClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> s = rng.integers(0, 2, 400)
+    >>> X = rng.normal(size=(400, 2)) + s[:, None]
+    >>> y = (X[:, 0] + rng.normal(size=400) > 0.5).astype(int)
+    >>> clf = ERMIClassifier(fairness_weight=2.0).fit(X, y, sensitive_features=s)
+    >>> clf.predict(X[:3]).shape
+    (3,)
+    """
+
+    __metadata_request__fit = {"sensitive_features": True}
+
+    _parameter_constraints: dict = {
+        "fairness_weight": [Interval(Real, 0, None, closed="left")],
+        "fairness": [StrOptions({"demographic_parity", "equalized_odds"})],
+        "alpha": [Interval(Real, 0, None, closed="left")],
+        "solver": [StrOptions({"auto", "full-batch", "sgda"})],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="neither")],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "n_epochs": [Interval(Integral, 1, None, closed="left")],
+        "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "learning_rate_w": [Interval(Real, 0, None, closed="left")],
+        "w_radius": [Interval(Real, 0, None, closed="neither")],
+        "batching": [StrOptions({"uniform", "shuffle"})],
+        "return_iterate": [StrOptions({"last", "random"})],
+        "eo_weighting": [StrOptions({"label_prior", "uniform"})],
+        "dp_epsilon": [Interval(Real, 0, None, closed="neither"), None],
+        "dp_delta": [Interval(Real, 0, 1, closed="neither"), None],
+        "privacy_unit": [StrOptions({"sensitive", "all"})],
+        "clip_theta": [Interval(Real, 0, None, closed="neither")],
+        "clip_mode": [StrOptions({"per_sample", "batch", "none"})],
+        "lipschitz_theta": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
+        "rho": [Interval(Real, 0, 1, closed="neither"), None],
+        "noise_scaling": [StrOptions({"lambda", "paper_text", "authors_code"})],
+        "accounting": [StrOptions({"paper", "joint"})],
+        "w_init": [StrOptions({"zeros", "normal"})],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+        "record_history": ["boolean"],
+    }
+
+    def __init__(
+        self,
+        fairness_weight=_defaults.FAIRNESS_WEIGHT,
+        *,
+        fairness="demographic_parity",
+        alpha=_defaults.ALPHA,
+        solver="auto",
+        max_iter=_defaults.FULL_BATCH_MAX_ITER,
+        tol=_defaults.FULL_BATCH_TOL,
+        batch_size=_defaults.BATCH_SIZE,
+        n_epochs=_defaults.N_EPOCHS,
+        learning_rate=_defaults.LEARNING_RATE,
+        learning_rate_w=_defaults.LEARNING_RATE_W,
+        w_radius=_defaults.W_RADIUS,
+        batching="uniform",
+        return_iterate="last",
+        eo_weighting="label_prior",
+        dp_epsilon=None,
+        dp_delta=None,
+        privacy_unit="sensitive",
+        clip_theta=_defaults.CLIP_THETA,
+        clip_mode="per_sample",
+        lipschitz_theta=_defaults.LIPSCHITZ_THETA,
+        rho=None,
+        noise_scaling="lambda",
+        accounting="paper",
+        w_init="zeros",
+        random_state=None,
+        verbose=0,
+        record_history=False,
+    ):
+        self.fairness_weight = fairness_weight
+        self.fairness = fairness
+        self.alpha = alpha
+        self.solver = solver
+        self.max_iter = max_iter
+        self.tol = tol
+        self.batch_size = batch_size
+        self.n_epochs = n_epochs
+        self.learning_rate = learning_rate
+        self.learning_rate_w = learning_rate_w
+        self.w_radius = w_radius
+        self.batching = batching
+        self.return_iterate = return_iterate
+        self.eo_weighting = eo_weighting
+        self.dp_epsilon = dp_epsilon
+        self.dp_delta = dp_delta
+        self.privacy_unit = privacy_unit
+        self.clip_theta = clip_theta
+        self.clip_mode = clip_mode
+        self.lipschitz_theta = lipschitz_theta
+        self.rho = rho
+        self.noise_scaling = noise_scaling
+        self.accounting = accounting
+        self.w_init = w_init
+        self.random_state = random_state
+        self.verbose = verbose
+        self.record_history = record_history
+
+    # ------------------------------------------------------------------ fit
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, *, sensitive_features=None, sample_weight=None):
+        """Fit the model.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Class labels (two or more classes).
+        sensitive_features : array-like of shape (n_samples,) or (n_samples, k), default=None
+            Group membership (every group needs at least 2 samples); ``None`` means one
+            group (with a warning): the penalty vanishes and the plain model is fitted.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Weights of the loss and of all ERMI frequencies. Not supported together with
+            ``dp_epsilon`` (the sensitivity would depend on them).
+
+        Returns
+        -------
+        self : ERMIClassifier
+        """
+        data = validate_fit_data(self, X, y, sensitive_features, sample_weight)
+        private = self.dp_epsilon is not None
+        solver = self.solver
+        if solver == "auto":
+            solver = "sgda" if private else "full-batch"
+        if private and solver == "full-batch":
+            raise ValueError("solver='full-batch' is non-private; use solver='sgda' with dp_epsilon.")
+        self.classes_, y_codes = np.unique(data.y, return_inverse=True)
+        if self.classes_.size < 2:
+            raise ValueError(
+                "ERMIClassifier needs samples of at least 2 classes in the data, but the "
+                f"data contains only one class: {self.classes_[0]!r}."
+            )
+        self.groups_ = data.group_labels
+        n, d = data.X.shape
+        n_classes, n_groups = self.classes_.size, len(self.groups_)
+        binary = n_classes == 2
+        weight = data.sample_weight
+        if private and not np.all(weight == weight[0]):
+            raise ValueError("sample_weight is not supported with dp_epsilon (it changes the sensitivity).")
+        weight = weight / weight.mean()
+        lam = float(self.fairness_weight) if sensitive_features is not None else 0.0
+
+        equalized_odds = self.fairness == "equalized_odds"
+        strata_codes = y_codes.astype(np.int32) if equalized_odds else np.zeros(n, np.int32)
+        n_strata = n_classes if equalized_odds else 1
+        strata, omega, rho_data = _strata_constants(
+            strata_codes, data.groups, weight, n_strata, n_groups, self.eo_weighting
+        )
+        self.rho_ = self._resolve_rho(rho_data)
+        m = min(self.batch_size, n)
+        n_iter = self.n_epochs * -(-n // m)
+        self._set_privacy(private, n, m, n_iter, lam, float(np.max(omega)), data.X, binary)
+
+        q = 1 if binary else n_classes
+        root_seed = int(check_random_state(self.random_state).randint(2**31))
+        with jax.enable_x64(True):
+            theta0 = jnp.zeros((d + 1, q))
+            strata_j = Strata(*(jnp.asarray(a) for a in strata))
+            if solver == "full-batch":
+                theta, W = self._fit_full_batch(theta0, data.X, y_codes, data.groups, strata_codes, weight, strata_j, lam, binary)
+            else:
+                theta, W = self._fit_sgda(
+                    theta0, data.X, y_codes, data.groups, strata_codes, weight, strata_j, lam, binary,
+                    n_strata, n_groups, n_classes, m, root_seed,
+                )
+        theta = np.asarray(theta, dtype=np.float64)
+        self.intercept_ = theta[0].copy()
+        self.coef_ = theta[1:].T.copy()
+        W = np.asarray(W, dtype=np.float64)
+        self.W_ = W if equalized_odds else W[0]
+        return self
+
+    def _resolve_rho(self, rho_data):
+        if self.rho is None:
+            return rho_data
+        if self.rho > rho_data + 1e-12:
+            raise ValueError(
+                f"rho={self.rho} exceeds the data's own minority fraction "
+                f"(min_r n_r - 1) / n = {rho_data:.6g}; the noise would be too small."
+            )
+        return float(self.rho)
+
+    def _set_privacy(self, private, n, m, n_iter, lam, weight_max, X, binary):
+        self.delta_ = None
+        self.epsilon_spent_ = math.inf
+        self.sigma_theta_ = self.sigma_w_ = 0.0
+        self.noise_multipliers_ = np.zeros(2)
+        if not private:
+            return
+        if self.privacy_unit == "all" and self.clip_mode != "per_sample":
+            raise ValueError("privacy_unit='all' needs clip_mode='per_sample' (it bounds the sensitivity).")
+        if self.rho_ <= 0:
+            raise ValueError(
+                "a private fit needs rho > 0: every group (every label-group cell for "
+                "equalized odds) needs at least 2 samples."
+            )
+        self.delta_ = float(self.dp_delta) if self.dp_delta is not None else 1.0 / n**2
+        if self.lipschitz_theta == "auto":
+            factor = _defaults.LIPSCHITZ_AUTO_BINARY if binary else _defaults.LIPSCHITZ_AUTO_SOFTMAX
+            lipschitz = factor * float(np.sqrt(1.0 + np.max(np.sum(X * X, axis=1))))
+        else:
+            lipschitz = float(self.lipschitz_theta)
+        sigma_theta, sigma_w = dp_fermi_noise(
+            n, m, n_iter, self.dp_epsilon, self.delta_, self.rho_,
+            lipschitz=lipschitz, radius=self.w_radius, unit=self.privacy_unit,
+            clip=self.clip_theta, fairness_weight=lam, weight_max=weight_max,
+            accounting=self.accounting,
+        )
+        check_validity(n, m, n_iter, self.dp_epsilon, self.delta_, stacklevel=4)
+        self.sigma_theta_, self.sigma_w_ = effective_noise(
+            sigma_theta, sigma_w, lam, unit=self.privacy_unit, scaling=self.noise_scaling
+        )
+        self.epsilon_spent_ = float(self.dp_epsilon)
+        base = noise_multiplier(n, m, n_iter, self.dp_epsilon, self.delta_)
+        if self.accounting == "joint":
+            base *= math.sqrt(2.0)
+        raw = np.array([sigma_theta, sigma_w])
+        used = np.array([self.sigma_theta_, self.sigma_w_])
+        if self.privacy_unit == "sensitive":  # sensitivity of the lam-scaled part
+            scale = np.divide(used, lam * raw, out=np.full(2, np.inf), where=lam * raw > 0)
+        else:
+            scale = np.divide(used, raw, out=np.full(2, np.inf), where=raw > 0)
+        self.noise_multipliers_ = base * scale
+
+    def _fit_full_batch(self, theta0, X, y, s, t, weight, strata, lam, binary):
+        n = X.shape[0]
+        Xp, yp, sp, tp, wp = pad_rows(n, X, y.astype(np.int32), s, t, weight)
+        theta, objective, grad_norm, n_iter, success = full_batch_solve(
+            theta0, jnp.asarray(Xp), jnp.asarray(yp), jnp.asarray(sp), jnp.asarray(tp),
+            jnp.asarray(wp), strata, jnp.asarray(lam), jnp.asarray(float(self.alpha)),
+            self.tol, self.max_iter, binary=binary,
+        )
+        theta = jnp.asarray(theta)
+        self.n_iter_ = n_iter
+        self.objective_ = objective
+        if not success:
+            warnings.warn(
+                f"L-BFGS stopped after {self.n_iter_} iterations with gradient norm "
+                f"{float(grad_norm):.2e} > tol={self.tol}; increase max_iter or alpha.",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+        if self.verbose:
+            print(f"[ERMIClassifier] full-batch L-BFGS: {self.n_iter_} iterations, objective "
+                  f"{self.objective_:.6g}, gradient norm {float(grad_norm):.2e}")
+        F = probabilities(logits(theta, jnp.asarray(X)), binary)
+        W = closed_form_w(F, jnp.asarray(s), jnp.asarray(t), jnp.asarray(weight), strata)
+        return theta, W
+
+    def _fit_sgda(self, theta0, X, y, s, t, weight, strata, lam, binary, n_strata, n_groups,
+                  n_classes, m, root_seed):
+        private = self.dp_epsilon is not None
+        inf = jnp.inf
+        clip_sample = self.clip_theta if private and self.clip_mode == "per_sample" else inf
+        clip_batch = self.clip_theta if private and self.clip_mode == "batch" else inf
+        hyper = SGDAHyper(*(jnp.asarray(float(v)) for v in (
+            lam, self.learning_rate, self.learning_rate_w, self.w_radius, clip_sample,
+            clip_batch, self.sigma_theta_, self.sigma_w_, self.alpha,
+        )))
+        key = jax.random.key(root_seed, impl=_defaults.PRNG_IMPL)
+        key, key_w0 = jax.random.split(key)
+        shape = (n_strata, n_groups, n_classes)
+        if self.w_init == "normal":
+            W0 = jax.random.normal(key_w0, shape) * strata.mask[:, :, None]
+        else:
+            W0 = jnp.zeros(shape)
+        theta, W, history = sgda_solve(
+            theta0, W0, jnp.asarray(X), jnp.asarray(y.astype(np.int32)), jnp.asarray(s),
+            jnp.asarray(t), jnp.asarray(weight), strata, hyper, key,
+            binary=binary, batch_size=m, n_epochs=self.n_epochs, batching=self.batching,
+            record_history=self.record_history or bool(self.verbose),
+            random_iterate=self.return_iterate == "random",
+        )
+        self.n_iter_ = self.n_epochs * -(-X.shape[0] // m)
+        self.objective_ = float("nan")
+        if history is not None:
+            names = ("batch_loss", "batch_saddle", "w_norm")
+            record = {name: np.asarray(h) for name, h in zip(names, history)}
+            if self.record_history:
+                self.history_ = record
+            if self.verbose:
+                steps = self.n_iter_ // self.n_epochs
+                for e in range(self.n_epochs):
+                    part = slice(e * steps, (e + 1) * steps)
+                    print(f"[ERMIClassifier] epoch {e + 1}/{self.n_epochs}: loss "
+                          f"{record['batch_loss'][part].mean():.5f}, saddle "
+                          f"{record['batch_saddle'][part].mean():.5f}, ||W|| {record['w_norm'][part][-1]:.4f}")
+        return theta, W
+
+    # ------------------------------------------------------------------ predict
+
+    def decision_function(self, X):
+        """Logits ``b + X w`` (binary: shape (n_samples,), positive means ``classes_[1]``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        scores = X @ self.coef_.T + self.intercept_
+        return scores[:, 0] if self.classes_.size == 2 else scores
+
+    def predict_proba(self, X):
+        """Class probabilities (sigmoid or softmax of the logits), columns in ``classes_`` order.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes)
+        """
+        scores = self.decision_function(X)
+        if self.classes_.size == 2:
+            p = 0.5 * (1.0 + np.tanh(0.5 * scores))
+            return np.column_stack([1.0 - p, p])
+        scores = scores - scores.max(axis=1, keepdims=True)
+        e = np.exp(scores)
+        return e / e.sum(axis=1, keepdims=True)
+
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba`.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        log_proba : ndarray of shape (n_samples, n_classes)
+        """
+        scores = self.decision_function(X)
+        if self.classes_.size == 2:
+            scores = np.column_stack([np.zeros_like(scores), scores])
+        return scores - np.logaddexp.reduce(scores, axis=1, keepdims=True)
+
+    def predict(self, X):
+        """Most probable class (binary: ``classes_[1]`` iff the logit is > 0, ties to class 0).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+        """
+        scores = self.decision_function(X)
+        if self.classes_.size == 2:
+            return self.classes_[(scores > 0).astype(int)]
+        return self.classes_[np.argmax(scores, axis=1)]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = True
+        tags.non_deterministic = self.solver == "sgda" and self.random_state is None
+        return tags
+
+
+def _strata_constants(strata_codes, groups, weight, n_strata, n_groups, eo_weighting):
+    """``Strata`` constants (numpy), the stratum weights and the data's minority fraction rho.
+
+    ``p_S|t(r)`` is the weighted frequency of group r in stratum t; rho is the smallest
+    ``(n_tr - 1) / n_t`` over non-empty cells (unweighted counts, spec 6.3).
+    """
+    cell = strata_codes * n_groups + groups
+    mass = np.bincount(cell, weights=weight, minlength=n_strata * n_groups).reshape(n_strata, n_groups)
+    counts = np.bincount(cell, minlength=n_strata * n_groups).reshape(n_strata, n_groups)
+    totals = mass.sum(axis=1, keepdims=True)
+    p = np.divide(mass, totals, out=np.zeros_like(mass), where=totals > 0)
+    inv_sqrt_p = np.divide(1.0, np.sqrt(p), out=np.zeros_like(p), where=p > 0)
+    mask = (p > 0).astype(np.float64)
+    if eo_weighting == "uniform" and n_strata > 1:
+        omega = mass.sum() / np.maximum(totals[:, 0], np.finfo(float).tiny)
+    else:
+        omega = np.ones(n_strata)
+    n_t = counts.sum(axis=1, keepdims=True)
+    fractions = np.divide(counts - 1, n_t, out=np.full(counts.shape, np.inf), where=counts > 0)
+    return (inv_sqrt_p, omega, mask), omega, float(np.min(fractions))

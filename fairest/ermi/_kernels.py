@@ -1,0 +1,161 @@
+"""Jitted kernels of FERMI / DP-FERMI: the per-sample ERMI saddle function and its gradients.
+
+Notation (spec ``ermi.md`` sections 1-3). ``theta`` has shape (p, q), p = d + 1 with the
+intercept row FIRST; q = 1 for binary logistic regression (one logit z, probabilities
+``F = (1 - sigmoid(z), sigmoid(z))``) and q = l for softmax regression. ``F`` always has
+l columns (l = 2 in the binary case: the full ERMI uses both columns, spec 13.1).
+
+Demographic parity and equalized odds share one code path through *strata*: every sample
+has a stratum ``t_i`` (always 0 for demographic parity, the label ``y_i`` for equalized
+odds) and ``W`` has shape (n_strata, k, l), one block ``W^{(t)}`` per stratum. The
+constants of a stratum are ``inv_sqrt_p[t, r] = 1 / sqrt(p_S|t(r))`` (0 on empty cells)
+and the weight ``omega[t]`` (spec 3.5). The per-sample saddle function is
+
+    psi_i(theta, W) = omega_t * ( -sum_{r,j} W_{t,rj}^2 F_ij
+                                  + 2 inv_sqrt_p[t, s_i] sum_j W_{t,s_i j} F_ij - 1 )
+                    = <c_i, F_i> - omega_t,
+    c_ij = omega_t * ( -sum_r W_{t,rj}^2 + 2 inv_sqrt_p[t, s_i] W_{t,s_i j} )
+
+(spec 3.2-3.3). Sample weights ``c`` are normalised to mean one over the real rows;
+padding rows have weight 0 and change no sum. Every hyper-parameter is traced.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+__all__ = [
+    "Strata",
+    "logits",
+    "probabilities",
+    "loss_and_logit_grad",
+    "saddle_coefficients",
+    "saddle_logit_grad",
+    "saddle_value",
+    "w_gradient",
+    "theta_gradient",
+    "closed_form_w",
+    "fermi_objective",
+    "ermi_from_probabilities",
+]
+
+
+class Strata(NamedTuple):
+    """Per-stratum constants, computed once from the full training set (spec 3.4)."""
+
+    inv_sqrt_p: jax.Array  # (n_strata, k): 1 / sqrt(p_S|t(r)); 0 on empty cells
+    omega: jax.Array  # (n_strata,): stratum weights (1 for demographic parity)
+    mask: jax.Array  # (n_strata, k): 1.0 on non-empty cells, 0.0 elsewhere
+
+
+def logits(theta, X):
+    """Scores ``b + X W`` of shape (n, q) for ``theta`` of shape (d + 1, q)."""
+    return X @ theta[1:] + theta[0]
+
+
+def probabilities(Z, binary: bool):
+    """Class probabilities F of shape (n, l) from logits of shape (n, q)."""
+    if binary:
+        p1 = jax.nn.sigmoid(Z[:, 0])
+        return jnp.stack([jax.nn.sigmoid(-Z[:, 0]), p1], axis=1)
+    return jax.nn.softmax(Z, axis=1)
+
+
+def loss_and_logit_grad(Z, y, binary: bool):
+    """Per-sample cross-entropy ``-log F_{y_i}`` (n,) and its logit gradient (n, q)."""
+    if binary:
+        z = Z[:, 0]
+        yf = y.astype(Z.dtype)
+        return jnp.logaddexp(0.0, z) - yf * z, (jax.nn.sigmoid(z) - yf)[:, None]
+    lse = jax.nn.logsumexp(Z, axis=1)
+    loss = lse - jnp.take_along_axis(Z, y[:, None], axis=1)[:, 0]
+    return loss, jax.nn.softmax(Z, axis=1) - jax.nn.one_hot(y, Z.shape[1], dtype=Z.dtype)
+
+
+def saddle_coefficients(W, s, t, strata: Strata):
+    """Coefficients ``c_i`` (n, l) with ``psi_i = <c_i, F_i> - omega_{t_i}`` (spec 3.3)."""
+    squares = jnp.sum(W * W, axis=1)  # (n_strata, l): sum_r W_{t,rj}^2
+    scale = strata.inv_sqrt_p[t, s]  # (n,)
+    return strata.omega[t][:, None] * (-squares[t] + 2.0 * scale[:, None] * W[t, s])
+
+
+def saddle_value(F, coefficients, t, strata: Strata):
+    """Per-sample saddle function ``psi_i`` of shape (n,)."""
+    return jnp.sum(coefficients * F, axis=1) - strata.omega[t]
+
+
+def saddle_logit_grad(F, coefficients, binary: bool):
+    """``d psi_i / d z`` of shape (n, q): ``F (c - <F, c>)`` (softmax) or the one-logit form."""
+    if binary:
+        return (F[:, 0] * F[:, 1] * (coefficients[:, 1] - coefficients[:, 0]))[:, None]
+    return F * (coefficients - jnp.sum(F * coefficients, axis=1, keepdims=True))
+
+
+def w_gradient(F, W, s, t, weight, strata: Strata):
+    """``sum_i weight_i grad_W psi_i`` of shape (n_strata, k, l), one pass with segment_sum.
+
+    ``grad_W psi_i`` is ``omega_t (-2 W_t diag(F_i) + 2 inv_sqrt_p[t, s_i] e(s_i) F_i^T)`` on
+    block t = t_i and zero elsewhere (spec 3.3, 3.5). Divide by the batch size for the
+    minibatch average.
+    """
+    n_strata, k, _ = W.shape
+    w = weight * strata.omega[t]
+    diag_sums = jax.ops.segment_sum(w[:, None] * F, t, num_segments=n_strata)  # (T, l)
+    lin = (w * strata.inv_sqrt_p[t, s])[:, None] * F
+    lin_sums = jax.ops.segment_sum(lin, t * k + s, num_segments=n_strata * k)
+    return -2.0 * W * diag_sums[:, None, :] + 2.0 * lin_sums.reshape(W.shape)
+
+
+def theta_gradient(X, A):
+    """Sum of per-sample gradients ``(1, x_i) a_i^T`` of shape (d + 1, q)."""
+    return jnp.concatenate([jnp.sum(A, axis=0)[None, :], X.T @ A], axis=0)
+
+
+def closed_form_w(F, s, t, weight, strata: Strata):
+    """Maximiser ``W*_t = J_t / (sqrt(p_S|t) p_Yhat|t)`` of the averaged saddle function.
+
+    Per stratum t (spec 3.2): ``p_Yhat|t(j)`` is the weighted mean of ``F_ij`` over the
+    stratum and ``J_t(r, j)`` the weighted mean of ``F_ij 1[s_i = r]``; rows of empty cells
+    are 0. Shape (n_strata, k, l).
+    """
+    n_strata, k = strata.inv_sqrt_p.shape
+    totals = jax.ops.segment_sum(weight, t, num_segments=n_strata)
+    totals = jnp.where(totals > 0, totals, 1.0)
+    mean_f = jax.ops.segment_sum(weight[:, None] * F, t, num_segments=n_strata) / totals[:, None]
+    joint = jax.ops.segment_sum(weight[:, None] * F, t * k + s, num_segments=n_strata * k)
+    joint = joint.reshape(n_strata, k, -1) / totals[:, None, None]
+    return joint * strata.inv_sqrt_p[:, :, None] / mean_f[:, None, :]
+
+
+@partial(jax.jit, static_argnames="binary")
+def ermi_from_probabilities(F, s, t, weight, strata: Strata, binary: bool = False):
+    """``max_W mean_i weight_i psi_i(W)``: the (weighted) ERMI, or conditional ERMI for EO.
+
+    Equals ``sum_t omega_t (N_t / N) ERMI_t`` (spec 3.2, 3.5); ``binary`` is unused (the
+    probabilities already have l columns) and kept for a uniform signature.
+    """
+    del binary
+    W = closed_form_w(F, s, t, weight, strata)
+    psi = saddle_value(F, saddle_coefficients(W, s, t, strata), t, strata)
+    return jnp.sum(weight * psi) / jnp.sum(weight)
+
+
+def fermi_objective(theta, X, y, s, t, weight, strata: Strata, lam, alpha, binary: bool):
+    """Full-batch FERMI objective ``L(theta) + lam * ERMI(theta) + alpha/2 ||coef||^2``.
+
+    The ERMI term is ``Psi(theta, W*(theta))`` with ``W*`` held constant under
+    differentiation, so ``jax.grad`` returns Danskin's gradient
+    ``grad_theta F(theta, W*(theta))`` (spec 3.2, 7) built from the same kernels as SGDA.
+    """
+    Z = logits(theta, X)
+    F = probabilities(Z, binary)
+    loss, _ = loss_and_logit_grad(Z, y, binary)
+    W = jax.lax.stop_gradient(closed_form_w(F, s, t, weight, strata))
+    psi = saddle_value(F, saddle_coefficients(W, s, t, strata), t, strata)
+    total = jnp.sum(weight)
+    data = jnp.sum(weight * (loss + lam * psi)) / total
+    return data + 0.5 * alpha * jnp.sum(theta[1:] ** 2)
