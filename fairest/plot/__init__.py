@@ -1,0 +1,35 @@
+"""Plots of fairness trade-offs (matplotlib is optional: ``pip install 'fairest[plot]'``).
+
+* :func:`plot_pareto_frontier`: accuracy against unfairness across methods and
+  hyper-parameters, each method's Pareto frontier marked (:func:`pareto_front_mask`,
+  :func:`pareto_frame_from_cv_results` for ``GridSearchCV.cv_results_``).
+* :func:`plot_group_score_cdfs`: per-group empirical CDFs of the scores, with a
+  partial-fairness percentile interval shaded (:func:`group_percentile_bands`).
+* :func:`plot_simplex_unfairness`: BADR's unfairness over the simplex of group weights
+  (a curve for two groups, a ternary heat map for three), from any
+  ``evaluate(lambda)``; :func:`make_simplex_evaluator` builds one from an estimator with
+  a ``weights`` parameter.
+
+matplotlib is imported inside the functions, never when :mod:`fairest` is imported, and
+pyplot's global state is never used: every function draws on the given ``ax`` or on a
+new :class:`matplotlib.figure.Figure` and returns the Axes.
+"""
+
+from fairest.plot._cdf import group_percentile_bands, plot_group_score_cdfs
+from fairest.plot._pareto import (
+    pareto_frame_from_cv_results,
+    pareto_front_mask,
+    plot_pareto_frontier,
+)
+from fairest.plot._simplex import make_simplex_evaluator, plot_simplex_unfairness, simplex_grid
+
+__all__ = [
+    "group_percentile_bands",
+    "make_simplex_evaluator",
+    "pareto_frame_from_cv_results",
+    "pareto_front_mask",
+    "plot_group_score_cdfs",
+    "plot_pareto_frontier",
+    "plot_simplex_unfairness",
+    "simplex_grid",
+]
