@@ -1,0 +1,32 @@
+"""Partial fairness: classifiers fair on a percentile interval of every group's scores.
+
+``PartialParityClassifier`` constrains partial statistical parity (pSP) or partial
+demographic parity (pDP) and is trained by IDCA with switching-subgradient inner solves
+(He, Huang, Yao, Lin 2025). The paper's baselines: ``PartialParityPenaltyClassifier``
+(regularisation method) and the full-metric constrained models
+``GroupAUCConstrainedClassifier``, ``InterGroupPairwiseConstrainedClassifier``,
+``IntraGroupPairwiseConstrainedClassifier``. Exact evaluation metrics live in
+``fairest.metrics`` (``partial_statistical_parity``...).
+"""
+
+from fairest.partial._baselines import (
+    GroupAUCConstrainedClassifier,
+    InterGroupPairwiseConstrainedClassifier,
+    IntraGroupPairwiseConstrainedClassifier,
+    PartialParityPenaltyClassifier,
+    pairwise_quadratic_mean,
+)
+from fairest.partial._estimator import PartialParityClassifier
+from fairest.partial._features import GroupInteractionFeatures
+from fairest.partial._idca import theory_schedule
+
+__all__ = [
+    "GroupAUCConstrainedClassifier",
+    "GroupInteractionFeatures",
+    "InterGroupPairwiseConstrainedClassifier",
+    "IntraGroupPairwiseConstrainedClassifier",
+    "PartialParityClassifier",
+    "PartialParityPenaltyClassifier",
+    "pairwise_quadratic_mean",
+    "theory_schedule",
+]

@@ -1,0 +1,559 @@
+"""Baselines of the partial-fairness paper (spec section 8; paper G.3-G.4).
+
+* :class:`PartialParityPenaltyClassifier`: the regularisation method, problems (114)
+  (pSP) and (119) (pDP), trained by full-batch subgradient descent with a constant step.
+* :class:`GroupAUCConstrainedClassifier`, :class:`InterGroupPairwiseConstrainedClassifier`,
+  :class:`IntraGroupPairwiseConstrainedClassifier`: logistic regression under the
+  *full* (not partial) pairwise constraints (102), (105), (107) with the quadratic
+  surrogate ``(1 + x)^2 / 2``, trained by projected gradient descent; each projection is
+  a small QCQP solved by cvxpy + Clarabel.
+
+The pairwise means are computed in closed form (spec section 8.4):
+``mean_{i in A, j in B} (1 + a_i - b_j)^2 / 2 = ((1 + mean a - mean b)^2 + Var a + Var b) / 2``,
+so every constraint is a convex quadratic in the coefficients, O(d^2) to evaluate.
+"""
+
+from __future__ import annotations
+
+import warnings
+from functools import partial
+from numbers import Integral, Real
+
+import cvxpy as cp
+import jax
+import jax.numpy as jnp
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from fairest.partial import _defaults
+from fairest.partial._dc import Config, Data, objective, split
+from fairest.partial._estimator import build_data, check_interval
+from fairest.partial._idca import level_grid
+from fairest.utils._estimator import encode_binary_target, validate_fit_data
+
+__all__ = [
+    "PartialParityPenaltyClassifier",
+    "GroupAUCConstrainedClassifier",
+    "InterGroupPairwiseConstrainedClassifier",
+    "IntraGroupPairwiseConstrainedClassifier",
+    "pairwise_quadratic_mean",
+]
+
+
+class _LinearClassifierMixin:
+    """decision_function / predict / predict_proba of a fitted ``coef_, intercept_``."""
+
+    def decision_function(self, X):
+        """Scores ``b + X w`` (group-blind).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples,)
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        return X @ self.coef_ + self.intercept_
+
+    def predict(self, X):
+        """``classes_[1]`` where the score is strictly above ``threshold`` (0 by default).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+        """
+        positive = self.decision_function(X) > getattr(self, "threshold", 0.0)
+        return self.classes_[positive.astype(int)]
+
+    def predict_proba(self, X):
+        """Logistic probabilities ``sigmoid(score)``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, 2)
+        """
+        p = 0.5 * (1.0 + np.tanh(0.5 * self.decision_function(X)))
+        return np.column_stack([1.0 - p, p])
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        return tags
+
+
+# --------------------------------------------------------------------------------------
+# penalty (regularisation) method, (114) and (119)
+# --------------------------------------------------------------------------------------
+
+
+def _penalty(x, data: Data, cfg: Config):
+    """Fairness penalty of (114) (pSP) or (119) (pDP) with the ramp, unsplit."""
+    b, w, theta = split(x, cfg)
+    s = data.X @ w + b
+    width = data.hi - data.lo
+    if cfg.constraint == "statistical":
+        ramp = jnp.clip(s[:, None] - theta[None, :] + 0.5, 0.0, 1.0)
+        means = data.membership.T @ ramp  # (G, J)
+        return 2.0 / width * jnp.max(jnp.abs(means - data.grid[None, :]))
+    S = data.membership.T @ jnp.clip(s - data.threshold + 0.5, 0.0, 1.0)
+    T = jnp.minimum(S, data.hi) - jnp.minimum(S, data.lo)
+    return jnp.max(jnp.abs(T[:, None] - T[None, :])) / width
+
+
+@partial(jax.jit, static_argnames="cfg")
+def _penalty_descent(x0, data: Data, cfg: Config, weight, step, n_iter):
+    """Full-batch subgradient descent with a constant step; returns the last iterate."""
+
+    def total(x):
+        value = objective(x, data, cfg)
+        if cfg.constraint == "none":
+            return value
+        return value + weight * _penalty(x, data, cfg)
+
+    grad = jax.grad(total)
+    x = jax.lax.fori_loop(0, n_iter, lambda _, x: x - step * grad(x), x0)
+    penalty = _penalty(x, data, cfg) if cfg.constraint != "none" else jnp.zeros(())
+    return x, objective(x, data, cfg), penalty
+
+
+class PartialParityPenaltyClassifier(_LinearClassifierMixin, ClassifierMixin, BaseEstimator):
+    r"""Logistic regression with a partial-parity penalty (the paper's regularisation baseline).
+
+    ``constraint="statistical"`` minimises (114),
+    :math:`f_0(w) + \frac{2\lambda}{\beta-\alpha}\max_{p}\max_k
+    |\frac1{n_k}\sum_{i\in k}\sigma(s_i-\theta_p)-p|` over ``(b, w, theta)`` with the levels
+    ``p_j = alpha + j (beta - alpha) / J``; ``"demographic"`` minimises (119),
+    :math:`f_0(w)+\frac{\lambda}{\beta-\alpha}\max_{k,k'}|T_k-T_{k'}|` with
+    :math:`T_k=\min(S_k,\beta)-\min(S_k,\alpha)`. :math:`\sigma` is the ramp. Trained by
+    full-batch subgradient descent with a constant step from ``w = 0``,
+    ``theta_p = 1/2 - p``; the last iterate is returned (paper G.4.2).
+
+    Parameters
+    ----------
+    constraint : {"statistical", "demographic"}, default="statistical"
+    interval : tuple (alpha, beta), default=(0.0, 1.0)
+        Percentile interval in CCDF units.
+    fairness_weight : float, default=0.3
+        Penalty weight :math:`\lambda`.
+    n_grid : int, default=10
+        Number of levels ``J`` (pSP).
+    threshold : float, default=0.0
+        Decision threshold (pDP and ``predict``).
+    alpha : float, default=0.0
+        L2 strength on the coefficients.
+    learning_rate : float, default=1e-3
+        Constant step.
+    max_iter : int, default=80000
+        Number of subgradient steps (the paper runs as many as IDCA's ``T K``).
+
+    Attributes
+    ----------
+    classes_, coef_, intercept_, thresholds_, grid_, groups_, n_iter_
+    objective_ : float
+        Mean training loss at the returned model.
+    penalty_ : float
+        Value of the (unweighted) fairness penalty at the returned model.
+
+    References
+    ----------
+    .. [1] He, Y., Huang, Y., Yao, Y. and Lin, Q. "Enforcing Fair Predicted Scores on
+       Intervals of Percentiles by Difference-of-Convex Constraints", arXiv:2505.12530,
+       2025. Appendix G.4, problems (114) and (119).
+    """
+
+    __metadata_request__fit = {"sensitive_features": True}
+
+    _parameter_constraints: dict = {
+        "constraint": [StrOptions({"statistical", "demographic"})],
+        "interval": [tuple, list, np.ndarray],
+        "fairness_weight": [Interval(Real, 0, None, closed="left")],
+        "n_grid": [Interval(Integral, 1, None, closed="left")],
+        "threshold": [Real],
+        "alpha": [Interval(Real, 0, None, closed="left")],
+        "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+    }
+
+    def __init__(
+        self,
+        constraint="statistical",
+        *,
+        interval=(0.0, 1.0),
+        fairness_weight=_defaults.PENALTY_WEIGHT,
+        n_grid=_defaults.N_GRID,
+        threshold=_defaults.THRESHOLD,
+        alpha=_defaults.ALPHA,
+        learning_rate=_defaults.PENALTY_STEP,
+        max_iter=_defaults.PENALTY_MAX_ITER,
+    ):
+        self.constraint = constraint
+        self.interval = interval
+        self.fairness_weight = fairness_weight
+        self.n_grid = n_grid
+        self.threshold = threshold
+        self.alpha = alpha
+        self.learning_rate = learning_rate
+        self.max_iter = max_iter
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, *, sensitive_features=None, sample_weight=None):
+        """Fit the penalised model.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Binary target.
+        sensitive_features : array-like of shape (n_samples,) or (n_samples, k), default=None
+            Group membership; ``None`` means one group (with a warning): no penalty.
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self : PartialParityPenaltyClassifier
+        """
+        fit_data = validate_fit_data(self, X, y, sensitive_features, sample_weight)
+        self.classes_, y01 = encode_binary_target(type(self).__name__, fit_data.y)
+        X, codes, sw = fit_data.X, fit_data.groups, fit_data.sample_weight
+        G = len(fit_data.group_labels)
+        lo, hi = check_interval(self.interval)
+        statistical = self.constraint == "statistical"
+        kind = self.constraint if G >= 2 else "none"
+        grid = level_grid((lo, hi), 0.0, self.n_grid, "interval") if statistical else np.zeros(0)
+        cfg = Config(kind, "ramp", "minimal", G, X.shape[1], grid.size)
+        with jax.enable_x64(True):
+            data = build_data(
+                X, y01, codes, sw, G, grid=grid, slack=0.0, lo=lo, hi=hi,
+                threshold=float(self.threshold), alpha=float(self.alpha), mu=0.0, rho=0.0,
+                width=1.0,
+            )
+            x0 = np.concatenate([np.zeros(1 + X.shape[1]), 0.5 - grid])
+            x, f0, pen = _penalty_descent(
+                jnp.asarray(x0), data, cfg, jnp.float64(self.fairness_weight),
+                jnp.float64(self.learning_rate), jnp.int32(self.max_iter),
+            )
+            x = np.asarray(x)
+            self.objective_, self.penalty_ = float(f0), float(pen)
+        d = X.shape[1]
+        self.intercept_, self.coef_, self.thresholds_ = float(x[0]), x[1 : 1 + d], x[1 + d :]
+        self.grid_ = grid
+        self.groups_ = fit_data.group_labels
+        self.n_iter_ = int(self.max_iter)
+        if not np.all(np.isfinite(x)):
+            raise FloatingPointError("subgradient descent diverged; lower learning_rate.")
+        return self
+
+
+# --------------------------------------------------------------------------------------
+# constrained pairwise baselines, (102), (105), (107)
+# --------------------------------------------------------------------------------------
+
+
+def pairwise_quadratic_mean(a, b, weights_a=None, weights_b=None):
+    """``mean_{i, j} (1 + a_i - b_j)^2 / 2`` in closed form (spec section 8.4):
+    ``((1 + mean a - mean b)^2 + Var a + Var b) / 2`` (weighted population moments)."""
+    mean_a = np.average(a, weights=weights_a)
+    mean_b = np.average(b, weights=weights_b)
+    var_a = np.average((a - mean_a) ** 2, weights=weights_a)
+    var_b = np.average((b - mean_b) ** 2, weights=weights_b)
+    return 0.5 * ((1.0 + mean_a - mean_b) ** 2 + var_a + var_b)
+
+
+def _moments(X, weights, mask):
+    """Weighted mean and a factor ``L`` with ``L L^T`` the population covariance."""
+    w = weights[mask]
+    w = w / w.sum()
+    mean = w @ X[mask]
+    centred = X[mask] - mean
+    cov = centred.T @ (centred * w[:, None])
+    values, vectors = np.linalg.eigh(cov)
+    return mean, vectors * np.sqrt(np.clip(values, 0.0, None))[None, :]
+
+
+class _PairwiseConstrainedClassifier(_LinearClassifierMixin, ClassifierMixin, BaseEstimator):
+    """Projected gradient descent on the logistic loss under quadratic pairwise
+    constraints; subclasses define the (A, B) sample sets of every constraint."""
+
+    __metadata_request__fit = {"sensitive_features": True}
+
+    _parameter_constraints: dict = {
+        "tolerance": [Interval(Real, 0, None, closed="left")],
+        "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "alpha": [Interval(Real, 0, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+    }
+
+    # offset subtracted from the sum of the pairwise means of one constraint
+    _offset = 0.0
+
+    def __init__(
+        self,
+        tolerance=1.0,
+        *,
+        learning_rate=_defaults.BASELINE_STEP,
+        max_iter=_defaults.BASELINE_MAX_ITER,
+        alpha=_defaults.ALPHA,
+        tol=1e-5,
+    ):
+        self.tolerance = tolerance
+        self.learning_rate = learning_rate
+        self.max_iter = max_iter
+        self.alpha = alpha
+        self.tol = tol
+
+    def _sets(self, groups, y01, G):
+        """List of constraints, each a list of (mask_A, mask_B) pairs."""
+        raise NotImplementedError
+
+    def _constraint_terms(self, X, y01, codes, weights, G):
+        constraints = []
+        for terms in self._sets(codes, y01, G):
+            if any(not mask_a.any() or not mask_b.any() for mask_a, mask_b in terms):
+                raise ValueError(
+                    f"{type(self).__name__} needs every group to contain both classes."
+                )
+            moments = [(_moments(X, weights, a), _moments(X, weights, b)) for a, b in terms]
+            constraints.append(moments)
+        return constraints
+
+    def _projection(self, constraints, d):
+        w = cp.Variable(d)
+        z = cp.Parameter(d)
+        cons = []
+        for moments in constraints:
+            expr = 0
+            for (mean_a, L_a), (mean_b, L_b) in moments:
+                expr = expr + 0.5 * (
+                    cp.square(1.0 + (mean_a - mean_b) @ w)
+                    + cp.sum_squares(L_a.T @ w)
+                    + cp.sum_squares(L_b.T @ w)
+                )
+            cons.append(expr - self._offset <= float(self.tolerance))
+        problem = cp.Problem(cp.Minimize(cp.sum_squares(w - z)), cons)
+        return problem, w, z
+
+    def constraint_values(self, X, sensitive_features, y):
+        """Values of the fitted model's surrogate constraints (minus ``tolerance``
+        not applied), computed by brute force over all pairs; for checks.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        sensitive_features : array-like of shape (n_samples,)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        values : ndarray of shape (n_constraints,)
+        """
+        from fairest.utils import encode_groups
+
+        s = self.decision_function(X)
+        codes, _ = encode_groups(sensitive_features, n_samples=len(s))
+        y01 = (np.asarray(y) == self.classes_[1]).astype(float)
+        out = []
+        for terms in self._sets(codes, y01, codes.max() + 1):
+            total = 0.0
+            for a, b in terms:
+                diff = s[a][:, None] - s[b][None, :]
+                total += np.mean(0.5 * (1.0 + diff) ** 2)
+            out.append(total - self._offset)
+        return np.array(out)
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, *, sensitive_features=None, sample_weight=None):
+        """Fit by projected gradient descent from ``w = 0``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Binary target.
+        sensitive_features : array-like of shape (n_samples,) or (n_samples, k), default=None
+            Group membership; ``None`` means one group (no constraint, with a warning).
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self
+        """
+        fit_data = validate_fit_data(self, X, y, sensitive_features, sample_weight)
+        self.classes_, y01 = encode_binary_target(type(self).__name__, fit_data.y)
+        X, codes, sw = fit_data.X, fit_data.groups, fit_data.sample_weight
+        G = len(fit_data.group_labels)
+        n, d = X.shape
+        c = sw / sw.sum()
+        constraints = self._constraint_terms(X, y01, codes, sw, G) if G >= 2 else []
+        problem, w_var, z_par = self._projection(constraints, d) if constraints else (None,) * 3
+        b, w = 0.0, np.zeros(d)
+        previous = np.inf
+        self.n_iter_ = 0
+        for it in range(self.max_iter):
+            s = X @ w + b
+            r = c * (0.5 * (1.0 + np.tanh(0.5 * s)) - y01)
+            b = b - self.learning_rate * r.sum()
+            target = w - self.learning_rate * (X.T @ r + self.alpha * w)
+            if problem is None:
+                w = target
+            else:
+                z_par.value = target
+                problem.solve(
+                    solver=cp.CLARABEL,
+                    tol_feas=_defaults.PROJECTION_TOL,
+                    tol_gap_abs=_defaults.PROJECTION_TOL,
+                    tol_gap_rel=_defaults.PROJECTION_TOL,
+                )
+                if w_var.value is None:
+                    raise RuntimeError(f"projection failed: {problem.status}")
+                w = np.asarray(w_var.value)
+            s = X @ w + b
+            value = float(c @ (np.logaddexp(0.0, s) - y01 * s) + 0.5 * self.alpha * w @ w)
+            self.n_iter_ = it + 1
+            if abs(previous - value) < self.tol:
+                break
+            previous = value
+        else:
+            if self.tol > 0:
+                warnings.warn(
+                    f"{type(self).__name__} did not converge in {self.max_iter} iterations.",
+                    ConvergenceWarning,
+                    stacklevel=2,
+                )
+        self.coef_, self.intercept_, self.objective_ = w, float(b), value
+        self.groups_ = fit_data.group_labels
+        return self
+
+
+def _ordered_pairs(G):
+    return [(k, kk) for k in range(G) for kk in range(G) if k != kk]
+
+
+class GroupAUCConstrainedClassifier(_PairwiseConstrainedClassifier):
+    r"""Logistic regression under group AUC fairness constraints (paper (102)).
+
+    For every ordered pair of groups ``k != k'``:
+    :math:`\mathrm{mean}_{i\in k, j\in k'}\tfrac12(1+s_i-s_j)^2 - \tfrac12 \le \kappa`
+    (the quadratic surrogate of :math:`\Pr(s_i > s_j) = 1/2`). Trained by projected
+    gradient descent; each projection is a QCQP solved by cvxpy + Clarabel.
+
+    Parameters
+    ----------
+    tolerance : float, default=1.0
+        :math:`\kappa`.
+    learning_rate : float, default=0.5
+        Constant PGD step :math:`\eta`.
+    max_iter : int, default=1000
+    alpha : float, default=0.0
+        L2 strength on the coefficients.
+    tol : float, default=1e-5
+        Stop when the objective changes by less than this.
+
+    Attributes
+    ----------
+    classes_, coef_, intercept_, groups_, n_iter_, objective_
+
+    References
+    ----------
+    .. [1] He, Y., Huang, Y., Yao, Y. and Lin, Q. "Enforcing Fair Predicted Scores on
+       Intervals of Percentiles by Difference-of-Convex Constraints", arXiv:2505.12530,
+       2025. Appendix G.3, problem (102).
+    """
+
+    _offset = 0.5
+
+    def _sets(self, groups, y01, G):
+        return [[(groups == k, groups == kk)] for k, kk in _ordered_pairs(G)]
+
+
+class InterGroupPairwiseConstrainedClassifier(_PairwiseConstrainedClassifier):
+    r"""Logistic regression under inter-group pairwise fairness constraints (paper (105)).
+
+    For every ordered pair ``k != k'``: mean over (positives of k, negatives of k') plus
+    mean over (negatives of k, positives of k') of :math:`\tfrac12(1+s_i-s_j)^2`, minus 1,
+    at most :math:`\kappa`. Parameters as :class:`GroupAUCConstrainedClassifier`.
+
+    Parameters
+    ----------
+    tolerance : float, default=1.0
+    learning_rate : float, default=0.5
+    max_iter : int, default=1000
+    alpha : float, default=0.0
+    tol : float, default=1e-5
+
+    Attributes
+    ----------
+    classes_, coef_, intercept_, groups_, n_iter_, objective_
+
+    References
+    ----------
+    .. [1] He, Y., Huang, Y., Yao, Y. and Lin, Q. "Enforcing Fair Predicted Scores on
+       Intervals of Percentiles by Difference-of-Convex Constraints", arXiv:2505.12530,
+       2025. Appendix G.3, problem (105).
+    """
+
+    _offset = 1.0
+
+    def _sets(self, groups, y01, G):
+        pos, neg = y01 == 1, y01 == 0
+        return [
+            [
+                ((groups == k) & pos, (groups == kk) & neg),
+                ((groups == k) & neg, (groups == kk) & pos),
+            ]
+            for k, kk in _ordered_pairs(G)
+        ]
+
+
+class IntraGroupPairwiseConstrainedClassifier(_PairwiseConstrainedClassifier):
+    r"""Logistic regression under intra-group pairwise fairness constraints (paper (107)).
+
+    For every ordered pair ``k != k'``: mean over (positives of k, negatives of k) plus
+    mean over (negatives of k', positives of k') of :math:`\tfrac12(1+s_i-s_j)^2`, minus 1,
+    at most :math:`\kappa` (equal within-group AUCs). Parameters as
+    :class:`GroupAUCConstrainedClassifier`.
+
+    Parameters
+    ----------
+    tolerance : float, default=1.0
+    learning_rate : float, default=0.5
+    max_iter : int, default=1000
+    alpha : float, default=0.0
+    tol : float, default=1e-5
+
+    Attributes
+    ----------
+    classes_, coef_, intercept_, groups_, n_iter_, objective_
+
+    References
+    ----------
+    .. [1] He, Y., Huang, Y., Yao, Y. and Lin, Q. "Enforcing Fair Predicted Scores on
+       Intervals of Percentiles by Difference-of-Convex Constraints", arXiv:2505.12530,
+       2025. Appendix G.3, problem (107).
+    """
+
+    _offset = 1.0
+
+    def _sets(self, groups, y01, G):
+        pos, neg = y01 == 1, y01 == 0
+        return [
+            [
+                ((groups == k) & pos, (groups == k) & neg),
+                ((groups == kk) & neg, (groups == kk) & pos),
+            ]
+            for k, kk in _ordered_pairs(G)
+        ]

@@ -1,0 +1,59 @@
+"""Defaults of the partial-fairness family; each cites the section of
+``spec/partial_fairness.md`` (the spec) or of the paper (He, Huang, Yao, Lin 2025) it follows."""
+
+# Fairness tolerance kappa (spec section 0). No paper default; 0.1 lies inside every
+# kappa sweep of G.2.1 (spec section 7.2).
+TOLERANCE = 0.1
+
+# Number of grid levels J of problem (15) (spec sections 3.4 and 5.3: "ten equally spaced
+# values"; paper section 7.1).
+N_GRID = 10
+
+# Grid rule (spec section 3.4, [default] ``grid="lemma"``): p_j = alpha + j (1-kappa)(beta-alpha)/J.
+GRID = "lemma"
+
+# Surrogate of 1[z > 0] (spec section 3.3): the ramp was used in every experiment.
+SURROGATE = "ramp"
+SURROGATE_WIDTH = 1.0  # tau of sigma(z / tau); the paper always has 1 (spec section 3.3)
+
+# Decision threshold theta_hat of pDP (spec section 0: the paper uses 0).
+THRESHOLD = 0.0
+
+# DC split of (21) (spec section 4.7, [derived, default] "minimal").
+PDP_DC = "minimal"
+
+# Practical IDCA settings (spec section 5.3, [default] package defaults when not tuning):
+INNER_TOL = 1e-3  # SSG infeasibility tolerance / Polyak target epsilon
+INNER_MAX_ITER = 200  # SSG iterations T per subproblem
+MAX_ITER = 200  # IDCA outer iterations K
+MU = 0.0  # strong-convexity add-on (spec section 4.4, [default] 0)
+ALPHA = 0.0  # optional L2 on the coefficients, not part of the paper (spec section 3.2)
+
+# Grid search of the paper's tuning protocol (spec section 5.3, paper G.2.2).
+TUNE_INNER_MAX_ITER = (150, 200)
+TUNE_INNER_TOL = (5e-4, 1e-3, 2e-3, 5e-3)
+TUNE_FIRST_STAGE_MAX_ITER = 50
+TUNE_MAX_ITER = (100, 150, 200, 250, 300, 350, 400)
+
+# Theory schedule (spec section 5.4): caps on K and T_k, whose formulas are astronomically
+# large for realistic M, nu; capped values are reported with a warning.
+THEORY_MAX_OUTER = 10_000
+THEORY_MAX_INNER = 100_000
+
+# Candidate intervals of interval="auto" (spec section 6, [default] suggest_interval).
+AUTO_WIDTHS = (0.1, 0.2, 0.25, 0.3)
+AUTO_STEP = 0.05
+
+# Sup of |sigmoid''| = 1 / (6 sqrt 3) (spec section 3.3, [derived]).
+SIGMOID_CURVATURE = 0.09622504486493763
+
+# Robust ceiling for the subset sizes ceil(a n - 1e-12) (spec section 2.1).
+CEIL_EPS = 1e-12
+
+# Baselines (spec section 8).
+BASELINE_STEP = 0.5  # PGD step eta ([default] one of {0.1, 0.5, 1, 2}, spec section 8.5)
+BASELINE_MAX_ITER = 1000  # PGD iterations (K = 1000 for a9a and bank, spec section 8.5)
+PROJECTION_TOL = 1e-6  # cvxpy/Clarabel tolerances of the projection (spec section 8.5)
+PENALTY_STEP = 1e-3  # constant subgradient step (one of {5e-4, 1e-3, 2e-3, 5e-3}, spec 8.6)
+PENALTY_MAX_ITER = 80_000  # T * K ([default] 80,000, spec section 8.6)
+PENALTY_WEIGHT = 0.3  # lambda of (114)/(119); inside the sweeps of spec section 8.6

@@ -1,0 +1,527 @@
+"""Logistic regression constrained to partial statistical / demographic parity on a
+percentile interval, trained by IDCA with switching-subgradient inner solves."""
+
+from __future__ import annotations
+
+import warnings
+from numbers import Integral, Real
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from fairest._kernels._buckets import pad_rows
+from fairest._solvers._newton import solve_weighted_glm
+from fairest.metrics import suggest_interval
+from fairest.partial import _defaults
+from fairest.partial._dc import Config, Data, objective
+from fairest.partial._idca import (
+    initial_point,
+    level_grid,
+    run_idca,
+    run_ssg_direct,
+    theory_schedule,
+)
+from fairest.utils._estimator import encode_binary_target, validate_fit_data
+
+__all__ = ["PartialParityClassifier"]
+
+_AUTO_RIDGE = 1e-6  # tiny ridge of the unconstrained model behind interval="auto"
+
+
+def check_interval(interval) -> tuple[float, float]:
+    """``(alpha, beta)`` as floats with ``0 <= alpha < beta <= 1``."""
+    try:
+        lo, hi = (float(v) for v in interval)
+    except (TypeError, ValueError) as error:
+        raise ValueError(
+            f"interval must be 'auto' or a pair (alpha, beta); got {interval!r}."
+        ) from error
+    if not (0.0 <= lo < hi <= 1.0):
+        raise ValueError(f"interval must satisfy 0 <= alpha < beta <= 1; got {interval!r}.")
+    return lo, hi
+
+
+def build_data(X, y01, codes, sample_weight, num_groups, **hyper):
+    """Padded float64 :class:`Data` with objective and within-group weights."""
+    n = X.shape[0]
+    totals = np.bincount(codes, weights=sample_weight, minlength=num_groups)
+    c0 = sample_weight / sample_weight.sum()
+    cg = sample_weight / np.where(totals > 0, totals, 1.0)[codes]
+    Xp, yp, gp, c0p, cgp = pad_rows(n, X, y01, codes, c0, cg)
+    as64 = lambda a: jnp.asarray(a, dtype=jnp.float64)  # noqa: E731
+    return Data(
+        X=as64(Xp),
+        y=as64(yp),
+        groups=jnp.asarray(gp, dtype=jnp.int32),
+        c0=as64(c0p),
+        cg=as64(cgp),
+        membership=as64((gp[:, None] == np.arange(num_groups)[None, :]) * cgp[:, None]),
+        **{key: as64(value) for key, value in hyper.items()},
+    )
+
+
+def unconstrained_scores(X, y01, sample_weight, alpha):
+    """Scores of ``argmin f_0`` (Newton, with a tiny ridge so separable data converge)."""
+    c = sample_weight / sample_weight.sum()
+    result = solve_weighted_glm("logistic", X, y01, c, max(alpha, _AUTO_RIDGE))
+    theta = result["theta"]
+    return X @ theta[1:] + theta[0]
+
+
+class PartialParityClassifier(ClassifierMixin, BaseEstimator):
+    r"""Logistic regression with partial statistical or demographic parity constraints.
+
+    Minimises the (sample-weighted) mean logistic loss of a linear score
+    :math:`h(x) = b + x^\top w` subject to fairness *on a percentile interval*
+    :math:`\mathcal I = [\alpha, \beta)` of every group's own scores (:math:`\alpha = 0`
+    is the top of each group):
+
+    * ``constraint="statistical"`` (pSP, problem (15) of [1]_): inside their bands the
+      groups' score distributions differ by at most ``tolerance`` in Kolmogorov-Smirnov
+      distance. Trained with ``J = n_grid`` shared thresholds :math:`\theta_p`:
+      :math:`p \le \frac1{n_k}\sum_{i\in k}\sigma(s_i-\theta_p) \le p+\kappa(\beta-\alpha)`
+      for every level ``p`` and group ``k`` (2 G J constraints, Lemma 5.1 of [1]_).
+    * ``constraint="demographic"`` (pDP, problem (21)): the in-band positive rates at the
+      decision ``threshold`` differ by at most ``tolerance`` for every ordered pair of
+      groups (G (G - 1) constraints, Lemma 5.2).
+
+    The step :math:`1[z > 0]` is replaced by a surrogate :math:`\sigma` (the ramp
+    :math:`\mathrm{clip}(z + 1/2, 0, 1)` by default), which makes the constraints
+    differences of convex functions. IDCA (Algorithm 1 of [1]_) linearises their
+    concave parts at the current point and solves the convex subproblem with the
+    switching subgradient method (Algorithm 2): Polyak-type steps on the objective where
+    the iterate is nearly feasible (all constraints <= ``inner_tol``), on the most
+    violated constraint otherwise; the output is the best nearly-feasible iterate. The
+    run starts from the trivially fair model ``w = 0``, so every iterate stays nearly
+    feasible and the objective never increases. All loops are jitted (``lax.scan`` /
+    ``fori_loop``, float64).
+
+    Prediction is group-blind. The paper's model class with group cross terms,
+    :math:`(1, x, \gamma, \gamma x)`, is obtained by putting the numeric group code in
+    ``X`` and adding :class:`GroupInteractionFeatures` in a pipeline (see Examples).
+
+    Parameters
+    ----------
+    constraint : {"statistical", "demographic"}, default="statistical"
+        Partial statistical parity (pSP) or partial demographic parity (pDP).
+    interval : "auto" or tuple (alpha, beta), default="auto"
+        Percentile interval in CCDF units, ``0 <= alpha < beta <= 1``. ``"auto"`` follows
+        the paper's guideline (its Appendix B): fit the unconstrained model, take its
+        share ``p`` of scores above ``threshold`` on the training data and pick, among
+        intervals of widths 0.1, 0.2, 0.25, 0.3 on a 0.05 lattice that contain ``p``,
+        the one where the unconstrained model has the largest pSP
+        (:func:`fairest.metrics.suggest_interval`).
+    tolerance : float, default=0.1
+        Allowed unfairness :math:`\kappa` (pSP or pDP on the interval). With
+        ``grid="lemma"`` and ``tolerance >= 1`` pSP has no constraint at all.
+    surrogate : {"ramp", "sigmoid"}, default="ramp"
+        Surrogate of the step function. The sigmoid split adds a proximal term
+        :math:`\rho/2\|x\|^2` to both DC pieces, with :math:`\rho` from the data.
+    surrogate_width : float, default=1.0
+        Width :math:`\tau` of :math:`\sigma(z / \tau)`, in score units.
+    n_grid : int, default=10
+        Number ``J`` of levels ``p`` of the pSP constraints.
+    grid : {"lemma", "interval", "linspace"}, default="lemma"
+        Levels: ``alpha + j (1 - kappa)(beta - alpha) / J`` (Lemma 5.1), ``alpha + j
+        (beta - alpha) / J``, or ``J`` points from alpha to beta inclusive.
+    threshold : float, default=0.0
+        Decision threshold: ``predict`` returns ``classes_[1]`` where the score is
+        strictly above it, and pDP compares positive rates at it.
+    pdp_dc : {"minimal", "paper"}, default="minimal"
+        DC split of the pDP constraints; ``"paper"`` adds the paper's cancelling terms
+        (Example D.5), which makes the convex subproblems more conservative.
+    alpha : float, default=0.0
+        L2 strength on the coefficients added to the loss (``alpha / 2 ||w||^2``); the
+        paper has none.
+    mu : float, default=0.0
+        Strong-convexity add-on: ``mu / 2 ||x||^2`` on both sides of every DC split, i.e.
+        a proximal term ``mu / 2 ||x - x_k||^2`` in every subproblem. The convergence
+        theory needs ``mu > 0``; the values of the problem do not change.
+    solver : {"idca", "ssg_direct"}, default="idca"
+        IDCA, or SSG applied directly to the non-convex problem (the paper's Algorithm 3,
+        for comparison) with ``max_iter * inner_max_iter`` iterations.
+    schedule : {"practical", "theory"}, default="practical"
+        ``"practical"``: constant ``inner_tol`` and ``inner_max_iter`` for ``max_iter``
+        outer iterations (the paper's experiments). ``"theory"``: ``K``, ``eps_k`` and
+        ``T_k`` of Theorem 6.5 for target accuracy ``inner_tol`` (needs ``mu > 0``), with
+        the Lipschitz constant estimated from the data and the Slater margin of the
+        starting point; ``K`` and ``T_k`` are capped (a warning says so).
+    max_iter : int, default=200
+        Outer (IDCA) iterations ``K``.
+    inner_max_iter : int, default=200
+        SSG iterations ``T`` per subproblem.
+    inner_tol : float, default=1e-3
+        SSG tolerance :math:`\epsilon`: constraints up to it count as satisfied, and it is
+        the target decrease of each objective step.
+    random_state : int, RandomState instance or None, default=None
+        Unused: the algorithm is deterministic. Accepted for API uniformity.
+    verbose : int, default=0
+        Print a summary of the outer iterations after the fit.
+    record_history : bool, default=False
+        Store ``history_``.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (2,)
+    coef_ : ndarray of shape (n_features,)
+    intercept_ : float
+    thresholds_ : ndarray of shape (n_levels,)
+        The shared thresholds :math:`\theta_p` (pSP; empty for pDP).
+    grid_ : ndarray of shape (n_levels,)
+        The levels ``p`` (pSP; empty for pDP or without constraints).
+    interval_ : tuple of float
+        The interval used (resolved when ``interval="auto"``).
+    groups_ : ndarray of shape (n_groups,)
+    n_iter_ : int
+        Outer iterations run.
+    objective_ : float
+        Mean training loss (plus the optional L2 term) of the returned model.
+    constraint_violation_ : float
+        Largest surrogate constraint value at the returned model (<= ``inner_tol`` when
+        nearly feasible; ``-inf`` without constraints).
+    schedule_ : dict
+        ``max_iter``, ``inner_tol`` and ``inner_max_iter`` actually used.
+    history_ : dict of ndarray
+        With ``record_history=True``: per outer iteration ``k = 0..K`` the ``objective``,
+        ``max_violation`` and ``params`` (``(b, w, theta)``), and per SSG run the number
+        of objective steps ``n_feasible`` and the subproblem decrease ``subproblem_gap``.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+
+    See Also
+    --------
+    PartialParityPenaltyClassifier : the penalty (regularisation) baseline.
+    fairest.metrics.partial_statistical_parity : exact pSP for evaluation.
+
+    Notes
+    -----
+    Sample weights enter the loss and the group means of the surrogate constraints.
+    With ``sensitive_features=None`` (one group) the constraints are vacuous and the
+    plain logistic model is fitted by the same subgradient loop (with a warning).
+
+    The surrogate and the finite grid loosen the guarantee: with every constraint met up
+    to ``inner_tol`` the exact training pSP is at most ``tolerance + (1 - tolerance) / J +
+    2 (inner_tol + e) / (beta - alpha) + 2 / (n_min (beta - alpha))``, where ``e`` is
+    the largest gap between surrogate and exact group exceedance rates at the thresholds
+    (spec section 10); in practice it is close to ``tolerance``.
+
+    References
+    ----------
+    .. [1] He, Y., Huang, Y., Yao, Y. and Lin, Q. "Enforcing Fair Predicted Scores on
+       Intervals of Percentiles by Difference-of-Convex Constraints", arXiv:2505.12530,
+       2025. Problems (15) and (21), Algorithms 1-3, Theorem 6.5, Appendix G.2.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fairest.partial import PartialParityClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> g = rng.integers(0, 2, 400)
+    >>> X = rng.normal(size=(400, 3)) + g[:, None]
+    >>> y = (X[:, 0] + rng.normal(size=400) > 0.5).astype(int)
+    >>> clf = PartialParityClassifier(interval=(0.0, 0.5), tolerance=0.1,
+    ...                               max_iter=20, inner_max_iter=100)
+    >>> clf.fit(X, y, sensitive_features=g).coef_.shape
+    (3,)
+
+    The paper's cross terms :math:`(1, x, \gamma, \gamma x)`, with the group code as the
+    last column of ``X``:
+
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from fairest.partial import GroupInteractionFeatures
+    >>> Xg = np.column_stack([X, g + 1.0])
+    >>> pipe = make_pipeline(GroupInteractionFeatures(group_column=-1),
+    ...                      PartialParityClassifier(interval=(0.0, 0.5),
+    ...                                              max_iter=20, inner_max_iter=100))
+    >>> pipe.fit(Xg, y, partialparityclassifier__sensitive_features=g).score(Xg, y) > 0.5
+    True
+    """
+
+    __metadata_request__fit = {"sensitive_features": True}
+
+    _parameter_constraints: dict = {
+        "constraint": [StrOptions({"statistical", "demographic"})],
+        "interval": [StrOptions({"auto"}), tuple, list, np.ndarray],
+        "tolerance": [Interval(Real, 0, None, closed="left")],
+        "surrogate": [StrOptions({"ramp", "sigmoid"})],
+        "surrogate_width": [Interval(Real, 0, None, closed="neither")],
+        "n_grid": [Interval(Integral, 1, None, closed="left")],
+        "grid": [StrOptions({"lemma", "interval", "linspace"})],
+        "threshold": [Real],
+        "pdp_dc": [StrOptions({"minimal", "paper"})],
+        "alpha": [Interval(Real, 0, None, closed="left")],
+        "mu": [Interval(Real, 0, None, closed="left")],
+        "solver": [StrOptions({"idca", "ssg_direct"})],
+        "schedule": [StrOptions({"practical", "theory"})],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "inner_max_iter": [Interval(Integral, 1, None, closed="left")],
+        "inner_tol": [Interval(Real, 0, None, closed="neither")],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+        "record_history": ["boolean"],
+    }
+
+    def __init__(
+        self,
+        constraint="statistical",
+        *,
+        interval="auto",
+        tolerance=_defaults.TOLERANCE,
+        surrogate=_defaults.SURROGATE,
+        surrogate_width=_defaults.SURROGATE_WIDTH,
+        n_grid=_defaults.N_GRID,
+        grid=_defaults.GRID,
+        threshold=_defaults.THRESHOLD,
+        pdp_dc=_defaults.PDP_DC,
+        alpha=_defaults.ALPHA,
+        mu=_defaults.MU,
+        solver="idca",
+        schedule="practical",
+        max_iter=_defaults.MAX_ITER,
+        inner_max_iter=_defaults.INNER_MAX_ITER,
+        inner_tol=_defaults.INNER_TOL,
+        random_state=None,
+        verbose=0,
+        record_history=False,
+    ):
+        self.constraint = constraint
+        self.interval = interval
+        self.tolerance = tolerance
+        self.surrogate = surrogate
+        self.surrogate_width = surrogate_width
+        self.n_grid = n_grid
+        self.grid = grid
+        self.threshold = threshold
+        self.pdp_dc = pdp_dc
+        self.alpha = alpha
+        self.mu = mu
+        self.solver = solver
+        self.schedule = schedule
+        self.max_iter = max_iter
+        self.inner_max_iter = inner_max_iter
+        self.inner_tol = inner_tol
+        self.random_state = random_state
+        self.verbose = verbose
+        self.record_history = record_history
+
+    # ------------------------------------------------------------------ fit pieces
+
+    def _resolve_interval(self, X, y01, codes, sample_weight, num_groups):
+        if not (isinstance(self.interval, str) and self.interval == "auto"):
+            return check_interval(self.interval)
+        if num_groups < 2:
+            return (0.0, 1.0)
+        scores = unconstrained_scores(X, y01, sample_weight, self.alpha)
+        lo, hi = suggest_interval(
+            scores,
+            sensitive_features=codes,
+            threshold=float(self.threshold),
+            widths=_defaults.AUTO_WIDTHS,
+            step=_defaults.AUTO_STEP,
+        )
+        return float(lo), float(hi)
+
+    def _problem(self, X, y01, codes, sample_weight, num_groups, interval):
+        lo, hi = interval
+        tolerance = float(self.tolerance)
+        slack = tolerance * (hi - lo)
+        active = num_groups >= 2
+        if self.constraint == "statistical":
+            grid = np.zeros(0)
+            if active:
+                grid = level_grid(interval, tolerance, self.n_grid, self.grid)
+            kind = "statistical" if grid.size else "none"
+        else:
+            grid = np.zeros(0)
+            kind = "demographic" if active else "none"
+        width = float(self.surrogate_width)
+        rho = 0.0
+        if self.surrogate == "sigmoid" and kind != "none":
+            sq = 1.0 + np.max(np.einsum("ij,ij->i", X, X))  # max ||(1, x_i)||^2
+            if kind == "statistical":
+                rho = _defaults.SIGMOID_CURVATURE * (sq + 1.0) / width**2
+            else:
+                rho = 2.0 * _defaults.SIGMOID_CURVATURE * sq / width**2
+        cfg = Config(
+            constraint=kind,
+            surrogate=self.surrogate,
+            pdp_dc=self.pdp_dc,
+            num_groups=num_groups,
+            num_features=X.shape[1],
+            num_levels=grid.size if kind == "statistical" else 0,
+        )
+        data = build_data(
+            X,
+            y01,
+            codes,
+            sample_weight,
+            num_groups,
+            grid=grid if kind == "statistical" else np.zeros(0),
+            slack=slack,
+            lo=lo,
+            hi=hi,
+            threshold=float(self.threshold),
+            alpha=float(self.alpha),
+            mu=float(self.mu),
+            rho=rho,
+            width=width,
+        )
+        x0 = initial_point(X.shape[1], data.grid, slack, self.surrogate, width)
+        return cfg, data, x0
+
+    def _schedule(self, X, cfg, data, x0):
+        if self.schedule == "practical":
+            return int(self.max_iter), float(self.inner_tol), int(self.inner_max_iter)
+        if self.mu <= 0:
+            raise ValueError("schedule='theory' needs mu > 0 (Assumption 6.3A).")
+        # M ~ max_i ||(phi_i, 1)|| for the ramp pieces with a linear score (spec 5.4);
+        # nu: the Slater margin c/2 of the starting point (spec 5.1).
+        lipschitz = float(np.sqrt(2.0 + np.max(np.einsum("ij,ij->i", X, X))))
+        slater = 0.5 * float(data.slack) if float(data.slack) > 0 else 1.0
+        gap = float(objective(jnp.asarray(x0), data, cfg))  # f_lb = 0 (logistic loss)
+        K, eps_k, T = theory_schedule(float(self.inner_tol), float(self.mu), lipschitz, slater, gap)
+        capped_K, capped_T = min(K, _defaults.THEORY_MAX_OUTER), min(T, _defaults.THEORY_MAX_INNER)
+        if (capped_K, capped_T) != (K, T):
+            warnings.warn(
+                f"schedule='theory' asks for K={K} outer and T={T} inner iterations; "
+                f"capped at K={capped_K}, T={capped_T}, so the guarantee of Theorem 6.5 "
+                "does not apply.",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+        return capped_K, eps_k, capped_T
+
+    # ------------------------------------------------------------------ public API
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, *, sensitive_features=None, sample_weight=None):
+        """Fit the constrained model.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Binary target (any two labels).
+        sensitive_features : array-like of shape (n_samples,) or (n_samples, k), default=None
+            Group membership; ``None`` means one group (with a warning): no constraint.
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self : PartialParityClassifier
+        """
+        data_in = validate_fit_data(self, X, y, sensitive_features, sample_weight)
+        self.classes_, y01 = encode_binary_target(type(self).__name__, data_in.y)
+        X, codes, sw = data_in.X, data_in.groups, data_in.sample_weight
+        num_groups = len(data_in.group_labels)
+        with jax.enable_x64(True):
+            interval = self._resolve_interval(X, y01, codes, sw, num_groups)
+            cfg, data, x0 = self._problem(X, y01, codes, sw, num_groups, interval)
+            K, eps, T = self._schedule(X, cfg, data, x0)
+            if self.solver == "idca":
+                result = run_idca(jnp.asarray(x0), data, cfg, eps, T, K)
+                x = np.asarray(result.x)
+                stuck = bool(np.any(np.asarray(result.stuck)))
+                history = {
+                    "objective": np.asarray(result.objective),
+                    "max_violation": np.asarray(result.max_violation),
+                    "params": np.asarray(result.iterates),
+                    "n_feasible": np.asarray(result.n_feasible),
+                    "subproblem_gap": np.asarray(result.subproblem_gap),
+                }
+                objective_value = float(history["objective"][-1])
+                violation = float(history["max_violation"][-1])
+            else:
+                result = run_ssg_direct(jnp.asarray(x0), data, cfg, jnp.full((K * T,), eps))
+                x = np.asarray(result.x)
+                stuck = False
+                history = {}
+                objective_value = float(result.objective)
+                violation = float(result.max_violation)
+        d = X.shape[1]
+        self.intercept_ = float(x[0])
+        self.coef_ = x[1 : 1 + d].copy()
+        self.thresholds_ = x[1 + d :].copy()
+        self.grid_ = np.asarray(data.grid).copy()
+        self.interval_ = interval
+        self.groups_ = data_in.group_labels
+        self.n_iter_ = K
+        self.objective_ = objective_value
+        self.constraint_violation_ = violation
+        self.schedule_ = {"max_iter": K, "inner_tol": eps, "inner_max_iter": T}
+        if self.record_history:
+            self.history_ = history
+        if violation > eps or stuck:
+            warnings.warn(
+                f"the returned model violates a surrogate constraint by {violation:.3g} "
+                f"(> inner_tol={eps:.3g}); the problem may be infeasible or need more "
+                "iterations.",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
+        if self.verbose and history:
+            self._print_history(history)
+        return self
+
+    def _print_history(self, history):
+        K = len(history["objective"]) - 1
+        every = max(1, K // 10)
+        print(f"{'iter':>6} {'objective':>12} {'max violation':>14}")
+        for k in list(range(0, K, every)) + [K]:
+            print(
+                f"{k:>6d} {history['objective'][k]:>12.6f} "
+                f"{history['max_violation'][k]:>14.3e}"
+            )
+
+    def decision_function(self, X):
+        """Scores ``b + X w`` (group-blind).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples,)
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        return X @ self.coef_ + self.intercept_
+
+    def predict(self, X):
+        """``classes_[1]`` where the score is strictly above ``threshold``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+        """
+        positive = self.decision_function(X) > self.threshold
+        return self.classes_[positive.astype(int)]
+
+    def predict_proba(self, X):
+        """Logistic probabilities ``sigmoid(score)``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, 2)
+        """
+        p = 0.5 * (1.0 + np.tanh(0.5 * self.decision_function(X)))
+        return np.column_stack([1.0 - p, p])
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        return tags

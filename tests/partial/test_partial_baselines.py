@@ -1,0 +1,85 @@
+"""Baselines of the paper: penalty method (114)/(119) and the pairwise constrained
+models (102), (105), (107) (spec oracle 19)."""
+
+import warnings
+
+import numpy as np
+import pytest
+from _partial_helpers import make_data
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from fairest.metrics import partial_demographic_parity, partial_statistical_parity
+from fairest.partial import (
+    GroupAUCConstrainedClassifier,
+    InterGroupPairwiseConstrainedClassifier,
+    IntraGroupPairwiseConstrainedClassifier,
+    PartialParityPenaltyClassifier,
+    pairwise_quadratic_mean,
+)
+from fairest.utils import FairnessWarning
+
+CONSTRAINED = [
+    GroupAUCConstrainedClassifier,
+    InterGroupPairwiseConstrainedClassifier,
+    IntraGroupPairwiseConstrainedClassifier,
+]
+
+
+def test_closed_form_pairwise_mean_equals_brute_force():
+    """Oracle 19: (1/2)((1 + mean a - mean b)^2 + Var a + Var b) = mean over all pairs."""
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        a, b = rng.normal(size=rng.integers(1, 40)), 2 * rng.normal(size=rng.integers(1, 40))
+        brute = np.mean(0.5 * (1 + a[:, None] - b[None, :]) ** 2)
+        assert abs(pairwise_quadratic_mean(a, b) - brute) < 1e-10
+        wa, wb = rng.integers(1, 4, a.size), rng.integers(1, 4, b.size)
+        brute_w = np.mean(0.5 * (1 + np.repeat(a, wa)[:, None] - np.repeat(b, wb)[None, :]) ** 2)
+        assert abs(pairwise_quadratic_mean(a, b, wa, wb) - brute_w) < 1e-10
+
+
+@pytest.mark.parametrize("cls", CONSTRAINED)
+def test_zero_model_feasible_and_projection_satisfies_constraints(cls):
+    """Oracle 19: w = 0 is feasible for every kappa >= 0 and the PGD output (after each
+    projection) satisfies the constraints to 1e-6, checked by brute force over pairs."""
+    X, y, g = make_data(150, 2, 0, shift=1.5)
+    zero = cls(tolerance=0.0, max_iter=1, tol=0).fit(X, y, sensitive_features=g)
+    zero.coef_, zero.intercept_ = np.zeros(2), 0.3
+    assert np.all(zero.constraint_values(X, g, y) <= 1e-12)
+    unconstrained = cls(tolerance=100.0, max_iter=200, tol=0).fit(X, y, sensitive_features=g)
+    loose = unconstrained.constraint_values(X, g, y).max()
+    kappa = 0.5 * loose if loose > 0 else 0.1 * abs(loose)
+    clf = cls(tolerance=kappa, max_iter=200, tol=0).fit(X, y, sensitive_features=g)
+    assert clf.constraint_values(X, g, y).max() <= kappa + 1e-6
+    assert clf.objective_ >= unconstrained.objective_ - 1e-9
+
+
+@pytest.mark.parametrize("constraint", ["statistical", "demographic"])
+def test_penalty_reduces_partial_unfairness(constraint):
+    X, y, g = make_data(400, 3, 0)
+    interval = (0.0, 0.5)
+    metric = partial_statistical_parity if constraint == "statistical" else (
+        partial_demographic_parity)
+    values, losses = [], []
+    for weight in (0.0, 2.0):
+        clf = PartialParityPenaltyClassifier(constraint, interval=interval, fairness_weight=weight,
+                                             learning_rate=0.5, max_iter=3000)
+        clf.fit(X, y, sensitive_features=g)
+        values.append(metric(None, clf.decision_function(X), sensitive_features=g,
+                             interval=interval))
+        losses.append(clf.objective_)
+    assert values[1] < values[0] - 0.1
+    assert losses[1] > losses[0]
+
+
+@parametrize_with_checks(
+    [
+        PartialParityPenaltyClassifier(max_iter=300, learning_rate=0.5),
+        GroupAUCConstrainedClassifier(max_iter=100),
+    ]
+)
+@pytest.mark.filterwarnings("ignore::fairest.utils.FairnessWarning")
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_sklearn_compatible(estimator, check):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FairnessWarning)
+        check(estimator)

@@ -1,0 +1,191 @@
+"""DC pieces, linearisation and subgradients of problems (15) / (21) (spec oracles 7-10, 18)."""
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from _partial_helpers import make_problem, x64  # noqa: F401  (fixture)
+
+from fairest.partial._dc import anchor, constraint_values, dc_pieces, evaluate, objective
+from fairest.partial._idca import initial_point, level_grid, theory_schedule
+
+CASES = [
+    ("statistical", "ramp", "minimal"),
+    ("statistical", "sigmoid", "minimal"),
+    ("demographic", "ramp", "minimal"),
+    ("demographic", "ramp", "paper"),
+    ("demographic", "sigmoid", "minimal"),
+]
+
+
+def _random_points(x0, rng, count=5, scale=0.7):
+    return [np.asarray(x0) + scale * rng.normal(size=np.shape(x0)) for _ in range(count)]
+
+
+def _numpy_constraints(x, X, g, weights, grid, slack, interval, surrogate, constraint, G=2):
+    """NumPy reference of the constraints of (15) / (21), straight from the spec formulas."""
+    d = X.shape[1]
+    s = X @ x[1 : 1 + d] + x[0]
+    sigma = (lambda z: np.clip(z + 0.5, 0, 1)) if surrogate == "ramp" else (
+        lambda z: 1 / (1 + np.exp(-z)))
+    lo, hi = interval
+    if constraint == "statistical":
+        theta = x[1 + d :]
+        means = np.array([
+            [np.average(sigma(s[g == k] - t), weights=weights[g == k]) for t in theta]
+            for k in range(G)
+        ])
+        return np.concatenate([(grid[None] - means).ravel(), (means - grid[None] - slack).ravel()])
+    S = np.array([np.average(sigma(s[g == k]), weights=weights[g == k]) for k in range(G)])
+    T = np.minimum(S, hi) - np.minimum(S, lo)
+    out = T[:, None] - T[None, :] - slack
+    out[np.eye(G, dtype=bool)] = -np.inf
+    return out.ravel()
+
+
+@pytest.mark.parametrize("constraint,surrogate,pdp_dc", CASES)
+def test_dc_pieces_sum_to_constraints_and_match_numpy(x64, constraint, surrogate, pdp_dc):
+    """Oracle 7 (f+ - f- equals the directly computed constraint) and oracle 9 (NumPy)."""
+    rng = np.random.default_rng(1)
+    weights = rng.uniform(0.5, 2.0, 120)
+    cfg, data, x0, X, y, g = make_problem(constraint, surrogate, pdp_dc, mu=0.3,
+                                          sample_weight=weights)
+    off_diagonal = ~np.eye(2, dtype=bool).ravel() if constraint == "demographic" else slice(None)
+    for x in _random_points(x0, rng):
+        direct = np.asarray(constraint_values(jnp.asarray(x), data, cfg))
+        plus, minus = (np.asarray(a) for a in dc_pieces(jnp.asarray(x), data, cfg))
+        np.testing.assert_allclose((plus - minus)[off_diagonal], direct[off_diagonal],
+                                   rtol=0, atol=1e-12)
+        reference = _numpy_constraints(x, X, g, weights, np.asarray(data.grid),
+                                       float(data.slack), (0.0, 0.5), surrogate, constraint)
+        np.testing.assert_allclose(direct[off_diagonal], reference[off_diagonal],
+                                   rtol=0, atol=1e-12)
+
+
+def test_ramp_identities():
+    """Oracle 7: sigma+ - sigma- = sigma, and min(A - B, a) = A + a - max(B + a, A)."""
+    z = np.linspace(-3, 3, 1001)
+    np.testing.assert_array_equal(np.maximum(z + 0.5, 0) - np.maximum(z - 0.5, 0),
+                                  np.clip(z + 0.5, 0, 1))
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        scores = rng.normal(size=30)
+        A = np.mean(np.maximum(scores + 0.5, 0))
+        B = np.mean(np.maximum(scores - 0.5, 0))
+        a = rng.uniform()
+        assert abs(min(A - B, a) - (A + a - max(B + a, A))) < 1e-14
+
+
+@pytest.mark.parametrize("constraint,surrogate,pdp_dc", CASES)
+def test_subproblem_majorises(x64, constraint, surrogate, pdp_dc):
+    """Oracle 8: g_i(x_k) = f_i(x_k) and g_i(v) >= f_i(v) (also for i = 0)."""
+    rng = np.random.default_rng(2)
+    cfg, data, x0, *_ = make_problem(constraint, surrogate, pdp_dc, mu=0.1)
+    for xk in _random_points(x0, rng, count=3):
+        anc = anchor(jnp.asarray(xk), data, cfg)
+        ev = evaluate(jnp.asarray(xk), anc, data, cfg)
+        f_at = np.asarray(constraint_values(jnp.asarray(xk), data, cfg))
+        finite = np.isfinite(f_at)
+        np.testing.assert_allclose(np.asarray(ev.gcon)[finite], f_at[finite], atol=1e-12)
+        assert abs(float(ev.g0) - float(objective(jnp.asarray(xk), data, cfg))) < 1e-12
+        for v in _random_points(xk, rng, count=8, scale=1.0):
+            ev = evaluate(jnp.asarray(v), anc, data, cfg)
+            f_v = np.asarray(constraint_values(jnp.asarray(v), data, cfg))
+            assert np.all(np.asarray(ev.gcon)[finite] >= f_v[finite] - 1e-12)
+            assert float(ev.g0) >= float(objective(jnp.asarray(v), data, cfg)) - 1e-12
+
+
+@pytest.mark.parametrize("constraint,surrogate,pdp_dc", CASES)
+def test_subgradients_match_finite_differences(x64, constraint, surrogate, pdp_dc):
+    """Oracle 9: subgradients of g_0 and of every g_i equal central differences (the
+    points are random, so no ramp kink lies within the difference step)."""
+    rng = np.random.default_rng(3)
+    cfg, data, x0, *_ = make_problem(constraint, surrogate, pdp_dc, mu=0.2, alpha=0.05)
+    xk = _random_points(x0, rng, count=1)[0]
+    anc = anchor(jnp.asarray(xk), data, cfg)
+    v = xk + 0.3 * rng.normal(size=xk.shape)
+    ev = evaluate(jnp.asarray(v), anc, data, cfg)
+    m = ev.gcon.shape[0]
+    h = 1e-6
+
+    def values(point):
+        out = evaluate(jnp.asarray(point), anc, data, cfg)
+        return float(out.g0), np.asarray(out.gcon)
+
+    basis = np.eye(v.size)
+    numeric = np.array([(np.array([values(v + h * e)[0]]) - np.array([values(v - h * e)[0]]))
+                        / (2 * h) for e in basis])[:, 0]
+    np.testing.assert_allclose(np.asarray(ev.direction(True, 0)), numeric, atol=1e-6)
+    gcon_plus = np.array([values(v + h * e)[1] for e in basis])
+    gcon_minus = np.array([values(v - h * e)[1] for e in basis])
+    checked = 0
+    for i in range(m):
+        if not np.isfinite(np.asarray(ev.gcon)[i]):
+            continue
+        numeric_i = (gcon_plus[:, i] - gcon_minus[:, i]) / (2 * h)
+        analytic = np.asarray(ev.direction(False, i))
+        np.testing.assert_allclose(analytic, numeric_i, atol=1e-6)
+        checked += 1
+    assert checked >= 2
+
+
+def test_initial_point_is_feasible_with_margin(x64):
+    """Oracle 10: w = 0 with theta_p = 1/2 - min(p + c/2, 1) has every (15) constraint at
+    exactly -c/2 for grid="lemma"; w = 0 is feasible for (21)."""
+    cfg, data, x0, *_ = make_problem("statistical", tolerance=0.3, n_grid=10)
+    values = np.asarray(constraint_values(jnp.asarray(x0), data, cfg))
+    assert values.shape == (2 * 2 * 10,)
+    np.testing.assert_allclose(values, -0.5 * float(data.slack), atol=1e-15)
+    cfg, data, x0, *_ = make_problem("statistical", tolerance=0.0, n_grid=10)
+    assert np.max(np.asarray(constraint_values(jnp.asarray(x0), data, cfg))) <= 1e-15
+    for rule in ("interval", "linspace"):  # the min(., 1) keeps other grids feasible
+        grid = level_grid((0.5, 1.0), 0.2, 10, rule)
+        x_start = initial_point(3, grid, 0.2 * 0.5, "ramp", 1.0)
+        sigma = np.clip(-x_start[4:] + 0.5, 0, 1)
+        assert np.all(grid <= sigma + 1e-15)
+    cfg, data, x0, *_ = make_problem("demographic", tolerance=0.3)
+    values = np.asarray(constraint_values(jnp.asarray(x0), data, cfg))
+    np.testing.assert_allclose(values[np.isfinite(values)], -float(data.slack), atol=1e-15)
+
+
+def test_level_grids():
+    np.testing.assert_allclose(level_grid((0.05, 0.3), 0.2, 10, "lemma"),
+                               0.05 + np.arange(10) * 0.8 * 0.25 / 10)
+    assert level_grid((0.0, 0.5), 1.0, 10, "lemma").size == 0
+    np.testing.assert_allclose(level_grid((0.0, 0.5), 0.0, 5, "lemma"),
+                               level_grid((0.0, 0.5), 0.7, 5, "interval"))
+    np.testing.assert_allclose(level_grid((0.2, 0.4), 0.1, 3, "linspace"), [0.2, 0.3, 0.4])
+    # grid="lemma" stays inside [alpha, beta - c) (Lemma 5.1)
+    grid = level_grid((0.1, 0.6), 0.25, 10, "lemma")
+    assert grid.min() >= 0.1 and grid.max() < 0.6 - 0.25 * 0.5
+
+
+def test_theory_schedule_numbers():
+    """Oracle 18: K, eps_k, T_k of Theorem 6.5 / Lemma E.2 on numbers."""
+    eps, mu, M, nu, gap = 0.1, 0.5, 1.2, 0.05, math.log(2)
+    K, eps_k, T = theory_schedule(eps, mu, M, nu, gap)
+    factor = max(1, 4 * M**2, 8 * M**4 / (mu * nu))
+    assert K == math.ceil(2 * factor * gap / (mu * eps**2))
+    expected_eps = mu / 8 * min(1, 1 / (4 * M**2), mu * nu / (8 * M**4)) * eps**2
+    assert eps_k == pytest.approx(expected_eps, rel=1e-15)
+    assert T == math.ceil(M**2 / (expected_eps * mu) * math.log(1 + 4 * M**2 / (mu * expected_eps)))
+    # T_k decreases as eps_k grows
+    Ts = [theory_schedule(e, mu, M, nu, gap)[2] for e in (0.05, 0.1, 0.2, 0.4)]
+    assert all(a > b for a, b in zip(Ts, Ts[1:]))
+    with pytest.raises(ValueError):
+        theory_schedule(0.1, 0.0, M, nu, gap)
+
+
+def test_kappa_one_pdp_constraints_never_violated(x64):
+    """Oracle 13: with kappa >= 1 the pDP constraints cannot be violated."""
+    cfg, data, x0, *_ = make_problem("demographic", tolerance=1.0)
+    rng = np.random.default_rng(5)
+    for x in _random_points(x0, rng, count=20, scale=3.0):
+        assert np.max(np.asarray(constraint_values(jnp.asarray(x), data, cfg))) <= 1e-15
+
+
+def test_no_global_x64_change():
+    """Importing fairest.partial and building problems leaves JAX's global config alone."""
+    assert not jax.config.jax_enable_x64
