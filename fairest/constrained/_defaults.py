@@ -1,0 +1,98 @@
+"""Defaults of the constrained-training family (constrained spec sections 2.4-2.9, 3.5-3.8, 4).
+
+Every number cites the spec section it comes from; [P] paper text, [C] released code or
+configs, [F] fairest decision.
+"""
+
+# --- paper B, section 3.1 / 4.2 -------------------------------------------------------------
+TOLERANCE = 0.005  # delta of the loss-gap constraint [C] (spec 3.1)
+CONSTRAINT_BATCH_SIZE = 8  # rows per group per constraint draw [C] (spec 3.4)
+N_EPOCHS = 5  # spec 4.2
+HIDDEN_LAYER_SIZES = (64, 32)  # 9 -> 64 -> 32 -> 1 MLP [P] (spec 3.3)
+FEASIBILITY_TOL = 1e-3  # is_feasible_ threshold (spec 4.2)
+MIN_CHUNK = 256  # [F] iterations per jitted scan chunk (at least); see _engine.run_scan
+
+# Objective batch size used for batch_size="auto" (spec 4.2): 8, 16 for SSw [C].
+AUTO_BATCH_SIZE = {"ssw": 16}
+AUTO_BATCH_SIZE_DEFAULT = 8
+
+# Solver defaults, preset "paper" (spec 4.2, sections 3.5-3.8).
+SOLVER_DEFAULTS = {
+    "ssl-alm": {
+        "lr": 0.01,  # tau [P] 3.5
+        "dual_lr": 0.05,  # eta [P]
+        "rho": 1.0,  # [P]
+        "mu": 2.0,  # [P]
+        "beta": 0.5,  # [P]
+        "dual_bound": 10.0,  # M_y [P]
+        "slack_init": "zero",  # s_0 = 0 [C]
+        "final_full_step": True,  # [C]
+    },
+    "alm": {
+        "lr": 0.01,
+        "dual_lr": 0.05,
+        "rho": 1.0,
+        "mu": 0.0,  # ALM = SSL-ALM with mu = 0 [P]
+        "beta": 0.5,
+        "dual_bound": 10.0,
+        "slack_init": "zero",
+        "final_full_step": True,
+    },
+    "ssw": {
+        "f_lr": 0.5,  # [P] 3.6
+        "c_lr": 0.05,  # [P]
+        "f_lr_rule": "const",
+        "c_lr_rule": "const",
+        "ctol": 1e-4,  # [P]
+        "ctol_decay": 0.97,  # [P]
+        "ctol_decay_start": 500,  # [P]
+        "reset_each_epoch": True,  # [C]
+        "output": "last",  # [C] save_iter = null
+        "k0": 0,
+    },
+    "ghost": {
+        "p0": 0.4,  # [P] 3.7
+        "step0": 0.05,  # alpha_0 [P]
+        "step_decay": 0.05,  # alpha-hat [P]
+        "step_rule": "dimin",
+        "kappa_lambda": 0.5,  # [P]
+        "kappa_box": 0.8,  # rho_kappa [P]
+        "tau": 1.0,  # [P]
+        "box": 10.0,  # beta [P]
+        "max_iter": 1000,  # spec 4.2
+        "sampling": "mlmc",
+        "qp_backend": "cvxpy",
+    },
+    "penalty": {
+        "lr": 0.05,  # [C] 3.8
+        "penalty": "accuracy_parity_l1",
+        "penalty_weight": 0.5,  # [C]
+        "balanced_batches": True,  # [C]
+    },
+    "sgd": {"lr": 0.005},  # [C] 3.8
+    "gda": {"lr": 0.01, "dual_lr": 0.01},  # [F] generic proxy GDA (spec 1.5)
+}
+
+# preset "release" (spec 3.6, 3.7, 4.2): the humancompatible/train configs [C].
+RELEASE_OVERRIDES = {
+    "ssw": {"f_lr": 0.2, "c_lr": 0.02, "ctol_decay_start": 800},
+    "ghost": {"step0": 0.02, "step_decay": 0.001, "kappa_lambda": 0.8, "kappa_box": 0.5},
+}
+
+# --- paper A, sections 2.4-2.9 / 4.3 --------------------------------------------------------
+CEAG_TOLERANCE = 0.01  # epsilon as a fraction (spec 4.3)
+BUFFER_SIZE = 40  # k [P] 2.5
+DUAL_LR = 1e-3  # eta_lambda (spec 4.3)
+TARGET_SPARSITY = 0.9  # spec 4.3
+PRUNING_EPOCHS = 15  # T_end [C] 2.6
+FINETUNE_EPOCHS = 60  # 15 GMP + 45 fine-tuning [P] 2.6
+PRUNED_BATCH_SIZE = 128  # [P] 2.6
+PRIMAL_LR = 0.01  # [P] 2.6
+MOMENTUM = 0.9  # [P]
+WEIGHT_DECAY = 1e-4  # [P]
+LR_MILESTONES = (0.6, 0.8, 0.9)  # fractions of the total epochs [P]
+LR_GAMMA = 0.1  # [P]
+DENSE_EPOCHS = 50  # [P]
+VALIDATION_FRACTION = 0.1  # [F] NFT+ES analogue
+ADAM_BETAS = (0.9, 0.999)  # dual Adam [F]
+ADAM_EPS = 1e-8

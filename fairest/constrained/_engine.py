@@ -1,0 +1,986 @@
+"""Shared constrained-ERM engine (constrained spec section 1).
+
+Layers (DESIGN section 1):
+
+* models: :class:`MLP` (``hidden=()`` is the linear / logistic model) with PyTorch's
+  ``nn.Linear`` default initialisation ``Uniform(-1/sqrt(fan_in), 1/sqrt(fan_in))`` for
+  weights and biases (kaiming-uniform with ``a = sqrt(5)`` reduces to this bound);
+* one per-sample loss / correctness kernel and per-group means through ``segment_sum``;
+* host-side samplers (epoch shuffler, group-balanced cyclic streams, with-replacement) that
+  pre-draw the indices of a whole chunk of iterations, so a chunk runs as one jitted
+  ``lax.scan`` without host synchronisation;
+* solvers as pure ``step(state, inputs, ctx) -> (state, log)`` functions over a flat
+  parameter vector (``ravel_pytree`` order: layer order, W before b): ``sgd``, ``penalty``,
+  ``ssw``, ``ssl-alm`` / ``alm``, ``gda`` (generic proxy GDA); Stochastic Ghost
+  (``ghost``) needs a QP per sample and runs a host loop over jitted derivative kernels.
+
+Problems are objects with ``objective(x, batch, aux) -> scalar`` (mean over the weighted
+rows of ``batch``) and ``constraints(x, batch, aux) -> (m,)`` (written ``C(x) <= 0``);
+``batch.g`` holds group codes for objective batches and constraint *cells* for constraint
+draws. ``aux`` carries traced problem data (bounds, constraint matrices), so changing a
+tolerance never recompiles.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from functools import lru_cache, partial
+from typing import Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+from jax import lax
+
+from fairest._kernels import bucket_size
+from fairest.constrained import _defaults
+
+__all__ = [
+    "Batch",
+    "MLP",
+    "per_sample_stats",
+    "group_means",
+    "EpochSampler",
+    "GroupSampler",
+    "spawn_rngs",
+    "GenericProblem",
+    "run_solver",
+    "RunResult",
+    "ghost_subproblem",
+    "ghost_kappa",
+]
+
+
+# ------------------------------------------------------------------------------------------
+# model
+# ------------------------------------------------------------------------------------------
+
+
+class Batch(NamedTuple):
+    """Rows of one sample; ``w`` is 0 on padding rows."""
+
+    X: jax.Array
+    y: jax.Array
+    g: jax.Array  # group codes (objective) or constraint cells (constraint draws)
+    w: jax.Array
+
+
+@dataclass(frozen=True)
+class MLP:
+    """Dense ReLU network ``n_features -> hidden... -> n_outputs`` (spec 1.1).
+
+    Parameters are a list of ``(W, b)`` with ``W`` of shape ``(fan_in, fan_out)``.
+    """
+
+    n_features: int
+    hidden: tuple
+    n_outputs: int
+
+    @property
+    def sizes(self) -> tuple:
+        return (self.n_features, *self.hidden, self.n_outputs)
+
+    def init(self, rng: np.random.Generator, dtype) -> list:
+        """PyTorch ``nn.Linear`` default init: W and b ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in))."""
+        params = []
+        for d_in, d_out in zip(self.sizes[:-1], self.sizes[1:]):
+            bound = 1.0 / np.sqrt(d_in)
+            W = rng.uniform(-bound, bound, size=(d_in, d_out))
+            b = rng.uniform(-bound, bound, size=(d_out,))
+            params.append((jnp.asarray(W, dtype=dtype), jnp.asarray(b, dtype=dtype)))
+        return params
+
+    @staticmethod
+    def apply(params, X, masks=None):
+        """Logits of shape ``(n, n_outputs)``; weights are multiplied by ``masks`` if given."""
+        h = X
+        last = len(params) - 1
+        for layer, (W, b) in enumerate(params):
+            if masks is not None:
+                W = W * masks[layer]
+            h = h @ W + b
+            if layer < last:
+                h = jax.nn.relu(h)
+        return h
+
+
+def numpy_forward(params, X) -> np.ndarray:
+    """Host forward pass in float64 (prediction is group-blind and needs no JAX)."""
+    h = np.asarray(X, dtype=np.float64)
+    last = len(params) - 1
+    for layer, (W, b) in enumerate(params):
+        h = h @ np.asarray(W, dtype=np.float64) + np.asarray(b, dtype=np.float64)
+        if layer < last:
+            h = np.maximum(h, 0.0)
+    return h
+
+
+def per_sample_stats(logits, y):
+    """Per-sample loss, correctness (0/1) and probability of the true class.
+
+    One output column: BCE-with-logits ``softplus(z) - y z`` with ``y`` in {0, 1}; several:
+    softmax cross-entropy with integer labels (spec 0).
+    """
+    if logits.shape[-1] == 1:
+        z = logits[:, 0]
+        yf = y.astype(z.dtype)
+        loss = jnp.logaddexp(0.0, z) - yf * z
+        correct = ((z > 0) == (yf > 0.5)).astype(z.dtype)
+        p = jax.nn.sigmoid(z)
+        p_true = yf * p + (1.0 - yf) * (1.0 - p)
+        return loss, correct, p_true
+    yi = y.astype(jnp.int32)
+    lse = jax.nn.logsumexp(logits, axis=1)
+    z_true = jnp.take_along_axis(logits, yi[:, None], axis=1)[:, 0]
+    correct = (jnp.argmax(logits, axis=1) == yi).astype(logits.dtype)
+    return lse - z_true, correct, jnp.exp(z_true - lse)
+
+
+def group_means(values, g, w, num_groups: int):
+    """Weighted per-group means of ``values`` (n,), the counts and ``present`` (spec 1.2).
+
+    Groups without weight get mean 0 and ``present = False``.
+    """
+    gid = jnp.clip(g, 0, num_groups - 1)
+    counts = jax.ops.segment_sum(w, gid, num_segments=num_groups)
+    sums = jax.ops.segment_sum(w * values, gid, num_segments=num_groups)
+    present = counts > 0
+    return jnp.where(present, sums / jnp.where(present, counts, 1.0), 0.0), counts, present
+
+
+def weighted_mean(values, w):
+    return jnp.sum(w * values) / jnp.maximum(jnp.sum(w), jnp.finfo(values.dtype).tiny)
+
+
+# ------------------------------------------------------------------------------------------
+# samplers (spec 1.3)
+# ------------------------------------------------------------------------------------------
+
+
+def spawn_rngs(random_state, n: int = 4) -> list[np.random.Generator]:
+    """Independent generators in the fixed order (model init, objective sampler, constraint
+    sampler, solver-internal), spawned from ``random_state`` (spec 1.3)."""
+    if isinstance(random_state, np.random.Generator):
+        seed = int(random_state.integers(2**63))
+    elif isinstance(random_state, np.random.RandomState):
+        seed = int(random_state.randint(2**31 - 1))
+    else:
+        seed = random_state
+    return [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(n)]
+
+
+class EpochSampler:
+    """Objective minibatches: permute all rows each epoch, cut consecutive batches; the
+    last batch of an epoch is short (padded with weight 0). ``batch_size=None`` is
+    full-batch mode (one iteration per epoch, no indices)."""
+
+    def __init__(self, n: int, batch_size: int | None, rng: np.random.Generator):
+        self.n, self.batch_size, self.rng = n, batch_size, rng
+        self.full = batch_size is None
+        self.batch_width = n if self.full else min(batch_size, n)
+        self.iters_per_epoch = 1 if self.full else -(-n // self.batch_width)
+
+    def epoch(self):
+        """Indices (T, b) and weights (T, b) of one epoch; ``None`` in full-batch mode."""
+        if self.full:
+            return None, None
+        b, T = self.batch_width, self.iters_per_epoch
+        idx = np.zeros(T * b, dtype=np.int32)
+        idx[: self.n] = self.rng.permutation(self.n)
+        w = np.zeros(T * b)
+        w[: self.n] = 1.0
+        return idx.reshape(T, b), w.reshape(T, b)
+
+
+class GroupSampler:
+    """Equal number of rows per cell per draw (spec 1.3).
+
+    ``mode="reshuffle"``: one cyclic permutation stream per cell, reshuffled whenever it is
+    exhausted. ``"replay"``: the released code's ``itertools.cycle`` behaviour (the first
+    shuffled pass repeats forever, the last batch of a pass is short). ``per_group=None``:
+    every draw is all rows of every cell (no indices). Rows with cell code < 0 are never
+    drawn.
+    """
+
+    def __init__(self, cells, n_cells: int, per_group, rng, mode: str = "reshuffle"):
+        self.n_cells, self.per, self.rng, self.mode = n_cells, per_group, rng, mode
+        self.full = per_group is None
+        self.members = [np.flatnonzero(cells == c).astype(np.int32) for c in range(n_cells)]
+        self.width = 0 if self.full else n_cells * per_group
+        self._buffers = [np.zeros(0, dtype=np.int32) for _ in range(n_cells)]
+        self._replay = [None] * n_cells
+        self._pos = [0] * n_cells
+
+    def _stream(self, c: int, count: int) -> np.ndarray:
+        members = self.members[c]
+        buf = self._buffers[c]
+        pieces = [buf]
+        total = buf.size
+        while total < count:
+            perm = members[self.rng.permutation(members.size)]
+            pieces.append(perm)
+            total += perm.size
+        stream = np.concatenate(pieces)
+        self._buffers[c] = stream[count:]
+        return stream[:count]
+
+    def draw(self, k: int):
+        """Indices and weights of ``k`` draws, shape ``(k, n_cells * per_group)``."""
+        if self.full:
+            return None, None
+        per = self.per
+        idx = np.zeros((k, self.n_cells, per), dtype=np.int32)
+        w = np.ones((k, self.n_cells, per))
+        for c in range(self.n_cells):
+            if self.mode == "reshuffle":
+                idx[:, c, :] = self._stream(c, k * per).reshape(k, per)
+                continue
+            if self._replay[c] is None:
+                self._replay[c] = self.members[c][self.rng.permutation(self.members[c].size)]
+            perm = self._replay[c]
+            n_batches = -(-perm.size // per)
+            for j in range(k):
+                start = (self._pos[c] % n_batches) * per
+                rows = perm[start : start + per]
+                idx[j, c, : rows.size] = rows
+                w[j, c, rows.size :] = 0.0
+                self._pos[c] += 1
+        return idx.reshape(k, -1), w.reshape(k, -1)
+
+
+class _ObjectiveStream:
+    """Iteration stream of objective batches with epoch / in-epoch indices."""
+
+    def __init__(self, sampler):
+        self.sampler = sampler
+        self.epoch_no = -1
+        self._idx = self._w = None
+        self._t = 0
+        self.T = sampler.iters_per_epoch
+
+    def take(self, L: int):
+        idx_out, w_out, epoch, t = [], [], np.zeros(L, np.int64), np.zeros(L, np.int64)
+        for i in range(L):
+            if self.epoch_no < 0 or self._t >= self.T:
+                self.epoch_no += 1
+                self._t = 0
+                self._idx, self._w = self.sampler.epoch()
+            epoch[i], t[i] = self.epoch_no, self._t
+            if self._idx is not None:
+                idx_out.append(self._idx[self._t])
+                w_out.append(self._w[self._t])
+            self._t += 1
+        if not idx_out:
+            return None, None, epoch, t
+        return np.stack(idx_out), np.stack(w_out), epoch, t
+
+
+class _BalancedEpochSampler:
+    """Group-balanced objective batches (penalty baseline, spec 3.8): ``per`` rows of every
+    group per batch from reshuffled group streams; an epoch is ``ceil(n / (per G))`` batches."""
+
+    def __init__(self, groups, n_groups, batch_size, rng):
+        self.per = max(1, batch_size // n_groups)
+        self.inner = GroupSampler(groups, n_groups, self.per, rng)
+        self.full = False
+        self.batch_width = self.per * n_groups
+        self.iters_per_epoch = -(-groups.size // self.batch_width)
+
+    def epoch(self):
+        return self.inner.draw(self.iters_per_epoch)
+
+
+# ------------------------------------------------------------------------------------------
+# problems
+# ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class GenericProblem:
+    """User problem on a flat parameter vector (spec 1.4, generic constraint).
+
+    ``objective(x, batch, aux)`` returns the mean objective on the weighted rows of
+    ``batch``; ``constraints(x, batch, aux)`` returns ``(m,)`` values of ``C(x) <= 0``;
+    ``surrogate`` (optional) is the differentiable proxy used in the primal step of
+    ``gda``. Instances hash by identity, so a problem object reused across fits reuses
+    the compiled code.
+    """
+
+    objective: Callable
+    constraints: Callable
+    m: int
+    n_cells: int = 1
+    surrogate: Callable | None = None
+
+    def surrogate_or_value(self):
+        return self.surrogate if self.surrogate is not None else self.constraints
+
+
+class RunResult(NamedTuple):
+    x: np.ndarray
+    state: dict
+    history: pd.DataFrame
+    n_iter: int
+    n_epochs: float
+    extras: dict
+
+
+# ------------------------------------------------------------------------------------------
+# solvers (scan-based): each is init(x0, s0, ctx) / step(state, inp, ctx) / finalize
+# ------------------------------------------------------------------------------------------
+
+
+class _Ctx:
+    """Traced context of one chunk: data, problem aux, hyper-parameters, batch access."""
+
+    def __init__(self, problem, data, aux, hyper, obj_full, con_full):
+        self.problem, self.data, self.aux, self.hyper = problem, data, aux, hyper
+        self.obj_full, self.con_full = obj_full, con_full
+
+    def full_obj_batch(self):
+        d = self.data
+        return Batch(d["X"], d["y"], d["groups"], d["w"])
+
+    def full_con_batch(self):
+        d = self.data
+        return Batch(d["X"], d["y"], d["cells"], d["cw"])
+
+    def obj_batch(self, inp):
+        if self.obj_full:
+            return self.full_obj_batch()
+        d, idx = self.data, inp["obj_idx"]
+        return Batch(d["X"][idx], d["y"][idx], d["groups"][idx], inp["obj_w"])
+
+    def con_batch(self, inp, k: int):
+        if self.con_full:
+            return self.full_con_batch()
+        d, idx = self.data, inp[f"con_idx{k}"]
+        return Batch(d["X"][idx], d["y"][idx], d["cells"][idx], inp[f"con_w{k}"])
+
+    def f(self, x, batch):
+        return self.problem.objective(x, batch, self.aux)
+
+    def c(self, x, batch):
+        return self.problem.constraints(x, batch, self.aux)
+
+
+def _step_sgd(state, inp, ctx):
+    lr = ctx.hyper["lr"]
+    f, g = jax.value_and_grad(ctx.f)(state["x"], ctx.obj_batch(inp))
+    return {"x": state["x"] - lr * g}, {"objective": f, "step_size": lr}
+
+
+def _step_penalty(state, inp, ctx):
+    lr = ctx.hyper["lr"]
+    weight = ctx.hyper["penalty_weight"]
+    batch = ctx.obj_batch(inp)
+
+    def loss(x):
+        f = ctx.f(x, batch)
+        return f + weight * ctx.problem.penalty(x, batch, ctx.aux), f
+
+    (_, f), g = jax.value_and_grad(loss, has_aux=True)(state["x"])
+    return {"x": state["x"] - lr * g}, {"objective": f, "step_size": lr}
+
+
+def _step_ssw(state, inp, ctx, *, f_rule: str, c_rule: str, reset: bool):
+    h = ctx.hyper
+    x = state["x"]
+    counter_index = inp["t"] if reset else inp["it"]
+    new_epoch = jnp.logical_and(reset, inp["t"] == 0)
+    n_f = jnp.where(new_epoch, 0, state["n_f"])
+    n_c = jnp.where(new_epoch, 0, state["n_c"])
+    # tolerance eps_t = ctol * decay^max(0, t - start + 1) (spec 3.6 step 1)
+    exponent = jnp.maximum(counter_index - h["ctol_decay_start"] + 1, 0).astype(x.dtype)
+    eps = h["ctol"] * h["ctol_decay"] ** exponent
+    c1 = ctx.c(x, ctx.con_batch(inp, 1))
+    c_hat = jnp.max(c1)
+    take_constraint = c_hat >= eps
+    f_lr = h["f_lr"] / jnp.sqrt(n_f + 1.0) if f_rule == "dimin" else h["f_lr"]
+
+    def constraint_step(_):
+        batch2 = ctx.con_batch(inp, 2)
+        c2, vjp = jax.vjp(lambda z: ctx.c(z, batch2), x)
+        i_star = jnp.argmax(c2)
+        (d,) = vjp(jax.nn.one_hot(i_star, c2.shape[0], dtype=x.dtype))
+        if c_rule == "dimin":
+            eta = h["c_lr"] / jnp.sqrt(n_c + 1.0)
+        elif c_rule == "adaptive":
+            eta = c_hat / jnp.maximum(jnp.sum(d * d), jnp.finfo(x.dtype).tiny)
+        else:
+            eta = h["c_lr"]
+        return x - eta * d, eta, jnp.nan * c_hat
+
+    def objective_step(_):
+        f, g = jax.value_and_grad(ctx.f)(x, ctx.obj_batch(inp))
+        return x - f_lr * g, f_lr + 0.0 * c_hat, f
+
+    x_new, eta, f = lax.cond(take_constraint, constraint_step, objective_step, None)
+    # random output (spec 3.6 step 6): weighted reservoir over k >= k0, weights eta^f_k
+    eligible = inp["it"] >= h["k0"]
+    weight = jnp.where(eligible, f_lr, 0.0)
+    total = state["w_total"] + weight
+    replace = jnp.logical_and(eligible, inp["u"] * total < weight)
+    state = {
+        "x": x_new,
+        "n_f": n_f + jnp.where(take_constraint, 0, 1),
+        "n_c": n_c + jnp.where(take_constraint, 1, 0),
+        "x_out": jnp.where(replace, x, state["x_out"]),
+        "w_total": total,
+    }
+    log = {
+        "objective": f,
+        "c": c1,
+        "step_size": eta,
+        "constraint_step": take_constraint,
+        "ctol": eps,
+    }
+    return state, log
+
+
+def _alm_direction(x, s, y, z_x, z_s, f_grad, c_vjp, h2, h):
+    w = y + h["rho"] * h2
+    (jt_w,) = c_vjp(w)
+    G_x = f_grad + jt_w + h["mu"] * (x - z_x)
+    G_s = w + h["mu"] * (s - z_s)
+    return G_x, G_s
+
+
+def _step_ssl_alm(state, inp, ctx):
+    """One SSL-ALM iteration (spec 3.5 steps 1-7); ALM is ``mu = 0``."""
+    h = ctx.hyper
+    x, s, y, z_x, z_s = state["x"], state["s"], state["y"], state["z_x"], state["z_s"]
+    f, f_grad = jax.value_and_grad(ctx.f)(x, ctx.obj_batch(inp))
+    batch1 = ctx.con_batch(inp, 1)
+    c1, c_vjp = jax.vjp(lambda z: ctx.c(z, batch1), x)
+    y_new = y + h["dual_lr"] * (c1 + s)
+    y_new = jnp.where(jnp.linalg.norm(y_new) >= h["dual_bound"], 0.0, y_new)
+    h2 = ctx.c(x, ctx.con_batch(inp, 2)) + s
+    G_x, G_s = _alm_direction(x, s, y_new, z_x, z_s, f_grad, c_vjp, h2, h)
+    state = {
+        "x": x - h["lr"] * G_x,
+        "s": jnp.maximum(s - h["lr"] * G_s, 0.0),
+        "y": y_new,
+        "z_x": z_x + h["beta"] * (x - z_x),
+        "z_s": z_s + h["beta"] * (s - z_s),
+    }
+    log = {"objective": f, "c": c1, "lambda": y_new, "slack": s, "step_size": h["lr"]}
+    return state, log
+
+
+def _ssl_alm_final_step(state, ctx):
+    """Final primal step with y, z frozen on the full data (spec 3.5, finalisation)."""
+    h = ctx.hyper
+    x, s = state["x"], state["s"]
+    f_grad = jax.grad(ctx.f)(x, ctx.full_obj_batch())
+    full = ctx.full_con_batch()
+    c_full, c_vjp = jax.vjp(lambda z: ctx.c(z, full), x)
+    G_x, G_s = _alm_direction(x, s, state["y"], state["z_x"], state["z_s"], f_grad, c_vjp,
+                              c_full + s, h)
+    return {**state, "x": x - h["lr"] * G_x, "s": jnp.maximum(s - h["lr"] * G_s, 0.0)}
+
+
+def _step_gda(state, inp, ctx):
+    """Generic alternating proxy GDA (spec 1.5): dual ascent on the true constraint value,
+    projected to >= 0, then a primal step on f + lambda^T surrogate with the new lambda."""
+    h = ctx.hyper
+    x = state["x"]
+    batch_c = ctx.con_batch(inp, 1)
+    c_val = ctx.c(x, batch_c)
+    lam = jnp.maximum(state["lam"] + h["dual_lr"] * c_val, 0.0)
+    surrogate = ctx.problem.surrogate_or_value()
+    batch_f = ctx.obj_batch(inp)
+
+    def lagrangian(z):
+        f = ctx.f(z, batch_f)
+        return f + jnp.dot(lam, surrogate(z, batch_c, ctx.aux)), f
+
+    (_, f), g = jax.value_and_grad(lagrangian, has_aux=True)(x)
+    state = {"x": x - h["lr"] * g, "lam": lam}
+    return state, {"objective": f, "c": c_val, "lambda": lam, "step_size": h["lr"]}
+
+
+_STEPS = {
+    "sgd": _step_sgd,
+    "penalty": _step_penalty,
+    "ssw": _step_ssw,
+    "ssl-alm": _step_ssl_alm,
+    "alm": _step_ssl_alm,
+    "gda": _step_gda,
+}
+
+
+def _init_state(solver, x0, s0, m):
+    zeros_m = jnp.zeros(m, dtype=x0.dtype)
+    if solver in ("ssl-alm", "alm"):
+        return {"x": x0, "s": s0, "y": zeros_m, "z_x": x0, "z_s": s0}
+    if solver == "ssw":
+        zero = jnp.zeros((), jnp.int32)
+        return {"x": x0, "n_f": zero, "n_c": zero, "x_out": x0,
+                "w_total": jnp.zeros((), x0.dtype)}
+    if solver == "gda":
+        return {"x": x0, "lam": zeros_m}
+    return {"x": x0}
+
+
+@lru_cache(maxsize=64)
+def _chunk_function(solver: str, static: tuple, problem, obj_full: bool, con_full: bool,
+                    eval_every: int):
+    """Jitted ``scan`` over one chunk of iterations; cached on the static configuration."""
+    step = _STEPS[solver]
+    if solver == "ssw":
+        step = partial(step, **dict(static))
+
+    def chunk(state, data, aux, hyper, inputs):
+        ctx = _Ctx(problem, data, aux, hyper, obj_full, con_full)
+        first = jax.tree_util.tree_map(lambda a: a[0], inputs)
+        log_shape = jax.eval_shape(lambda s, i: step(s, i, ctx)[1], state, first)
+
+        def body(st, inp):
+            def skip(s):
+                return s, jax.tree_util.tree_map(lambda a: jnp.zeros(a.shape, a.dtype),
+                                                 log_shape)
+
+            st, log = lax.cond(inp["active"], lambda s: step(s, inp, ctx), skip, st)
+            if eval_every:
+                def evaluate(x):
+                    return (ctx.f(x, ctx.full_obj_batch()), ctx.c(x, ctx.full_con_batch()))
+
+                def no_eval(x):
+                    shapes = jax.eval_shape(evaluate, x)
+                    return jax.tree_util.tree_map(lambda a: jnp.full(a.shape, jnp.nan, a.dtype),
+                                                  shapes)
+
+                do_eval = jnp.logical_and(inp["active"], (inp["it"] + 1) % eval_every == 0)
+                log = {**log, "full": lax.cond(do_eval, evaluate, no_eval, st["x"])}
+            return st, log
+
+        return lax.scan(body, state, inputs)
+
+    return jax.jit(chunk)
+
+
+@lru_cache(maxsize=16)
+def _final_function(problem):
+    def final(state, data, aux, hyper):
+        return _ssl_alm_final_step(state, _Ctx(problem, data, aux, hyper, True, True))
+
+    return jax.jit(final)
+
+
+@lru_cache(maxsize=16)
+def _full_values_function(problem):
+    def values(x, data, aux):
+        ctx = _Ctx(problem, data, aux, {}, True, True)
+        return ctx.f(x, ctx.full_obj_batch()), ctx.c(x, ctx.full_con_batch())
+
+    return jax.jit(values)
+
+
+def _device_data(X, y, groups, cells, dtype):
+    """Pad rows to a bucket (weight 0) so nearby n share compiled code."""
+    n = X.shape[0]
+    n_pad = bucket_size(n)
+    pad = n_pad - n
+
+    def padded(a, fill=0):
+        if not pad:
+            return a
+        return np.concatenate([a, np.full((pad,) + a.shape[1:], fill, dtype=a.dtype)])
+
+    w = padded(np.ones(n))
+    cw = padded((cells >= 0).astype(np.float64))
+    return {
+        "X": jnp.asarray(padded(X), dtype=dtype),
+        "y": jnp.asarray(padded(y)),
+        "groups": jnp.asarray(padded(groups.astype(np.int32))),
+        "cells": jnp.asarray(padded(np.maximum(cells, 0).astype(np.int32))),
+        "w": jnp.asarray(w, dtype=dtype),
+        "cw": jnp.asarray(cw, dtype=dtype),
+    }
+
+
+def full_values(problem, x, data, aux):
+    """Full-training-set objective and constraint values (one jitted pass)."""
+    f, c = _full_values_function(problem)(x, data, aux)
+    return float(f), np.asarray(c)
+
+
+def run_solver(
+    solver: str,
+    problem,
+    X,
+    y,
+    groups,
+    cells,
+    x0,
+    *,
+    hyper: dict,
+    aux: dict | None = None,
+    batch_size: int | None = 8,
+    constraint_batch_size: int | None = 8,
+    constraint_sampler: str = "reshuffle",
+    n_epochs: float | None = 5,
+    max_iter: int | None = None,
+    max_time: float | None = None,
+    rngs: list | None = None,
+    log_every: int = 1,
+    eval_every: int | None = None,
+    constraint_names: list | None = None,
+    dtype=jnp.float32,
+) -> RunResult:
+    """Run one solver of spec 1.5 on ``(X, y)`` with objective groups ``groups`` and
+    constraint cells ``cells`` (``-1`` = row not in any constraint cell).
+
+    ``x0`` is the flat initial parameter vector; ``hyper`` the solver's parameters (traced
+    numbers and static option strings). Stops on the first of ``n_epochs`` (epochs of the
+    objective sampler), ``max_iter`` and ``max_time`` (checked between jitted chunks).
+    """
+    aux = {} if aux is None else aux
+    rngs = spawn_rngs(None) if rngs is None else rngs
+    X = np.asarray(X)
+    n = X.shape[0]
+    m = problem.m
+    names = constraint_names or [str(i) for i in range(m)]
+    data = _device_data(X, np.asarray(y), np.asarray(groups), np.asarray(cells), dtype)
+    x0 = jnp.asarray(x0, dtype=dtype)
+    if solver == "ghost":
+        return _run_ghost(problem, data, n, x0, hyper, aux, rngs, max_iter, max_time,
+                          log_every, names, dtype)
+
+    if solver == "penalty" and hyper.get("balanced_batches", False):
+        n_groups = int(np.max(groups)) + 1
+        obj_sampler = _BalancedEpochSampler(np.asarray(groups), n_groups,
+                                            batch_size or n, rngs[1])
+    else:
+        obj_sampler = EpochSampler(n, batch_size, rngs[1])
+    n_cells = problem.n_cells
+    con_sampler = GroupSampler(np.asarray(cells), n_cells, constraint_batch_size, rngs[2],
+                               constraint_sampler)
+    solver_rng = rngs[3]
+    T = obj_sampler.iters_per_epoch
+    budget = np.inf
+    if n_epochs is not None:
+        budget = min(budget, int(np.ceil(n_epochs * T)))
+    if max_iter is not None:
+        budget = min(budget, max_iter)
+    if not np.isfinite(budget) and max_time is None:
+        raise ValueError("one of n_epochs, max_iter or max_time must be set.")
+    L = bucket_size(max(T, _defaults.MIN_CHUNK))
+
+    static = ()
+    if solver == "ssw":
+        static = (("f_rule", hyper["f_lr_rule"]), ("c_rule", hyper["c_lr_rule"]),
+                  ("reset", bool(hyper["reset_each_epoch"])))
+    traced = {k: jnp.asarray(v, dtype=dtype) for k, v in hyper.items()
+              if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    chunk_fn = _chunk_function(solver, static, problem, obj_sampler.full, con_sampler.full,
+                               int(eval_every or 0))
+
+    s0 = jnp.zeros(m, dtype=dtype)
+    if solver in ("ssl-alm", "alm") and hyper.get("slack_init", "zero") == "feasible":
+        _, c0 = full_values(problem, x0, data, aux)
+        s0 = jnp.maximum(-jnp.asarray(c0, dtype=dtype), 0.0)
+    state = _init_state(solver, x0, s0, m)
+    stream = _ObjectiveStream(obj_sampler)
+
+    logs, done, start = [], 0, time.perf_counter()
+    chunk_start = 0.0
+    while done < budget:
+        if max_time is not None and time.perf_counter() - start >= max_time:
+            break
+        n_active = int(min(L, budget - done))
+        obj_idx, obj_w, epoch, t = stream.take(L)
+        inputs = {
+            "it": jnp.arange(done, done + L, dtype=jnp.int32),
+            "t": jnp.asarray(t, dtype=jnp.int32),
+            "active": jnp.asarray(np.arange(L) < n_active),
+            "u": jnp.asarray(solver_rng.random(L), dtype=dtype),
+        }
+        if obj_idx is not None:
+            inputs["obj_idx"] = jnp.asarray(obj_idx)
+            inputs["obj_w"] = jnp.asarray(obj_w, dtype=dtype)
+        if not con_sampler.full and m > 0:
+            for k in (1, 2):
+                idx, w = con_sampler.draw(L)
+                inputs[f"con_idx{k}"] = jnp.asarray(idx)
+                inputs[f"con_w{k}"] = jnp.asarray(w, dtype=dtype)
+        state, log = chunk_fn(state, data, aux, traced, inputs)
+        log = jax.tree_util.tree_map(np.asarray, log)  # one host sync per chunk
+        now = time.perf_counter() - start
+        frac = (np.arange(1, n_active + 1) / n_active)
+        log = jax.tree_util.tree_map(lambda a: a[:n_active], log)
+        log["time"] = chunk_start + frac * (now - chunk_start)
+        log["epoch"] = epoch[:n_active] + (t[:n_active] + 1) / T
+        log["iter"] = np.arange(done, done + n_active)
+        logs.append(log)
+        chunk_start = now
+        done += n_active
+
+    extras = {}
+    if solver in ("ssl-alm", "alm") and hyper.get("final_full_step", False) and done > 0:
+        state = _final_function(problem)(state, data, aux, traced)
+    x = state["x"]
+    if solver == "ssw":
+        steps = np.concatenate([lg["constraint_step"] for lg in logs]) if logs else np.zeros(0)
+        extras["step_counts"] = {"objective": int((~steps.astype(bool)).sum()),
+                                 "constraint": int(steps.astype(bool).sum())}
+        if hyper.get("output", "last") == "random" and float(state["w_total"]) > 0:
+            x = state["x_out"]
+    state_np = {k: np.asarray(v) for k, v in state.items()}
+    epochs_done = done / T
+    history = _history_frame(solver, logs, names, log_every, batch_size, obj_sampler,
+                             con_sampler, n)
+    return RunResult(np.asarray(x), state_np, history, done, epochs_done, extras)
+
+
+def _history_frame(solver, logs, names, log_every, batch_size, obj_sampler, con_sampler, n):
+    if not logs:
+        return pd.DataFrame({"iter": np.zeros(0, int)})
+    merged = {k: np.concatenate([lg[k] for lg in logs]) for k in logs[0] if k != "full"}
+    keep = merged["iter"] % log_every == 0
+    cols = {"iter": merged["iter"][keep], "epoch": merged["epoch"][keep],
+            "time": merged["time"][keep]}
+    rows_f = obj_sampler.batch_width
+    rows_c = (con_sampler.width if not con_sampler.full
+              else sum(mm.size for mm in con_sampler.members))
+    per_iter = {"sgd": rows_f, "penalty": rows_f, "ssl-alm": rows_f + 2 * rows_c,
+                "alm": rows_f + 2 * rows_c, "gda": rows_f + rows_c}.get(solver)
+    if solver == "ssw":
+        con = merged["constraint_step"].astype(bool)
+        per = np.where(con, 2 * rows_c, rows_f + rows_c)
+        cols["n_samples"] = np.cumsum(per)[keep]
+    else:
+        cols["n_samples"] = (merged["iter"][keep] + 1) * per_iter
+    cols["objective"] = merged["objective"][keep]
+    for key, prefix in (("c", "c_"), ("lambda", "lambda_"), ("slack", "slack_")):
+        if key in merged:
+            for j, name in enumerate(names):
+                cols[prefix + name] = merged[key][keep, j]
+    cols["step_size"] = merged["step_size"][keep]
+    if solver == "ssw":
+        cols["step_type"] = np.where(merged["constraint_step"][keep], "constraint", "objective")
+        cols["ctol"] = merged["ctol"][keep]
+    if "full" in logs[0]:
+        full_f = np.concatenate([lg["full"][0] for lg in logs])[keep]
+        full_c = np.concatenate([lg["full"][1] for lg in logs])[keep]
+        cols["full_objective"] = full_f
+        for j, name in enumerate(names):
+            cols["full_c_" + name] = full_c[:, j]
+    return pd.DataFrame(cols)
+
+
+# ------------------------------------------------------------------------------------------
+# Stochastic Ghost (spec 3.7)
+# ------------------------------------------------------------------------------------------
+
+
+def ghost_kappa(c, J, kappa_lambda, kappa_box):
+    """``kappa = (1 - lambda) max_i [c_i]_+ + lambda t*`` with the LP of spec 3.7.
+
+    Returns ``(kappa, t_star, d_lp)``; ``d_lp`` is the LP's direction (``None`` for the
+    m = 1 closed form ``t* = [c - rho ||J||_1]_+``, where ``d = -rho sign(J)``).
+    """
+    c = np.asarray(c, dtype=np.float64)
+    J = np.asarray(J, dtype=np.float64).reshape(c.size, -1)
+    if c.size == 1:
+        t_star = max(float(c[0] - kappa_box * np.abs(J[0]).sum()), 0.0)
+        d_lp = -kappa_box * np.sign(J[0])
+    else:
+        t_star, d_lp = _kappa_lp(c, J, kappa_box)
+    kappa = (1.0 - kappa_lambda) * float(np.maximum(c, 0.0).max()) + kappa_lambda * t_star
+    return kappa, t_star, d_lp
+
+
+def _kappa_lp(c, J, box):
+    from scipy.optimize import linprog
+
+    m, n = J.shape
+    cost = np.zeros(n + 1)
+    cost[-1] = 1.0
+    A = np.hstack([J, -np.ones((m, 1))])
+    bounds = [(-box, box)] * n + [(0.0, None)]
+    res = linprog(cost, A_ub=A, b_ub=-c, bounds=bounds, method="highs")
+    if res.status != 0:
+        return float(box), None  # fallback t* := rho_kappa [C]
+    return max(float(res.x[-1]), 0.0), res.x[:-1]
+
+
+_QP_CACHE: dict = {}
+
+
+def _qp_cvxpy(g, c, J, kappa, tau, box):
+    import cvxpy as cp
+
+    m, n = J.shape
+    key = (m, n)
+    if key not in _QP_CACHE:
+        d = cp.Variable(n)
+        pg, pc, pJ, pk = cp.Parameter(n), cp.Parameter(m), cp.Parameter((m, n)), cp.Parameter()
+        pbox = cp.Parameter(nonneg=True)
+        prob = cp.Problem(cp.Minimize(pg @ d + (tau_half := cp.Parameter(nonneg=True))
+                                      * cp.sum_squares(d)),
+                          [pc + pJ @ d <= pk, cp.abs(d) <= pbox])
+        _QP_CACHE[key] = (prob, d, pg, pc, pJ, pk, pbox, tau_half)
+    prob, d, pg, pc, pJ, pk, pbox, tau_half = _QP_CACHE[key]
+    pg.value, pc.value, pJ.value = g, c, J
+    pk.value, pbox.value, tau_half.value = kappa, box, tau / 2.0
+    prob.solve(solver="CLARABEL")
+    if prob.status not in ("optimal", "optimal_inaccurate") or d.value is None:
+        raise RuntimeError(f"QP status {prob.status}")
+    return np.asarray(d.value)
+
+
+def _qp_dual(g, c, J, kappa, tau, box):
+    """Maximise the concave dual over mu >= 0; ``d(mu) = clip(-(g + J^T mu)/tau, +-box)``."""
+    from scipy.optimize import minimize
+
+    def primal(mu):
+        return np.clip(-(g + J.T @ mu) / tau, -box, box)
+
+    d0 = primal(np.zeros(c.size))
+    if np.all(c + J @ d0 <= kappa):
+        return d0  # mu = 0 is optimal: the unconstrained (boxed) step is feasible
+
+    def neg_dual(mu):
+        d = primal(mu)
+        slack = c + J @ d - kappa
+        value = g @ d + 0.5 * tau * d @ d + mu @ slack
+        return -value, -slack
+
+    res = minimize(neg_dual, np.zeros(c.size), jac=True, method="L-BFGS-B",
+                   bounds=[(0.0, None)] * c.size,
+                   options={"ftol": 1e-16, "gtol": 1e-13, "maxiter": 5000, "maxls": 50})
+    if not np.all(np.isfinite(res.x)):
+        raise RuntimeError("dual QP diverged")
+    d = primal(res.x)
+    if np.max(c + J @ d - kappa) > 1e-6 * (1.0 + np.abs(c).max()):
+        raise RuntimeError("dual QP infeasible")
+    return d
+
+
+def ghost_subproblem(g, c, J, *, tau, box, kappa_lambda, kappa_box, backend="dual"):
+    """Direction ``d(X)`` of spec 3.7: ``min g^T d + tau/2 ||d||^2`` s.t.
+    ``c + J d <= kappa 1``, ``||d||_inf <= box``. Returns ``(d, kappa, failed)``."""
+    g = np.asarray(g, dtype=np.float64)
+    c = np.asarray(c, dtype=np.float64)
+    J = np.asarray(J, dtype=np.float64).reshape(c.size, g.size)
+    kappa, _, _ = ghost_kappa(c, J, kappa_lambda, kappa_box)
+    solvers = [_qp_dual, _qp_cvxpy] if backend == "dual" else [_qp_cvxpy, _qp_dual]
+    for solve in solvers:
+        try:
+            return solve(g, c, J, kappa, tau, box), kappa, False
+        except Exception:  # noqa: BLE001 - retry with the other backend, then d = 0 [spec 3.7]
+            continue
+    return np.zeros_like(g), kappa, True
+
+
+@lru_cache(maxsize=16)
+def _ghost_derivatives(problem):
+    def derivs(x, data, aux, obj_idx, con_idx):
+        d = data
+        bf = Batch(d["X"][obj_idx], d["y"][obj_idx], d["groups"][obj_idx],
+                   jnp.ones(obj_idx.shape, x.dtype))
+        bc = Batch(d["X"][con_idx], d["y"][con_idx], d["cells"][con_idx],
+                   jnp.ones(con_idx.shape, x.dtype))
+        f, g = jax.value_and_grad(problem.objective)(x, bf, aux)
+        c = problem.constraints(x, bc, aux)
+        J = jax.jacrev(problem.constraints)(x, bc, aux)
+        return f, g, c, J
+
+    def full(x, data, aux):
+        ctx = _Ctx(problem, data, aux, {}, True, True)
+        f, g = jax.value_and_grad(ctx.f)(x, ctx.full_obj_batch())
+        c = ctx.c(x, ctx.full_con_batch())
+        J = jax.jacrev(ctx.c)(x, ctx.full_con_batch())
+        return f, g, c, J
+
+    return jax.jit(derivs), jax.jit(full)
+
+
+def ghost_step_size(k: int, step0: float, decay: float, rule: str) -> float:
+    """gamma_k for 0-based iteration k (spec 3.7 step 1)."""
+    if rule == "inv_iter":
+        return step0 / (k + 1) ** decay
+    gamma = step0
+    for _ in range(k):
+        gamma = gamma * (1.0 - decay * gamma)
+    return gamma
+
+
+def _run_ghost(problem, data, n, x0, hyper, aux, rngs, max_iter, max_time, log_every, names,
+               dtype):
+    derivs, full = _ghost_derivatives(problem)
+    obj_rng, con_rng, solver_rng = rngs[1], rngs[2], rngs[3]
+    cells = np.asarray(data["cells"])[:n]
+    cw = np.asarray(data["cw"])[:n]
+    members = [np.flatnonzero((cells == c) & (cw > 0)) for c in range(problem.n_cells)]
+    largest = max(mm.size for mm in members)
+    p0 = hyper["p0"]
+    sub = {k: hyper[k] for k in ("tau", "box", "kappa_lambda", "kappa_box")}
+    backend = hyper["qp_backend"]
+    iters = hyper["max_iter"] if max_iter is None else max_iter
+    x = np.asarray(x0, dtype=np.float64)
+    gamma = hyper["step0"]
+    rows, failures, start = [], 0, time.perf_counter()
+    n_samples = 0
+    k = 0
+    while k < iters:
+        if max_time is not None and time.perf_counter() - start >= max_time:
+            break
+        xj = jnp.asarray(x, dtype=dtype)
+        if hyper["step_rule"] == "inv_iter":
+            gamma = hyper["step0"] / (k + 1) ** hyper["step_decay"]
+        elif k > 0:
+            gamma = gamma * (1.0 - hyper["step_decay"] * gamma)
+
+        def solve(f_g_c_J):
+            nonlocal failures
+            _, g, c, J = (np.asarray(a, dtype=np.float64) for a in f_g_c_J)
+            d, kappa, failed = ghost_subproblem(g, c, J.reshape(c.size, -1), backend=backend,
+                                                **sub)
+            failures += int(failed)
+            return d, kappa, c
+
+        if hyper["sampling"] == "full":
+            f_val, *_ = out = full(xj, data, aux)
+            d_k, kappa, c_used = solve(out)
+            N = -1
+            n_samples += n + int(cw.sum())
+        else:
+            N = int(solver_rng.geometric(p0)) - 1
+            while 2 ** (N + 1) > largest:
+                N = int(solver_rng.geometric(p0)) - 1
+            size = 2 ** (N + 1)
+            obj_big = obj_rng.integers(n, size=size)
+            con_big = np.stack([mm[con_rng.integers(mm.size, size=size)] for mm in members])
+            obj_one = obj_rng.integers(n, size=1)
+            con_one = np.stack([mm[con_rng.integers(mm.size, size=1)] for mm in members])
+
+            def at(obj, con):
+                return derivs(xj, data, aux, jnp.asarray(obj, jnp.int32),
+                              jnp.asarray(con.reshape(-1), jnp.int32))
+
+            out1 = at(obj_one, con_one)
+            f_val = out1[0]
+            d1, kappa, c_used = solve(out1)
+            d_big, _, _ = solve(at(obj_big, con_big))
+            d_odd, _, _ = solve(at(obj_big[0::2], con_big[:, 0::2]))
+            d_even, _, _ = solve(at(obj_big[1::2], con_big[:, 1::2]))
+            weight = p0 * (1.0 - p0) ** N
+            d_k = d1 + (d_big - 0.5 * d_odd - 0.5 * d_even) / weight
+            n_samples += 3 * (1 + size)
+        x = x + gamma * d_k
+        if k % log_every == 0:
+            row = {"iter": k, "epoch": np.nan, "time": time.perf_counter() - start,
+                   "n_samples": n_samples, "objective": float(f_val)}
+            for j, name in enumerate(names):
+                row["c_" + name] = float(c_used[j])
+            row.update({"step_size": gamma, "kappa": kappa, "N_geom": N})
+            rows.append(row)
+        k += 1
+    history = pd.DataFrame(rows) if rows else pd.DataFrame({"iter": np.zeros(0, int)})
+    return RunResult(x.astype(np.dtype(dtype)), {"x": x}, history, k, np.nan,
+                     {"n_qp_failures": failures})

@@ -1,0 +1,453 @@
+"""Loss-gap constrained classifiers (paper B; constrained spec sections 3 and 4.2).
+
+``min_theta L(theta)  s.t.  +-(L_g(theta) - L_h(theta)) <= tolerance`` for pairs of groups,
+solved by one of the stochastic approximation methods benchmarked by Kliachkin et al.:
+SSL-ALM, ALM, the stochastic switching subgradient method (SSw), Stochastic Ghost, plus the
+unconstrained SGD and fairness-penalised SGD baselines.
+"""
+
+from __future__ import annotations
+
+from numbers import Integral, Real
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from fairest.constrained import _defaults
+from fairest.constrained._common import (
+    ModelProblem,
+    prepare_fit,
+    prepare_predict,
+    ravel_params,
+    unravel_params,
+    validate_hidden,
+)
+from fairest.constrained._engine import MLP, numpy_forward, run_solver, spawn_rngs
+
+__all__ = [
+    "LossGapConstrainedClassifier",
+]
+
+SOLVERS = ("ssl-alm", "alm", "ssw", "ghost", "sgd", "penalty")
+_ALIASES = {"ssl_alm": "ssl-alm", "penalty_sgd": "penalty"}
+_STRING_OPTIONS = {
+    "slack_init": {"zero", "feasible"},
+    "f_lr_rule": {"const", "dimin"},
+    "c_lr_rule": {"const", "dimin", "adaptive"},
+    "output": {"last", "random"},
+    "step_rule": {"dimin", "inv_iter"},
+    "sampling": {"mlmc", "full"},
+    "qp_backend": {"cvxpy", "dual"},
+    "penalty": {"accuracy_parity_l1"},
+}
+
+
+def resolve_solver_params(solver: str, preset: str, solver_params) -> dict:
+    """Defaults of ``solver`` for ``preset`` updated by ``solver_params`` (spec 4.2)."""
+    params = dict(_defaults.SOLVER_DEFAULTS[solver])
+    if preset == "release":
+        params.update(_defaults.RELEASE_OVERRIDES.get(solver, {}))
+    for key, value in (solver_params or {}).items():
+        if key not in params:
+            raise ValueError(
+                f"unknown solver_params key {key!r} for solver={solver!r}; "
+                f"valid keys: {sorted(params)}."
+            )
+        params[key] = value
+    for key, options in _STRING_OPTIONS.items():
+        if key in params and params[key] not in options:
+            raise ValueError(f"solver_params[{key!r}] must be one of {sorted(options)}; "
+                             f"got {params[key]!r}.")
+    return params
+
+
+def constraint_matrix(kind: str, pairs: str, labels, n_groups: int):
+    """Matrix ``A`` (m, n_cells) with ``C = A @ L_cells - delta`` and the constraint names.
+
+    Cells are the groups (``loss_parity``, ``loss_equal_opportunity`` on rows with y = 1),
+    or (group, label) pairs with index ``2 g + y`` (``loss_equalized_odds``).
+    """
+    names_g = [str(label) for label in labels]
+    rows, names = [], []
+    n_cells = 2 * n_groups if kind == "loss_equalized_odds" else n_groups
+
+    def unit(cell):
+        e = np.zeros(n_cells)
+        e[cell] = 1.0
+        return e
+
+    if n_groups == 1:  # every constraint is identically -delta (spec 5, oracle 15)
+        m = 4 if kind == "loss_equalized_odds" else 2
+        return np.zeros((m, n_cells)), [f"gap[{names_g[0]},{names_g[0]}]#{i}" for i in range(m)]
+    if pairs == "all":
+        comparisons = [(g, h) for g in range(n_groups) for h in range(g + 1, n_groups)]
+    else:
+        comparisons = [(g, None) for g in range(n_groups)]
+
+    def diff(g, h, v=None):
+        """Coefficients of L_g - L_h (or L_g - mean) for label v (cells 2g+v) or groups."""
+        cell = (lambda k: 2 * k + v) if v is not None else (lambda k: k)
+        a = unit(cell(g))
+        if h is None:
+            for k in range(n_groups):
+                a = a - unit(cell(k)) / n_groups
+        else:
+            a = a - unit(cell(h))
+        return a
+
+    for g, h in comparisons:
+        other = "mean" if h is None else names_g[h]
+        if kind == "loss_equalized_odds":
+            for s0, s1 in ((1, 1), (1, -1), (-1, 1), (-1, -1)):
+                rows.append(s0 * diff(g, h, 0) + s1 * diff(g, h, 1))
+                signs = ("+" if s0 > 0 else "-") + ("+" if s1 > 0 else "-")
+                names.append(f"eodds[{names_g[g]},{other};{signs}]")
+        else:
+            rows.append(diff(g, h))
+            names.append(f"gap[{names_g[g]},{other}]")
+            rows.append(-diff(g, h))
+            names.append(f"gap[{other},{names_g[g]}]")
+    return np.array(rows), names
+
+
+class LossGapConstrainedClassifier(ClassifierMixin, BaseEstimator):
+    """Classifier trained under bounds on the differences of group losses.
+
+    Solves ``min_theta L(theta)`` subject to ``-tolerance <= L_g(theta) - L_h(theta) <=
+    tolerance`` for every pair of groups (``constraint_pairs="all"``; two inequality
+    constraints per pair) or for every group against the mean group loss (``"vs_mean"``),
+    where ``L`` is the mean cross-entropy of a small MLP (or a linear model for
+    ``hidden_layer_sizes=()``) and ``L_g`` the mean over group g. Constraint estimates use
+    group-balanced draws of ``constraint_batch_size`` rows per group. Prediction is
+    group-blind.
+
+    Parameters
+    ----------
+    hidden_layer_sizes : tuple of int, default=(64, 32)
+        ReLU hidden layers; ``()`` is logistic regression. PyTorch's default
+        initialisation ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))``.
+    solver : {"ssl-alm", "alm", "ssw", "ghost", "sgd", "penalty"}, default="ssl-alm"
+        ``"ssl-alm"`` stochastic smoothed linearised augmented Lagrangian, ``"alm"`` the
+        same with ``mu = 0``, ``"ssw"`` stochastic switching subgradient, ``"ghost"``
+        Stochastic Ghost (SQP with unbiased multilevel Monte Carlo directions), ``"sgd"``
+        unconstrained ERM, ``"penalty"`` SGD on ``loss + penalty_weight * P`` with the
+        fairret accuracy-parity penalty. ``"ssl_alm"`` and ``"penalty_sgd"`` are accepted
+        as aliases.
+    tolerance : float, default=0.005
+        Bound ``delta`` on the loss gaps.
+    constraint : {"loss_parity", "loss_equal_opportunity", "loss_equalized_odds"}, \
+default="loss_parity"
+        Loss gaps on all rows, on rows with ``y = 1``, or the sum over both labels of the
+        absolute gaps (4 linear inequalities per pair).
+    constraint_pairs : {"all", "vs_mean"}, default="all"
+        Pairs of groups compared (identical for two groups up to naming).
+    batch_size : int, "auto" or None, default="auto"
+        Objective minibatch size; ``"auto"`` is 8 (16 for ``"ssw"``); ``None`` is full batch.
+    constraint_batch_size : int or None, default=8
+        Rows per group (cell) in every constraint draw; ``None`` uses every row.
+    constraint_sampler : {"reshuffle", "replay"}, default="reshuffle"
+        Group streams reshuffle when exhausted, or replay their first pass (released code).
+    n_epochs : float or None, default=5
+        Epochs of the objective sampler (ignored by ``"ghost"``, which counts iterations).
+    max_iter : int or None, default=None
+        Iteration cap (for ``"ghost"`` it overrides ``solver_params["max_iter"]``).
+    max_time : float or None, default=None
+        Wall-clock budget in seconds, checked between jitted chunks of iterations.
+    solver_params : dict or None, default=None
+        Overrides of the solver's defaults (see Notes).
+    preset : {"paper", "release"}, default="paper"
+        Step sizes of the paper text or of the authors' released configuration.
+    dtype : {"float32", "float64"}, default="float32"
+        Computation precision (float64 is scoped to the fit).
+    random_state : int, Generator or None, default=None
+        Seeds the initialisation, the samplers and the solver's own randomness.
+    verbose : int, default=0
+        Print a one-line summary after the fit.
+    log_every : int, default=1
+        Keep every ``log_every``-th iteration in ``history_``.
+    eval_every : int or None, default=None
+        Also log full-training-set objective and constraints every ``eval_every`` iterations.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    params_ : list of (ndarray, ndarray)
+        ``(W, b)`` of every layer, ``W`` of shape ``(fan_in, fan_out)``.
+    coef_ : ndarray of shape (n_outputs, n_features)
+        Linear models only.
+    intercept_ : ndarray of shape (n_outputs,)
+        Linear models only.
+    groups_ : ndarray of shape (n_groups,)
+    constraint_names_ : list of str
+    constraint_values_ : ndarray of shape (n_constraints,)
+        Full-training-set ``C(theta)`` of the returned model (``<= 0`` is feasible).
+    group_losses_ : ndarray of shape (n_groups,)
+        Training mean loss of every group.
+    loss_gaps_ : ndarray of shape (n_groups, n_groups)
+        ``L_g - L_h`` on the training set.
+    is_feasible_ : bool
+        ``all(constraint_values_ <= 1e-3)``.
+    multipliers_ : ndarray of shape (n_constraints,) or None
+        Dual variables ``y`` of SSL-ALM / ALM (not sign-constrained); ``None`` otherwise.
+    slacks_ : ndarray of shape (n_constraints,) or None
+        Slack variables of SSL-ALM / ALM.
+    history_ : pandas.DataFrame
+        One row per logged iteration (``iter, epoch, time, n_samples, objective,
+        c_<name>, ...``).
+    n_iter_ : int
+    n_epochs_done_ : float
+    step_counts_ : dict or None
+        SSw: numbers of objective and constraint steps.
+    n_qp_failures_ : int or None
+        Ghost: subproblems that no backend solved (direction set to 0).
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+
+    Notes
+    -----
+    Solver parameters (``preset="paper"``): ``ssl-alm``: ``lr=0.01, dual_lr=0.05, rho=1,
+    mu=2, beta=0.5, dual_bound=10, slack_init="zero", final_full_step=True``; ``alm``: the
+    same with ``mu=0``; ``ssw``: ``f_lr=0.5, c_lr=0.05, f_lr_rule="const",
+    c_lr_rule="const", ctol=1e-4, ctol_decay=0.97, ctol_decay_start=500,
+    reset_each_epoch=True, output="last", k0=0``; ``ghost``: ``p0=0.4, step0=0.05,
+    step_decay=0.05, step_rule="dimin", kappa_lambda=0.5, kappa_box=0.8, tau=1, box=10,
+    max_iter=1000, sampling="mlmc", qp_backend="cvxpy"``; ``penalty``: ``lr=0.05,
+    penalty_weight=0.5, balanced_batches=True``; ``sgd``: ``lr=0.005``.
+    ``preset="release"`` sets SSw ``f_lr=0.2, c_lr=0.02, ctol_decay_start=800`` and Ghost
+    ``step0=0.02, step_decay=0.001, kappa_lambda=0.8, kappa_box=0.5``.
+
+    References
+    ----------
+    .. [1] Kliachkin, Lepšová, Bareilles, Marecek. "Benchmarking Stochastic Approximation
+       Algorithms for Fairness-Constrained Training of Deep Neural Networks", 2025.
+    .. [2] Huang, Lin. "Oracle complexity of single-loop switching subgradient methods for
+       non-smooth weakly convex functional constrained optimization", 2023.
+    .. [3] Facchinei, Kungurtsev. "Stochastic approximation for expectation objective and
+       expectation inequality-constrained nonconvex optimization", 2023.
+    """
+
+    __metadata_request__fit = {"sensitive_features": True}
+
+    _parameter_constraints: dict = {
+        "hidden_layer_sizes": ["array-like"],
+        "solver": [StrOptions(set(SOLVERS) | set(_ALIASES))],
+        "tolerance": [Interval(Real, 0, None, closed="left")],
+        "constraint": [StrOptions({"loss_parity", "loss_equal_opportunity",
+                                   "loss_equalized_odds"})],
+        "constraint_pairs": [StrOptions({"all", "vs_mean"})],
+        "batch_size": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"}), None],
+        "constraint_batch_size": [Interval(Integral, 1, None, closed="left"), None],
+        "constraint_sampler": [StrOptions({"reshuffle", "replay"})],
+        "n_epochs": [Interval(Real, 0, None, closed="neither"), None],
+        "max_iter": [Interval(Integral, 1, None, closed="left"), None],
+        "max_time": [Interval(Real, 0, None, closed="neither"), None],
+        "solver_params": [dict, None],
+        "preset": [StrOptions({"paper", "release"})],
+        "dtype": [StrOptions({"float32", "float64"})],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+        "log_every": [Interval(Integral, 1, None, closed="left")],
+        "eval_every": [Interval(Integral, 1, None, closed="left"), None],
+    }
+
+    def __init__(
+        self,
+        hidden_layer_sizes=_defaults.HIDDEN_LAYER_SIZES,
+        *,
+        solver="ssl-alm",
+        tolerance=_defaults.TOLERANCE,
+        constraint="loss_parity",
+        constraint_pairs="all",
+        batch_size="auto",
+        constraint_batch_size=_defaults.CONSTRAINT_BATCH_SIZE,
+        constraint_sampler="reshuffle",
+        n_epochs=_defaults.N_EPOCHS,
+        max_iter=None,
+        max_time=None,
+        solver_params=None,
+        preset="paper",
+        dtype="float32",
+        random_state=None,
+        verbose=0,
+        log_every=1,
+        eval_every=None,
+    ):
+        self.hidden_layer_sizes = hidden_layer_sizes
+        self.solver = solver
+        self.tolerance = tolerance
+        self.constraint = constraint
+        self.constraint_pairs = constraint_pairs
+        self.batch_size = batch_size
+        self.constraint_batch_size = constraint_batch_size
+        self.constraint_sampler = constraint_sampler
+        self.n_epochs = n_epochs
+        self.max_iter = max_iter
+        self.max_time = max_time
+        self.solver_params = solver_params
+        self.preset = preset
+        self.dtype = dtype
+        self.random_state = random_state
+        self.verbose = verbose
+        self.log_every = log_every
+        self.eval_every = eval_every
+
+    def _solver_name(self):
+        return _ALIASES.get(self.solver, self.solver)
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, *, sensitive_features=None):
+        """Fit the constrained model.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        sensitive_features : array-like of shape (n_samples,) or (n_samples, k), str, \
+list of str or None, default=None
+            Group membership, or column name(s) of the DataFrame ``X`` (removed from the
+            features). ``None`` means one group (every constraint is ``-tolerance``; the
+            fit is the solver's plain ERM), with a warning.
+
+        Returns
+        -------
+        self : LossGapConstrainedClassifier
+        """
+        solver = self._solver_name()
+        hidden = validate_hidden(self.hidden_layer_sizes)
+        hyper = resolve_solver_params(solver, self.preset, self.solver_params)
+        X, y_codes, classes, groups, labels = prepare_fit(self, X, y, sensitive_features)
+        n_classes, n_groups = classes.size, labels.size
+        if n_classes > 2 and self.constraint != "loss_parity":
+            raise ValueError(f"constraint={self.constraint!r} needs a binary target; y has "
+                             f"{n_classes} classes.")
+        cells = self._cells(groups, y_codes, n_groups)
+        n_cells = 2 * n_groups if self.constraint == "loss_equalized_odds" else n_groups
+        counts = np.bincount(cells[cells >= 0], minlength=n_cells)
+        if np.any(counts == 0):
+            raise ValueError(
+                f"constraint={self.constraint!r} needs rows in every (group, label) cell; "
+                f"empty cells: {np.flatnonzero(counts == 0).tolist()}."
+            )
+        A, names = constraint_matrix(self.constraint, self.constraint_pairs, labels, n_groups)
+        model = MLP(X.shape[1], hidden, 1 if n_classes == 2 else n_classes)
+        problem = ModelProblem(model, n_cells, A.shape[0], n_groups)
+        batch_size = self.batch_size
+        if batch_size == "auto":
+            batch_size = _defaults.AUTO_BATCH_SIZE.get(solver, _defaults.AUTO_BATCH_SIZE_DEFAULT)
+        dtype = jnp.float64 if self.dtype == "float64" else jnp.float32
+        rngs = spawn_rngs(self.random_state)
+        with jax.enable_x64(self.dtype == "float64"):
+            params0 = model.init(rngs[0], dtype)
+            x0 = ravel_params(params0)
+            aux = {"A": jnp.asarray(A, dtype=dtype), "delta": jnp.asarray(self.tolerance, dtype)}
+            result = run_solver(
+                solver, problem, X, y_codes, groups, cells, x0,
+                hyper=hyper, aux=aux, batch_size=batch_size,
+                constraint_batch_size=self.constraint_batch_size,
+                constraint_sampler=self.constraint_sampler,
+                n_epochs=None if solver == "ghost" else self.n_epochs,
+                max_iter=self.max_iter, max_time=self.max_time, rngs=rngs,
+                log_every=self.log_every, eval_every=self.eval_every,
+                constraint_names=names, dtype=dtype,
+            )
+            x = jnp.asarray(result.x, dtype=dtype)
+            self.params_ = [(np.asarray(W), np.asarray(b)) for W, b in unravel_params(model, x)]
+        # training-set statistics of the returned model, on the host in float64
+        loss = sample_losses(numpy_forward(self.params_, X), y_codes)
+        in_cell = cells >= 0
+        cell_losses = (np.bincount(cells[in_cell], loss[in_cell], minlength=n_cells)
+                       / np.bincount(cells[in_cell], minlength=n_cells))
+        c_full = A @ cell_losses - self.tolerance
+        group_losses = np.bincount(groups, loss, minlength=n_groups) / np.bincount(
+            groups, minlength=n_groups)
+        self.classes_ = classes
+        self.groups_ = labels
+        self.constraint_names_ = names
+        self.constraint_values_ = c_full
+        self.group_losses_ = group_losses
+        self.loss_gaps_ = group_losses[:, None] - group_losses[None, :]
+        self.is_feasible_ = bool(np.all(c_full <= _defaults.FEASIBILITY_TOL))
+        alm = solver in ("ssl-alm", "alm")
+        self.multipliers_ = result.state["y"] if alm else None
+        self.slacks_ = result.state["s"] if alm else None
+        self.history_ = result.history
+        self.n_iter_ = result.n_iter
+        self.n_epochs_done_ = result.n_epochs
+        self.step_counts_ = result.extras.get("step_counts")
+        self.n_qp_failures_ = result.extras.get("n_qp_failures")
+        if not hidden:
+            W, b = self.params_[0]
+            self.coef_, self.intercept_ = W.T.copy(), b.copy()
+        if self.verbose:
+            print(f"[{type(self).__name__}] solver={solver} iterations={self.n_iter_} "
+                  f"max constraint={c_full.max():.4g} feasible={self.is_feasible_}")
+        return self
+
+    def _cells(self, groups, y_codes, n_groups):
+        if self.constraint == "loss_equal_opportunity":
+            return np.where(y_codes == 1, groups, -1).astype(np.int32)
+        if self.constraint == "loss_equalized_odds":
+            return (2 * groups + y_codes).astype(np.int32)
+        return groups.astype(np.int32)
+
+    def decision_function(self, X):
+        """Logits; shape (n_samples,) for binary, (n_samples, n_classes) otherwise.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        scores : ndarray
+        """
+        X = prepare_predict(self, X)
+        z = numpy_forward(self.params_, X)
+        return z[:, 0] if z.shape[1] == 1 else z
+
+    def predict_proba(self, X):
+        """Class probabilities (sigmoid or softmax of the logits).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes)
+        """
+        z = self.decision_function(X)
+        if z.ndim == 1:
+            p = 0.5 * (1.0 + np.tanh(0.5 * z))
+            return np.column_stack([1.0 - p, p])
+        z = z - z.max(axis=1, keepdims=True)
+        e = np.exp(z)
+        return e / e.sum(axis=1, keepdims=True)
+
+    def predict(self, X):
+        """Predicted class labels (``1[z > 0]`` or the arg-max logit).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+        """
+        z = self.decision_function(X)
+        codes = (z > 0).astype(int) if z.ndim == 1 else np.argmax(z, axis=1)
+        return self.classes_[codes]
+
+
+def sample_losses(logits, y_codes):
+    """Per-sample cross-entropy in float64 (BCE-with-logits for one output column)."""
+    if logits.shape[1] == 1:
+        z = logits[:, 0]
+        return np.logaddexp(0.0, z) - y_codes * z
+    zmax = logits.max(axis=1)
+    lse = zmax + np.log(np.exp(logits - zmax[:, None]).sum(axis=1))
+    return lse - logits[np.arange(len(y_codes)), y_codes]

@@ -1,0 +1,694 @@
+"""Pruned models with constrained excess accuracy gaps (paper A; constrained spec section 2).
+
+Pipeline: dense training, gradual magnitude pruning (cubic schedule) to the target
+sparsity, then fine-tuning under ``psi_g <= tolerance`` for every group by the
+proxy-Lagrangian (excess *loss* gap surrogate in the primal step, true excess accuracy gaps
+from replay buffers in the dual step; dual ascent projected to >= 0). Baselines: naive
+fine-tuning (``mitigation="none"``) and equalized loss (``"equalized_loss"``).
+
+One jitted ``scan`` step serves every phase: the constrained phase is a traced flag, so
+the multipliers stay exactly 0 and the buffers empty before it (the phases share one
+compilation).
+"""
+
+from __future__ import annotations
+
+import math
+from functools import partial
+from numbers import Integral, Real
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+from jax import lax
+from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from fairest.constrained import _defaults
+from fairest.constrained._common import (
+    prepare_fit,
+    prepare_predict,
+    ravel_params,
+    unravel_params,
+    validate_hidden,
+)
+from fairest.constrained._engine import (
+    MLP,
+    EpochSampler,
+    group_means,
+    numpy_forward,
+    per_sample_stats,
+    spawn_rngs,
+    weighted_mean,
+)
+from fairest.constrained._loss_gap import sample_losses
+
+__all__ = ["PrunedFairClassifier", "gmp_schedule", "prune_layer", "buffer_push"]
+
+
+# ------------------------------------------------------------------------------------------
+# gradual magnitude pruning (spec 2.6 step 3)
+# ------------------------------------------------------------------------------------------
+
+
+def gmp_schedule(epoch: int, initial: float, final: float, end: int, start: int = 0) -> float:
+    """Cubic GMP sparsity ``s_f + (s_i - s_f)(1 - (t - t0)/(T_end - t0))^3``, clamped."""
+    if epoch >= end:
+        return final
+    if epoch <= start:
+        return initial
+    return final + (initial - final) * (1.0 - (epoch - start) / (end - start)) ** 3
+
+
+def prune_layer(W: np.ndarray, mask: np.ndarray, sparsity: float) -> np.ndarray:
+    """Mask keeping the ``N - ceil(s N)`` largest ``|W * mask|`` entries (layer-wise)."""
+    N = W.size
+    n_zero = min(N, math.ceil(sparsity * N - 1e-9))
+    magnitude = np.abs(W * mask).ravel()
+    order = np.argsort(magnitude, kind="stable")
+    new = np.ones(N)
+    new[order[:n_zero]] = 0.0
+    return (new.reshape(W.shape) * mask).astype(mask.dtype)
+
+
+# ------------------------------------------------------------------------------------------
+# replay buffers (spec 2.5): ring buffers of shape (G, k) with push counters
+# ------------------------------------------------------------------------------------------
+
+
+@partial(jax.jit, static_argnames="num_groups")
+def buffer_push(buf, count, values, g, valid, num_groups: int):
+    """Append ``values`` of valid rows to their group's FIFO in batch order (keep last k).
+
+    Rows of a group beyond its last k in the batch are not written, so every slot is
+    written at most once per push (no scatter collisions).
+    """
+    k = buf.shape[1]
+    onehot = jax.nn.one_hot(g, num_groups, dtype=jnp.int32) * valid[:, None].astype(jnp.int32)
+    rank = jnp.sum((jnp.cumsum(onehot, axis=0) - onehot) * onehot, axis=1)  # earlier rows of g
+    per_group = jnp.sum(onehot, axis=0, dtype=count.dtype)
+    keep = valid & (rank >= per_group[g] - k)
+    slot = (count[g] + rank) % k
+    rows = jnp.where(keep, g, num_groups)  # out-of-range rows are dropped
+    buf = buf.at[rows, slot].set(values.astype(buf.dtype), mode="drop")
+    return buf, (count + per_group).astype(count.dtype)
+
+
+@jax.jit
+def buffer_means(buf, count):
+    """Means of full buffers and the ``full`` flags."""
+    full = count >= buf.shape[1]
+    return jnp.where(full, jnp.mean(buf, axis=1), 0.0), full
+
+
+# ------------------------------------------------------------------------------------------
+# one training step (spec 2.3, 2.4, 2.7)
+# ------------------------------------------------------------------------------------------
+
+
+def _make_epoch_fn(model: MLP, num_groups: int, mitigation: str, use_buffer: bool,
+                   balanced: bool, el_abs: bool, dual_opt: str, nesterov: bool):
+    def step(state, inp, data, ref, hyper, flags):
+        x, v, lam = state["x"], state["v"], state["lam"]
+        mask = data["mask"]
+        idx, w = inp["idx"], inp["w"]
+        Xb, yb, gb = data["X"][idx], data["y"][idx], data["groups"][idx]
+        constrained = flags["constrained"]
+
+        logits = MLP.apply(unravel_params(model, x * mask), Xb)
+        loss_i, correct_i, _ = per_sample_stats(logits, yb)
+        valid = w > 0
+        acc_g_batch, _, present = group_means(correct_i, gb, w, num_groups)
+        loss_g_batch, _, _ = group_means(loss_i, gb, w, num_groups)
+        loss_batch = weighted_mean(loss_i, w)
+        acc_batch = weighted_mean(correct_i, w)
+
+        buf, count = state["buf"], state["count"]
+        if mitigation != "none" and use_buffer:
+            pushed = correct_i if mitigation == "ceag" else loss_i
+            new_buf, new_count = buffer_push(buf, count, lax.stop_gradient(pushed), gb,
+                                             valid, num_groups)
+            buf = jnp.where(constrained, new_buf, buf)
+            count = jnp.where(constrained, new_count, count)
+
+        # dual estimates on eligible groups
+        if mitigation == "none":
+            estimate = jnp.zeros(num_groups, x.dtype)
+            eligible = jnp.zeros(num_groups, bool)
+        else:
+            if use_buffer:
+                stat_g, eligible = buffer_means(buf, count)
+                n_full = jnp.sum(eligible)
+                if balanced or mitigation == "equalized_loss":
+                    overall = jnp.sum(stat_g) / jnp.maximum(n_full, 1)
+                else:
+                    pi = jnp.where(eligible, ref["pi"], 0.0)
+                    overall = jnp.sum(pi * stat_g) / jnp.maximum(jnp.sum(pi), 1e-30)
+            else:
+                eligible = present
+                if mitigation == "ceag":
+                    stat_g, overall = acc_g_batch, acc_batch
+                else:
+                    stat_g, overall = loss_g_batch, loss_batch
+            if mitigation == "ceag":  # psi_g = (Ad_g - A_g) - (Ad - A)
+                estimate = (ref["acc_g"] - stat_g) - (ref["acc"] - overall)
+            elif mitigation == "excess_loss_gap":  # (L_g - Ld_g) - (L - Ld)
+                estimate = (stat_g - ref["loss_g"]) - (overall - ref["loss"])
+            else:  # equalized loss h_g = L_g - L
+                estimate = stat_g - overall
+                if el_abs:
+                    estimate = jnp.abs(estimate)
+            eligible = eligible & constrained
+            estimate = jnp.where(eligible, estimate, 0.0)
+
+        # dual step first (spec 2.4 step 3)
+        eps = hyper["tolerance"]
+        if mitigation == "equalized_loss":
+            ascent = estimate
+        else:
+            ascent = estimate - eps
+        m1, m2 = state["m1"], state["m2"]
+        if dual_opt == "adam":
+            b1, b2 = _defaults.ADAM_BETAS
+            m1_new = b1 * m1 + (1 - b1) * ascent
+            m2_new = b2 * m2 + (1 - b2) * ascent**2
+            t = state["t_dual"] + 1.0
+            upd = (m1_new / (1 - b1**t)) / (jnp.sqrt(m2_new / (1 - b2**t)) + _defaults.ADAM_EPS)
+            m1, m2 = jnp.where(eligible, m1_new, m1), jnp.where(eligible, m2_new, m2)
+            t_dual = jnp.where(jnp.any(eligible), t, state["t_dual"])
+        else:
+            upd = ascent
+            t_dual = state["t_dual"]
+        lam_new = lam + hyper["dual_lr"] * upd
+        if mitigation != "equalized_loss":
+            lam_new = jnp.maximum(lam_new, 0.0)
+        lam = jnp.where(eligible, lam_new, lam)
+
+        # primal step with the updated multipliers (spec 2.3 / 2.7)
+        def lagrangian(z):
+            lg = MLP.apply(unravel_params(model, z * mask), Xb)
+            li, _, _ = per_sample_stats(lg, yb)
+            L_B = weighted_mean(li, w)
+            value = L_B + 0.5 * hyper["weight_decay"] * jnp.sum((z * mask) ** 2)
+            if mitigation == "none":
+                return value, L_B
+            L_g, _, pres = group_means(li, gb, w, num_groups)
+            if mitigation == "equalized_loss":
+                term = L_g - L_B
+                if el_abs:
+                    term = jnp.abs(term)
+            else:  # excess loss gap surrogate; dense constants only shift the value
+                term = (L_g - ref["loss_g"]) - (L_B - ref["loss"])
+            return value + jnp.sum(jnp.where(pres, lam * term, 0.0)), L_B
+
+        (_, objective), grad = jax.value_and_grad(lagrangian, has_aux=True)(x)
+        v = hyper["momentum"] * v + grad
+        direction = grad + hyper["momentum"] * v if nesterov else v
+        x = (x - inp["lr"] * direction) * mask
+        new_state = {"x": x, "v": v, "lam": lam, "buf": buf, "count": count, "m1": m1,
+                     "m2": m2, "t_dual": t_dual}
+        log = {"objective": objective, "lam": lam, "psi_hat": estimate,
+               "buffer_full": count >= buf.shape[1], "acc_batch": acc_batch}
+        return new_state, log
+
+    def epoch(state, data, ref, hyper, flags, inputs):
+        return lax.scan(lambda s, i: step(s, i, data, ref, hyper, flags), state, inputs)
+
+    return jax.jit(epoch)
+
+
+_EPOCH_CACHE: dict = {}
+
+
+def _epoch_fn(*key):
+    if key not in _EPOCH_CACHE:
+        _EPOCH_CACHE[key] = _make_epoch_fn(*key)
+    return _EPOCH_CACHE[key]
+
+
+def _lr_at(epoch: int, lr: float, milestones, gamma: float, total: int) -> float:
+    passed = sum(epoch >= int(frac * total) for frac in milestones)
+    return lr * gamma**passed
+
+
+# ------------------------------------------------------------------------------------------
+# estimator
+# ------------------------------------------------------------------------------------------
+
+
+class PrunedFairClassifier(ClassifierMixin, BaseEstimator):
+    """Sparse MLP whose accuracy loss from pruning is spread evenly over groups.
+
+    A dense network is trained (or taken from ``dense_model``), pruned by gradual
+    magnitude pruning to ``target_sparsity``, then fine-tuned under the constraints
+    ``psi_g <= tolerance`` on the excess accuracy gaps
+    ``psi_g = (A_dense - A_dense,g) - (A_sparse - A_sparse,g)`` of every group (CEAG).
+    The constrained problem is solved by alternating dual-then-primal gradient steps on a
+    proxy-Lagrangian: the primal player descends the excess *loss* gap surrogate, the dual
+    player ascends on the true excess accuracy gaps estimated from per-group replay buffers
+    of the ``buffer_size`` most recent training rows; multipliers are projected to >= 0.
+
+    Parameters
+    ----------
+    hidden_layer_sizes : tuple of int, default=(64, 32)
+    dense_model : fitted estimator or None, default=None
+        Estimator exposing ``params_`` of the same architecture (for example a fitted
+        ``PrunedFairClassifier`` or ``LossGapConstrainedClassifier``); ``None`` pretrains.
+    dense_epochs : int, default=50
+    dense_lr, dense_momentum, dense_weight_decay : float, default=0.01, 0.9, 1e-4
+    target_sparsity : float, default=0.9
+    initial_sparsity : float, default=0.0
+    pruning_epochs : int, default=15
+        ``T_end``: pruning events at the start of epochs ``0..T_end`` (cubic schedule).
+    prune_layers : {"all", "hidden"}, default="all"
+        ``"hidden"`` keeps the first and last layers dense. Biases are never pruned.
+    n_epochs : int, default=60
+        Fine-tuning epochs, pruning epochs included.
+    mitigation : {"ceag", "equalized_loss", "excess_loss_gap", "none"}, default="ceag"
+        ``"none"`` is naive fine-tuning (NFT).
+    tolerance : float, default=0.01
+        ``epsilon`` (a fraction: 0.01 is one accuracy point).
+    use_buffer : bool, default=True
+    buffer_size : int, default=40
+    buffer_overall : {"balanced", "weighted"}, default="balanced"
+        Overall buffered accuracy as the unweighted or population-weighted mean of full
+        buffers.
+    el_abs : bool, default=True
+        Equalized loss on absolute gaps (released configuration).
+    dual_lr : float, default=1e-3
+    dual_optimizer : {"sgd", "adam"}, default="sgd"
+    lr, momentum : float, default=0.01, 0.9
+    nesterov : bool, default=False
+    weight_decay : float, default=1e-4
+    lr_milestones : tuple of float, default=(0.6, 0.8, 0.9)
+        Fractions of the epochs at which the learning rate is multiplied by ``lr_gamma``.
+    lr_gamma : float, default=0.1
+    batch_size : int, default=128
+    apply_mitigation_while_pruning : bool, default=False
+    dtype : {"float32", "float64"}, default="float32"
+    random_state : int, Generator or None, default=None
+    verbose : int, default=0
+    log_every : int, default=1
+
+    Attributes
+    ----------
+    classes_, groups_, params_, masks_, dense_params_ : see below
+    params_ : list of (ndarray, ndarray)
+        Sparse ``(W, b)`` per layer (masked entries exactly 0).
+    masks_ : list of ndarray
+        Binary weight masks (1 = active).
+    dense_params_ : list of (ndarray, ndarray)
+    sparsity_ : float
+        Fraction of zeros over the prunable weights.
+    layer_sparsity_ : ndarray of shape (n_layers,)
+    multipliers_ : ndarray of shape (n_groups,)
+    dense_accuracy_, dense_loss_ : float
+    dense_group_accuracy_, dense_group_loss_ : ndarray of shape (n_groups,)
+    train_eags_ : pandas.Series
+        Excess accuracy gaps ``psi_g`` on the training set.
+    train_disparity_ : dict
+        ``acc``, ``psi_pw``, ``max_eag``, ``delta``, ``is_feasible`` on the training set.
+    history_ : pandas.DataFrame
+    n_iter_ : int
+
+    References
+    ----------
+    .. [1] Hashemizadeh, Ramirez, Sukumaran, Farnadi, Lacoste-Julien, Gallego-Posada.
+       "Balancing Act: Constraining Disparate Impact in Sparse Models", ICLR 2024.
+    .. [2] Zhu, Gupta. "To prune, or not to prune: exploring the efficacy of pruning for
+       model compression", 2017 (gradual magnitude pruning).
+    """
+
+    __metadata_request__fit = {"sensitive_features": True}
+
+    _parameter_constraints: dict = {
+        "hidden_layer_sizes": ["array-like"],
+        "dense_model": "no_validation",
+        "dense_epochs": [Interval(Integral, 0, None, closed="left")],
+        "dense_lr": [Interval(Real, 0, None, closed="neither")],
+        "dense_momentum": [Interval(Real, 0, 1, closed="left")],
+        "dense_weight_decay": [Interval(Real, 0, None, closed="left")],
+        "target_sparsity": [Interval(Real, 0, 1, closed="both")],
+        "initial_sparsity": [Interval(Real, 0, 1, closed="both")],
+        "pruning_epochs": [Interval(Integral, 0, None, closed="left")],
+        "prune_layers": [StrOptions({"all", "hidden"})],
+        "n_epochs": [Interval(Integral, 0, None, closed="left")],
+        "mitigation": [StrOptions({"ceag", "equalized_loss", "excess_loss_gap", "none"})],
+        "tolerance": [Interval(Real, 0, None, closed="left")],
+        "use_buffer": ["boolean"],
+        "buffer_size": [Interval(Integral, 1, None, closed="left")],
+        "buffer_overall": [StrOptions({"balanced", "weighted"})],
+        "el_abs": ["boolean"],
+        "dual_lr": [Interval(Real, 0, None, closed="left")],
+        "dual_optimizer": [StrOptions({"sgd", "adam"})],
+        "lr": [Interval(Real, 0, None, closed="neither")],
+        "momentum": [Interval(Real, 0, 1, closed="left")],
+        "nesterov": ["boolean"],
+        "weight_decay": [Interval(Real, 0, None, closed="left")],
+        "lr_milestones": ["array-like"],
+        "lr_gamma": [Interval(Real, 0, None, closed="neither")],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "apply_mitigation_while_pruning": ["boolean"],
+        "dtype": [StrOptions({"float32", "float64"})],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+        "log_every": [Interval(Integral, 1, None, closed="left")],
+    }
+
+    def __init__(
+        self,
+        hidden_layer_sizes=_defaults.HIDDEN_LAYER_SIZES,
+        *,
+        dense_model=None,
+        dense_epochs=_defaults.DENSE_EPOCHS,
+        dense_lr=_defaults.PRIMAL_LR,
+        dense_momentum=_defaults.MOMENTUM,
+        dense_weight_decay=_defaults.WEIGHT_DECAY,
+        target_sparsity=_defaults.TARGET_SPARSITY,
+        initial_sparsity=0.0,
+        pruning_epochs=_defaults.PRUNING_EPOCHS,
+        prune_layers="all",
+        n_epochs=_defaults.FINETUNE_EPOCHS,
+        mitigation="ceag",
+        tolerance=_defaults.CEAG_TOLERANCE,
+        use_buffer=True,
+        buffer_size=_defaults.BUFFER_SIZE,
+        buffer_overall="balanced",
+        el_abs=True,
+        dual_lr=_defaults.DUAL_LR,
+        dual_optimizer="sgd",
+        lr=_defaults.PRIMAL_LR,
+        momentum=_defaults.MOMENTUM,
+        nesterov=False,
+        weight_decay=_defaults.WEIGHT_DECAY,
+        lr_milestones=_defaults.LR_MILESTONES,
+        lr_gamma=_defaults.LR_GAMMA,
+        batch_size=_defaults.PRUNED_BATCH_SIZE,
+        apply_mitigation_while_pruning=False,
+        dtype="float32",
+        random_state=None,
+        verbose=0,
+        log_every=1,
+    ):
+        self.hidden_layer_sizes = hidden_layer_sizes
+        self.dense_model = dense_model
+        self.dense_epochs = dense_epochs
+        self.dense_lr = dense_lr
+        self.dense_momentum = dense_momentum
+        self.dense_weight_decay = dense_weight_decay
+        self.target_sparsity = target_sparsity
+        self.initial_sparsity = initial_sparsity
+        self.pruning_epochs = pruning_epochs
+        self.prune_layers = prune_layers
+        self.n_epochs = n_epochs
+        self.mitigation = mitigation
+        self.tolerance = tolerance
+        self.use_buffer = use_buffer
+        self.buffer_size = buffer_size
+        self.buffer_overall = buffer_overall
+        self.el_abs = el_abs
+        self.dual_lr = dual_lr
+        self.dual_optimizer = dual_optimizer
+        self.lr = lr
+        self.momentum = momentum
+        self.nesterov = nesterov
+        self.weight_decay = weight_decay
+        self.lr_milestones = lr_milestones
+        self.lr_gamma = lr_gamma
+        self.batch_size = batch_size
+        self.apply_mitigation_while_pruning = apply_mitigation_while_pruning
+        self.dtype = dtype
+        self.random_state = random_state
+        self.verbose = verbose
+        self.log_every = log_every
+
+    def _prunable(self, n_layers: int) -> list[bool]:
+        if self.prune_layers == "all" or n_layers <= 2:
+            return [True] * n_layers
+        return [0 < i < n_layers - 1 for i in range(n_layers)]
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, *, sensitive_features=None):
+        """Train dense, prune, fine-tune under the excess accuracy gap constraints.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        sensitive_features : array-like, str, list of str or None, default=None
+            Group membership (or column names of the DataFrame ``X``); ``None`` means one
+            group (every ``psi_g`` is 0), with a warning.
+
+        Returns
+        -------
+        self : PrunedFairClassifier
+        """
+        hidden = validate_hidden(self.hidden_layer_sizes)
+        X, y_codes, classes, groups, labels = prepare_fit(self, X, y, sensitive_features)
+        n, G = X.shape[0], labels.size
+        model = MLP(X.shape[1], hidden, 1 if classes.size == 2 else classes.size)
+        dtype = jnp.float64 if self.dtype == "float64" else jnp.float32
+        rngs = spawn_rngs(self.random_state)
+        key = (model, G, self.mitigation, bool(self.use_buffer),
+               self.buffer_overall == "balanced", bool(self.el_abs), self.dual_optimizer,
+               bool(self.nesterov))
+        with jax.enable_x64(self.dtype == "float64"):
+            epoch_fn = _epoch_fn(*key)
+            data = {"X": jnp.asarray(X, dtype), "y": jnp.asarray(y_codes),
+                    "groups": jnp.asarray(groups)}
+            n_layers = len(model.sizes) - 1
+            ones = [(np.ones((a, b)), np.ones(b)) for a, b in
+                    zip(model.sizes[:-1], model.sizes[1:])]
+
+            def flat_mask(masks):
+                return jnp.asarray(ravel_params(
+                    [(jnp.asarray(m), jnp.asarray(o[1])) for m, o in zip(masks, ones)]), dtype)
+
+            sampler = EpochSampler(n, self.batch_size, rngs[1])
+            zeros_g = jnp.zeros(G, dtype)
+            ref_zero = {"acc": jnp.asarray(0.0, dtype), "acc_g": zeros_g,
+                        "loss": jnp.asarray(0.0, dtype), "loss_g": zeros_g,
+                        "pi": jnp.asarray(np.bincount(groups, minlength=G) / n, dtype)}
+
+            def new_state(x):
+                return {"x": x, "v": jnp.zeros_like(x), "lam": zeros_g,
+                        "buf": jnp.zeros((G, self.buffer_size), dtype),
+                        "count": jnp.zeros(G, jnp.int32), "m1": zeros_g, "m2": zeros_g,
+                        "t_dual": jnp.asarray(0.0, dtype)}
+
+            # 1. dense model
+            if self.dense_model is not None:
+                dense_params = [(jnp.asarray(W, dtype), jnp.asarray(b, dtype))
+                                for W, b in self.dense_model.params_]
+                shapes = [W.shape for W, _ in dense_params]
+                expected = list(zip(model.sizes[:-1], model.sizes[1:]))
+                if shapes != expected:
+                    raise ValueError(f"dense_model has layer shapes {shapes}; this estimator "
+                                     f"needs {expected}.")
+                x_dense = ravel_params(dense_params)
+            else:
+                x0 = ravel_params(model.init(rngs[0], dtype))
+                state = new_state(x0)
+                hyper = self._hyper(dtype, self.dense_momentum, self.dense_weight_decay)
+                dense_mask = {**data, "mask": jnp.ones_like(x0)}
+                for epoch in range(self.dense_epochs):
+                    lr = _lr_at(epoch, self.dense_lr, self.lr_milestones, self.lr_gamma,
+                                self.dense_epochs)
+                    state, _ = self._run_epoch(epoch_fn, state, dense_mask, ref_zero, hyper,
+                                               False, sampler, lr, dtype)
+                x_dense = state["x"]
+            dense_list = [(np.asarray(W), np.asarray(b))
+                          for W, b in unravel_params(model, x_dense)]
+
+            # 2. reference statistics on the whole training set
+            z_dense = numpy_forward(dense_list, X)
+            correct_d = self._correct(z_dense, y_codes)
+            loss_d = sample_losses(z_dense, y_codes)
+            counts = np.bincount(groups, minlength=G)
+            acc_g = np.bincount(groups, correct_d, minlength=G) / counts
+            loss_g = np.bincount(groups, loss_d, minlength=G) / counts
+            ref = {**ref_zero, "acc": jnp.asarray(correct_d.mean(), dtype),
+                   "acc_g": jnp.asarray(acc_g, dtype),
+                   "loss": jnp.asarray(loss_d.mean(), dtype),
+                   "loss_g": jnp.asarray(loss_g, dtype)}
+
+            # 3-4. GMP + fine-tuning, one primal optimiser state throughout
+            prunable = self._prunable(n_layers)
+            masks = [np.ones(W.shape) for W, _ in dense_list]
+            state = new_state(x_dense)
+            hyper = self._hyper(dtype, self.momentum, self.weight_decay)
+            logs, sparsity_log = [], []
+            for epoch in range(self.n_epochs):
+                if epoch <= self.pruning_epochs:
+                    target = gmp_schedule(epoch, self.initial_sparsity, self.target_sparsity,
+                                          self.pruning_epochs)
+                    current = unravel_params(model, state["x"])
+                    masks = [prune_layer(np.asarray(W), m, target) if p else m
+                             for (W, _), m, p in zip(current, masks, prunable)]
+                mask = flat_mask(masks)
+                state = {**state, "x": state["x"] * mask}
+                constrained = (epoch >= self.pruning_epochs
+                               or self.apply_mitigation_while_pruning)
+                constrained = constrained and self.mitigation != "none"
+                lr = _lr_at(epoch, self.lr, self.lr_milestones, self.lr_gamma, self.n_epochs)
+                state, log = self._run_epoch(epoch_fn, state, {**data, "mask": mask}, ref,
+                                             hyper, constrained, sampler, lr, dtype)
+                log["lr"] = np.full(log["objective"].shape[0], lr)
+                log["epoch"] = np.full(log["objective"].shape[0], epoch)
+                sparsity_log.append(self._sparsity(masks, prunable)[0])
+                log["sparsity"] = np.full(log["objective"].shape[0], sparsity_log[-1])
+                logs.append(log)
+            x_final = state["x"]
+            params = [(np.asarray(W), np.asarray(b)) for W, b in unravel_params(model, x_final)]
+
+        self.classes_ = classes
+        self.groups_ = labels
+        self.params_ = params
+        self.masks_ = masks
+        self.dense_params_ = dense_list
+        self.sparsity_, self.layer_sparsity_ = self._sparsity(masks, prunable)
+        self.multipliers_ = np.asarray(state["lam"])
+        self.dense_accuracy_ = float(correct_d.mean())
+        self.dense_group_accuracy_ = acc_g
+        self.dense_loss_ = float(loss_d.mean())
+        self.dense_group_loss_ = loss_g
+        correct_s = self._correct(numpy_forward(params, X), y_codes)
+        acc_s_g = np.bincount(groups, correct_s, minlength=G) / counts
+        delta_g = acc_g - acc_s_g
+        delta = correct_d.mean() - correct_s.mean()
+        psi = delta_g - delta
+        self.train_eags_ = pd.Series(psi, index=pd.Index(list(labels), tupleize_cols=False),
+                                     name="excess_accuracy_gap")
+        self.train_disparity_ = {
+            "acc": float(correct_s.mean()), "psi_pw": float(delta_g.max() - delta_g.min()),
+            "max_eag": float(psi.max()), "delta": float(delta),
+            "is_feasible": bool(psi.max() <= self.tolerance),
+        }
+        self.history_ = self._history(logs, G)
+        self.n_iter_ = int(sum(lg["objective"].shape[0] for lg in logs))
+        if self.verbose:
+            print(f"[PrunedFairClassifier] sparsity={self.sparsity_:.3f} "
+                  f"max_eag={psi.max():.4f} acc={correct_s.mean():.4f}")
+        return self
+
+    def _hyper(self, dtype, momentum, weight_decay):
+        return {k: jnp.asarray(v, dtype) for k, v in (
+            ("momentum", momentum), ("weight_decay", weight_decay),
+            ("tolerance", self.tolerance), ("dual_lr", self.dual_lr))}
+
+    @staticmethod
+    def _run_epoch(epoch_fn, state, data, ref, hyper, constrained, sampler, lr, dtype):
+        idx, w = sampler.epoch()
+        inputs = {"idx": jnp.asarray(idx), "w": jnp.asarray(w, dtype),
+                  "lr": jnp.full(idx.shape[0], lr, dtype)}
+        flags = {"constrained": jnp.asarray(constrained)}
+        state, log = epoch_fn(state, data, ref, hyper, flags, inputs)
+        return state, jax.tree_util.tree_map(np.asarray, log)
+
+    @staticmethod
+    def _correct(z, y_codes):
+        pred = (z[:, 0] > 0).astype(int) if z.shape[1] == 1 else np.argmax(z, axis=1)
+        return (pred == y_codes).astype(np.float64)
+
+    @staticmethod
+    def _sparsity(masks, prunable):
+        layer = np.array([1.0 - m.mean() for m in masks])
+        total = sum(m.size for m, p in zip(masks, prunable) if p)
+        zeros = sum((m == 0).sum() for m, p in zip(masks, prunable) if p)
+        return float(zeros / max(total, 1)), layer
+
+    def _history(self, logs, G):
+        if not logs:
+            return pd.DataFrame({"iter": np.zeros(0, int)})
+        merged = {k: np.concatenate([lg[k] for lg in logs]) for k in logs[0]}
+        it = np.arange(merged["objective"].shape[0])
+        keep = it % self.log_every == 0
+        cols = {"iter": it[keep], "epoch": merged["epoch"][keep],
+                "objective": merged["objective"][keep], "lr": merged["lr"][keep],
+                "sparsity": merged["sparsity"][keep]}
+        for g in range(G):
+            cols[f"lambda_g{g}"] = merged["lam"][keep, g]
+            cols[f"psi_hat_g{g}"] = merged["psi_hat"][keep, g]
+            cols[f"buffer_full_g{g}"] = merged["buffer_full"][keep, g]
+        return pd.DataFrame(cols)
+
+    def decision_function(self, X):
+        """Logits of the sparse model.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
+        """
+        X = prepare_predict(self, X)
+        z = numpy_forward(self.params_, X)
+        return z[:, 0] if z.shape[1] == 1 else z
+
+    def predict_proba(self, X):
+        """Class probabilities of the sparse model.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes)
+        """
+        z = self.decision_function(X)
+        if z.ndim == 1:
+            p = 0.5 * (1.0 + np.tanh(0.5 * z))
+            return np.column_stack([1.0 - p, p])
+        e = np.exp(z - z.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+
+    def predict(self, X):
+        """Predicted labels of the sparse model.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+        """
+        z = self.decision_function(X)
+        return self.classes_[(z > 0).astype(int) if z.ndim == 1 else np.argmax(z, axis=1)]
+
+    def disparity_report(self, X, y, sensitive_features):
+        """Per-group dense and sparse accuracies, ``Delta_g`` and ``psi_g`` on ``(X, y)``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        sensitive_features : array-like of shape (n_samples,) or (n_samples, k)
+
+        Returns
+        -------
+        report : pandas.DataFrame
+            One row per group, plus a ``"summary"`` row with ``Delta``, ``Psi_PW`` and
+            ``max psi`` in the ``accuracy_gap`` / ``psi_pw`` / ``max_eag`` columns.
+        """
+        from fairest.metrics._constrained import excess_accuracy_gaps
+
+        Xv = prepare_predict(self, X)
+        z_dense = numpy_forward(self.dense_params_, Xv)
+        z_dense = z_dense[:, 0] if z_dense.shape[1] == 1 else z_dense
+        dense_pred = self.classes_[(z_dense > 0).astype(int) if z_dense.ndim == 1
+                                   else np.argmax(z_dense, axis=1)]
+        sparse_pred = self.predict(X)
+        table = excess_accuracy_gaps(np.asarray(y), dense_pred, sparse_pred,
+                                     sensitive_features=sensitive_features)
+        y_arr = np.asarray(y)
+        summary = pd.DataFrame({
+            "accuracy_gap": [np.mean(dense_pred == y_arr) - np.mean(sparse_pred == y_arr)],
+            "psi_pw": [table["accuracy_gap"].max() - table["accuracy_gap"].min()],
+            "max_eag": [table["excess_accuracy_gap"].max()],
+        }, index=pd.Index(["summary"], name="group"))
+        return pd.concat([table, summary])

@@ -1,0 +1,269 @@
+"""Solver oracles of the constrained engine (constrained spec section 5, oracles 18-22).
+
+Generic-constraint problems run through ``run_solver`` in float64 (scoped with
+``jax.enable_x64``); references are closed forms, scipy and cvxpy + clarabel.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy.optimize import linprog
+
+from fairest.constrained._engine import (
+    GenericProblem,
+    _Ctx,
+    _step_ssl_alm,
+    ghost_kappa,
+    ghost_subproblem,
+    run_solver,
+    spawn_rngs,
+    weighted_mean,
+)
+
+# ------------------------------------------------------------------------------------------
+# oracle 22: convex norm-ball problem with a known solution
+# ------------------------------------------------------------------------------------------
+
+
+def _norm_ball_problem():
+    rng = np.random.default_rng(0)
+    n, p = 200, 5
+    X = rng.normal(size=(n, p))
+    y = X @ (2.0 * rng.normal(size=p)) + 0.5 * rng.normal(size=n)
+    w_ols = np.linalg.lstsq(X, y, rcond=None)[0]
+    r = 0.25 * w_ols @ w_ols  # active constraint
+
+    def ridge(mu):
+        return np.linalg.solve(X.T @ X / n + mu * np.eye(p), X.T @ y / n)
+
+    lo, hi = 0.0, 1e3
+    for _ in range(200):  # bisection on the ridge path: ||w(mu)||^2 = r
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if ridge(mid) @ ridge(mid) > r else (lo, mid)
+    w_star = ridge(hi)
+    return X, y, r, w_star, np.mean((X @ w_star - y) ** 2)
+
+
+def _mse(x, batch, aux):
+    return weighted_mean((batch.X @ x - batch.y) ** 2, batch.w)
+
+
+def _norm_constraint(x, batch, aux):
+    return jnp.array([x @ x - aux["r"]])
+
+
+NORM_BALL = GenericProblem(_mse, _norm_constraint, m=1)
+
+CONVEX_RUNS = {
+    "ssw": dict(f_lr=0.05, c_lr=0.05, f_lr_rule="dimin", c_lr_rule="dimin", ctol=0.0,
+                ctol_decay=1.0, ctol_decay_start=10**9, reset_each_epoch=False,
+                output="last", k0=0),
+    "alm": dict(lr=0.05, dual_lr=0.05, rho=1.0, mu=0.0, beta=0.5, dual_bound=1e6,
+                slack_init="zero", final_full_step=False),
+    "gda": dict(lr=0.05, dual_lr=0.05),
+    "ghost": dict(p0=0.4, step0=0.5, step_decay=0.0, step_rule="inv_iter", kappa_lambda=0.5,
+                  kappa_box=0.8, tau=2.0, box=10.0, max_iter=300, sampling="full",
+                  qp_backend="dual"),
+}
+
+
+@pytest.mark.parametrize("solver", sorted(CONVEX_RUNS))
+def test_constrained_all_solvers_reach_norm_ball_optimum(solver):
+    X, y, r, w_star, f_star = _norm_ball_problem()
+    # independent check of the reference with cvxpy + clarabel
+    import cvxpy as cp
+
+    w = cp.Variable(X.shape[1])
+    cp.Problem(cp.Minimize(cp.sum_squares(X @ w - y) / X.shape[0]),
+               [cp.sum_squares(w) <= r]).solve(solver="CLARABEL")
+    np.testing.assert_allclose(w.value, w_star, atol=1e-6)
+
+    cells = np.zeros(X.shape[0], dtype=np.int32)
+    with jax.enable_x64(True):
+        res = run_solver(
+            solver, NORM_BALL, X, y, cells, cells, np.zeros(X.shape[1]),
+            hyper=CONVEX_RUNS[solver], aux={"r": jnp.asarray(r)}, batch_size=None,
+            constraint_batch_size=None, n_epochs=None,
+            max_iter=300 if solver == "ghost" else 20_000, rngs=spawn_rngs(0),
+            dtype=jnp.float64,
+        )
+    x = res.x
+    assert x @ x - r <= 1e-2 * r
+    assert np.mean((X @ x - y) ** 2) <= 1.02 * f_star
+    np.testing.assert_allclose(x, w_star, atol=5e-2 * np.linalg.norm(w_star))
+    if solver == "gda":
+        assert np.all(res.history["lambda_0"] >= 0.0)  # projected multipliers
+
+
+# ------------------------------------------------------------------------------------------
+# oracle 18: SSL-ALM invariants
+# ------------------------------------------------------------------------------------------
+
+
+def _two_constraint_problem():
+    def obj(x, batch, aux):
+        return weighted_mean(jnp.logaddexp(0.0, batch.X @ x) - batch.y * (batch.X @ x), batch.w)
+
+    def con(x, batch, aux):
+        means = jax.ops.segment_sum(batch.w * (batch.X @ x) ** 2, batch.g, num_segments=2)
+        counts = jax.ops.segment_sum(batch.w, batch.g, num_segments=2)
+        gap = means[0] / counts[0] - means[1] / counts[1]
+        return jnp.array([gap - aux["delta"], -gap - aux["delta"]])
+
+    return GenericProblem(obj, con, m=2, n_cells=2)
+
+
+def _small_data(n=120, p=4, seed=1):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, p))
+    g = (rng.random(n) < 0.4).astype(np.int32)
+    X[g == 1] *= 1.5
+    y = (X[:, 0] + rng.normal(size=n) > 0).astype(np.float64)
+    return X, y, g
+
+
+def test_constrained_ssl_alm_step_invariants():
+    problem = _two_constraint_problem()
+    X, y, g = _small_data()
+    hyper_np = dict(lr=0.05, dual_lr=0.5, rho=1.0, mu=2.0, beta=0.5, dual_bound=10.0)
+    with jax.enable_x64(True):
+        hyper = {k: jnp.asarray(v) for k, v in hyper_np.items()}
+        data = {"X": jnp.asarray(X), "y": jnp.asarray(y), "groups": jnp.asarray(g),
+                "cells": jnp.asarray(g), "w": jnp.ones(len(y)), "cw": jnp.ones(len(y))}
+        aux = {"delta": jnp.asarray(0.01)}
+        ctx = _Ctx(problem, data, aux, hyper, False, False)
+        rng = np.random.default_rng(3)
+        inp = {"obj_idx": jnp.asarray(rng.integers(0, 120, 8)), "obj_w": jnp.ones(8)}
+        for k in (1, 2):
+            idx = np.concatenate([rng.choice(np.flatnonzero(g == c), 4) for c in (0, 1)])
+            inp[f"con_idx{k}"], inp[f"con_w{k}"] = jnp.asarray(idx), jnp.ones(8)
+        x = jnp.asarray(rng.normal(size=4))
+        s = jnp.asarray([0.3, 0.0])
+        state = {"x": x, "s": s, "y": jnp.asarray([0.2, -0.1]), "z_x": x + 0.1,
+                 "z_s": jnp.asarray([0.1, 0.2])}
+        new, _ = _step_ssl_alm(state, inp, ctx)
+
+        # explicit full-Jacobian reference of steps 2-7
+        b1, b2, bf = ctx.con_batch(inp, 1), ctx.con_batch(inp, 2), ctx.obj_batch(inp)
+        J = jax.jacrev(lambda z: ctx.c(z, b1))(x)
+        h1 = ctx.c(x, b1) + s
+        y_ref = state["y"] + hyper["dual_lr"] * h1
+        assert np.linalg.norm(y_ref) < 10.0
+        h2 = ctx.c(x, b2) + s
+        G_x = (jax.grad(ctx.f)(x, bf) + J.T @ y_ref + hyper["rho"] * J.T @ h2
+               + hyper["mu"] * (x - state["z_x"]))
+        G_s = y_ref + hyper["rho"] * h2 + hyper["mu"] * (s - state["z_s"])
+        np.testing.assert_allclose(new["y"], y_ref, rtol=1e-12)
+        np.testing.assert_allclose(new["x"], x - hyper["lr"] * G_x, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(new["s"], np.maximum(s - hyper["lr"] * G_s, 0), atol=1e-14)
+        np.testing.assert_allclose(new["z_x"], 0.5 * state["z_x"] + 0.5 * x, rtol=1e-14)
+        np.testing.assert_allclose(new["z_s"], 0.5 * state["z_s"] + 0.5 * s, rtol=1e-14)
+        assert np.all(np.asarray(new["s"]) >= 0)
+
+        # safeguard: ||y + eta h1|| >= M_y stores exactly 0
+        big = {**state, "y": jnp.asarray([9.99, 0.5])}
+        assert np.linalg.norm(big["y"] + hyper["dual_lr"] * h1) >= 10.0
+        new_big, _ = _step_ssl_alm(big, inp, ctx)
+        assert np.all(np.asarray(new_big["y"]) == 0.0)
+
+
+def test_constrained_ssl_alm_history_invariants():
+    X, y, g = _small_data()
+    problem = _two_constraint_problem()
+    hyper = dict(lr=0.05, dual_lr=2.0, rho=1.0, mu=2.0, beta=0.5, dual_bound=1.0,
+                 slack_init="zero", final_full_step=True)
+    with jax.enable_x64(True):
+        res = run_solver("ssl-alm", problem, X, y, g, g, np.zeros(4), hyper=hyper,
+                         aux={"delta": jnp.asarray(0.0)}, batch_size=8,
+                         constraint_batch_size=4, n_epochs=3, rngs=spawn_rngs(5),
+                         dtype=jnp.float64)
+    lam = res.history[["lambda_0", "lambda_1"]].to_numpy()
+    slack = res.history[["slack_0", "slack_1"]].to_numpy()
+    assert np.all(slack >= 0) and np.all(res.state["s"] >= 0)
+    assert np.all(np.linalg.norm(lam, axis=1) < 1.0)
+    assert np.any(np.all(lam == 0.0, axis=1)[1:])  # the safeguard fired at least once
+    assert res.n_iter == 3 * 15 == len(res.history)
+
+
+# ------------------------------------------------------------------------------------------
+# oracle 21: Ghost kappa and subproblem
+# ------------------------------------------------------------------------------------------
+
+
+def _ghost_instance(m, seed=0, n=6):
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=n), rng.normal(size=m) + 0.5, rng.normal(size=(m, n))
+
+
+@pytest.mark.parametrize("m", [1, 2, 3])
+def test_constrained_ghost_kappa_and_lp(m):
+    g, c, J = _ghost_instance(m)
+    kappa, t_star, _ = ghost_kappa(c, J, 0.5, 0.8)
+    assert 0.0 <= kappa <= np.maximum(c, 0).max() + 1e-12
+    # the LP against a direct linprog of min t s.t. c + J d <= t, t >= 0, |d| <= rho
+    n = J.shape[1]
+    res = linprog(np.r_[np.zeros(n), 1.0], A_ub=np.hstack([J, -np.ones((m, 1))]), b_ub=-c,
+                  bounds=[(-0.8, 0.8)] * n + [(0, None)], method="highs")
+    np.testing.assert_allclose(t_star, res.x[-1], atol=1e-9)
+    # all constraints satisfied -> kappa = 0
+    kappa0, _, _ = ghost_kappa(-np.abs(c), J, 0.5, 0.8)
+    assert kappa0 == 0.0
+
+
+@pytest.mark.parametrize("m", [1, 2, 3])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_constrained_ghost_qp_backends_agree(m, seed):
+    g, c, J = _ghost_instance(m, seed)
+    c = c + 3.0  # strongly violated: kappa relaxation is what keeps the QP feasible
+    kw = dict(tau=1.0, box=10.0, kappa_lambda=0.5, kappa_box=0.8)
+    d_dual, kappa, failed_dual = ghost_subproblem(g, c, J, backend="dual", **kw)
+    d_cvx, _, failed_cvx = ghost_subproblem(g, c, J, backend="cvxpy", **kw)
+    assert not failed_dual and not failed_cvx
+    np.testing.assert_allclose(d_dual, d_cvx, atol=1e-6)
+    assert np.all(c + J @ d_dual <= kappa + 1e-8) and np.all(np.abs(d_dual) <= 10 + 1e-12)
+    # feasibility certificate of spec 3.7: lambda_kappa * d_LP is feasible when rho <= beta
+    _, t_star, d_lp = ghost_kappa(c, J, 0.5, 0.8)
+    if m > 1:
+        assert np.all(c + J @ (0.5 * d_lp) <= kappa + 1e-8)
+    else:
+        assert c[0] + J[0] @ (0.5 * d_lp) <= kappa + 1e-8
+
+
+def test_constrained_ghost_reduces_to_sgd():
+    """Oracle 20: delta, beta huge -> d = -g/tau and x_{k+1} = x_k - gamma_k/tau grad f(1 row)."""
+    X, y, g = _small_data()
+    problem = _two_constraint_problem()
+    hyper = dict(p0=0.4, step0=0.05, step_decay=0.05, step_rule="dimin", kappa_lambda=0.5,
+                 kappa_box=0.8, tau=2.0, box=1e6, max_iter=20, sampling="mlmc",
+                 qp_backend="dual")
+    with jax.enable_x64(True):
+        res = run_solver("ghost", problem, X, y, g, g, np.zeros(4), hyper=hyper,
+                         aux={"delta": jnp.asarray(1e6)}, n_epochs=None, rngs=spawn_rngs(7),
+                         dtype=jnp.float64)
+        # replay the same draws: objective stream rngs[1], one row per iteration after the
+        # 2^{N+1} big-sample rows (draw order of the engine)
+        rngs = spawn_rngs(7)
+        obj_rng, con_rng, solver_rng = rngs[1], rngs[2], rngs[3]
+        members = [np.flatnonzero(g == c) for c in (0, 1)]
+        largest = max(mm.size for mm in members)
+        x = np.zeros(4)
+        gamma = 0.05
+        for k in range(20):
+            if k > 0:
+                gamma = gamma * (1 - 0.05 * gamma)
+            N = int(solver_rng.geometric(0.4)) - 1
+            while 2 ** (N + 1) > largest:
+                N = int(solver_rng.geometric(0.4)) - 1
+            size = 2 ** (N + 1)
+            obj_rng.integers(len(y), size=size)
+            for mm in members:
+                con_rng.integers(mm.size, size=size)
+            row = obj_rng.integers(len(y), size=1)
+            for mm in members:
+                con_rng.integers(mm.size, size=1)
+            z = X[row] @ x
+            grad = (X[row].T @ (1 / (1 + np.exp(-z)) - y[row])) / 1
+            x = x - gamma / 2.0 * grad
+    np.testing.assert_allclose(res.x, x, atol=1e-10)
+    assert res.extras["n_qp_failures"] == 0
