@@ -1,8 +1,30 @@
 """fairest: fairness-aware estimators that feel native to scikit-learn."""
 
+from fairest.constrained import LossGapConstrainedClassifier, PrunedFairClassifier
 from fairest.ermi import ERMIClassifier
+from fairest.partial import (
+    GroupAUCConstrainedClassifier,
+    GroupInteractionFeatures,
+    InterGroupPairwiseConstrainedClassifier,
+    IntraGroupPairwiseConstrainedClassifier,
+    PartialParityClassifier,
+    PartialParityPenaltyClassifier,
+)
 from fairest.reweighting import GroupWeightedClassifier, GroupWeightedRegressor
 
 __version__ = "0.1.0.dev0"
 
-__all__ = ["ERMIClassifier", "GroupWeightedClassifier", "GroupWeightedRegressor", "__version__"]
+__all__ = [
+    "ERMIClassifier",
+    "GroupAUCConstrainedClassifier",
+    "GroupInteractionFeatures",
+    "GroupWeightedClassifier",
+    "GroupWeightedRegressor",
+    "InterGroupPairwiseConstrainedClassifier",
+    "IntraGroupPairwiseConstrainedClassifier",
+    "LossGapConstrainedClassifier",
+    "PartialParityClassifier",
+    "PartialParityPenaltyClassifier",
+    "PrunedFairClassifier",
+    "__version__",
+]

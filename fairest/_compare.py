@@ -21,8 +21,10 @@ from sklearn.metrics import accuracy_score, root_mean_squared_error
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
+from fairest.constrained import LossGapConstrainedClassifier
 from fairest.ermi import ERMIClassifier
 from fairest.metrics import demographic_parity_difference, equalized_odds_difference
+from fairest.partial import PartialParityClassifier
 from fairest.reweighting import GroupWeightedClassifier, GroupWeightedRegressor
 
 __all__ = ["METHODS", "Method", "CompareData", "run_comparison"]
@@ -53,6 +55,21 @@ METHODS: dict[str, Method] = {
         "DP-FERMI (epsilon=3, private sensitive attribute)",
         "classification",
         lambda seed: ERMIClassifier(fairness_weight=1.0, dp_epsilon=3.0, random_state=seed),
+    ),
+    "partial-sp": Method(
+        "Partial statistical parity (IDCA, auto interval, tolerance 0.1)",
+        "classification",
+        lambda seed: PartialParityClassifier(random_state=seed),
+    ),
+    "loss-gap-ssl-alm": Method(
+        "Loss-gap constrained MLP (SSL-ALM)",
+        "classification",
+        lambda seed: LossGapConstrainedClassifier(solver="ssl-alm", random_state=seed),
+    ),
+    "loss-gap-ssw": Method(
+        "Loss-gap constrained MLP (switching subgradient)",
+        "classification",
+        lambda seed: LossGapConstrainedClassifier(solver="ssw", random_state=seed),
     ),
     "ridge": Method("ERM (ridge)", "regression", lambda seed: GroupWeightedRegressor()),
     "ridge-balanced": Method(
