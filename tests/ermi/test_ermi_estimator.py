@@ -7,7 +7,7 @@ import pytest
 from sklearn.linear_model import LogisticRegression
 
 from fairest.ermi import ERMIClassifier
-from fairest.metrics._ermi import (
+from fairest.metrics import (
     conditional_ermi,
     demographic_parity_violation,
     equalized_odds_violation,

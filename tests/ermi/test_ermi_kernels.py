@@ -21,7 +21,7 @@ from fairest.ermi._kernels import (
     w_gradient,
 )
 from fairest.ermi._estimator import _strata_constants
-from fairest.metrics._ermi import conditional_ermi, ermi
+from fairest.metrics import conditional_ermi, ermi
 
 
 @pytest.fixture(autouse=True)
