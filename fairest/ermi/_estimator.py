@@ -9,11 +9,10 @@ from numbers import Integral, Real
 import jax
 import jax.numpy as jnp
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.base import BaseEstimator, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted, validate_data
 
 from fairest._kernels._buckets import pad_rows
 from fairest.ermi import _defaults
@@ -26,11 +25,12 @@ from fairest.ermi._dp import (
 from fairest.ermi._kernels import Strata, closed_form_w, logits, probabilities
 from fairest.ermi._solvers import SGDAHyper, full_batch_solve, sgda_solve
 from fairest.utils._estimator import validate_fit_data
+from fairest.utils._linear import LinearClassifierMixin
 
 __all__ = ["ERMIClassifier"]
 
 
-class ERMIClassifier(ClassifierMixin, BaseEstimator):
+class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
     """Logistic regression with an exponential Renyi mutual information (ERMI) penalty.
 
     Minimises ``L(theta) + fairness_weight * ERMI(theta) + alpha/2 ||coef||^2`` where L is
@@ -459,75 +459,6 @@ class ERMIClassifier(ClassifierMixin, BaseEstimator):
                           f"{record['batch_loss'][part].mean():.5f}, saddle "
                           f"{record['batch_saddle'][part].mean():.5f}, ||W|| {record['w_norm'][part][-1]:.4f}")
         return theta, W
-
-    # ------------------------------------------------------------------ predict
-
-    def decision_function(self, X):
-        """Logits ``b + X w`` (binary: shape (n_samples,), positive means ``classes_[1]``).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
-        """
-        check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
-        scores = X @ self.coef_.T + self.intercept_
-        return scores[:, 0] if self.classes_.size == 2 else scores
-
-    def predict_proba(self, X):
-        """Class probabilities (sigmoid or softmax of the logits), columns in ``classes_`` order.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        proba : ndarray of shape (n_samples, n_classes)
-        """
-        scores = self.decision_function(X)
-        if self.classes_.size == 2:
-            p = 0.5 * (1.0 + np.tanh(0.5 * scores))
-            return np.column_stack([1.0 - p, p])
-        scores = scores - scores.max(axis=1, keepdims=True)
-        e = np.exp(scores)
-        return e / e.sum(axis=1, keepdims=True)
-
-    def predict_log_proba(self, X):
-        """Logarithm of :meth:`predict_proba`.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        log_proba : ndarray of shape (n_samples, n_classes)
-        """
-        scores = self.decision_function(X)
-        if self.classes_.size == 2:
-            scores = np.column_stack([np.zeros_like(scores), scores])
-        return scores - np.logaddexp.reduce(scores, axis=1, keepdims=True)
-
-    def predict(self, X):
-        """Most probable class (binary: ``classes_[1]`` iff the logit is > 0, ties to class 0).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,)
-        """
-        scores = self.decision_function(X)
-        if self.classes_.size == 2:
-            return self.classes_[(scores > 0).astype(int)]
-        return self.classes_[np.argmax(scores, axis=1)]
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

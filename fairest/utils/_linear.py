@@ -1,0 +1,132 @@
+"""Group-blind inference shared by every linear fairest classifier and regressor.
+
+Fitted attributes follow scikit-learn's linear models: a classifier stores ``coef_`` of
+shape (1, n_features) for two classes or (n_classes, n_features) otherwise and
+``intercept_`` of shape (1,) or (n_classes,); a regressor stores ``coef_`` of shape
+(n_features,) and a float ``intercept_``. Class 1 is predicted where the score is >= 0
+(badr spec section 2), which is also the rule of the exact metrics.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import expit, log_expit, log_softmax, softmax
+from sklearn.base import ClassifierMixin, RegressorMixin
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+__all__ = ["LinearClassifierMixin", "LinearRegressorMixin", "linear_classifier_attributes"]
+
+
+def linear_classifier_attributes(theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(coef_, intercept_)`` from parameters with the intercept first.
+
+    ``theta`` of shape (p,) (one score) gives coef_ (1, d); shape (p, K) gives (K, d).
+    """
+    theta = np.asarray(theta, dtype=np.float64)
+    if theta.ndim == 1:
+        theta = theta[:, None]
+    return theta[1:].T.copy(), theta[0].copy()
+
+
+def _linear_scores(estimator, X) -> np.ndarray:
+    check_is_fitted(estimator)
+    X = validate_data(estimator, X, dtype=np.float64, reset=False)
+    return X @ np.asarray(estimator.coef_).T + estimator.intercept_
+
+
+def _is_probabilistic(estimator) -> bool:
+    return estimator._has_probabilities()
+
+
+class LinearClassifierMixin(ClassifierMixin):
+    """``decision_function``, ``predict`` and (when probabilistic) ``predict_proba``.
+
+    Subclasses set ``classes_``, ``coef_`` and ``intercept_`` in ``fit`` and may override
+    ``_has_probabilities`` (default: True) when their scores are not log-odds.
+    """
+
+    def _has_probabilities(self) -> bool:
+        return True
+
+    def decision_function(self, X):
+        """Scores of the linear model (group-blind).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
+            For two classes, positive scores favour ``classes_[1]``.
+        """
+        scores = _linear_scores(self, X)
+        return scores[:, 0] if scores.shape[1] == 1 else scores
+
+    def predict(self, X):
+        """Predicted class labels: score >= 0 for two classes, else the arg-max score.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+        """
+        scores = self.decision_function(X)
+        codes = (scores >= 0).astype(int) if scores.ndim == 1 else np.argmax(scores, axis=1)
+        return self.classes_[codes]
+
+    @available_if(_is_probabilistic)
+    def predict_proba(self, X):
+        """Class probabilities: sigmoid (two classes) or softmax of the scores.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes)
+        """
+        scores = self.decision_function(X)
+        if scores.ndim == 1:
+            positive = expit(scores)
+            return np.column_stack([1.0 - positive, positive])
+        return softmax(scores, axis=1)
+
+    @available_if(_is_probabilistic)
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba`.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        log_proba : ndarray of shape (n_samples, n_classes)
+        """
+        scores = self.decision_function(X)
+        if scores.ndim == 1:
+            return np.column_stack([log_expit(-scores), log_expit(scores)])
+        return log_softmax(scores, axis=1)
+
+
+class LinearRegressorMixin(RegressorMixin):
+    """``predict`` of a fitted linear regressor (``coef_`` (d,), float ``intercept_``)."""
+
+    def predict(self, X):
+        """Predicted values ``intercept_ + X coef_`` (group-blind).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+        """
+        return _linear_scores(self, X)
