@@ -8,6 +8,15 @@ import pytest
 
 # Must run before any JAX computation; only the test process is affected, never fairest.
 jax.config.update("jax_num_cpu_devices", 4)
+# Test problems are tiny, so XLA compilation dominates the suite: cheaper LLVM passes make
+# compiles about 4x faster at a small cost in run time (measured on the Newton solver).
+os.environ["XLA_FLAGS"] = " ".join(
+    [
+        os.environ.get("XLA_FLAGS", ""),
+        "--xla_backend_optimization_level=0",
+        "--xla_llvm_disable_expensive_passes=true",
+    ]
+).strip()
 
 SHARED_DATASETS = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
 

@@ -9,7 +9,6 @@ import sklearn
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from fairest.constrained import LossGapConstrainedClassifier
 from fairest.utils import FairnessWarning
@@ -22,17 +21,6 @@ def _data(n=240, seed=0):
     y = (X[:, 0] + 0.5 * g + 0.5 * rng.normal(size=n) > 0).astype(int)
     return X, y, g
 
-
-CHECKED = [
-    LossGapConstrainedClassifier(hidden_layer_sizes=(), n_epochs=20,
-                                 solver_params={"lr": 0.1}, random_state=0),
-]
-
-
-@pytest.mark.filterwarnings("ignore::fairest.utils.FairnessWarning")
-@parametrize_with_checks(CHECKED)
-def test_constrained_sklearn_compatible(estimator, check):
-    check(estimator)
 
 
 def test_constrained_spec_solver_names_are_aliases():

@@ -6,7 +6,6 @@ from collections import deque
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from fairest.constrained import PrunedFairClassifier
 from fairest.constrained._pruned import buffer_means, buffer_push, gmp_schedule, prune_layer
@@ -140,11 +139,3 @@ def test_constrained_zero_sparsity_without_finetuning_is_dense():
     np.testing.assert_array_equal(again.train_eags_.to_numpy(), 0.0)
     assert again.sparsity_ == 0.0
 
-
-@pytest.mark.filterwarnings("ignore::fairest.utils.FairnessWarning")
-@parametrize_with_checks([PrunedFairClassifier(hidden_layer_sizes=(8,), dense_epochs=30,
-                                               n_epochs=4, pruning_epochs=2,
-                                               target_sparsity=0.5, batch_size=16,
-                                               lr=0.05, dense_lr=0.05, random_state=0)])
-def test_constrained_pruned_sklearn_compatible(estimator, check):
-    check(estimator)

@@ -16,6 +16,26 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from fairest.utils.discovery import all_estimators
 
+# Cheaper settings for the common checks (like scikit-learn's own checking parameters):
+# the checks test the API, the family tests test the algorithms.
+CHECK_PARAMS = {
+    "PartialParityClassifier": {"max_iter": 10, "inner_max_iter": 100},
+    "PartialParityPenaltyClassifier": {"max_iter": 300, "learning_rate": 0.5},
+    "GroupAUCConstrainedClassifier": {"max_iter": 100},
+    "InterGroupPairwiseConstrainedClassifier": {"max_iter": 100},
+    "IntraGroupPairwiseConstrainedClassifier": {"max_iter": 100},
+    "LossGapConstrainedClassifier": {"hidden_layer_sizes": (), "n_epochs": 20, "solver_params": {"lr": 0.1}, "random_state": 0},
+    "PrunedFairClassifier": {
+        "hidden_layer_sizes": (8,), "dense_epochs": 30, "n_epochs": 4, "pruning_epochs": 2,
+        "target_sparsity": 0.5, "batch_size": 16, "lr": 0.05, "dense_lr": 0.05, "random_state": 0,
+    },
+}
+
+
+def _instance(cls):
+    return cls(**CHECK_PARAMS.get(cls.__name__, {}))
+
+
 ALL_ESTIMATORS = [cls for _, cls in all_estimators()]
 # Fairness-aware estimators: their fit takes sensitive_features (transformers do not).
 ESTIMATORS = [cls for cls in ALL_ESTIMATORS if "sensitive_features" in inspect.signature(cls.fit).parameters]
@@ -35,7 +55,8 @@ def _expected_failed_checks(estimator):
 
 
 @pytest.mark.filterwarnings("ignore::fairest.utils.FairnessWarning")
-@parametrize_with_checks([cls() for cls in ALL_ESTIMATORS], expected_failed_checks=_expected_failed_checks)
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@parametrize_with_checks([_instance(cls) for cls in ALL_ESTIMATORS], expected_failed_checks=_expected_failed_checks)
 def test_sklearn_compatible(estimator, check):
     check(estimator)
 
@@ -64,7 +85,7 @@ def _grid_parameter(estimator):
 @pytest.mark.parametrize("routing", [True, False], ids=["routing", "legacy"])
 @pytest.mark.parametrize("cls", ESTIMATORS, ids=IDS)
 def test_sensitive_features_through_pipeline_and_search(cls, routing):
-    estimator = cls()
+    estimator = _instance(cls)
     X, y, groups = _data(estimator)
     with config_context(enable_metadata_routing=routing):
         pipe = make_pipeline(StandardScaler(), clone(estimator))
@@ -82,7 +103,7 @@ def test_sensitive_features_through_pipeline_and_search(cls, routing):
 
 @pytest.mark.parametrize("cls", ESTIMATORS, ids=IDS)
 def test_pickle_clone_and_group_blind_predict(cls):
-    estimator = cls()
+    estimator = _instance(cls)
     X, y, groups = _data(estimator)
     fitted = clone(estimator).fit(X, y, sensitive_features=groups)
     restored = pickle.loads(pickle.dumps(fitted))
@@ -99,7 +120,7 @@ def test_pickle_clone_and_group_blind_predict(cls):
 @pytest.mark.parametrize("frame", ["pandas", "polars"])
 @pytest.mark.parametrize("cls", ESTIMATORS, ids=IDS)
 def test_dataframe_input(cls, frame):
-    estimator = cls()
+    estimator = _instance(cls)
     X, y, groups = _data(estimator)
     columns = [f"feature_{j}" for j in range(X.shape[1])]
     if frame == "pandas":
@@ -119,7 +140,7 @@ def _scores(estimator, X):
 
 @pytest.mark.parametrize("cls", ESTIMATORS, ids=IDS)
 def test_bad_sensitive_features_raise(cls):
-    estimator = cls()
+    estimator = _instance(cls)
     X, y, groups = _data(estimator)
     with pytest.raises(ValueError, match="same length"):
         clone(estimator).fit(X, y, sensitive_features=groups[:-1])

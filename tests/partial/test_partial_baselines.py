@@ -1,12 +1,10 @@
 """Baselines of the paper: penalty method (114)/(119) and the pairwise constrained
 models (102), (105), (107) (spec oracle 19)."""
 
-import warnings
 
 import numpy as np
 import pytest
 from _partial_helpers import make_data
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from fairest.metrics import partial_demographic_parity, partial_statistical_parity
 from fairest.partial import (
@@ -16,7 +14,6 @@ from fairest.partial import (
     PartialParityPenaltyClassifier,
     pairwise_quadratic_mean,
 )
-from fairest.utils import FairnessWarning
 
 CONSTRAINED = [
     GroupAUCConstrainedClassifier,
@@ -70,16 +67,3 @@ def test_penalty_reduces_partial_unfairness(constraint):
     assert values[1] < values[0] - 0.1
     assert losses[1] > losses[0]
 
-
-@parametrize_with_checks(
-    [
-        PartialParityPenaltyClassifier(max_iter=300, learning_rate=0.5),
-        GroupAUCConstrainedClassifier(max_iter=100),
-    ]
-)
-@pytest.mark.filterwarnings("ignore::fairest.utils.FairnessWarning")
-@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
-def test_sklearn_compatible(estimator, check):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FairnessWarning)
-        check(estimator)

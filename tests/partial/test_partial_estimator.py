@@ -2,7 +2,6 @@
 (spec oracles 13-17 and the issue's estimator tests)."""
 
 import pickle
-import warnings
 
 import numpy as np
 import pytest
@@ -14,7 +13,6 @@ from sklearn.metrics import log_loss
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from fairest.metrics import (
     partial_demographic_parity,
@@ -218,15 +216,3 @@ def test_group_interaction_features():
     with pytest.raises(ValueError, match="out of range"):
         GroupInteractionFeatures(group_column=5).fit(X)
 
-
-@parametrize_with_checks(
-    [
-        PartialParityClassifier(max_iter=10, inner_max_iter=100),
-        GroupInteractionFeatures(),
-    ]
-)
-@pytest.mark.filterwarnings("ignore::fairest.utils.FairnessWarning")
-def test_sklearn_compatible(estimator, check):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FairnessWarning)
-        check(estimator)
