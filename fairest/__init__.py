@@ -10,11 +10,18 @@ from fairest.partial import (
     PartialParityClassifier,
     PartialParityPenaltyClassifier,
 )
-from fairest.reweighting import GroupWeightedClassifier, GroupWeightedRegressor
+from fairest.reweighting import (
+    BADRClassifier,
+    BADRRegressor,
+    GroupWeightedClassifier,
+    GroupWeightedRegressor,
+)
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "BADRClassifier",
+    "BADRRegressor",
     "ERMIClassifier",
     "GroupAUCConstrainedClassifier",
     "GroupInteractionFeatures",

@@ -25,7 +25,12 @@ from fairest.constrained import LossGapConstrainedClassifier
 from fairest.ermi import ERMIClassifier
 from fairest.metrics import demographic_parity_difference, equalized_odds_difference
 from fairest.partial import PartialParityClassifier
-from fairest.reweighting import GroupWeightedClassifier, GroupWeightedRegressor
+from fairest.reweighting import (
+    BADRClassifier,
+    BADRRegressor,
+    GroupWeightedClassifier,
+    GroupWeightedRegressor,
+)
 
 __all__ = ["METHODS", "Method", "CompareData", "run_comparison"]
 
@@ -45,6 +50,16 @@ METHODS: dict[str, Method] = {
         "Group-balanced logistic regression",
         "classification",
         lambda seed: GroupWeightedClassifier(weights="balanced"),
+    ),
+    "badr-dp": Method(
+        "BADR (SLSQP, min demographic parity on the Pareto front)",
+        "classification",
+        lambda seed: BADRClassifier(metric="demographic_parity", random_state=seed),
+    ),
+    "badr-eodds": Method(
+        "BADR (SLSQP, min equalized odds on the Pareto front)",
+        "classification",
+        lambda seed: BADRClassifier(metric="equalized_odds", random_state=seed),
     ),
     "ermi": Method(
         "FERMI (ERMI-regularised logistic regression)",
@@ -72,6 +87,11 @@ METHODS: dict[str, Method] = {
         lambda seed: LossGapConstrainedClassifier(solver="ssw", random_state=seed),
     ),
     "ridge": Method("ERM (ridge)", "regression", lambda seed: GroupWeightedRegressor()),
+    "badr-ridge-dp": Method(
+        "BADR ridge (SLSQP, min demographic parity)",
+        "regression",
+        lambda seed: BADRRegressor(metric="demographic_parity", random_state=seed),
+    ),
     "ridge-balanced": Method(
         "Group-balanced ridge", "regression", lambda seed: GroupWeightedRegressor(weights="balanced")
     ),

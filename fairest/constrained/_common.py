@@ -72,8 +72,7 @@ def prepare_fit(estimator, X, y, sensitive_features):
             "This solver needs samples of at least 2 classes in the data, but the data "
             f"contains only one class: {classes[0]!r}."
         )
-    groups, labels = check_sensitive_features(sensitive_features, X.shape[0], min_groups=1,
-                                              min_group_size=1)
+    groups, labels = check_sensitive_features(sensitive_features, X.shape[0], min_groups=1)
     return X, y_codes.astype(np.int32), classes, groups, labels
 
 

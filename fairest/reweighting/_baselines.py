@@ -18,7 +18,11 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from fairest._solvers._newton import solve_weighted_glm
 from fairest.reweighting import _defaults
-from fairest.reweighting._group_weights import NAMED_WEIGHTS, resolve_group_weights
+from fairest.reweighting._group_weights import (
+    ADAPTIVE_WEIGHTS,
+    NAMED_WEIGHTS,
+    resolve_group_weights,
+)
 from fairest.utils._estimator import encode_binary_target, validate_fit_data
 
 __all__ = ["GroupWeightedClassifier", "GroupWeightedRegressor"]
@@ -30,16 +34,67 @@ class _GroupWeightedLinearModel(BaseEstimator):
     __metadata_request__fit = {"sensitive_features": True}
 
     _parameter_constraints: dict = {
-        "weights": [StrOptions(set(NAMED_WEIGHTS)), "array-like", dict],
+        "weights": [StrOptions(set(NAMED_WEIGHTS) | set(ADAPTIVE_WEIGHTS)), "array-like", dict],
         "alpha": [Interval(Real, 0, None, closed="neither")],
         "penalize_intercept": ["boolean"],
         "tol": [Interval(Real, 0, None, closed="neither")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "metric": [str, callable],
+        "metric_params": [dict, None],
+        "minimax_solver": [StrOptions({"auto", "cvxpy", "dual"})],
     }
+
+    def _adaptive_weights(self, loss, y01, data):
+        """``"minimax"`` (spec 6.3) or ``"best_single_group"`` (spec 6.4) weights."""
+        from fairest.reweighting._badr import best_single_group, make_problem
+
+        penalize = bool(self.penalize_intercept)
+        num_groups = len(data.group_labels)
+        if num_groups == 1:
+            return np.ones(1)
+        if self.weights == "best_single_group":
+            task = "regression" if loss == "squared_error" else "classification"
+            weights, values = best_single_group(
+                loss,
+                data,
+                y01,
+                alpha=self.alpha,
+                penalize=penalize,
+                metric=self.metric,
+                metric_params=self.metric_params,
+                task=task,
+            )
+            self.single_group_unfairness_ = values
+            return weights
+        solver = self.minimax_solver
+        if solver == "auto":
+            solver = "cvxpy" if data.X.shape[0] <= _defaults.MINIMAX_CVXPY_MAX_N else "dual"
+        if solver == "cvxpy":
+            from fairest.reweighting._minimax import minimax_cvxpy
+
+            weights, _, worst = minimax_cvxpy(
+                loss, data.X, y01, data.groups, data.sample_weight, num_groups, self.alpha, penalize
+            )
+        else:
+            import jax
+            import jax.numpy as jnp
+
+            from fairest.reweighting._minimax import minimax_dual
+
+            with jax.enable_x64(True):
+                problem = make_problem(data, y01, self.alpha, penalize, 1.0, self.tol, self.max_iter)
+                weights, _, worst, _ = minimax_dual(
+                    loss, problem, num_groups, jnp.zeros(data.X.shape[1] + 1)
+                )
+        self.minimax_objective_ = worst
+        return weights
 
     def _solve(self, loss, X, y01, data):
         totals = np.bincount(data.groups, weights=data.sample_weight, minlength=len(data.group_labels))
-        group_weights = resolve_group_weights(self.weights, totals, data.group_labels)
+        if isinstance(self.weights, str) and self.weights in ADAPTIVE_WEIGHTS:
+            group_weights = self._adaptive_weights(loss, y01, data)
+        else:
+            group_weights = resolve_group_weights(self.weights, totals, data.group_labels)
         per_group = group_weights / np.where(totals > 0, totals, 1.0)
         c = data.sample_weight * per_group[data.groups]
         result = solve_weighted_glm(
@@ -86,12 +141,15 @@ class GroupWeightedClassifier(ClassifierMixin, _GroupWeightedLinearModel):
     ----------
     loss : {"logistic", "squared_hinge"}, default="logistic"
         Logistic regression or the smoothed (squared hinge) SVM.
-    weights : {"pooled", "uniform", "balanced"}, array-like of shape (n_groups,) or dict, \
-default="pooled"
+    weights : {"pooled", "uniform", "balanced", "minimax", "best_single_group"}, \
+array-like of shape (n_groups,) or dict, default="pooled"
         Group weights ``lambda``: ``"pooled"`` is plain ERM (``lambda_g`` proportional to
         the group's total sample weight), ``"uniform"`` gives every group the same total
-        weight, ``"balanced"`` weights groups inversely to their size. An array (in the
-        order of ``groups_``) or a dict keyed by group label is normalised to sum to one.
+        weight, ``"balanced"`` weights groups inversely to their size, ``"minimax"`` are
+        the dual weights of ``min max_g L_g + R`` (the refit is the minimax model),
+        ``"best_single_group"`` trains on the one group whose model has the smallest train
+        ``metric``. An array (in the order of ``groups_``) or a dict keyed by group label
+        is normalised to sum to one.
     alpha : float, default=1e-3
         L2 regularisation strength. The same problem in scikit-learn is
         ``LogisticRegression(C=1 / (alpha * sum(c)))`` /
@@ -103,6 +161,15 @@ default="pooled"
         Relative tolerance on the infinity norm of the gradient.
     max_iter : int, default=100
         Maximum number of Newton iterations.
+    metric : str or callable, default="individual_fairness"
+        Only for ``weights="best_single_group"``: the train unfairness that picks the
+        group (names and callables as in :class:`BADRClassifier` / :class:`BADRRegressor`).
+    metric_params : dict, default=None
+        Only for ``weights="best_single_group"``: ``rho`` / ``encoding`` of the metric.
+    minimax_solver : {"auto", "cvxpy", "dual"}, default="auto"
+        Only for ``weights="minimax"``: the epigraph program with Clarabel (``"cvxpy"``),
+        or SLSQP on the concave dual with Newton lower-level solves (``"dual"``, for large
+        n); ``"auto"`` uses cvxpy up to 20,000 samples.
 
     Attributes
     ----------
@@ -116,6 +183,11 @@ default="pooled"
     n_iter_ : int
     objective_ : float
         Final value of the weighted objective.
+    minimax_objective_ : float
+        Only for ``weights="minimax"``: ``max_g L_g + R`` of the minimax solution.
+    single_group_unfairness_ : ndarray of shape (n_groups,)
+        Only for ``weights="best_single_group"``: train unfairness of every one-group fit
+        (``inf`` where the group has a single class and a logistic fit has no minimiser).
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Only when ``X`` has string column names.
@@ -140,6 +212,9 @@ default="pooled"
         penalize_intercept=False,
         tol=_defaults.NEWTON_TOL,
         max_iter=_defaults.NEWTON_MAX_ITER,
+        metric="individual_fairness",
+        metric_params=None,
+        minimax_solver="auto",
     ):
         self.loss = loss
         self.weights = weights
@@ -147,6 +222,9 @@ default="pooled"
         self.penalize_intercept = penalize_intercept
         self.tol = tol
         self.max_iter = max_iter
+        self.metric = metric
+        self.metric_params = metric_params
+        self.minimax_solver = minimax_solver
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, *, sensitive_features=None, sample_weight=None):
@@ -170,7 +248,7 @@ default="pooled"
         return self._solve(self.loss, data.X, y01, data)
 
     def decision_function(self, X):
-        """Scores ``b + X w``; positive means ``classes_[1]``.
+        """Return the scores ``b + X w``; positive means ``classes_[1]``.
 
         Parameters
         ----------
@@ -226,8 +304,8 @@ class GroupWeightedRegressor(RegressorMixin, _GroupWeightedLinearModel):
 
     Parameters
     ----------
-    weights : {"pooled", "uniform", "balanced"}, array-like of shape (n_groups,) or dict, \
-default="pooled"
+    weights : {"pooled", "uniform", "balanced", "minimax", "best_single_group"}, \
+array-like of shape (n_groups,) or dict, default="pooled"
         Group weights, see :class:`GroupWeightedClassifier`.
     alpha : float, default=1e-3
         L2 regularisation strength. The same problem in scikit-learn is
@@ -238,6 +316,15 @@ default="pooled"
         Relative tolerance on the infinity norm of the gradient.
     max_iter : int, default=100
         Maximum number of Newton iterations (one suffices for a quadratic).
+    metric : str or callable, default="individual_fairness"
+        Only for ``weights="best_single_group"``: the train unfairness that picks the
+        group (names and callables as in :class:`BADRClassifier` / :class:`BADRRegressor`).
+    metric_params : dict, default=None
+        Only for ``weights="best_single_group"``: ``rho`` / ``encoding`` of the metric.
+    minimax_solver : {"auto", "cvxpy", "dual"}, default="auto"
+        Only for ``weights="minimax"``: the epigraph program with Clarabel (``"cvxpy"``),
+        or SLSQP on the concave dual with Newton lower-level solves (``"dual"``, for large
+        n); ``"auto"`` uses cvxpy up to 20,000 samples.
 
     Attributes
     ----------
@@ -247,6 +334,10 @@ default="pooled"
     groups_ : ndarray of shape (n_groups,)
     n_iter_ : int
     objective_ : float
+    minimax_objective_ : float
+        Only for ``weights="minimax"``.
+    single_group_unfairness_ : ndarray of shape (n_groups,)
+        Only for ``weights="best_single_group"``.
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features_in_,)
 
@@ -264,12 +355,18 @@ default="pooled"
         penalize_intercept=False,
         tol=_defaults.NEWTON_TOL,
         max_iter=_defaults.NEWTON_MAX_ITER,
+        metric="individual_fairness",
+        metric_params=None,
+        minimax_solver="auto",
     ):
         self.weights = weights
         self.alpha = alpha
         self.penalize_intercept = penalize_intercept
         self.tol = tol
         self.max_iter = max_iter
+        self.metric = metric
+        self.metric_params = metric_params
+        self.minimax_solver = minimax_solver
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, *, sensitive_features=None, sample_weight=None):

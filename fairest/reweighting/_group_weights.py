@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["NAMED_WEIGHTS", "resolve_group_weights"]
+__all__ = ["ADAPTIVE_WEIGHTS", "NAMED_WEIGHTS", "resolve_group_weights"]
 
 NAMED_WEIGHTS = ("pooled", "uniform", "balanced")
+# weightings that need the data and the model (spec 6.3, 6.4); resolved by the estimators
+ADAPTIVE_WEIGHTS = ("minimax", "best_single_group")
 
 
 def resolve_group_weights(weights, group_totals: np.ndarray, group_labels) -> np.ndarray:
@@ -24,6 +26,8 @@ def resolve_group_weights(weights, group_totals: np.ndarray, group_labels) -> np
         if weights == "balanced":
             inverse = 1.0 / group_totals
             return inverse / inverse.sum()
+        if weights in ADAPTIVE_WEIGHTS:
+            raise ValueError(f"weights={weights!r} depends on the data; the estimator resolves it.")
         raise ValueError(f"weights must be one of {NAMED_WEIGHTS}, an array or a dict; got {weights!r}.")
     if isinstance(weights, dict):
         unknown = set(weights) - set(group_labels.tolist())

@@ -1,0 +1,700 @@
+"""BADR estimators: bilevel adaptive reweighting of group losses (badr spec sections 1-5).
+
+``BADRClassifier`` / ``BADRRegressor`` search the group weights ``lambda`` on the simplex
+whose weighted-ERM model ``theta*(lambda)`` (always Pareto-efficient for the regularised
+group losses) has the smallest train unfairness ``U(theta*(lambda))``. The final model is
+an ordinary weighted refit at ``group_weights_``.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from numbers import Integral, Real
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from fairest._kernels._buckets import pad_rows
+from fairest.reweighting import _defaults
+from fairest.reweighting._badr_metrics import (
+    CLASSIFICATION_METRICS,
+    REGRESSION_METRICS,
+    MetricSpec,
+)
+from fairest.reweighting._bilevel import (
+    ImplicitOracle,
+    Problem,
+    exact_metric_value,
+    run_frank_wolfe,
+    run_scipy,
+)
+from fairest.utils._estimator import encode_binary_target, validate_fit_data
+
+__all__ = ["BADRClassifier", "BADRRegressor"]
+
+logger = logging.getLogger(__name__)
+
+SOLVERS = ("slsqp", "frank-wolfe", "trust-constr", "gd", "sgd")
+
+
+def build_metric_spec(metric, metric_params, task: str, loss: str, n_valid: int):
+    """Validate ``metric`` / ``metric_params``; return ``(MetricSpec, rho)``."""
+    params = dict(metric_params or {})
+    unknown = set(params) - {"rho", "encoding"}
+    if unknown:
+        raise ValueError(f"metric_params accepts 'rho' and 'encoding'; got {sorted(unknown)}.")
+    rho = float(params.get("rho", _defaults.RHO))
+    if not np.isfinite(rho) or rho <= 0:
+        raise ValueError(f"metric_params['rho'] must be a positive number; got {rho!r}.")
+    encoding = params.get("encoding", "index")
+    if encoding not in ("index", "onehot"):
+        raise ValueError(f"metric_params['encoding'] must be 'index' or 'onehot'; got {encoding!r}.")
+    if callable(metric):
+        return MetricSpec("callable", task, loss, encoding, fn=metric, n_valid=n_valid), rho
+    allowed = CLASSIFICATION_METRICS if task == "classification" else REGRESSION_METRICS
+    if metric not in allowed:
+        raise ValueError(
+            f"metric={metric!r} is not available for {task}; use one of {allowed} or a callable."
+        )
+    if metric in ("disparate_mistreatment", "hsic"):
+        return MetricSpec(metric, task, loss, encoding), rho
+    return MetricSpec(metric, task, loss), rho  # one compiled kernel whatever the encoding
+
+
+def baseline_weights(totals: np.ndarray) -> dict[str, np.ndarray]:
+    """Uniform, balanced (inverse size) and one-group weights (spec section 6)."""
+    num_groups = totals.size
+    inverse = 1.0 / totals
+    candidates = {
+        "uniform": np.full(num_groups, 1.0 / num_groups),
+        "balanced": inverse / inverse.sum(),
+    }
+    for g in range(num_groups):
+        candidates[f"group_{g}"] = np.eye(num_groups)[g]
+    return candidates
+
+
+def make_problem(data, y_num, alpha, penalize, rho, inner_tol, inner_max_iter) -> Problem:
+    """Padded float64 device arrays of a fit (call inside ``jax.enable_x64(True)``)."""
+    n = data.X.shape[0]
+    X_pad, y_pad, g_pad, w_pad = pad_rows(n, data.X, y_num, data.groups, data.sample_weight)
+    return Problem(
+        X=jnp.asarray(X_pad, jnp.float64),
+        y=jnp.asarray(y_pad, jnp.float64),
+        groups=jnp.asarray(g_pad, jnp.int32),
+        weight=jnp.asarray(w_pad, jnp.float64),
+        alpha=jnp.float64(alpha),
+        penalize_intercept=jnp.float64(penalize),
+        rho=jnp.float64(rho),
+        inner_tol=jnp.float64(inner_tol),
+        inner_max_iter=jnp.int32(inner_max_iter),
+    )
+
+
+def single_class_groups(loss, penalize, y_num, groups, num_groups) -> np.ndarray:
+    """Groups whose one-group fit has no minimiser (logistic, free intercept, one class)."""
+    mask = np.zeros(num_groups, dtype=bool)
+    if loss == "logistic" and not penalize:
+        positives = np.bincount(groups, weights=y_num, minlength=num_groups)
+        counts = np.bincount(groups, minlength=num_groups)
+        mask = (positives == 0) | (positives == counts)
+    return mask
+
+
+def best_single_group(loss, data, y_num, *, alpha, penalize, metric, metric_params, task):
+    """One-group fitting baseline (spec 6.4): the vertex ``e_g`` with the smallest smooth
+    train unfairness. Returns ``(weights, unfairness per group (inf where skipped))``."""
+    num_groups = len(data.group_labels)
+    spec, rho = build_metric_spec(metric, metric_params, task, loss, data.X.shape[0])
+    skip = single_class_groups(loss, penalize, y_num, data.groups, num_groups)
+    values = np.full(num_groups, np.inf)
+    with jax.enable_x64(True):
+        problem = make_problem(
+            data, y_num, alpha, penalize, rho, _defaults.NEWTON_TOL, _defaults.NEWTON_MAX_ITER
+        )
+        orc = ImplicitOracle(loss, spec, num_groups, problem, jnp.zeros(data.X.shape[1] + 1))
+        for g in np.flatnonzero(~skip):
+            values[g] = orc.evaluate(np.eye(num_groups)[g])[0]
+    if not np.any(np.isfinite(values)):
+        raise ValueError("No group admits a one-group fit (every group has a single class).")
+    return np.eye(num_groups)[int(np.argmin(values))], values
+
+
+class _BADRBase(BaseEstimator):
+    """Shared fit of the BADR classifier and regressor."""
+
+    __metadata_request__fit = {"sensitive_features": True}
+
+    _parameter_constraints: dict = {
+        "metric": [
+            StrOptions(set(CLASSIFICATION_METRICS) | set(REGRESSION_METRICS)),
+            callable,
+        ],
+        "metric_params": [dict, None],
+        "alpha": [Interval(Real, 0, None, closed="neither")],
+        "penalize_intercept": ["boolean", None],
+        "solver": [StrOptions(set(SOLVERS))],
+        "max_iter": [Interval(Integral, 1, None, closed="left"), None],
+        "tol": [Interval(Real, 0, None, closed="neither"), None],
+        "batch_size": [Interval(Integral, 1, None, closed="left"), None],
+        "learning_rate": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
+        "weight_learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "clip_norm": [Interval(Real, 0, None, closed="neither")],
+        "check_every": [Interval(Integral, 1, None, closed="left")],
+        "step_rule": [StrOptions({"log", "2/(t+2)"})],
+        "safeguard": ["boolean"],
+        "inner_tol": [Interval(Real, 0, None, closed="neither")],
+        "inner_max_iter": [Interval(Integral, 1, None, closed="left")],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+        "record_history": ["boolean"],
+    }
+
+    # ------------------------------------------------------------------ fit machinery
+    def _fit_badr(self, data, loss: str, y_num: np.ndarray, task: str):
+        n = data.X.shape[0]
+        num_groups = len(data.group_labels)
+        metric, rho = build_metric_spec(self.metric, self.metric_params, task, loss, n)
+        penalize = self.penalize_intercept
+        if penalize is None:
+            penalize = loss == "squared_hinge"  # spec section 2: liblinear's convention
+        totals = np.bincount(data.groups, weights=data.sample_weight, minlength=num_groups)
+        if np.any(totals <= 0):
+            raise ValueError("Every group needs a positive total sample weight.")
+        self.groups_ = data.group_labels
+        history = {}
+        with jax.enable_x64(True):
+            problem = make_problem(
+                data, y_num, self.alpha, penalize, rho, self.inner_tol, self.inner_max_iter
+            )
+            theta0 = jnp.zeros(data.X.shape[1] + 1, jnp.float64)
+            if num_groups == 1:  # nothing to reweigh, no disparity: the plain model
+                return self._fit_one_group(loss, problem, theta0)
+            orc = ImplicitOracle(loss, metric, num_groups, problem, theta0)
+            uniform = np.full(num_groups, 1.0 / num_groups)
+            candidates = self._evaluate_baselines(orc, totals, data, loss, penalize)
+            lam, n_iter, converged, message, history = self._run_solver(
+                orc, loss, metric, num_groups, problem, data, uniform
+            )
+            value, _, out = orc.evaluate(lam)
+            selected = self.solver
+            if self.safeguard and candidates:
+                name = min(candidates, key=candidates.get)
+                if candidates[name] < value:
+                    lam = baseline_weights(totals)[name]
+                    value, _, out = orc.evaluate(lam)
+                    selected = name
+            if not bool(out.inner_converged):
+                warnings.warn(
+                    "The lower-level Newton solve did not reach inner_tol at the returned "
+                    "group weights; increase inner_max_iter.",
+                    ConvergenceWarning,
+                    stacklevel=3,
+                )
+            theta = np.asarray(out.theta)
+            exact = float(exact_metric_value(metric, out.theta, problem, num_groups))
+            losses = np.asarray(out.group_losses)
+        if not converged:
+            warnings.warn(
+                f"BADR solver {self.solver!r} did not converge ({message}); the best weights "
+                "found are returned. Increase max_iter or loosen tol.",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+        if self.verbose:
+            logger.info(
+                "BADR %s: %d outer iterations, %d oracle calls, train unfairness %.6g (%s)",
+                self.solver, n_iter, orc.nfev, value, selected,
+            )
+        self.intercept_ = float(theta[0])
+        self.coef_ = theta[1:].copy()
+        self.group_weights_ = np.asarray(lam, dtype=np.float64)
+        self.n_iter_ = int(n_iter) if num_groups > 1 else int(out.inner_iter)
+        self.n_evaluations_ = orc.nfev
+        self.converged_ = bool(converged)
+        self.unfairness_ = float(value)
+        self.unfairness_exact_ = exact
+        self.group_losses_ = losses
+        self.baseline_unfairness_ = dict(candidates)
+        self.selected_ = selected
+        if self.record_history:
+            self.history_ = history
+        return self
+
+    def _fit_one_group(self, loss, problem, theta0):
+        from fairest.reweighting._bilevel import group_losses_and_jacobian, lower_solve
+
+        result = lower_solve(loss, jnp.ones(1), theta0, problem, 1)
+        if not bool(result.converged):
+            warnings.warn(
+                "The Newton solve did not reach inner_tol; increase inner_max_iter.",
+                ConvergenceWarning,
+                stacklevel=4,
+            )
+        theta = np.asarray(result.theta)
+        self.intercept_ = float(theta[0])
+        self.coef_ = theta[1:].copy()
+        self.group_weights_ = np.ones(1)
+        self.n_iter_ = int(result.n_iter)
+        self.n_evaluations_ = 1
+        self.converged_ = True
+        self.unfairness_ = 0.0
+        self.unfairness_exact_ = 0.0
+        losses, _ = group_losses_and_jacobian(loss, result.theta, problem, 1)
+        self.group_losses_ = np.asarray(losses)
+        self.baseline_unfairness_ = {}
+        self.selected_ = "one group"
+        if self.record_history:
+            self.history_ = {}
+        return self
+
+    def _evaluate_baselines(self, orc, totals, data, loss, penalize) -> dict[str, float]:
+        """Phi at uniform, balanced and every one-group vertex (spec 4.8 safeguard).
+
+        A vertex on a single-class group (logistic with a free intercept) has no minimiser
+        and is skipped. Uniform is evaluated first: theta*(uniform) warm-starts the solver.
+        """
+        values = {}
+        y_num = np.asarray(orc.problem.y)[: data.X.shape[0]]
+        single_class = single_class_groups(loss, penalize, y_num, data.groups, totals.size)
+        for name, lam in baseline_weights(totals).items():
+            if not self.safeguard and name != "uniform":
+                continue
+            if name.startswith("group_") and single_class[int(name[6:])]:
+                continue
+            values[name] = orc.evaluate(lam)[0]
+        theta_uniform = orc.evaluate(baseline_weights(totals)["uniform"])[2].theta
+        orc.theta = theta_uniform
+        return values if self.safeguard else {}
+
+    def _run_solver(self, orc, loss, metric, num_groups, problem, data, lam0):
+        solver = self.solver
+        max_iter = self.max_iter or _defaults.MAX_ITER[solver]
+        tol = self.tol if self.tol is not None else _defaults.TOL[solver]
+        history = {}
+        if solver in ("slsqp", "trust-constr"):
+            start = len(orc.path)
+            lam, n_iter, message, ok = run_scipy(solver, orc, lam0, max_iter=max_iter, tol=tol)
+            if orc.best[1] is not None and orc.best[0] < orc.evaluate(lam)[0]:
+                lam = orc.best[1]
+            if self.record_history:
+                path = orc.path[start:]
+                history = {
+                    "unfairness": np.array([v for v, _ in path]),
+                    "group_weights": np.array([w for _, w in path]),
+                }
+            return lam, n_iter, ok, message, history
+        if solver == "frank-wolfe":
+            lam, n_iter, ok, hist = run_frank_wolfe(
+                orc,
+                lam0,
+                max_iter=max_iter,
+                tol=tol,
+                step_rule=self.step_rule,
+                gap_mode="gap",
+                record=self.record_history,
+            )
+            return lam, n_iter, ok, "Frank-Wolfe gap above tol", hist or {}
+        return self._run_single_loop(orc, loss, metric, num_groups, problem, data, lam0, max_iter)
+
+    def _run_single_loop(self, orc, loss, metric, num_groups, problem, data, lam0, max_iter):
+        from fairest._kernels._projections import project_simplex
+        from fairest.reweighting._single_loop import lipschitz_step, make_sampler, single_loop
+
+        stochastic = self.solver == "sgd"
+        n = data.X.shape[0]
+        batch_size = self.batch_size or max(num_groups, min(n, _defaults.BATCH_SIZE))
+        if stochastic and batch_size < num_groups:
+            raise ValueError(
+                f"batch_size={batch_size} is smaller than the number of groups "
+                f"({num_groups}); every group needs at least one sample per batch."
+            )
+        seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
+        sampler = make_sampler(data.groups, num_groups, batch_size, seed) if stochastic else None
+        rate = self.learning_rate
+        if rate == "auto":
+            rate = lipschitz_step(loss, problem, jnp.asarray(lam0), orc.theta, num_groups)
+        check_every = min(self.check_every, max_iter)
+        n_chunks = -(-max_iter // check_every)
+        state, (lams, values, proxy, grad_norm) = single_loop(
+            loss,
+            metric,
+            num_groups,
+            problem,
+            sampler,
+            jnp.asarray(lam0),
+            orc.theta,
+            jnp.float64(orc.evaluate(lam0)[0]),
+            jax.random.key(seed),
+            jnp.float64(rate),
+            jnp.float64(self.weight_learning_rate),
+            jnp.float64(self.clip_norm),
+            jnp.int32(check_every),
+            n_chunks=n_chunks,
+            stochastic=stochastic,
+            batch_size=batch_size if stochastic else 0,
+        )
+        values = np.asarray(values)
+        ok = bool(np.all(np.isfinite(values))) and bool(np.isfinite(float(state.best_value)))
+        lam = np.asarray(project_simplex(state.best_lam))
+        if not np.all(np.isfinite(lam)):
+            lam = np.asarray(lam0)
+        history = {}
+        if self.record_history:
+            history = {
+                "iteration": np.arange(1, n_chunks + 1) * check_every,
+                "group_weights": np.asarray(lams),
+                "unfairness": values,
+                "unfairness_proxy": np.asarray(proxy),
+                "grad_norm": np.asarray(grad_norm),
+            }
+        message = "diverged (non-finite iterates); lower learning_rate" if not ok else ""
+        return lam, n_chunks * check_every, ok, message, history
+
+    # ------------------------------------------------------------------ prediction
+    def _decision(self, X):
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        return X @ self.coef_ + self.intercept_
+
+
+_DOC_PARAMS = """
+    metric : str or callable, default="individual_fairness"
+        Train unfairness ``U`` minimised over the weights (badr spec section 3).
+        Classifier: ``"group_variance"``, ``"individual_fairness"``,
+        ``"demographic_parity"``, ``"disparate_mistreatment"``, ``"equal_opportunity"``,
+        ``"equalized_odds"``. Regressor: ``"group_variance"``, ``"individual_fairness"``,
+        ``"demographic_parity"``, ``"hsic"``. A callable ``metric(scores, y, groups)``
+        (JAX-differentiable in ``scores``; ``y`` in {0, 1} for classifiers, ``groups``
+        int codes in the order of ``groups_``) returning a scalar.
+    metric_params : dict, default=None
+        ``rho`` (default 1.0): smoothing of demographic parity, equal opportunity and
+        equalized odds, both sigmoid temperature and log-sum-exp temperature; the smooth
+        value exceeds the exact one by up to ``log(G)/rho`` (DP) or ``2 log(G)/rho``
+        (EO, EOdds). ``encoding`` (``"index"``, default, or ``"onehot"``): group variable
+        of disparate mistreatment / HSIC; ``"onehot"`` makes them invariant to the group
+        numbering.
+    alpha : float, default=1e-3
+        L2 regularisation strength of the model.
+    penalize_intercept : bool, default=None
+        Whether the intercept is penalised; ``None`` means only for
+        ``loss="squared_hinge"`` (liblinear's convention, and it keeps the Hessian
+        positive definite).
+    solver : {"slsqp", "frank-wolfe", "trust-constr", "gd", "sgd"}, default="slsqp"
+        Two-loop solvers (implicit hypergradient; SciPy SLSQP, SciPy trust-constr, or a
+        jitted Frank-Wolfe) or single-loop badr-gd / badr-sgd.
+    max_iter : int, default=None
+        Outer iterations: 500 (slsqp, trust-constr), 300 (frank-wolfe), 1000 (gd, sgd).
+    tol : float, default=None
+        slsqp: ``ftol`` 1e-10; trust-constr: ``gtol`` 1e-5; frank-wolfe: gap 1e-6. The
+        single-loop solvers run ``max_iter`` iterations.
+    batch_size : int, default=None
+        badr-sgd batch size ``B >= G`` (balanced over groups); ``None`` means
+        ``max(G, min(n, 256))``.
+    learning_rate : float or "auto", default=0.1
+        Step ``rho`` of theta and v in badr-gd / badr-sgd; ``"auto"`` is
+        ``1 / lambda_max(H)`` at the start.
+    weight_learning_rate : float, default=1.0
+        Step ``gamma`` of the group weights in badr-gd / badr-sgd.
+    clip_norm : float, default=1.0
+        Clipping threshold of the weight direction in badr-sgd.
+    check_every : int, default=25
+        badr-gd / badr-sgd evaluate the implicit function exactly every ``check_every``
+        iterations and return the best weights seen.
+    step_rule : {"log", "2/(t+2)"}, default="log"
+        Frank-Wolfe open-loop step.
+    safeguard : bool, default=True
+        Also evaluate uniform, balanced and every one-group weighting, and return the one
+        with the smallest train unfairness if it beats the solver (spec 4.8).
+    inner_tol : float, default=1e-10
+        Relative tolerance of the lower-level Newton solve.
+    inner_max_iter : int, default=50
+        Maximum Newton steps per lower-level solve.
+    random_state : int, RandomState instance or None, default=None
+        Seeds badr-sgd's minibatches.
+    verbose : int, default=0
+        Log a summary through :mod:`logging` (logger ``fairest.reweighting._badr``).
+    record_history : bool, default=False
+        Store ``history_`` (per outer iteration / oracle call / check).
+"""
+
+_DOC_ATTRS = """
+    coef_ : ndarray of shape (n_features,)
+    intercept_ : float
+    group_weights_ : ndarray of shape (n_groups,)
+        The chosen weights ``lambda`` (on the simplex); the model is the weighted refit there.
+    groups_ : ndarray of shape (n_groups,)
+        Group labels, in the order of ``group_weights_``.
+    n_iter_ : int
+        Outer iterations of the solver (for one group: Newton iterations of the plain fit).
+    n_evaluations_ : int
+        Lower-level solves (oracle calls) made from the host.
+    converged_ : bool
+    unfairness_ : float
+        Smooth train unfairness at ``group_weights_`` (the minimised objective).
+    unfairness_exact_ : float
+        Exact train unfairness (hard predictions for DP / EO / EOdds).
+    group_losses_ : ndarray of shape (n_groups,)
+        Train mean loss of every group (no penalty).
+    baseline_unfairness_ : dict
+        Smooth train unfairness of the safeguard's baselines (``"uniform"``,
+        ``"balanced"``, ``"group_<g>"``).
+    selected_ : str
+        ``solver`` or the name of the baseline that the safeguard kept.
+    history_ : dict of ndarray
+        Only with ``record_history=True``.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+"""
+
+_REFERENCES = """
+    References
+    ----------
+    .. [1] Tanji, Vaiter, Laguel. "Fairness-informed Pareto Optimization: An Efficient
+       Bilevel Framework" (BADR).
+"""
+
+class BADRClassifier(ClassifierMixin, _BADRBase):
+    __doc__ = (
+        """Linear classifier on the Pareto front of group losses with minimal unfairness.
+
+    BADR (bilevel adaptive rescalarisation) solves
+    ``min_{lambda in simplex} U(theta*(lambda))`` where ``theta*(lambda)`` minimises
+    ``sum_g lambda_g L_g(theta) + R(theta)`` (``L_g`` the mean loss of group g) and ``U`` is
+    a train unfairness metric. Every ``theta*(lambda)`` is Pareto-efficient for the
+    regularised group losses, so the result improves fairness without a model that some
+    other model beats on every group. Prediction is group-blind.
+
+    Parameters
+    ----------
+    loss : {"logistic", "squared_hinge"}, default="logistic"
+        Logistic regression or the smoothed (squared hinge) SVM."""
+        + _DOC_PARAMS
+        + """
+    Attributes
+    ----------
+    classes_ : ndarray of shape (2,)"""
+        + _DOC_ATTRS
+        + _REFERENCES
+    )
+
+    _parameter_constraints = {
+        **_BADRBase._parameter_constraints,
+        "loss": [StrOptions({"logistic", "squared_hinge"})],
+    }
+
+    def __init__(
+        self,
+        loss="logistic",
+        *,
+        metric="individual_fairness",
+        metric_params=None,
+        alpha=_defaults.ALPHA,
+        penalize_intercept=None,
+        solver="slsqp",
+        max_iter=None,
+        tol=None,
+        batch_size=None,
+        learning_rate=_defaults.LEARNING_RATE,
+        weight_learning_rate=_defaults.WEIGHT_LEARNING_RATE,
+        clip_norm=_defaults.CLIP_NORM,
+        check_every=_defaults.CHECK_EVERY,
+        step_rule="log",
+        safeguard=True,
+        inner_tol=_defaults.NEWTON_TOL,
+        inner_max_iter=_defaults.INNER_MAX_ITER,
+        random_state=None,
+        verbose=0,
+        record_history=False,
+    ):
+        self.loss = loss
+        self.metric = metric
+        self.metric_params = metric_params
+        self.alpha = alpha
+        self.penalize_intercept = penalize_intercept
+        self.solver = solver
+        self.max_iter = max_iter
+        self.tol = tol
+        self.batch_size = batch_size
+        self.learning_rate = learning_rate
+        self.weight_learning_rate = weight_learning_rate
+        self.clip_norm = clip_norm
+        self.check_every = check_every
+        self.step_rule = step_rule
+        self.safeguard = safeguard
+        self.inner_tol = inner_tol
+        self.inner_max_iter = inner_max_iter
+        self.random_state = random_state
+        self.verbose = verbose
+        self.record_history = record_history
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, *, sensitive_features=None, sample_weight=None):
+        """Optimise the group weights and fit the model at them.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Binary target (any two labels).
+        sensitive_features : array-like of shape (n_samples,) or (n_samples, k), default=None
+            Group membership; ``None`` means one group (plain model, with a warning).
+        sample_weight : array-like of shape (n_samples,), default=None
+            Weights of the samples inside their group's loss and inside the metrics.
+
+        Returns
+        -------
+        self : BADRClassifier
+        """
+        data = validate_fit_data(self, X, y, sensitive_features, sample_weight)
+        self.classes_, y01 = encode_binary_target(type(self).__name__, data.y)
+        return self._fit_badr(data, self.loss, y01, "classification")
+
+    def decision_function(self, X):
+        """Return the scores ``b + X w``; positive means ``classes_[1]``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples,)
+        """
+        return self._decision(X)
+
+    def predict(self, X):
+        """Predicted class (``classes_[1]`` where the score is >= 0).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+        """
+        scores = self._decision(X)  # checks fitted first
+        return self.classes_[(scores >= 0).astype(int)]
+
+    def predict_proba(self, X):
+        """Class probabilities ``sigmoid(score)`` (logistic loss only).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, 2)
+        """
+        if self.loss != "logistic":
+            raise AttributeError("predict_proba is only available for loss='logistic'.")
+        p = 0.5 * (1.0 + np.tanh(0.5 * self._decision(X)))
+        return np.column_stack([1.0 - p, p])
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        return tags
+
+
+class BADRRegressor(RegressorMixin, _BADRBase):
+    __doc__ = (
+        """Ridge regression on the Pareto front of group losses with minimal unfairness.
+
+    Same bilevel program as :class:`BADRClassifier` with the lower level
+    ``sum_g lambda_g MSE_g(b, w) + alpha ||w||^2`` (no one half, as in scikit-learn's
+    ``Ridge``), solved exactly.
+
+    Parameters
+    ----------"""
+        + _DOC_PARAMS
+        + """
+    Attributes
+    ----------"""
+        + _DOC_ATTRS
+        + _REFERENCES
+    )
+
+    def __init__(
+        self,
+        *,
+        metric="individual_fairness",
+        metric_params=None,
+        alpha=_defaults.ALPHA,
+        penalize_intercept=None,
+        solver="slsqp",
+        max_iter=None,
+        tol=None,
+        batch_size=None,
+        learning_rate=_defaults.LEARNING_RATE,
+        weight_learning_rate=_defaults.WEIGHT_LEARNING_RATE,
+        clip_norm=_defaults.CLIP_NORM,
+        check_every=_defaults.CHECK_EVERY,
+        step_rule="log",
+        safeguard=True,
+        inner_tol=_defaults.NEWTON_TOL,
+        inner_max_iter=_defaults.INNER_MAX_ITER,
+        random_state=None,
+        verbose=0,
+        record_history=False,
+    ):
+        self.metric = metric
+        self.metric_params = metric_params
+        self.alpha = alpha
+        self.penalize_intercept = penalize_intercept
+        self.solver = solver
+        self.max_iter = max_iter
+        self.tol = tol
+        self.batch_size = batch_size
+        self.learning_rate = learning_rate
+        self.weight_learning_rate = weight_learning_rate
+        self.clip_norm = clip_norm
+        self.check_every = check_every
+        self.step_rule = step_rule
+        self.safeguard = safeguard
+        self.inner_tol = inner_tol
+        self.inner_max_iter = inner_max_iter
+        self.random_state = random_state
+        self.verbose = verbose
+        self.record_history = record_history
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, *, sensitive_features=None, sample_weight=None):
+        """Optimise the group weights and fit the model at them.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        sensitive_features : array-like of shape (n_samples,) or (n_samples, k), default=None
+            Group membership; ``None`` means one group (plain model, with a warning).
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self : BADRRegressor
+        """
+        data = validate_fit_data(self, X, y, sensitive_features, sample_weight, regression=True)
+        return self._fit_badr(data, "squared_error", data.y, "regression")
+
+    def predict(self, X):
+        """Predicted values ``b + X w``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+        """
+        return self._decision(X)

@@ -1,0 +1,335 @@
+"""Two-loop BADR: implicit hypergradient, SLSQP, trust-constr and Frank-Wolfe on the simplex.
+
+The implicit function is ``Phi(lambda) = U(theta*(lambda))`` with
+``theta*(lambda) = argmin_theta sum_g lambda_g L_g(theta) + R(theta)`` (badr spec 1.2-1.3).
+Its gradient (spec 4.1) needs ONE adjoint solve per outer step:
+
+    H q = grad_theta U(theta*),      (grad Phi)_g = -<grad L_g(theta*), q>,
+
+where ``H`` is factorised by the last Newton step of the lower-level solve (the factor is
+reused, no extra Hessian or factorisation) and ``J = [grad L_g]`` comes from one
+segment-sum pass (:func:`fairest._kernels.group_sums`). The intercept is part of theta
+everywhere. The whole oracle (Newton + metric + adjoint) is one jitted function; the lower
+level is warm-started from the previous outer iterate.
+"""
+
+from __future__ import annotations
+
+import warnings
+from functools import partial
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.linalg import cho_solve
+
+from fairest._kernels._glm import Batch, group_sums, group_to_sample_weights, scores
+from fairest._kernels._projections import project_simplex
+from fairest._solvers._newton import newton_solve
+from fairest.reweighting._badr_metrics import MetricSpec, exact_unfairness, smooth_unfairness
+
+__all__ = [
+    "Problem",
+    "OracleOutput",
+    "oracle",
+    "ImplicitOracle",
+    "run_scipy",
+    "run_frank_wolfe",
+]
+
+
+class Problem(NamedTuple):
+    """Traced data and hyper-parameters of one BADR fit (padded rows have weight 0)."""
+
+    X: jax.Array  # (n, d)
+    y: jax.Array  # (n,) {0,1} or real
+    groups: jax.Array  # (n,) int32
+    weight: jax.Array  # (n,) sample weights, 0 on padding
+    alpha: jax.Array
+    penalize_intercept: jax.Array  # 0.0 / 1.0
+    rho: jax.Array  # metric smoothing
+    inner_tol: jax.Array
+    inner_max_iter: jax.Array
+
+
+class OracleOutput(NamedTuple):
+    value: jax.Array  # Phi(lambda)
+    grad: jax.Array  # (G,) grad Phi(lambda)
+    theta: jax.Array  # theta*(lambda)
+    group_losses: jax.Array  # (G,) L_g(theta*)
+    inner_iter: jax.Array
+    inner_converged: jax.Array
+
+
+def metric_value(loss_metric: MetricSpec, theta, problem: Problem, num_groups: int):
+    """Smooth train unfairness ``U(theta)``."""
+    return smooth_unfairness(
+        loss_metric,
+        scores(theta, problem.X),
+        problem.y,
+        problem.groups,
+        problem.weight,
+        num_groups,
+        problem.rho,
+    )
+
+
+def group_losses_and_jacobian(loss: str, theta, problem: Problem, num_groups: int):
+    """Mean group losses ``L_g`` (G,) and ``J = [grad L_g]`` (p, G) in one pass."""
+    batch = Batch(problem.X, problem.y, problem.groups, problem.weight)
+    loss_sums, grad_sums, totals = group_sums(loss, theta, batch, num_groups)
+    safe = jnp.where(totals > 0, totals, 1.0)
+    return loss_sums / safe, grad_sums / safe
+
+
+def lower_solve(loss: str, lam, theta0, problem: Problem, num_groups: int):
+    """``theta*(lambda)`` by damped Newton (returns the Cholesky factor too)."""
+    c = group_to_sample_weights(lam, problem.groups, problem.weight, num_groups)
+    return newton_solve(
+        loss,
+        problem.X,
+        problem.y,
+        c,
+        problem.alpha,
+        problem.penalize_intercept,
+        theta0,
+        problem.inner_tol,
+        problem.inner_max_iter,
+    )
+
+
+def _adjoint(loss, metric, num_groups, theta, cholesky, problem):
+    """Metric, its gradient, ONE adjoint solve with the given factor, and ``-J^T q``."""
+    value, grad_u = jax.value_and_grad(metric_value, argnums=1)(metric, theta, problem, num_groups)
+    adjoint = cho_solve((cholesky, True), grad_u)
+    losses, jacobian = group_losses_and_jacobian(loss, theta, problem, num_groups)
+    return value, -(jacobian.T @ adjoint), losses
+
+
+def _oracle(loss, metric, num_groups, lam, theta0, problem):
+    """Traceable oracle (used inside the jitted Frank-Wolfe and single-loop solvers)."""
+    result = lower_solve(loss, lam, theta0, problem, num_groups)
+    value, grad, losses = _adjoint(loss, metric, num_groups, result.theta, result.cholesky, problem)
+    return OracleOutput(value, grad, result.theta, losses, result.n_iter, result.converged)
+
+
+_adjoint_jit = jax.jit(_adjoint, static_argnames=("loss", "metric", "num_groups"))
+
+
+def oracle(loss: str, metric: MetricSpec, num_groups: int, lam, theta0, problem: Problem):
+    """``Phi(lambda)``, ``grad Phi(lambda)``, ``theta*(lambda)`` from the host.
+
+    Jitted calls in sequence: the lower-level Newton solve (:func:`newton_solve`, compiled
+    once per loss and shape whatever the metric, and shared with the group-weighted
+    baselines) and the metric + adjoint part (compiled per metric), so that a new metric
+    never recompiles the Newton solver. No host synchronisation in between.
+    """
+    result = lower_solve(loss, lam, theta0, problem, num_groups)
+    value, grad, losses = _adjoint_jit(
+        loss, metric, num_groups, result.theta, result.cholesky, problem
+    )
+    return OracleOutput(value, grad, result.theta, losses, result.n_iter, result.converged)
+
+
+def exact_metric_value(metric: MetricSpec, theta, problem: Problem, num_groups: int) -> float:
+    """Exact train unfairness (hard predictions) at ``theta``: the numpy metrics of
+    :mod:`fairest.metrics`, on the host (reporting only, called once per fit)."""
+    return exact_unfairness(
+        metric, scores(theta, problem.X), problem.y, problem.groups, problem.weight, num_groups
+    )
+
+
+class ImplicitOracle:
+    """Host-side wrapper for SciPy: warm starts, a cache keyed by lambda, counters, best point.
+
+    SciPy asks for ``fun`` and ``jac`` separately at the same point; both are served by one
+    jitted call (spec 4.3). Every evaluation at a point of the simplex (within 1e-8) is a
+    candidate for the returned weights: the best one is kept.
+    """
+
+    def __init__(self, loss, metric, num_groups, problem, theta0):
+        self.loss = loss
+        self.metric = metric
+        self.num_groups = num_groups
+        self.problem = problem
+        self.theta = theta0
+        self.nfev = 0
+        self.inner_iter = 0
+        self.inner_failures = 0
+        self.best = (np.inf, None, None)
+        self.path = []
+        self._key = None
+        self._out = None
+
+    def evaluate(self, lam) -> tuple[float, np.ndarray, OracleOutput]:
+        lam = np.maximum(np.asarray(lam, dtype=np.float64), 0.0)
+        key = lam.tobytes()
+        if key != self._key:
+            out = oracle(
+                self.loss, self.metric, self.num_groups, jnp.asarray(lam), self.theta, self.problem
+            )
+            value = float(out.value)
+            self.nfev += 1
+            self.inner_iter += int(out.inner_iter)
+            self.inner_failures += int(not bool(out.inner_converged))
+            if np.isfinite(value):
+                self.theta = out.theta  # warm start of the next lower-level solve
+            self._key, self._out = key, (value, np.asarray(out.grad), out)
+            self.path.append((value, lam.copy()))
+            if value < self.best[0] and abs(lam.sum() - 1.0) <= 1e-8:
+                self.best = (value, lam.copy(), out)
+        return self._out
+
+    def fun(self, lam):
+        return self.evaluate(lam)[0]
+
+    def jac(self, lam):
+        return self.evaluate(lam)[1]
+
+
+def run_scipy(method: str, orc: ImplicitOracle, lam0, *, max_iter: int, tol: float):
+    """SLSQP or trust-constr on the simplex (spec 4.4, 4.6). Returns (lambda, n_iter, message, ok)."""
+    from scipy.optimize import BFGS, Bounds, LinearConstraint, minimize
+
+    num_groups = lam0.shape[0]
+    if method == "slsqp":
+        result = minimize(
+            orc.fun,
+            lam0,
+            jac=orc.jac,
+            method="SLSQP",
+            bounds=[(0.0, 1.0)] * num_groups,
+            constraints=[
+                {"type": "eq", "fun": lambda v: np.sum(v) - 1.0, "jac": lambda v: np.ones_like(v)}
+            ],
+            options={"ftol": tol, "maxiter": max_iter},
+        )
+        # exit mode 8 "positive directional derivative for linesearch" and 9 "iteration
+        # limit" are non-convergence (warned by the caller); the best point is still kept
+        ok = bool(result.success)
+    else:
+        with warnings.catch_warnings():
+            # BFGS updates skipped near the optimum ("delta_grad == 0.0") are harmless
+            warnings.filterwarnings("ignore", message="delta_grad", category=UserWarning)
+            result = minimize(
+                orc.fun,
+                lam0,
+                jac=orc.jac,
+                hess=BFGS(),
+                method="trust-constr",
+                bounds=Bounds(np.zeros(num_groups), np.ones(num_groups)),
+                constraints=[LinearConstraint(np.ones((1, num_groups)), 1.0, 1.0)],
+                options={"gtol": tol, "maxiter": max_iter},
+            )
+        ok = bool(result.status in (1, 2))
+    lam = np.clip(result.x, 0.0, None)
+    lam = lam / lam.sum()
+    return lam, int(result.nit), str(result.message), ok
+
+
+class FWState(NamedTuple):
+    t: jax.Array
+    lam: jax.Array
+    theta: jax.Array
+    gap: jax.Array
+    best_value: jax.Array
+    best_lam: jax.Array
+    history: jax.Array  # (max_iter, G + 2): lambda, Phi, gap (NaN after the last iteration)
+
+
+@partial(jax.jit, static_argnames=("loss", "metric", "num_groups", "history_rows"))
+def frank_wolfe(
+    loss: str,
+    metric: MetricSpec,
+    num_groups: int,
+    problem: Problem,
+    lam0,
+    theta0,
+    tol,
+    max_iter,
+    log_step=True,
+    scaled_gap=False,
+    *,
+    history_rows: int = 0,
+):
+    """Frank-Wolfe on the simplex with an open-loop step, one ``lax.while_loop`` (spec 4.5).
+
+    LMO ``s_t = e_k``, ``k = argmin_g grad_g``; gap ``<grad, lambda - s_t> >= 0``; stop when
+    ``gap < tol`` (``scaled_gap``: ``eta_t gap < tol``, the reference rule) or after
+    ``max_iter`` oracle calls. Step (``log_step``) ``min(1, (2 + log(t+1)) / (t + 2 +
+    log(t+1)))``, else ``2/(t+2)``. Everything but the history length is traced: the
+    iteration counter, ``max_iter``, ``tol`` and the rule never recompile.
+    """
+    dtype = lam0.dtype
+    rows = max(history_rows, 1)
+
+    def step_size(t):
+        tf = t.astype(dtype)
+        lg = jnp.log(tf + 1.0)
+        return jnp.where(log_step, jnp.minimum(1.0, (2.0 + lg) / (tf + 2.0 + lg)), 2.0 / (tf + 2.0))
+
+    def cond(state: FWState):
+        return (state.t < max_iter) & (state.gap >= tol)
+
+    def body(state: FWState):
+        out = _oracle(loss, metric, num_groups, state.lam, state.theta, problem)
+        k = jnp.argmin(out.grad)
+        vertex = jax.nn.one_hot(k, num_groups, dtype=dtype)
+        gap = jnp.dot(out.grad, state.lam) - out.grad[k]
+        eta = step_size(state.t)
+        lam = state.lam + eta * (vertex - state.lam)
+        better = out.value < state.best_value
+        history = state.history
+        if history_rows:
+            row = jnp.concatenate([state.lam, out.value[None], gap[None]])
+            history = history.at[jnp.minimum(state.t, rows - 1)].set(row)
+        return FWState(
+            t=state.t + 1,
+            lam=lam,
+            theta=out.theta,
+            gap=jnp.where(scaled_gap, gap * eta, gap),
+            best_value=jnp.where(better, out.value, state.best_value),
+            best_lam=jnp.where(better, state.lam, state.best_lam),
+            history=history,
+        )
+
+    init = FWState(
+        t=jnp.zeros((), jnp.int32),
+        lam=lam0,
+        theta=theta0,
+        gap=jnp.array(jnp.inf, dtype),
+        best_value=jnp.array(jnp.inf, dtype),
+        best_lam=lam0,
+        history=jnp.full((rows, num_groups + 2), jnp.nan, dtype),
+    )
+    return jax.lax.while_loop(cond, body, init)
+
+
+def run_frank_wolfe(orc: ImplicitOracle, lam0, *, max_iter, tol, step_rule, gap_mode, record):
+    """Host entry: run the jitted loop, return (best lambda, n_iter, converged, history)."""
+    state = frank_wolfe(
+        orc.loss,
+        orc.metric,
+        orc.num_groups,
+        orc.problem,
+        jnp.asarray(lam0),
+        orc.theta,
+        jnp.asarray(tol, dtype=lam0.dtype),
+        jnp.int32(max_iter),
+        jnp.asarray(step_rule == "log"),
+        jnp.asarray(gap_mode == "scaled"),
+        history_rows=max_iter if record else 0,
+    )
+    n_iter = int(state.t)
+    converged = bool(state.gap < tol)
+    lam = np.asarray(project_simplex(state.best_lam))
+    history = None
+    if record:
+        rows = np.asarray(state.history)[:n_iter]
+        history = {
+            "group_weights": rows[:, :-2],
+            "unfairness": rows[:, -2],
+            "gap": rows[:, -1],
+        }
+    return lam, n_iter, converged, history

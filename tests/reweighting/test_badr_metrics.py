@@ -1,0 +1,141 @@
+"""BADR's metrics: spec 3.10 golden values, smooth -> exact, identities, fast IF (spec 10.6-10.8)."""
+
+import itertools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from fairest.reweighting._badr_metrics import MetricSpec, exact_unfairness, smooth_unfairness
+
+X_TOY = np.array(
+    [[1.0, 0.5], [-0.5, 1.0], [0.3, -1.2], [2.0, 0.1], [-1.0, -0.4], [0.7, 0.9], [-0.2, 0.3], [1.5, -0.8]]
+)
+Y_BIN = np.array([1, 0, 0, 1, 0, 1, 1, 0], dtype=float)
+Y_REAL = np.array([1.2, -0.3, 0.5, 2.1, -1.0, 0.8, 0.1, -0.6])
+G_TOY = np.array([0, 0, 0, 0, 1, 1, 1, 1], dtype=np.int32)
+
+GOLDEN = [  # badr spec 3.10 (reference implementation, intercept 0)
+    ("individual_fairness", "classification", "logistic", Y_BIN, 1.0, 0.657203376),
+    ("disparate_mistreatment", "classification", "logistic", Y_BIN, 1.0, 0.005625),
+    ("hsic", "regression", "squared_error", Y_BIN, 1.0, 0.007346938776),
+    ("demographic_parity", "classification", "logistic", Y_BIN, 1.0, 0.7320007992),
+    ("demographic_parity", "classification", "logistic", Y_BIN, 10.0, 0.2452514308),
+    ("equal_opportunity", "classification", "logistic", Y_BIN, 1.0, 1.403479179),
+    ("equal_opportunity", "classification", "logistic", Y_BIN, 10.0, 0.7057611301),
+    ("equalized_odds", "classification", "logistic", Y_BIN, 1.0, 1.396322412),
+    ("equalized_odds", "classification", "logistic", Y_BIN, 10.0, 0.4221995763),
+    ("group_variance", "classification", "logistic", Y_BIN, 1.0, 0.03988615405),
+    ("group_variance", "classification", "squared_hinge", Y_BIN, 1.0, 0.5701005025),
+    ("individual_fairness", "regression", "squared_error", Y_REAL, 1.0, 0.3307111627),
+    ("demographic_parity", "regression", "squared_error", Y_REAL, 1.0, 0.8431505139),
+    ("group_variance", "regression", "squared_error", Y_REAL, 1.0, 0.34351321),
+]
+EXACT_GOLDEN = {"demographic_parity": 0.125, "equal_opportunity": 0.5, "equalized_odds": 0.25}
+
+
+def _eval(name, task, loss, s, y, g, num_groups, rho=1.0, w=None, encoding="index", exact=False):
+    spec = MetricSpec(name, task, loss, encoding)
+    w = np.ones_like(s) if w is None else w
+    args = (jnp.asarray(s), jnp.asarray(y), jnp.asarray(g, dtype=jnp.int32), jnp.asarray(w), num_groups)
+    if exact:
+        return float(exact_unfairness(spec, *args))
+    return float(smooth_unfairness(spec, *args, rho))
+
+
+@pytest.mark.parametrize("name,task,loss,y,rho,expected", GOLDEN)
+def test_golden_values(name, task, loss, y, rho, expected):
+    with jax.enable_x64(True):
+        s = X_TOY @ np.array([0.8, -0.6])
+        assert _eval(name, task, loss, s, y, G_TOY, 2, rho) == pytest.approx(expected, rel=1e-8)
+        if task == "classification" and name in EXACT_GOLDEN:
+            assert _eval(name, task, loss, s, y, G_TOY, 2, exact=True) == pytest.approx(
+                EXACT_GOLDEN[name], abs=1e-12
+            )
+
+
+def _random(seed, n=300, num_groups=3, real=False):
+    rng = np.random.default_rng(seed)
+    g = rng.integers(0, num_groups, n).astype(np.int32)
+    s = rng.normal(size=n) + 0.3 * g
+    s[np.abs(s) < 1e-3] += 0.01  # no ties at the threshold
+    y = np.round(rng.normal(size=n) + g, 1) if real else (rng.random(n) < 0.4 + 0.1 * g).astype(float)
+    return s, y, g
+
+
+@pytest.mark.parametrize("name", ["demographic_parity", "equal_opportunity", "equalized_odds"])
+def test_smooth_tends_to_exact(name):
+    with jax.enable_x64(True):
+        s, y, g = _random(1)
+        exact = _eval(name, "classification", "logistic", s, y, g, 3, exact=True)
+        errors = [
+            abs(_eval(name, "classification", "logistic", s, y, g, 3, rho) - exact)
+            for rho in (1.0, 10.0, 100.0, 1e4)
+        ]
+        assert errors[-1] < 1e-3
+        assert errors[0] > errors[-1]
+
+
+def _brute_if(s, y, g, w):
+    num = 0.0
+    for i, j in itertools.product(range(len(s)), repeat=2):
+        if g[i] < g[j]:
+            num += w[i] * w[j] * np.exp(-abs(y[i] - y[j])) * (s[i] - s[j]) ** 2
+    totals = np.bincount(g, weights=w)
+    return num / (totals.sum() ** 2 - np.sum(totals**2))
+
+
+@pytest.mark.parametrize("real", [False, True])
+def test_fast_individual_fairness_equals_brute_force(real):
+    with jax.enable_x64(True):
+        s, y, g = _random(2, n=70, real=real)
+        if real:
+            y = np.round(y)  # heavy ties
+        w = np.random.default_rng(3).uniform(0.2, 2.0, size=s.size)
+        task = "regression" if real else "classification"
+        fast = _eval("individual_fairness", task, "logistic", s, y, g, 3, w=w)
+        assert fast == pytest.approx(_brute_if(s, y, g, w), rel=1e-12)
+
+
+def test_metric_identities():
+    with jax.enable_x64(True):
+        s, y, g = _random(4)
+        for name, task in [
+            ("individual_fairness", "classification"),
+            ("disparate_mistreatment", "classification"),
+            ("hsic", "regression"),
+            ("demographic_parity", "regression"),
+        ]:
+            base = _eval(name, task, "logistic", s, y, g, 3)
+            assert _eval(name, task, "logistic", s + 2.5, y, g, 3) == pytest.approx(base, rel=1e-10)
+            perm = np.random.default_rng(5).permutation(s.size)
+            assert _eval(name, task, "logistic", s[perm], y[perm], g[perm], 3) == pytest.approx(
+                base, rel=1e-10
+            )
+        n = s.size
+        dm = _eval("disparate_mistreatment", "classification", "logistic", s, y, g, 3)
+        hsic = _eval("hsic", "regression", "logistic", s, y, g, 3)
+        assert hsic == pytest.approx((n / (n - 1)) ** 2 * dm, rel=1e-12)
+        g2 = (g > 0).astype(np.int32)
+        for name, task in [("hsic", "regression"), ("disparate_mistreatment", "classification")]:
+            one = _eval(name, task, "logistic", s, y, g2, 2, encoding="onehot")
+            assert one == pytest.approx(2 * _eval(name, task, "logistic", s, y, g2, 2), rel=1e-12)
+        # one-hot encoding is invariant under relabelling the groups
+        relabel = np.array([2, 0, 1], dtype=np.int32)[g]
+        a = _eval("disparate_mistreatment", "classification", "logistic", s, y, g, 3, encoding="onehot")
+        b = _eval("disparate_mistreatment", "classification", "logistic", s, y, relabel, 3, encoding="onehot")
+        assert a == pytest.approx(b, rel=1e-12)
+        # group variance vanishes when every group has the same loss
+        y_eq = np.zeros(4)
+        s_eq = np.array([1.0, -1.0, 1.0, -1.0])
+        assert _eval("group_variance", "regression", "squared_error", s_eq, y_eq, np.array([0, 0, 1, 1]), 2) == 0.0
+
+
+def test_equal_opportunity_ignores_group_without_positives():
+    with jax.enable_x64(True):
+        s = np.array([1.0, -1.0, 0.5, 2.0, -0.5, 0.3])
+        y = np.array([1.0, 0.0, 1.0, 0.0, 1.0, 0.0])
+        g = np.array([0, 0, 1, 2, 1, 2])  # group 2 has no positives
+        exact = _eval("equal_opportunity", "classification", "logistic", s, y, g, 3, exact=True)
+        assert exact == pytest.approx(0.5)  # TPR 1 (group 0) vs 0.5 (group 1); group 2 left out

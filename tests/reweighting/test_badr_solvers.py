@@ -1,0 +1,182 @@
+"""BADR solvers: agreement with SLSQP, Frank-Wolfe and single-loop properties, sampler,
+safeguard (badr spec 10.11-10.15)."""
+
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+from fairest.reweighting import BADRClassifier, BADRRegressor
+from fairest.reweighting._badr_metrics import MetricSpec
+from fairest.reweighting._bilevel import Problem, frank_wolfe, oracle
+from fairest.reweighting._single_loop import make_sampler, sample_batch, single_loop
+
+
+def _two_group_regression(n=300, seed=0):
+    rng = np.random.default_rng(seed)
+    g = rng.integers(0, 2, n)
+    X = rng.normal(size=(n, 3))
+    X[:, 0] += g
+    y = X @ np.array([1.0, -1.0, 0.5]) + 1.5 * g + rng.normal(size=n)
+    return X, y, g
+
+
+def _three_group_classification(n=300, seed=0):
+    rng = np.random.default_rng(seed)
+    g = rng.integers(0, 3, n)
+    X = rng.normal(size=(n, 3))
+    X[:, 0] += 0.3 * g
+    y = X @ np.array([1.0, -0.5, 0.3]) + np.array([0, 1.0, -0.5])[g] + rng.normal(size=n)
+    return X, (y > 0).astype(int), g
+
+
+def test_every_solver_reaches_the_slsqp_optimum_on_a_convex_two_group_problem():
+    X, y, g = _two_group_regression()
+    common = dict(metric="group_variance", alpha=0.1, safeguard=False, random_state=0)
+    ref = BADRRegressor(**common).fit(X, y, sensitive_features=g)
+    # the implicit function is convex on this instance (second differences on a grid)
+    spec = MetricSpec("group_variance", "regression", "squared_error")
+    with jax.enable_x64(True):
+        problem = Problem(
+            jnp.asarray(X), jnp.asarray(y), jnp.asarray(g, dtype=jnp.int32), jnp.ones(len(y)),
+            jnp.float64(0.1), jnp.float64(0.0), jnp.float64(1.0), jnp.float64(1e-12), jnp.int32(50),
+        )
+        grid = np.linspace(0.0, 1.0, 21)
+        values = np.array([
+            float(oracle("squared_error", spec, 2, jnp.array([t, 1 - t]), jnp.zeros(4), problem).value)
+            for t in grid
+        ])
+    assert np.all(np.diff(values, 2) > 0)
+    assert 0.3 < ref.group_weights_[0] < 0.7 and ref.unfairness_ < 1e-10
+    settings = {
+        "trust-constr": {},
+        "frank-wolfe": {"tol": 1e-8},
+        "gd": {"learning_rate": "auto", "weight_learning_rate": 0.2, "max_iter": 1000},
+        "sgd": {"learning_rate": "auto", "weight_learning_rate": 0.05, "max_iter": 1000, "batch_size": 200},
+    }
+    for solver, extra in settings.items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)  # FW's open-loop gap
+            est = BADRRegressor(**common, solver=solver, **extra).fit(X, y, sensitive_features=g)
+        np.testing.assert_allclose(est.group_weights_, ref.group_weights_, atol=2e-3, err_msg=solver)
+        assert est.unfairness_ < 1e-6, solver
+
+
+def _problem_cls(n=320, seed=0, G=3):
+    rng = np.random.default_rng(seed)
+    g = (np.arange(n) % G).astype(np.int32)
+    X = rng.normal(size=(n, 3))
+    X[:, 0] += g
+    y = (X @ np.array([1.0, -0.5, 0.3]) + 0.4 * g + rng.normal(size=n) > 0).astype(float)
+    return Problem(
+        jnp.asarray(X), jnp.asarray(y), jnp.asarray(g), jnp.ones(n), jnp.float64(0.05),
+        jnp.float64(0.0), jnp.float64(1.0), jnp.float64(1e-12), jnp.int32(50),
+    )
+
+
+def test_frank_wolfe_gap_and_steps():
+    spec = MetricSpec("demographic_parity", "classification", "logistic")
+    with jax.enable_x64(True):
+        problem = _problem_cls()
+        lam0 = jnp.full(3, 1 / 3)
+        for rule, etas in (("2/(t+2)", (1.0, 2 / 3)), ("log", (1.0, (2 + np.log(2)) / (3 + np.log(2))))):
+            state = frank_wolfe("logistic", spec, 3, problem, lam0, jnp.zeros(4), 0.0, 6,
+                                rule == "log", history_rows=6)
+            hist = np.asarray(state.history)
+            assert np.all(hist[:, -1] >= -1e-15)  # gap >= 0
+            lams = hist[:, :3]
+            # eta_0 = 1: the first step lands on a vertex
+            assert np.isclose(lams[1].max(), 1.0) and np.isclose(lams[1].sum(), 1.0)
+            vertex = np.eye(3)[np.argmin(np.asarray(oracle("logistic", spec, 3, jnp.asarray(lams[1]), jnp.zeros(4), problem).grad))]
+            np.testing.assert_allclose(lams[2], lams[1] + etas[1] * (vertex - lams[1]), atol=1e-12)
+
+
+def test_single_loop_tracks_the_lower_level_and_the_adjoint():
+    spec = MetricSpec("disparate_mistreatment", "classification", "logistic")
+    with jax.enable_x64(True):
+        problem = _problem_cls()
+        lam = jnp.array([0.2, 0.5, 0.3])
+        out = oracle("logistic", spec, 3, lam, jnp.zeros(4), problem)
+        # lambda frozen (gamma = 0): theta -> theta*(lambda) and v -> -H^{-1} grad U
+        state, _ = single_loop("logistic", spec, 3, problem, None, lam, jnp.zeros(4), jnp.inf,
+                               jax.random.key(0), 0.5, 0.0, 1.0, 50, n_chunks=40,
+                               stochastic=False, batch_size=0)
+        np.testing.assert_allclose(np.asarray(state.theta), np.asarray(out.theta), atol=1e-8)
+        from fairest.reweighting._bilevel import group_losses_and_jacobian
+        _, jac = group_losses_and_jacobian("logistic", out.theta, problem, 3)
+        np.testing.assert_allclose(np.asarray(jac.T @ state.v), np.asarray(out.grad), rtol=1e-6, atol=1e-12)
+
+
+def test_sgd_with_full_batches_and_no_clipping_is_gd():
+    spec = MetricSpec("disparate_mistreatment", "classification", "logistic")
+    with jax.enable_x64(True):
+        problem = _problem_cls()
+        groups = np.asarray(problem.groups)
+        batch = 3 * 107
+        sampler = make_sampler(groups, 3, batch, seed=0)
+        lam0 = jnp.full(3, 1 / 3)
+        args = ("logistic", spec, 3, problem)
+        gd, _ = single_loop(*args, None, lam0, jnp.zeros(4), jnp.inf, jax.random.key(0), 0.1, 1.0,
+                            1e300, 1, n_chunks=40, stochastic=False, batch_size=0)
+        sgd, _ = single_loop(*args, sampler, lam0, jnp.zeros(4), jnp.inf, jax.random.key(0), 0.1, 1.0,
+                             1e300, 1, n_chunks=40, stochastic=True, batch_size=batch)
+        np.testing.assert_allclose(np.asarray(sgd.lam), np.asarray(gd.lam), atol=1e-12)
+        np.testing.assert_allclose(np.asarray(sgd.theta), np.asarray(gd.theta), atol=1e-12)
+        np.testing.assert_allclose(np.asarray(sgd.v), np.asarray(gd.v), atol=1e-12)
+
+
+def test_badr_gd_reaches_slsqp():
+    X, y, g = _three_group_classification()
+    common = dict(metric="disparate_mistreatment", alpha=0.01, safeguard=False)
+    ref = BADRClassifier(**common).fit(X, y, sensitive_features=g)
+    gd = BADRClassifier(**common, solver="gd").fit(X, y, sensitive_features=g)
+    assert gd.unfairness_ <= ref.unfairness_ * (1 + 1e-3)
+
+
+@pytest.mark.parametrize("batch_size", [3, 7, 64])
+def test_balanced_sampler(batch_size):
+    rng = np.random.default_rng(0)
+    groups = np.sort(rng.integers(0, 3, 50)).astype(np.int32)
+    groups[:2] = 0
+    sizes = np.bincount(groups)
+    sampler = make_sampler(groups, 3, batch_size, seed=1)
+    for i in range(5):
+        rows, active, counts = sample_batch(jax.random.key(i), sampler, batch_size, 3)
+        rows, active = np.asarray(rows)[np.asarray(active)], None
+        per_group = np.bincount(groups[rows], minlength=3)
+        np.testing.assert_array_equal(per_group, np.asarray(counts))
+        assert np.all(per_group >= 1)
+        assert per_group.sum() == min(batch_size, sizes.sum()) or np.any(per_group == sizes)
+        assert np.unique(rows).size == rows.size  # no duplicates
+    again = make_sampler(groups, 3, batch_size, seed=1)
+    a = sample_batch(jax.random.key(7), sampler, batch_size, 3)[0]
+    b = sample_batch(jax.random.key(7), again, batch_size, 3)[0]
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_sgd_needs_a_batch_per_group():
+    X, y, g = _three_group_classification()
+    with pytest.raises(ValueError, match="smaller than the number of groups"):
+        BADRClassifier(solver="sgd", batch_size=2).fit(X, y, sensitive_features=g)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # max_iter=3
+@pytest.mark.parametrize("metric", ["individual_fairness", "equal_opportunity", "group_variance"])
+def test_safeguard_never_worse_than_the_baselines(metric):
+    X, y, g = _three_group_classification(seed=2)
+    est = BADRClassifier(metric=metric, alpha=0.01, max_iter=3).fit(X, y, sensitive_features=g)
+    assert set(est.baseline_unfairness_) >= {"uniform", "balanced", "group_0", "group_1", "group_2"}
+    assert est.unfairness_ <= min(est.baseline_unfairness_.values()) + 1e-12
+    assert np.isclose(est.group_weights_.sum(), 1.0) and np.all(est.group_weights_ >= 0)
+
+
+def test_group_permutation_permutes_the_weights():
+    X, y, g = _three_group_classification(seed=3)
+    est = BADRClassifier(metric="demographic_parity", alpha=0.01, safeguard=False)
+    base = est.fit(X, y, sensitive_features=g).group_weights_
+    relabel = np.array([2, 0, 1])
+    permuted = est.fit(X, y, sensitive_features=relabel[g]).group_weights_
+    np.testing.assert_allclose(permuted[relabel], base, atol=1e-4)
