@@ -47,7 +47,7 @@ class _LinearClassifierMixin:
     """decision_function / predict / predict_proba of a fitted ``coef_, intercept_``."""
 
     def decision_function(self, X):
-        """Scores ``b + X w`` (group-blind).
+        """Return the scores ``b + X w`` (group-blind).
 
         Parameters
         ----------
@@ -264,8 +264,27 @@ class PartialParityPenaltyClassifier(_LinearClassifierMixin, ClassifierMixin, Ba
 
 
 def pairwise_quadratic_mean(a, b, weights_a=None, weights_b=None):
-    """``mean_{i, j} (1 + a_i - b_j)^2 / 2`` in closed form (spec section 8.4):
-    ``((1 + mean a - mean b)^2 + Var a + Var b) / 2`` (weighted population moments)."""
+    """Mean of ``(1 + a_i - b_j)^2 / 2`` over all pairs ``(i, j)``, in closed form.
+
+    Computed as ``((1 + mean a - mean b)^2 + Var a + Var b) / 2`` with weighted
+    population moments (spec section 8.4), without forming the pairs.
+
+    Parameters
+    ----------
+    a : ndarray of shape (n_a,)
+        Scores of the first set.
+    b : ndarray of shape (n_b,)
+        Scores of the second set.
+    weights_a : ndarray of shape (n_a,), default=None
+        Non-negative weights of ``a`` (uniform when ``None``).
+    weights_b : ndarray of shape (n_b,), default=None
+        Non-negative weights of ``b`` (uniform when ``None``).
+
+    Returns
+    -------
+    float
+        The weighted mean of ``(1 + a_i - b_j)^2 / 2`` over the pairs.
+    """
     mean_a = np.average(a, weights=weights_a)
     mean_b = np.average(b, weights=weights_b)
     var_a = np.average((a - mean_a) ** 2, weights=weights_a)
@@ -348,14 +367,19 @@ class _PairwiseConstrainedClassifier(_LinearClassifierMixin, ClassifierMixin, Ba
         return problem, w, z
 
     def constraint_values(self, X, sensitive_features, y):
-        """Values of the fitted model's surrogate constraints (minus ``tolerance``
-        not applied), computed by brute force over all pairs; for checks.
+        """Compute the fitted model's surrogate constraint values by brute force.
+
+        Every pair of samples is enumerated (no closed form), so this is meant for
+        checks on small data; ``tolerance`` is not subtracted.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Samples.
         sensitive_features : array-like of shape (n_samples,)
+            Group membership.
         y : array-like of shape (n_samples,)
+            Binary target, with the labels of ``classes_``.
 
         Returns
         -------
@@ -407,7 +431,7 @@ class _PairwiseConstrainedClassifier(_LinearClassifierMixin, ClassifierMixin, Ba
             s = X @ w + b
             r = c * (0.5 * (1.0 + np.tanh(0.5 * s)) - y01)
             b = b - self.learning_rate * r.sum()
-            target = w - self.learning_rate * (X.T @ r + self.alpha * w)
+            target = w - self.learning_rate * (r @ X + self.alpha * w)
             if problem is None:
                 w = target
             else:

@@ -283,7 +283,7 @@ def evaluate(v, anc: Anchor, data: Data, cfg: Config) -> Evaluation:
     ones = jnp.ones_like(s)
 
     def assemble(u, theta_grad, extra_w, prox_coef):
-        gw = data.X.T @ u + extra_w
+        gw = u @ data.X + extra_w  # not X.T @ u: ~4x slower on XLA CPU
         return jnp.concatenate([jnp.sum(u)[None], gw, theta_grad]) + prox_coef * delta
 
     if cfg.constraint == "statistical":

@@ -93,3 +93,18 @@ def test_no_recompilation_across_folds_and_hyperparameters():
     for n_rows, alpha in [(990, 1e-2), (975, 0.5), (1000, 3e-3)]:  # CV-fold sizes, new alphas
         solve_weighted_glm("logistic", X[:n_rows], y[:n_rows], c[:n_rows], alpha, tol=1e-9, max_iter=50)
     assert newton_solve._cache_size() == compiled
+
+
+@pytest.mark.parametrize("loss", ["logistic", "squared_hinge"])
+def test_float32_hessian_block_reaches_the_same_optimum(loss):
+    import jax
+    import jax.numpy as jnp
+
+    X, y, c = _weighted_problem(loss, n=800, d=12)
+    with jax.enable_x64(True):
+        args = (loss, jnp.asarray(X), jnp.asarray(y), jnp.asarray(c), 1e-3, float(loss == "squared_hinge"))
+        exact = newton_solve(*args, jnp.zeros(13))
+        mixed = newton_solve(*args, jnp.zeros(13), X_hessian=jnp.asarray(X, dtype=jnp.float32))
+        assert bool(mixed.converged)
+        np.testing.assert_allclose(mixed.objective, exact.objective, rtol=1e-13)
+        np.testing.assert_allclose(mixed.theta, exact.theta, rtol=1e-7, atol=1e-9)
