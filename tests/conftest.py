@@ -1,13 +1,10 @@
-"""Test configuration: 4 virtual CPU devices (for sharding tests), shared data location."""
+"""Test configuration: cheaper XLA compilation, shared data location."""
 
 import os
 from pathlib import Path
 
-import jax
 import pytest
 
-# Must run before any JAX computation; only the test process is affected, never fairest.
-jax.config.update("jax_num_cpu_devices", 4)
 # Test problems are tiny, so XLA compilation dominates the suite: cheaper LLVM passes make
 # compiles about 4x faster at a small cost in run time (measured on the Newton solver).
 os.environ["XLA_FLAGS"] = " ".join(

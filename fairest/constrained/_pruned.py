@@ -614,7 +614,7 @@ class PrunedFairClassifier(ClassifierMixin, BaseEstimator):
         return pd.DataFrame(cols)
 
     def decision_function(self, X):
-        """Logits of the sparse model.
+        """Return the logits of the sparse model.
 
         Parameters
         ----------

@@ -345,8 +345,9 @@ def smooth_equalized_odds(
 def smooth_group_loss_variance(
     scores, y, group_codes, num_groups, *, loss="logistic", weights=None
 ):
-    """Variance across groups of the mean model loss (exact; JAX twin of
-    :func:`group_loss_variance`).
+    """Variance across groups of the mean model loss, exact and differentiable.
+
+    The JAX twin of :func:`group_loss_variance`.
 
     ``GV = (1/G) sum_g (L_g - mean_h L_h)**2``, ``L_g`` the weighted mean loss of group g
     (spec badr.md 3.1).
@@ -484,8 +485,9 @@ def _cross_group_energy_continuous(y, scores, weights, group_codes):
 def smooth_individual_fairness(
     scores, y, group_codes, num_groups, *, weights=None, label_kind="continuous"
 ):
-    """Individual fairness, exact and differentiable (JAX twin of
-    :func:`individual_fairness`).
+    """Individual fairness, exact and differentiable.
+
+    The JAX twin of :func:`individual_fairness`.
 
     ``IF = (1/Z) sum_{g<h} sum_{i in g, j in h} w_i w_j exp(-|y_i - y_j|) (s_i - s_j)**2``,
     ``Z = W**2 - sum_g W_g**2`` (spec badr.md 3.2), computed without pairwise matrices
@@ -554,8 +556,9 @@ def _group_score_covariances(scores, weights, group_codes, num_groups, encoding)
 def smooth_disparate_mistreatment(
     scores, y, group_codes, num_groups, *, weights=None, encoding="index"
 ):
-    """Squared group-score covariance, exact and differentiable (JAX twin of
-    :func:`disparate_mistreatment`).
+    """Squared group-score covariance, exact and differentiable.
+
+    The JAX twin of :func:`disparate_mistreatment`.
 
     ``DM = (cov_w(z, s))**2`` with ``z`` the group index (``"index"``) or summed over the
     one-hot columns (``"onehot"``) (spec badr.md 3.4).
@@ -595,8 +598,9 @@ def smooth_disparate_mistreatment(
 
 @partial(jax.jit, static_argnames=("num_groups", "encoding"))
 def smooth_hsic_linear(scores, y, group_codes, num_groups, *, weights=None, encoding="index"):
-    """HSIC with linear kernels, exact and differentiable (JAX twin of
-    :func:`hsic_linear`).
+    """HSIC with linear kernels, exact and differentiable.
+
+    The JAX twin of :func:`hsic_linear`.
 
     ``HSIC = (W/(W-1))**2 DM`` with ``W`` the total weight (the number of real rows when
     padding rows have weight 0) (spec badr.md 3.7).

@@ -47,7 +47,7 @@ class GroupStratifiedKFold(BaseCrossValidator):
     >>> y = np.array([0, 1] * 10)
     >>> s = np.array(["a"] * 16 + ["b"] * 4)
     >>> cv = GroupStratifiedKFold(n_splits=2)
-    >>> [sorted(set(s[test])) for _, test in cv.split(np.zeros((20, 1)), y, sensitive_features=s)]
+    >>> [sorted(set(s[test].tolist())) for _, test in cv.split(np.zeros((20, 1)), y, sensitive_features=s)]
     [['a', 'b'], ['a', 'b']]
     """
 

@@ -479,7 +479,7 @@ class PartialParityClassifier(ClassifierMixin, BaseEstimator):
             )
 
     def decision_function(self, X):
-        """Scores ``b + X w`` (group-blind).
+        """Return the scores ``b + X w`` (group-blind).
 
         Parameters
         ----------

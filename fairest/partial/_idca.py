@@ -178,8 +178,9 @@ def run_ssg_direct(x0, data: Data, cfg: Config, eps_seq) -> DirectResult:
 
 
 def theory_schedule(eps: float, mu: float, lipschitz: float, slater: float, gap: float):
-    """Outer count K, inner tolerance eps_k and inner count T_k of Theorem 6.5
-    (spec section 5.4), with the implementable bound ``2 M / mu`` on the distance
+    """Outer count K, inner tolerances eps_k and inner counts T_k of Theorem 6.5.
+
+    Spec section 5.4, with the implementable bound ``2 M / mu`` on the distance
     ``||x^(k) - x_hat^(k+1)||`` (Lemma E.2).
 
     Parameters

@@ -14,6 +14,22 @@ __all__ = ["FitData", "validate_fit_data", "encode_binary_target"]
 
 
 class FitData(NamedTuple):
+    """Validated fit inputs, as returned by :func:`validate_fit_data`.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        Features, float64.
+    y : ndarray of shape (n_samples,)
+        Validated target: the labels for classifiers, float64 for regressors.
+    groups : ndarray of shape (n_samples,), dtype int32
+        Group code of every sample, in ``0..G-1``.
+    group_labels : ndarray of shape (G,)
+        Group labels, in the order of the codes.
+    sample_weight : ndarray of shape (n_samples,)
+        Float64 weights, non-negative and not all zero.
+    """
+
     X: np.ndarray  # (n, d) float64
     y: np.ndarray  # (n,) validated target (labels for classifiers, float for regressors)
     groups: np.ndarray  # (n,) int32 codes 0..G-1
@@ -36,6 +52,29 @@ def validate_fit_data(
     Sets ``n_features_in_`` / ``feature_names_in_`` through sklearn's ``validate_data``.
     NaN/inf, mismatched lengths, negative or all-zero weights and degenerate groups raise
     ``ValueError``; ``sensitive_features=None`` warns (one group).
+
+    Parameters
+    ----------
+    estimator : estimator instance
+        The estimator being fitted (receives ``n_features_in_`` / ``feature_names_in_``).
+    X : array-like of shape (n_samples, n_features)
+        Training data.
+    y : array-like of shape (n_samples,)
+        Target.
+    sensitive_features : array-like of shape (n_samples,) or (n_samples, k), or None
+        Group membership, see :func:`check_sensitive_features`.
+    sample_weight : array-like of shape (n_samples,) or None
+        Sample weights; ``None`` means all ones.
+    regression : bool, default=False
+        Whether ``y`` is a continuous target (converted to float64) rather than class
+        labels.
+    min_groups : int, default=1
+        Minimum number of distinct groups required.
+
+    Returns
+    -------
+    FitData
+        The validated ``X``, ``y``, group codes, group labels and sample weights.
     """
     X, y = validate_data(estimator, X, y, dtype=np.float64, y_numeric=regression)
     if regression:
@@ -52,7 +91,27 @@ def validate_fit_data(
 
 
 def encode_binary_target(estimator_name: str, y) -> tuple[np.ndarray, np.ndarray]:
-    """Classes and a float {0, 1} target; clear errors for one or more than two classes."""
+    """Encode a binary target as classes and a float {0, 1} array.
+
+    Parameters
+    ----------
+    estimator_name : str
+        Name used in the error message for more than two classes.
+    y : array-like of shape (n_samples,)
+        Class labels.
+
+    Returns
+    -------
+    classes : ndarray of shape (2,)
+        The sorted labels; ``classes[1]`` is coded 1.
+    y01 : ndarray of shape (n_samples,)
+        The target as float64 zeros and ones.
+
+    Raises
+    ------
+    ValueError
+        If ``y`` has one class or more than two.
+    """
     classes, y01 = np.unique(y, return_inverse=True)
     if classes.size < 2:
         raise ValueError(

@@ -50,7 +50,7 @@ class LinearClassifierMixin(ClassifierMixin):
         return True
 
     def decision_function(self, X):
-        """Scores of the linear model (group-blind).
+        """Return the scores of the linear model (group-blind).
 
         Parameters
         ----------

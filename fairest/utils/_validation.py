@@ -169,6 +169,17 @@ def check_sensitive_features(
     ``None`` means a single group: a :class:`FairnessWarning` says the fairness part is
     vacuous and the codes are all zero. Otherwise see :func:`encode_groups`.
 
+    Parameters
+    ----------
+    sensitive_features : array-like of shape (n_samples,) or (n_samples, k), or None
+        Group membership; ``k > 1`` columns define intersectional groups.
+    n_samples : int
+        Number of rows of ``X``; a mismatch raises ``ValueError``.
+    min_groups : int, default=2
+        Minimum number of distinct groups required.
+    min_group_size : int, default=2
+        Minimum number of samples in every group.
+
     Returns
     -------
     codes : ndarray of shape (n_samples,), dtype int32
