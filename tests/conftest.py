@@ -25,3 +25,34 @@ def shared_datasets() -> Path:
     if not folder.is_dir():
         pytest.skip(f"shared datasets folder not found ({folder.name}); skipping")
     return folder
+
+
+@pytest.fixture
+def count_compilations():
+    """``count_compilations(function)``: how many XLA compilations ``function()`` triggers."""
+    import logging
+
+    import jax
+
+    def count(function) -> int:
+        messages = []
+
+        class Collect(logging.Handler):
+            def emit(self, record):
+                if "ompiling" in record.getMessage():
+                    messages.append(record.getMessage())
+
+        handler = Collect(level=logging.DEBUG)
+        logger = logging.getLogger("jax")
+        previous = logger.level
+        logger.addHandler(handler)
+        logger.setLevel(logging.DEBUG)
+        try:
+            with jax.log_compiles(True):
+                function()
+        finally:
+            logger.removeHandler(handler)
+            logger.setLevel(previous)
+        return len(messages)
+
+    return count

@@ -416,8 +416,9 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
         if self.verbose:
             print(f"[ERMIClassifier] full-batch L-BFGS: {self.n_iter_} iterations, objective "
                   f"{self.objective_:.6g}, gradient norm {float(grad_norm):.2e}")
-        F = probabilities(logits(theta, jnp.asarray(X)), binary)
-        W = closed_form_w(F, jnp.asarray(s), jnp.asarray(t), jnp.asarray(weight), strata)
+        # on the padded rows (weight 0 there): no recompilation for a new row count
+        F = probabilities(logits(theta, jnp.asarray(Xp)), binary)
+        W = closed_form_w(F, jnp.asarray(sp), jnp.asarray(tp), jnp.asarray(wp), strata)
         return theta, W
 
     def _fit_sgda(self, theta0, X, y, s, t, weight, strata, lam, binary, n_strata, n_groups,

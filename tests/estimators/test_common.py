@@ -171,3 +171,14 @@ def test_bad_sensitive_features_raise(cls):
 
 def test_pipeline_import_is_sklearn():
     assert Pipeline is make_pipeline(StandardScaler()).__class__
+
+
+@pytest.mark.parametrize("cls", ESTIMATORS, ids=IDS)
+def test_grid_search_does_not_recompile(cls, count_compilations):
+    """After a warm-up fit, CV folds of nearby sizes and new grid values compile nothing."""
+    estimator = _instance(cls)
+    X, y, groups = _data(estimator, n=300)
+    name, values = _grid_parameter(estimator)
+    clone(estimator).set_params(**{name: values[0]}).fit(X[:200], y[:200], sensitive_features=groups[:200])
+    search = GridSearchCV(clone(estimator), {name: values}, cv=3, refit=False)
+    assert count_compilations(lambda: search.fit(X, y, sensitive_features=groups)) == 0
