@@ -23,15 +23,15 @@ import cvxpy as cp
 import jax
 import jax.numpy as jnp
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.base import BaseEstimator, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
 
 from fairest.partial import _defaults
 from fairest.partial._dc import Config, Data, objective, split
 from fairest.partial._estimator import build_data, check_interval
 from fairest.partial._idca import level_grid
+from fairest.partial._linear import _LinearClassifierMixin
 from fairest.utils._estimator import encode_binary_target, validate_fit_data
 
 __all__ = [
@@ -41,58 +41,6 @@ __all__ = [
     "IntraGroupPairwiseConstrainedClassifier",
     "pairwise_quadratic_mean",
 ]
-
-
-class _LinearClassifierMixin:
-    """decision_function / predict / predict_proba of a fitted ``coef_, intercept_``."""
-
-    def decision_function(self, X):
-        """Return the scores ``b + X w`` (group-blind).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        scores : ndarray of shape (n_samples,)
-        """
-        check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
-        return X @ self.coef_ + self.intercept_
-
-    def predict(self, X):
-        """``classes_[1]`` where the score is strictly above ``threshold`` (0 by default).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,)
-        """
-        positive = self.decision_function(X) > getattr(self, "threshold", 0.0)
-        return self.classes_[positive.astype(int)]
-
-    def predict_proba(self, X):
-        """Logistic probabilities ``sigmoid(score)``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        proba : ndarray of shape (n_samples, 2)
-        """
-        p = 0.5 * (1.0 + np.tanh(0.5 * self.decision_function(X)))
-        return np.column_stack([1.0 - p, p])
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_class = False
-        return tags
 
 
 # --------------------------------------------------------------------------------------
@@ -130,7 +78,7 @@ def _penalty_descent(x0, data: Data, cfg: Config, weight, step, n_iter):
     return x, objective(x, data, cfg), penalty
 
 
-class PartialParityPenaltyClassifier(_LinearClassifierMixin, ClassifierMixin, BaseEstimator):
+class PartialParityPenaltyClassifier(_LinearClassifierMixin, BaseEstimator):
     r"""Logistic regression with a partial-parity penalty (the paper's regularisation baseline).
 
     ``constraint="statistical"`` minimises (114),
@@ -249,7 +197,8 @@ class PartialParityPenaltyClassifier(_LinearClassifierMixin, ClassifierMixin, Ba
             x = np.asarray(x)
             self.objective_, self.penalty_ = float(f0), float(pen)
         d = X.shape[1]
-        self.intercept_, self.coef_, self.thresholds_ = float(x[0]), x[1 : 1 + d], x[1 + d :]
+        self._set_linear_parameters(x[: 1 + d])
+        self.thresholds_ = x[1 + d :]
         self.grid_ = grid
         self.groups_ = fit_data.group_labels
         self.n_iter_ = int(self.max_iter)
@@ -303,7 +252,7 @@ def _moments(X, weights, mask):
     return mean, vectors * np.sqrt(np.clip(values, 0.0, None))[None, :]
 
 
-class _PairwiseConstrainedClassifier(_LinearClassifierMixin, ClassifierMixin, BaseEstimator):
+class _PairwiseConstrainedClassifier(_LinearClassifierMixin, BaseEstimator):
     """Projected gradient descent on the logistic loss under quadratic pairwise
     constraints; subclasses define the (A, B) sample sets of every constraint."""
 
@@ -458,7 +407,8 @@ class _PairwiseConstrainedClassifier(_LinearClassifierMixin, ClassifierMixin, Ba
                     ConvergenceWarning,
                     stacklevel=2,
                 )
-        self.coef_, self.intercept_, self.objective_ = w, float(b), value
+        self._set_linear_parameters(np.r_[b, w])
+        self.objective_ = value
         self.groups_ = fit_data.group_labels
         return self
 

@@ -9,10 +9,9 @@ from numbers import Integral, Real
 import jax
 import jax.numpy as jnp
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.base import BaseEstimator, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
 
 from fairest._kernels._buckets import pad_rows
 from fairest._solvers._newton import solve_weighted_glm
@@ -26,6 +25,7 @@ from fairest.partial._idca import (
     run_ssg_direct,
     theory_schedule,
 )
+from fairest.partial._linear import _LinearClassifierMixin
 from fairest.utils._estimator import encode_binary_target, validate_fit_data
 
 __all__ = ["PartialParityClassifier"]
@@ -73,7 +73,7 @@ def unconstrained_scores(X, y01, sample_weight, alpha):
     return X @ theta[1:] + theta[0]
 
 
-class PartialParityClassifier(ClassifierMixin, BaseEstimator):
+class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
     r"""Logistic regression with partial statistical or demographic parity constraints.
 
     Minimises the (sample-weighted) mean logistic loss of a linear score
@@ -168,8 +168,8 @@ class PartialParityClassifier(ClassifierMixin, BaseEstimator):
     Attributes
     ----------
     classes_ : ndarray of shape (2,)
-    coef_ : ndarray of shape (n_features,)
-    intercept_ : float
+    coef_ : ndarray of shape (1, n_features)
+    intercept_ : ndarray of shape (1,)
     thresholds_ : ndarray of shape (n_levels,)
         The shared thresholds :math:`\theta_p` (pSP; empty for pDP).
     grid_ : ndarray of shape (n_levels,)
@@ -227,7 +227,7 @@ class PartialParityClassifier(ClassifierMixin, BaseEstimator):
     >>> clf = PartialParityClassifier(interval=(0.0, 0.5), tolerance=0.1,
     ...                               max_iter=20, inner_max_iter=100)
     >>> clf.fit(X, y, sensitive_features=g).coef_.shape
-    (3,)
+    (1, 3)
 
     The paper's cross terms :math:`(1, x, \gamma, \gamma x)`, with the group code as the
     last column of ``X``:
@@ -444,8 +444,7 @@ class PartialParityClassifier(ClassifierMixin, BaseEstimator):
                 objective_value = float(result.objective)
                 violation = float(result.max_violation)
         d = X.shape[1]
-        self.intercept_ = float(x[0])
-        self.coef_ = x[1 : 1 + d].copy()
+        self._set_linear_parameters(x[: 1 + d])
         self.thresholds_ = x[1 + d :].copy()
         self.grid_ = np.asarray(data.grid).copy()
         self.interval_ = interval
@@ -477,49 +476,6 @@ class PartialParityClassifier(ClassifierMixin, BaseEstimator):
                 f"{k:>6d} {history['objective'][k]:>12.6f} "
                 f"{history['max_violation'][k]:>14.3e}"
             )
-
-    def decision_function(self, X):
-        """Return the scores ``b + X w`` (group-blind).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        scores : ndarray of shape (n_samples,)
-        """
-        check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
-        return X @ self.coef_ + self.intercept_
-
-    def predict(self, X):
-        """``classes_[1]`` where the score is strictly above ``threshold``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,)
-        """
-        positive = self.decision_function(X) > self.threshold
-        return self.classes_[positive.astype(int)]
-
-    def predict_proba(self, X):
-        """Logistic probabilities ``sigmoid(score)``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        proba : ndarray of shape (n_samples, 2)
-        """
-        p = 0.5 * (1.0 + np.tanh(0.5 * self.decision_function(X)))
-        return np.column_stack([1.0 - p, p])
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

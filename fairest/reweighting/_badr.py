@@ -15,11 +15,10 @@ from numbers import Integral, Real
 import jax
 import jax.numpy as jnp
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context
+from sklearn.base import BaseEstimator, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
 
 from fairest._kernels._buckets import pad_rows
 from fairest.reweighting import _defaults
@@ -36,6 +35,7 @@ from fairest.reweighting._bilevel import (
     run_scipy,
 )
 from fairest.utils._estimator import encode_binary_target, validate_fit_data
+from fairest.utils._linear import LinearClassifierMixin, LinearRegressorMixin
 
 __all__ = ["BADRClassifier", "BADRRegressor"]
 
@@ -213,8 +213,7 @@ class _BADRBase(BaseEstimator):
                 "BADR %s: %d outer iterations, %d oracle calls, train unfairness %.6g (%s)",
                 self.solver, n_iter, orc.nfev, value, selected,
             )
-        self.intercept_ = float(theta[0])
-        self.coef_ = theta[1:].copy()
+        self._set_linear_parameters(theta)
         self.group_weights_ = np.asarray(lam, dtype=np.float64)
         self.n_iter_ = int(n_iter) if num_groups > 1 else int(out.inner_iter)
         self.n_evaluations_ = orc.nfev
@@ -239,8 +238,7 @@ class _BADRBase(BaseEstimator):
                 stacklevel=4,
             )
         theta = np.asarray(result.theta)
-        self.intercept_ = float(theta[0])
-        self.coef_ = theta[1:].copy()
+        self._set_linear_parameters(theta)
         self.group_weights_ = np.ones(1)
         self.n_iter_ = int(result.n_iter)
         self.n_evaluations_ = 1
@@ -358,12 +356,6 @@ class _BADRBase(BaseEstimator):
         message = "diverged (non-finite iterates); lower learning_rate" if not ok else ""
         return lam, n_chunks * check_every, ok, message, history
 
-    # ------------------------------------------------------------------ prediction
-    def _decision(self, X):
-        check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
-        return X @ self.coef_ + self.intercept_
-
 
 _DOC_PARAMS = """
     metric : str or callable, default="individual_fairness"
@@ -426,8 +418,6 @@ _DOC_PARAMS = """
 """
 
 _DOC_ATTRS = """
-    coef_ : ndarray of shape (n_features,)
-    intercept_ : float
     group_weights_ : ndarray of shape (n_groups,)
         The chosen weights ``lambda`` (on the simplex); the model is the weighted refit there.
     groups_ : ndarray of shape (n_groups,)
@@ -461,7 +451,7 @@ _REFERENCES = """
        Bilevel Framework" (BADR).
 """
 
-class BADRClassifier(ClassifierMixin, _BADRBase):
+class BADRClassifier(LinearClassifierMixin, _BADRBase):
     __doc__ = (
         """Linear classifier on the Pareto front of group losses with minimal unfairness.
 
@@ -480,7 +470,9 @@ class BADRClassifier(ClassifierMixin, _BADRBase):
         + """
     Attributes
     ----------
-    classes_ : ndarray of shape (2,)"""
+    classes_ : ndarray of shape (2,)
+    coef_ : ndarray of shape (1, n_features)
+    intercept_ : ndarray of shape (1,)"""
         + _DOC_ATTRS
         + _REFERENCES
     )
@@ -557,48 +549,8 @@ class BADRClassifier(ClassifierMixin, _BADRBase):
         self.classes_, y01 = encode_binary_target(type(self).__name__, data.y)
         return self._fit_badr(data, self.loss, y01, "classification")
 
-    def decision_function(self, X):
-        """Return the scores ``b + X w``; positive means ``classes_[1]``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        scores : ndarray of shape (n_samples,)
-        """
-        return self._decision(X)
-
-    def predict(self, X):
-        """Predicted class (``classes_[1]`` where the score is >= 0).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,)
-        """
-        scores = self._decision(X)  # checks fitted first
-        return self.classes_[(scores >= 0).astype(int)]
-
-    def predict_proba(self, X):
-        """Class probabilities ``sigmoid(score)`` (logistic loss only).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        proba : ndarray of shape (n_samples, 2)
-        """
-        if self.loss != "logistic":
-            raise AttributeError("predict_proba is only available for loss='logistic'.")
-        p = 0.5 * (1.0 + np.tanh(0.5 * self._decision(X)))
-        return np.column_stack([1.0 - p, p])
+    def _has_probabilities(self):
+        return self.loss == "logistic"
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -606,7 +558,7 @@ class BADRClassifier(ClassifierMixin, _BADRBase):
         return tags
 
 
-class BADRRegressor(RegressorMixin, _BADRBase):
+class BADRRegressor(LinearRegressorMixin, _BADRBase):
     __doc__ = (
         """Ridge regression on the Pareto front of group losses with minimal unfairness.
 
@@ -619,7 +571,9 @@ class BADRRegressor(RegressorMixin, _BADRBase):
         + _DOC_PARAMS
         + """
     Attributes
-    ----------"""
+    ----------
+    coef_ : ndarray of shape (n_features,)
+    intercept_ : float"""
         + _DOC_ATTRS
         + _REFERENCES
     )
@@ -685,16 +639,3 @@ class BADRRegressor(RegressorMixin, _BADRBase):
         """
         data = validate_fit_data(self, X, y, sensitive_features, sample_weight, regression=True)
         return self._fit_badr(data, "squared_error", data.y, "regression")
-
-    def predict(self, X):
-        """Predicted values ``b + X w``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,)
-        """
-        return self._decision(X)

@@ -11,10 +11,9 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context
+from sklearn.base import BaseEstimator, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
 
 from fairest._solvers._newton import solve_weighted_glm
 from fairest.reweighting import _defaults
@@ -24,6 +23,7 @@ from fairest.reweighting._group_weights import (
     resolve_group_weights,
 )
 from fairest.utils._estimator import encode_binary_target, validate_fit_data
+from fairest.utils._linear import LinearClassifierMixin, LinearRegressorMixin
 
 __all__ = ["GroupWeightedClassifier", "GroupWeightedRegressor"]
 
@@ -115,21 +115,15 @@ class _GroupWeightedLinearModel(BaseEstimator):
                 stacklevel=3,
             )
         theta = result["theta"]
-        self.intercept_ = float(theta[0])
-        self.coef_ = theta[1:].copy()
+        self._set_linear_parameters(theta)
         self.group_weights_ = group_weights
         self.groups_ = data.group_labels
         self.n_iter_ = result["n_iter"]
         self.objective_ = result["objective"]
         return self
 
-    def _decision(self, X):
-        check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
-        return X @ self.coef_ + self.intercept_
 
-
-class GroupWeightedClassifier(ClassifierMixin, _GroupWeightedLinearModel):
+class GroupWeightedClassifier(LinearClassifierMixin, _GroupWeightedLinearModel):
     """Linear classifier trained on a fixed weighting of the group losses.
 
     Minimises ``sum_g lambda_g L_g(b, w) + (alpha / 2) (||w||^2 + [penalize_intercept] b^2)``
@@ -174,8 +168,8 @@ array-like of shape (n_groups,) or dict, default="pooled"
     Attributes
     ----------
     classes_ : ndarray of shape (2,)
-    coef_ : ndarray of shape (n_features,)
-    intercept_ : float
+    coef_ : ndarray of shape (1, n_features)
+    intercept_ : ndarray of shape (1,)
     group_weights_ : ndarray of shape (n_groups,)
         The weights ``lambda`` on the simplex.
     groups_ : ndarray of shape (n_groups,)
@@ -247,48 +241,8 @@ array-like of shape (n_groups,) or dict, default="pooled"
         self.classes_, y01 = encode_binary_target(type(self).__name__, data.y)
         return self._solve(self.loss, data.X, y01, data)
 
-    def decision_function(self, X):
-        """Return the scores ``b + X w``; positive means ``classes_[1]``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        scores : ndarray of shape (n_samples,)
-        """
-        return self._decision(X)
-
-    def predict(self, X):
-        """Predicted class (``classes_[1]`` where the score is >= 0).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,)
-        """
-        scores = self._decision(X)
-        return self.classes_[(scores >= 0).astype(int)]
-
-    def predict_proba(self, X):
-        """Class probabilities ``sigmoid(score)`` (logistic loss only).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        proba : ndarray of shape (n_samples, 2)
-        """
-        if self.loss != "logistic":
-            raise AttributeError("predict_proba is only available for loss='logistic'.")
-        p = 0.5 * (1.0 + np.tanh(0.5 * self._decision(X)))
-        return np.column_stack([1.0 - p, p])
+    def _has_probabilities(self):
+        return self.loss == "logistic"
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -296,7 +250,7 @@ array-like of shape (n_groups,) or dict, default="pooled"
         return tags
 
 
-class GroupWeightedRegressor(RegressorMixin, _GroupWeightedLinearModel):
+class GroupWeightedRegressor(LinearRegressorMixin, _GroupWeightedLinearModel):
     """Ridge regression trained on a fixed weighting of the group losses.
 
     Minimises ``sum_g lambda_g MSE_g(b, w) + alpha (||w||^2 + [penalize_intercept] b^2)``
@@ -386,16 +340,3 @@ array-like of shape (n_groups,) or dict, default="pooled"
         """
         data = validate_fit_data(self, X, y, sensitive_features, sample_weight, regression=True)
         return self._solve("squared_error", data.X, data.y, data)
-
-    def predict(self, X):
-        """Predicted values ``b + X w``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,)
-        """
-        return self._decision(X)

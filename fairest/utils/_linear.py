@@ -49,6 +49,10 @@ class LinearClassifierMixin(ClassifierMixin):
     def _has_probabilities(self) -> bool:
         return True
 
+    def _set_linear_parameters(self, theta) -> None:
+        """Set ``coef_`` (k, d) and ``intercept_`` (k,) from ``theta`` (intercept first)."""
+        self.coef_, self.intercept_ = linear_classifier_attributes(theta)
+
     def decision_function(self, X):
         """Return the scores of the linear model (group-blind).
 
@@ -76,8 +80,12 @@ class LinearClassifierMixin(ClassifierMixin):
         y_pred : ndarray of shape (n_samples,)
         """
         scores = self.decision_function(X)
-        codes = (scores >= 0).astype(int) if scores.ndim == 1 else np.argmax(scores, axis=1)
+        codes = self._positive(scores).astype(int) if scores.ndim == 1 else np.argmax(scores, axis=1)
         return self.classes_[codes]
+
+    def _positive(self, scores):
+        """Where a two-class score predicts ``classes_[1]`` (override for a threshold)."""
+        return scores >= 0
 
     @available_if(_is_probabilistic)
     def predict_proba(self, X):
@@ -117,6 +125,12 @@ class LinearClassifierMixin(ClassifierMixin):
 
 class LinearRegressorMixin(RegressorMixin):
     """``predict`` of a fitted linear regressor (``coef_`` (d,), float ``intercept_``)."""
+
+    def _set_linear_parameters(self, theta) -> None:
+        """Set ``coef_`` (d,) and the float ``intercept_`` from ``theta`` (intercept first)."""
+        theta = np.asarray(theta, dtype=np.float64)
+        self.intercept_ = float(theta[0])
+        self.coef_ = theta[1:].copy()
 
     def predict(self, X):
         """Predicted values ``intercept_ + X coef_`` (group-blind).

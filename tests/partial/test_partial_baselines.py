@@ -40,7 +40,7 @@ def test_zero_model_feasible_and_projection_satisfies_constraints(cls):
     projection) satisfies the constraints to 1e-6, checked by brute force over pairs."""
     X, y, g = make_data(150, 2, 0, shift=1.5)
     zero = cls(tolerance=0.0, max_iter=1, tol=0).fit(X, y, sensitive_features=g)
-    zero.coef_, zero.intercept_ = np.zeros(2), 0.3
+    zero.coef_, zero.intercept_ = np.zeros((1, 2)), np.array([0.3])
     assert np.all(zero.constraint_values(X, g, y) <= 1e-12)
     unconstrained = cls(tolerance=100.0, max_iter=200, tol=0).fit(X, y, sensitive_features=g)
     loose = unconstrained.constraint_values(X, g, y).max()

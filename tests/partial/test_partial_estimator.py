@@ -46,7 +46,7 @@ def test_tolerance_one_equals_logistic_regression(data, constraint):
     assert -1e-9 <= gap <= 1e-4
     agree = np.mean(np.sign(clf.decision_function(X)) == np.sign(reference.decision_function(X)))
     assert agree >= 0.99
-    np.testing.assert_allclose(clf.coef_, reference.coef_[0], atol=0.02)
+    np.testing.assert_allclose(clf.coef_, reference.coef_, atol=0.02)
 
 
 def _surrogate_gap(clf, X, g):
@@ -190,7 +190,7 @@ def test_pickle_pipeline_and_grid_search(data):
         PartialParityClassifier(interval=INTERVAL, max_iter=5, inner_max_iter=50),
     )
     pipe.fit(Xg, y, partialparityclassifier__sensitive_features=g)
-    assert pipe[-1].coef_.shape == (7,)  # x (4 incl. gamma) + gamma * x (3)
+    assert pipe[-1].coef_.shape == (1, 7)  # x (4 incl. gamma) + gamma * x (3)
     clone = pickle.loads(pickle.dumps(pipe))
     np.testing.assert_array_equal(clone.decision_function(Xg), pipe.decision_function(Xg))
     grid = {"tolerance": [0.1, 0.5]}

@@ -40,12 +40,12 @@ def test_lower_level_matches_sklearn():
     alpha = 0.05
     ours = GroupWeightedClassifier(weights=lam, alpha=alpha).fit(X, y, sensitive_features=g)
     ref = LogisticRegression(C=1 / alpha, tol=1e-12, max_iter=10_000).fit(X, y, sample_weight=c)
-    np.testing.assert_allclose(ours.coef_, ref.coef_.ravel(), atol=1e-6)
+    np.testing.assert_allclose(ours.coef_, ref.coef_, atol=1e-6)
     svm = GroupWeightedClassifier("squared_hinge", weights=lam, alpha=alpha, penalize_intercept=True)
     svm.fit(X, y, sensitive_features=g)
     ref = LinearSVC(C=1 / alpha, dual=False, tol=1e-12, max_iter=10_000).fit(X, y, sample_weight=c)
-    np.testing.assert_allclose(svm.coef_, ref.coef_.ravel(), atol=1e-6)
-    np.testing.assert_allclose(svm.intercept_, ref.intercept_[0], atol=1e-6)
+    np.testing.assert_allclose(svm.coef_, ref.coef_, atol=1e-6)
+    np.testing.assert_allclose(svm.intercept_, ref.intercept_, atol=1e-6)
     Xr, yr, gr = _data("regression")
     c = lam[gr] / np.bincount(gr)[gr]
     ridge = GroupWeightedRegressor(weights=lam, alpha=alpha).fit(Xr, yr, sensitive_features=gr)
@@ -66,12 +66,13 @@ def test_badr_model_is_the_weighted_refit_and_pareto_efficient():
         pointwise = np.logaddexp(0, s) - y * s
         return np.array([pointwise[g == k].mean() for k in range(3)]) + 0.025 * coef @ coef
 
-    mine = losses(est.coef_, est.intercept_)
+    mine = losses(est.coef_[0], est.intercept_[0])
     rng = np.random.default_rng(0)
     pool = [GroupWeightedClassifier(weights=rng.dirichlet(np.ones(3)), alpha=0.05).fit(X, y, sensitive_features=g)
             for _ in range(5)]
-    candidates = [(m.coef_, m.intercept_) for m in pool]
-    candidates += [(est.coef_ + 1e-3 * rng.normal(size=3), est.intercept_ + 1e-3 * rng.normal()) for _ in range(20)]
+    candidates = [(m.coef_[0], m.intercept_[0]) for m in pool]
+    candidates += [(est.coef_[0] + 1e-3 * rng.normal(size=3), est.intercept_[0] + 1e-3 * rng.normal())
+                   for _ in range(20)]
     for coef, b in candidates:
         other = losses(coef, b)
         assert not (np.all(other <= mine) and np.any(other < mine))

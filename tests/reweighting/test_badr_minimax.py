@@ -23,7 +23,8 @@ def _data(task, seed=0, n=300):
 
 
 def _regularised_group_losses(est, X, y, g):
-    s = X @ est.coef_ + est.intercept_
+    coef, intercept = np.ravel(est.coef_), float(np.ravel(est.intercept_)[0])
+    s = X @ coef + intercept
     if isinstance(est, GroupWeightedRegressor):
         loss, pointwise = "squared_error", (s - y) ** 2
     elif est.loss == "logistic":
@@ -31,7 +32,7 @@ def _regularised_group_losses(est, X, y, g):
     else:
         loss, pointwise = "squared_hinge", np.maximum(0, 1 - (2 * y - 1) * s) ** 2
     penalty = PENALTY_SCALE[loss] * est.alpha * (
-        est.coef_ @ est.coef_ + (est.intercept_**2 if est.penalize_intercept else 0.0)
+        coef @ coef + (intercept**2 if est.penalize_intercept else 0.0)
     )
     return np.array([pointwise[g == k].mean() for k in range(3)]) + penalty
 
