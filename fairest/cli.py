@@ -113,9 +113,29 @@ def _write_report(table: pd.DataFrame, data, output: Path) -> Path:
         markdown_table(table),
         "",
     ]
+    plot = _write_pareto_plot(table, data, output)
+    if plot is not None:
+        lines += [f"![accuracy vs demographic parity difference]({plot.name})", ""]
     report.write_text("\n".join(lines))
     table.to_csv(output / "results.csv")
     return report
+
+
+def _write_pareto_plot(table: pd.DataFrame, data, output: Path) -> Path | None:
+    """``pareto.png``: accuracy vs demographic parity difference (matplotlib optional)."""
+    if data.task != "classification":
+        return None
+    try:
+        from fairest.plot import plot_pareto_frontier
+
+        ax = plot_pareto_frontier(
+            table, x="demographic parity diff", y="accuracy", title=f"fairest compare: {data.name}"
+        )
+    except ImportError:  # matplotlib is an optional dependency
+        return None
+    path = output / "pareto.png"
+    ax.figure.savefig(path, dpi=120, bbox_inches="tight")
+    return path
 
 
 def _command_compare(args) -> int:

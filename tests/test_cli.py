@@ -39,6 +39,8 @@ def test_compare_on_csv_writes_report(csv_file, tmp_path, capsys):
     assert "accuracy" in printed and "demographic parity diff" in printed and "fit time" in printed
     report = (output / "report.md").read_text()
     assert "| ERM (logistic regression) |" in report
+    assert "![accuracy vs demographic parity difference](pareto.png)" in report
+    assert (output / "pareto.png").stat().st_size > 10_000
     results = pd.read_csv(output / "results.csv", index_col=0)
     assert results["accuracy"].between(0.5, 1.0).all()
 
