@@ -13,7 +13,7 @@ from numbers import Integral, Real
 import jax
 import jax.numpy as jnp
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from fairest.constrained import _defaults
@@ -26,6 +26,7 @@ from fairest.constrained._common import (
     validate_hidden,
 )
 from fairest.constrained._engine import MLP, numpy_forward, run_solver, spawn_rngs
+from fairest.utils._linear import ScoreClassifierMixin
 
 __all__ = [
     "LossGapConstrainedClassifier",
@@ -113,7 +114,7 @@ def constraint_matrix(kind: str, pairs: str, labels, n_groups: int):
     return np.array(rows), names
 
 
-class LossGapConstrainedClassifier(ClassifierMixin, BaseEstimator):
+class LossGapConstrainedClassifier(ScoreClassifierMixin, BaseEstimator):
     """Classifier trained under bounds on the differences of group losses.
 
     Solves ``min_theta L(theta)`` subject to ``-tolerance <= L_g(theta) - L_h(theta) <=
@@ -407,41 +408,6 @@ list of str or None, default=None
         X = prepare_predict(self, X)
         z = numpy_forward(self.params_, X)
         return z[:, 0] if z.shape[1] == 1 else z
-
-    def predict_proba(self, X):
-        """Class probabilities (sigmoid or softmax of the logits).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        proba : ndarray of shape (n_samples, n_classes)
-        """
-        z = self.decision_function(X)
-        if z.ndim == 1:
-            p = 0.5 * (1.0 + np.tanh(0.5 * z))
-            return np.column_stack([1.0 - p, p])
-        z = z - z.max(axis=1, keepdims=True)
-        e = np.exp(z)
-        return e / e.sum(axis=1, keepdims=True)
-
-    def predict(self, X):
-        """Predicted class labels (``1[z > 0]`` or the arg-max logit).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,)
-        """
-        z = self.decision_function(X)
-        codes = (z > 0).astype(int) if z.ndim == 1 else np.argmax(z, axis=1)
-        return self.classes_[codes]
-
 
 def sample_losses(logits, y_codes):
     """Per-sample cross-entropy in float64 (BCE-with-logits for one output column)."""

@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 from jax import lax
-from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from fairest.constrained import _defaults
@@ -43,6 +43,7 @@ from fairest.constrained._engine import (
     weighted_mean,
 )
 from fairest.constrained._loss_gap import sample_losses
+from fairest.utils._linear import ScoreClassifierMixin
 
 __all__ = ["PrunedFairClassifier", "gmp_schedule", "prune_layer", "buffer_push"]
 
@@ -237,7 +238,7 @@ def _lr_at(epoch: int, lr: float, milestones, gamma: float, total: int) -> float
 # ------------------------------------------------------------------------------------------
 
 
-class PrunedFairClassifier(ClassifierMixin, BaseEstimator):
+class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
     """Sparse MLP whose accuracy loss from pruning is spread evenly over groups.
 
     A dense network is trained (or taken from ``dense_model``), pruned by gradual
@@ -627,38 +628,6 @@ class PrunedFairClassifier(ClassifierMixin, BaseEstimator):
         X = prepare_predict(self, X)
         z = numpy_forward(self.params_, X)
         return z[:, 0] if z.shape[1] == 1 else z
-
-    def predict_proba(self, X):
-        """Class probabilities of the sparse model.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        proba : ndarray of shape (n_samples, n_classes)
-        """
-        z = self.decision_function(X)
-        if z.ndim == 1:
-            p = 0.5 * (1.0 + np.tanh(0.5 * z))
-            return np.column_stack([1.0 - p, p])
-        e = np.exp(z - z.max(axis=1, keepdims=True))
-        return e / e.sum(axis=1, keepdims=True)
-
-    def predict(self, X):
-        """Predicted labels of the sparse model.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,)
-        """
-        z = self.decision_function(X)
-        return self.classes_[(z > 0).astype(int) if z.ndim == 1 else np.argmax(z, axis=1)]
 
     def disparity_report(self, X, y, sensitive_features):
         """Per-group dense and sparse accuracies, ``Delta_g`` and ``psi_g`` on ``(X, y)``.

@@ -15,7 +15,12 @@ from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-__all__ = ["LinearClassifierMixin", "LinearRegressorMixin", "linear_classifier_attributes"]
+__all__ = [
+    "LinearClassifierMixin",
+    "LinearRegressorMixin",
+    "ScoreClassifierMixin",
+    "linear_classifier_attributes",
+]
 
 
 def linear_classifier_attributes(theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -39,34 +44,16 @@ def _is_probabilistic(estimator) -> bool:
     return estimator._has_probabilities()
 
 
-class LinearClassifierMixin(ClassifierMixin):
-    """``decision_function``, ``predict`` and (when probabilistic) ``predict_proba``.
+class ScoreClassifierMixin(ClassifierMixin):
+    """``predict`` and (when probabilistic) ``predict_proba`` from ``decision_function``.
 
-    Subclasses set ``classes_``, ``coef_`` and ``intercept_`` in ``fit`` and may override
-    ``_has_probabilities`` (default: True) when their scores are not log-odds.
+    Scores are log-odds (two classes, shape (n,)) or logits (shape (n, n_classes)).
+    Subclasses define ``decision_function`` and set ``classes_``; they may override
+    ``_has_probabilities`` (default: True) and ``_positive`` (the two-class rule).
     """
 
     def _has_probabilities(self) -> bool:
         return True
-
-    def _set_linear_parameters(self, theta) -> None:
-        """Set ``coef_`` (k, d) and ``intercept_`` (k,) from ``theta`` (intercept first)."""
-        self.coef_, self.intercept_ = linear_classifier_attributes(theta)
-
-    def decision_function(self, X):
-        """Return the scores of the linear model (group-blind).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
-            For two classes, positive scores favour ``classes_[1]``.
-        """
-        scores = _linear_scores(self, X)
-        return scores[:, 0] if scores.shape[1] == 1 else scores
 
     def predict(self, X):
         """Predicted class labels: score >= 0 for two classes, else the arg-max score.
@@ -121,6 +108,31 @@ class LinearClassifierMixin(ClassifierMixin):
         if scores.ndim == 1:
             return np.column_stack([log_expit(-scores), log_expit(scores)])
         return log_softmax(scores, axis=1)
+
+
+
+class LinearClassifierMixin(ScoreClassifierMixin):
+    """Linear scores ``X coef_^T + intercept_`` with the inference of
+    :class:`ScoreClassifierMixin`; ``fit`` calls ``_set_linear_parameters``."""
+
+    def _set_linear_parameters(self, theta) -> None:
+        """Set ``coef_`` (k, d) and ``intercept_`` (k,) from ``theta`` (intercept first)."""
+        self.coef_, self.intercept_ = linear_classifier_attributes(theta)
+
+    def decision_function(self, X):
+        """Return the scores of the linear model (group-blind).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
+            For two classes, positive scores favour ``classes_[1]``.
+        """
+        scores = _linear_scores(self, X)
+        return scores[:, 0] if scores.shape[1] == 1 else scores
 
 
 class LinearRegressorMixin(RegressorMixin):
