@@ -133,6 +133,13 @@ def _write_pareto_plot(table: pd.DataFrame, data, output: Path) -> Path | None:
         )
     except ImportError:  # matplotlib is an optional dependency
         return None
+    ax.figure.set_size_inches(12, 5)
+    legend = ax.get_legend()  # one entry per method: beside the axes, not over the points
+    handles, labels = ax.get_legend_handles_labels()
+    ax.legend(
+        handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small",
+        title=legend.get_title().get_text() if legend is not None else None,
+    )
     path = output / "pareto.png"
     ax.figure.savefig(path, dpi=120, bbox_inches="tight")
     return path
