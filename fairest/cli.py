@@ -8,6 +8,7 @@ import sys
 import warnings
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 __all__ = ["main"]
@@ -78,6 +79,15 @@ def _load_csv(path: str, target: str | None, sensitive: list[str] | None, test_s
         raise UserError(f"target {target!r} has a single value; nothing to learn.")
     numeric = pd.api.types.is_numeric_dtype(frame[target])
     task = "regression" if numeric and n_values > 2 else "classification"
+    if task == "classification":
+        if n_values > 2:
+            raise UserError(
+                f"target {target!r} has {n_values} classes; compare handles binary targets "
+                "and numeric (regression) targets."
+            )
+        positive = np.unique(y.astype(str))[-1]
+        print(f"positive class of {target!r}: {positive!r} (coded 1)", file=sys.stderr)
+        y = (y.astype(str) == positive).astype(int)
     if frame[sensitive].isna().any().any():
         raise UserError(f"sensitive column(s) {sensitive} have missing values; fill them first.")
     X = frame.drop(columns=[target])
@@ -217,7 +227,8 @@ def main(argv: list[str] | None = None) -> int:
         enable_compilation_cache()
     try:
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", category=FutureWarning)
+            warnings.simplefilter("ignore", category=FutureWarning)  # third-party noise
+            warnings.simplefilter("ignore", category=getattr(pd.errors, "Pandas4Warning", FutureWarning))
             return args.run(args)
     except UserError as error:
         print(f"fairest: error: {error}", file=sys.stderr)

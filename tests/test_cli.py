@@ -25,6 +25,7 @@ def csv_file(tmp_path):
     )
     frame["label"] = np.where(frame.x1 + 0.5 * (frame.sex == "m") + rng.normal(size=n) > 0, "yes", "no")
     frame["amount"] = 2 * frame.x1 + rng.normal(size=n)
+    frame["colour3"] = rng.choice(["red", "green", "blue"], size=n)
     path = tmp_path / "data.csv"
     frame.to_csv(path, index=False)
     return path
@@ -67,6 +68,7 @@ def test_compare_bundled_small_dataset(tmp_path, capsys):
         (["--dataset", "iris"], "unknown dataset"),
         (["--data", "{bad}", "--target", "a", "--sensitive", "b"], "could not read"),
         (["--data", "{one}", "--target", "label", "--sensitive", "sex"], "single value"),
+        (["--data", "{csv}", "--target", "colour3", "--sensitive", "sex"], "3 classes"),
     ],
 )
 def test_compare_user_errors_exit_2_without_traceback(arguments, message, csv_file, tmp_path, capsys):
@@ -85,3 +87,15 @@ def test_datasets_lists_bundled(capsys):
     printed = capsys.readouterr().out
     for name in ("adult", "compas", "german", "ricci"):
         assert name in printed
+
+
+def test_compare_includes_fairlearn_anchor(csv_file, tmp_path, capsys):
+    import warnings
+
+    pytest.importorskip("fairlearn")
+    with warnings.catch_warnings():  # fairlearn's own pandas-4 deprecation noise
+        warnings.simplefilter("ignore", getattr(pd.errors, "Pandas4Warning", FutureWarning))
+        status = main(["compare", "--data", str(csv_file), "--target", "label", "--sensitive", "sex",
+                       "--methods", "fairlearn-eg", "--output", str(tmp_path / "eg")])
+    assert status == 0
+    assert "fairlearn ExponentiatedGradient" in capsys.readouterr().out
