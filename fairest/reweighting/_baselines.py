@@ -70,12 +70,22 @@ class _GroupWeightedLinearModel(BaseEstimator):
         if solver == "auto":
             solver = "cvxpy" if data.X.shape[0] <= _defaults.MINIMAX_CVXPY_MAX_N else "dual"
         if solver == "cvxpy":
-            from fairest.reweighting._minimax import minimax_cvxpy
+            from fairest.reweighting._minimax import MinimaxSolverError, minimax_cvxpy
 
-            weights, _, worst = minimax_cvxpy(
-                loss, data.X, y01, data.groups, data.sample_weight, num_groups, self.alpha, penalize
-            )
-        else:
+            try:
+                weights, _, worst = minimax_cvxpy(
+                    loss, data.X, y01, data.groups, data.sample_weight, num_groups, self.alpha, penalize
+                )
+            except MinimaxSolverError as error:
+                if self.minimax_solver == "cvxpy":
+                    raise
+                warnings.warn(
+                    f"{error} Using the first-order dual path (minimax_solver='dual') instead.",
+                    ConvergenceWarning,
+                    stacklevel=4,
+                )
+                solver = "dual"
+        if solver == "dual":
             import jax
             import jax.numpy as jnp
 

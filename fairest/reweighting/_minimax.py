@@ -15,6 +15,8 @@ model (KKT: ``theta_minimax`` minimises ``sum_g mu_g L_g + R`` with ``mu`` on th
 
 from __future__ import annotations
 
+import warnings
+
 from functools import partial
 
 import jax
@@ -25,11 +27,18 @@ import scipy.sparse as sp
 from fairest._kernels._losses import PENALTY_SCALE
 from fairest.reweighting._bilevel import Problem, group_losses_and_jacobian, lower_solve
 
-__all__ = ["minimax_cvxpy", "minimax_dual"]
+__all__ = ["MinimaxSolverError", "minimax_cvxpy", "minimax_dual"]
+
+
+class MinimaxSolverError(RuntimeError):
+    """The epigraph program failed or was solved only inaccurately."""
 
 
 def minimax_cvxpy(loss, X, y, groups, weight, num_groups, alpha, penalize_intercept):
-    """Epigraph program with Clarabel. Returns ``(mu, theta, worst_loss)``."""
+    """Epigraph program with Clarabel. Returns ``(mu, theta, worst_loss)``.
+
+    Raises :class:`MinimaxSolverError` unless Clarabel reports an accurate optimum.
+    """
     import cvxpy as cp
 
     n, d = X.shape
@@ -52,12 +61,17 @@ def minimax_cvxpy(loss, X, y, groups, weight, num_groups, alpha, penalize_interc
         pointwise = cp.square(s - y)
     constraint = averaging @ pointwise + penalty <= t
     problem = cp.Problem(cp.Minimize(t), [constraint])
-    problem.solve(solver=cp.CLARABEL)
-    if problem.status not in ("optimal", "optimal_inaccurate"):
-        raise RuntimeError(f"Minimax program failed: cvxpy status {problem.status!r}.")
+    try:
+        with warnings.catch_warnings():  # cvxpy's "may be inaccurate": the status says it
+            warnings.simplefilter("ignore", UserWarning)
+            problem.solve(solver=cp.CLARABEL)
+    except cp.error.SolverError as error:
+        raise MinimaxSolverError(f"Clarabel failed on the minimax program: {error}") from error
+    if problem.status != "optimal":
+        raise MinimaxSolverError(f"Minimax program not solved accurately: cvxpy status {problem.status!r}.")
     mu = np.clip(np.asarray(constraint.dual_value, dtype=np.float64).ravel(), 0.0, None)
     if mu.sum() <= 0:
-        raise RuntimeError("Minimax program returned all-zero duals.")
+        raise MinimaxSolverError("Minimax program returned all-zero duals.")
     theta = np.concatenate([[float(b.value)], np.asarray(w.value, dtype=np.float64)])
     return mu / mu.sum(), theta, float(t.value)
 

@@ -95,3 +95,19 @@ def test_adaptive_weights_need_the_estimator():
 
     with pytest.raises(ValueError, match="depends on the data"):
         resolve_group_weights("minimax", np.ones(2), np.array([0, 1]))
+
+
+def test_auto_minimax_falls_back_to_the_dual_path_when_clarabel_fails(monkeypatch):
+    from fairest.reweighting import _minimax
+
+    def failing(*args, **kwargs):
+        raise _minimax.MinimaxSolverError("Minimax program not solved accurately: cvxpy status 'optimal_inaccurate'.")
+
+    X, y, g = _data("classification")
+    reference = GroupWeightedClassifier(weights="minimax", alpha=0.1, minimax_solver="dual").fit(X, y, sensitive_features=g)
+    monkeypatch.setattr(_minimax, "minimax_cvxpy", failing)
+    with pytest.warns(ConvergenceWarning, match="dual path"):
+        auto = GroupWeightedClassifier(weights="minimax", alpha=0.1).fit(X, y, sensitive_features=g)
+    np.testing.assert_allclose(auto.group_weights_, reference.group_weights_, atol=1e-12)
+    with pytest.raises(_minimax.MinimaxSolverError):
+        GroupWeightedClassifier(weights="minimax", alpha=0.1, minimax_solver="cvxpy").fit(X, y, sensitive_features=g)
