@@ -33,7 +33,7 @@ from fairest.reweighting import (
     GroupWeightedRegressor,
 )
 
-__all__ = ["METHODS", "Method", "CompareData", "run_comparison"]
+__all__ = ["METHODS", "Method", "CompareData", "Comparison", "run_comparison"]
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,21 @@ class Method:
     task: str  # "classification" or "regression"
     make: Callable[[int], object]  # random_state -> unfitted estimator
     routed: bool = True  # takes sensitive_features through metadata routing
+    describe: Callable[[object], str] | None = None  # fitted estimator -> what it chose
+
+
+def _describe_group_weights(estimator) -> str:
+    weights = ", ".join(f"{label}: {w:.3f}" for label, w in zip(estimator.groups_, estimator.group_weights_))
+    return f"group weights {weights}"
+
+
+def _describe_interval(estimator) -> str:
+    alpha, beta = estimator.interval_
+    return f"interval [{alpha:.2f}, {beta:.2f}]"
+
+
+def _describe_privacy(estimator) -> str:
+    return f"epsilon spent {estimator.epsilon_spent_:.2f}"
 
 
 METHODS: dict[str, Method] = {
@@ -52,16 +67,19 @@ METHODS: dict[str, Method] = {
         "Group-balanced logistic regression",
         "classification",
         lambda seed: GroupWeightedClassifier(weights="balanced"),
+        describe=_describe_group_weights,
     ),
     "badr-dp": Method(
         "BADR (SLSQP, min demographic parity on the Pareto front)",
         "classification",
         lambda seed: BADRClassifier(metric="demographic_parity", random_state=seed),
+        describe=_describe_group_weights,
     ),
     "badr-eodds": Method(
         "BADR (SLSQP, min equalized odds on the Pareto front)",
         "classification",
         lambda seed: BADRClassifier(metric="equalized_odds", random_state=seed),
+        describe=_describe_group_weights,
     ),
     "ermi": Method(
         "FERMI (ERMI-regularised logistic regression)",
@@ -72,12 +90,14 @@ METHODS: dict[str, Method] = {
         "DP-FERMI (epsilon=3, private sensitive attribute)",
         "classification",
         lambda seed: ERMIClassifier(fairness_weight=1.0, dp_epsilon=3.0, random_state=seed),
+        describe=_describe_privacy,
     ),
     "partial-sp": Method(
         "Partial statistical parity (IDCA 50 x SSG 100, auto interval, tolerance 0.1)",
         "classification",
         # the paper's 200 x 200 budget takes minutes on full Adult; this one about 30 s
         lambda seed: PartialParityClassifier(max_iter=50, inner_max_iter=100, random_state=seed),
+        describe=_describe_interval,
     ),
     "loss-gap-ssl-alm": Method(
         "Loss-gap constrained MLP (SSL-ALM)",
@@ -94,9 +114,13 @@ METHODS: dict[str, Method] = {
         "BADR ridge (SLSQP, min demographic parity)",
         "regression",
         lambda seed: BADRRegressor(metric="demographic_parity", random_state=seed),
+        describe=_describe_group_weights,
     ),
     "ridge-balanced": Method(
-        "Group-balanced ridge", "regression", lambda seed: GroupWeightedRegressor(weights="balanced")
+        "Group-balanced ridge",
+        "regression",
+        lambda seed: GroupWeightedRegressor(weights="balanced"),
+        describe=_describe_group_weights,
     ),
 }
 
@@ -143,6 +167,14 @@ def _preprocessor() -> ColumnTransformer:
     )
 
 
+@dataclass
+class Comparison:
+    """What :func:`run_comparison` returns: the score table and the fitted pipelines."""
+
+    table: pd.DataFrame  # one row per method label
+    fitted: dict  # method name -> fitted Pipeline
+
+
 def _group_labels(sensitive: pd.DataFrame) -> np.ndarray:
     if sensitive.shape[1] == 1:
         return sensitive.iloc[:, 0].astype(str).to_numpy()
@@ -178,10 +210,12 @@ def run_comparison(
 ) -> pd.DataFrame:
     """Fit each method on the training split and score it on the test split.
 
-    Returns a DataFrame with one row per method: accuracy (or RMSE), demographic parity
-    and equalized odds differences on the test split, and the wall-clock fit time.
+    Returns a :class:`Comparison`: a table with one row per method (accuracy or RMSE,
+    demographic parity and equalized odds differences on the test split, the wall-clock
+    fit time, and what the method chose: group weights, interval, privacy spent) and the
+    fitted pipelines by method name.
     """
-    rows = []
+    rows, fitted = [], {}
     for position, name in enumerate(method_names, start=1):
         method = METHODS[name]
         progress(f"[{position}/{len(method_names)}] fitting {method.label} ...")
@@ -195,5 +229,8 @@ def run_comparison(
             step = pipeline.steps[-1][0]
             pipeline.fit(data.X_train, data.y_train, **{f"{step}__sensitive_features": groups})
         seconds = time.perf_counter() - start
-        rows.append(_score_row(method, pipeline, data, seconds))
-    return pd.DataFrame(rows).set_index("method")
+        row = _score_row(method, pipeline, data, seconds)
+        row["fitted"] = method.describe(pipeline[-1]) if method.describe else ""
+        rows.append(row)
+        fitted[name] = pipeline
+    return Comparison(pd.DataFrame(rows).set_index("method"), fitted)

@@ -100,63 +100,9 @@ def _load_csv(path: str, target: str | None, sensitive: list[str] | None, test_s
     return CompareData(Path(path).name, X_train, y_train, s_train, X_test, y_test, s_test, task)
 
 
-def markdown_table(table: pd.DataFrame, floatfmt: str = "{:.4f}") -> str:
-    """A pipe table of ``table`` (index included), with no dependency beyond pandas."""
-    header = [table.index.name or "", *map(str, table.columns)]
-    rows = [
-        [str(index), *(floatfmt.format(v) if isinstance(v, float) else str(v) for v in values)]
-        for index, values in zip(table.index, table.itertuples(index=False))
-    ]
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
-
-
-def _write_report(table: pd.DataFrame, data, output: Path) -> Path:
-    output.mkdir(parents=True, exist_ok=True)
-    report = output / "report.md"
-    lines = [
-        f"# fairest compare: {data.name}",
-        "",
-        f"Train rows: {len(data.y_train)}, test rows: {len(data.y_test)}, task: {data.task}, "
-        f"sensitive: {', '.join(data.s_train.columns)}. Metrics on the test split.",
-        "",
-        markdown_table(table),
-        "",
-    ]
-    plot = _write_pareto_plot(table, data, output)
-    if plot is not None:
-        lines += [f"![accuracy vs demographic parity difference]({plot.name})", ""]
-    report.write_text("\n".join(lines))
-    table.to_csv(output / "results.csv")
-    return report
-
-
-def _write_pareto_plot(table: pd.DataFrame, data, output: Path) -> Path | None:
-    """``pareto.png``: accuracy vs demographic parity difference (matplotlib optional)."""
-    if data.task != "classification":
-        return None
-    try:
-        from fairest.plot import plot_pareto_frontier
-
-        ax = plot_pareto_frontier(
-            table, x="demographic parity diff", y="accuracy", title=f"fairest compare: {data.name}"
-        )
-    except ImportError:  # matplotlib is an optional dependency
-        return None
-    ax.figure.set_size_inches(12, 5)
-    legend = ax.get_legend()  # one entry per method: beside the axes, not over the points
-    handles, labels = ax.get_legend_handles_labels()
-    ax.legend(
-        handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small",
-        title=legend.get_title().get_text() if legend is not None else None,
-    )
-    path = output / "pareto.png"
-    ax.figure.savefig(path, dpi=120, bbox_inches="tight")
-    return path
-
-
 def _command_compare(args) -> int:
     from fairest._compare import METHODS, run_comparison
+    from fairest._report import write_report
 
     sensitive = args.sensitive.split(",") if args.sensitive else None
     if args.data:
@@ -181,13 +127,19 @@ def _command_compare(args) -> int:
         f"sensitive: {', '.join(data.s_train.columns)})",
         file=sys.stderr,
     )
-    table = run_comparison(
+    comparison = run_comparison(
         data, names, random_state=args.seed, progress=lambda m: print(m, file=sys.stderr, flush=True)
     )
+    table = comparison.table
     with pd.option_context("display.width", 200, "display.float_format", "{:.4f}".format):
-        print(table.to_string())
-    report = _write_report(table, data, Path(args.output))
-    print(f"\nreport written to {report}", file=sys.stderr)
+        print(table.drop(columns="fitted").to_string())
+    chosen = table["fitted"][table["fitted"] != ""]
+    if len(chosen):
+        print("\nwhat the methods chose:")
+        for label, text in chosen.items():
+            print(f"  {label}: {text}")
+    report = write_report(comparison, data, Path(args.output))
+    print(f"\nreport written to {report} and {report.with_suffix('.html').name}", file=sys.stderr)
     return 0
 
 
@@ -213,7 +165,7 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument("--methods", help="comma-separated method names (default: all for the task)")
     compare.add_argument("--test-size", type=float, default=0.3, help="held-out fraction for CSVs and non-Adult data")
     compare.add_argument("--seed", type=int, default=0)
-    compare.add_argument("--output", default="fairest_report", help="folder for report.md and results.csv")
+    compare.add_argument("--output", default="fairest_report", help="folder for report.md, report.html, results.csv and the PNGs")
     compare.set_defaults(run=_command_compare)
     return parser
 

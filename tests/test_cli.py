@@ -44,6 +44,25 @@ def test_compare_on_csv_writes_report(csv_file, tmp_path, capsys):
     assert (output / "pareto.png").stat().st_size > 10_000
     results = pd.read_csv(output / "results.csv", index_col=0)
     assert results["accuracy"].between(0.5, 1.0).all()
+    assert results.loc["Group-balanced logistic regression", "fitted"].startswith("group weights f: 0.")
+    assert "what the methods chose:" in printed
+    page = (output / "report.html").read_text()
+    assert page.startswith("<!DOCTYPE html>") and "ERM (logistic regression)" in page
+    assert page.count('src="data:image/png;base64,') == 1  # self-contained: the PNG is inlined
+
+
+def test_compare_report_shows_partial_interval_and_group_cdfs(csv_file, tmp_path, capsys):
+    output = tmp_path / "partial"
+    status = main(["compare", "--data", str(csv_file), "--target", "label", "--sensitive", "sex",
+                   "--methods", "partial-sp", "--output", str(output)])
+    assert status == 0
+    printed = capsys.readouterr().out
+    assert "interval [" in printed
+    report = (output / "report.md").read_text()
+    assert "![partial-sp: per-group CDFs of the test scores, percentile interval [" in report
+    assert "(cdf_partial-sp.png)" in report
+    assert (output / "cdf_partial-sp.png").stat().st_size > 10_000
+    assert (output / "report.html").read_text().count("data:image/png;base64,") == 2
 
 
 def test_compare_regression_target(csv_file, tmp_path, capsys):

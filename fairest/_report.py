@@ -1,0 +1,143 @@
+"""The report of ``fairest compare``: ``report.md``, a self-contained ``report.html``, PNGs.
+
+Figures (matplotlib is optional; without it the report has the tables only):
+
+- ``pareto.png``: test accuracy vs demographic parity difference, one point per method;
+- ``cdf_<method>.png``: per-group CDFs of the test scores of every method with a
+  percentile interval (partial fairness), the interval shaded.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["markdown_table", "write_report"]
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A PNG of the report and the sentence that says what it shows."""
+
+    path: Path
+    caption: str
+
+
+def markdown_table(table: pd.DataFrame, floatfmt: str = "{:.4f}") -> str:
+    """A pipe table of ``table`` (index included), with no dependency beyond pandas."""
+    header = [table.index.name or "", *map(str, table.columns)]
+    rows = [
+        [str(index), *(floatfmt.format(v) if isinstance(v, float) else str(v) for v in values)]
+        for index, values in zip(table.index, table.itertuples(index=False))
+    ]
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
+
+
+def _summary(data) -> str:
+    return (
+        f"Train rows: {len(data.y_train)}, test rows: {len(data.y_test)}, task: {data.task}, "
+        f"sensitive: {', '.join(data.s_train.columns)}. Metrics on the test split."
+    )
+
+
+def write_report(comparison, data, output: Path) -> Path:
+    """Write ``report.md``, ``report.html``, ``results.csv`` and the PNGs; return report.md."""
+    output.mkdir(parents=True, exist_ok=True)
+    table = comparison.table
+    table.to_csv(output / "results.csv")
+    figures = _figures(comparison, data, output)
+    title = f"fairest compare: {data.name}"
+    lines = [f"# {title}", "", _summary(data), "", markdown_table(table), ""]
+    for figure in figures:
+        lines += [f"![{figure.caption}]({figure.path.name})", ""]
+    report = output / "report.md"
+    report.write_text("\n".join(lines), encoding="utf-8")
+    (output / "report.html").write_text(_html(title, data, table, figures), encoding="utf-8")
+    return report
+
+
+def _html(title: str, data, table: pd.DataFrame, figures: list[Figure]) -> str:
+    """One self-contained page: the table and the PNGs inlined as base64."""
+    images = "".join(
+        f'<figure><img alt="{html.escape(f.caption)}" src="data:image/png;base64,'
+        f'{base64.b64encode(f.path.read_bytes()).decode()}"/>'
+        f"<figcaption>{html.escape(f.caption)}</figcaption></figure>"
+        for f in figures
+    )
+    formatted = table.to_html(float_format=lambda v: f"{v:.4f}", border=0, classes="results")
+    style = (
+        "body{font-family:sans-serif;margin:2em;max-width:80em}"
+        "table.results{border-collapse:collapse}"
+        "table.results td,table.results th{padding:.3em .8em;border-bottom:1px solid #ddd;text-align:right}"
+        "table.results td:last-child{text-align:left}"
+        "img{max-width:100%}figcaption{color:#555;margin-bottom:2em}"
+    )
+    return (
+        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"/>'
+        f"<title>{html.escape(title)}</title><style>{style}</style></head><body>"
+        f"<h1>{html.escape(title)}</h1><p>{html.escape(_summary(data))}</p>{formatted}{images}"
+        "</body></html>\n"
+    )
+
+
+def _figures(comparison, data, output: Path) -> list[Figure]:
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError:  # matplotlib is an optional dependency
+        return []
+    figures = []
+    if data.task == "classification":
+        figures.append(_pareto_figure(comparison.table, data, output))
+    for name, pipeline in comparison.fitted.items():
+        if getattr(pipeline[-1], "interval_", None) is not None:
+            figures.append(_cdf_figure(name, pipeline, data, output))
+    plt.close("all")
+    return figures
+
+
+def _pareto_figure(table: pd.DataFrame, data, output: Path) -> Figure:
+    from fairest.plot import plot_pareto_frontier
+
+    ax = plot_pareto_frontier(
+        table, x="demographic parity diff", y="accuracy", title=f"fairest compare: {data.name}"
+    )
+    ax.figure.set_size_inches(12, 5)
+    legend = ax.get_legend()  # one entry per method: beside the axes, not over the points
+    handles, labels = ax.get_legend_handles_labels()
+    ax.legend(
+        handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small",
+        title=legend.get_title().get_text() if legend is not None else None,
+    )
+    path = output / "pareto.png"
+    ax.figure.savefig(path, dpi=120, bbox_inches="tight")
+    return Figure(path, "accuracy vs demographic parity difference")
+
+
+def _cdf_figure(name: str, pipeline, data, output: Path) -> Figure:
+    """Per-group CDFs of the test scores, the fitted percentile interval shaded."""
+    from fairest.plot import plot_group_score_cdfs
+
+    estimator = pipeline[-1]
+    alpha, beta = estimator.interval_
+    scores = np.asarray(pipeline.decision_function(data.X_test))
+    caption = (
+        f"{name}: per-group CDFs of the test scores, percentile interval "
+        f"[{alpha:.2f}, {beta:.2f}] shaded"
+    )
+    ax = plot_group_score_cdfs(
+        scores,
+        sensitive_features=data.s_test.astype(str).to_numpy(),
+        interval=(alpha, beta),
+        threshold=getattr(estimator, "threshold", None),
+        title=caption,
+    )
+    ax.figure.set_size_inches(9, 5)
+    path = output / f"cdf_{name}.png"
+    ax.figure.savefig(path, dpi=120, bbox_inches="tight")
+    return Figure(path, caption)
