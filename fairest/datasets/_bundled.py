@@ -128,6 +128,7 @@ def load_adult(*, subset="train", as_frame=False, return_X_y=False):
             Description of the dataset.
 
     (data, target) : tuple if ``return_X_y`` is True
+        ``data.data`` and ``data.target`` instead of the Bunch.
 
     References
     ----------
@@ -284,6 +285,7 @@ def load_german_credit(*, as_frame=False, return_X_y=False):
         :func:`load_adult`.
 
     (data, target) : tuple if ``return_X_y`` is True
+        ``data.data`` and ``data.target`` instead of the Bunch.
 
     References
     ----------
@@ -414,6 +416,7 @@ def load_compas(*, propublica_filter=False, as_frame=False, return_X_y=False):
         in :func:`load_adult`.
 
     (data, target) : tuple if ``return_X_y`` is True
+        ``data.data`` and ``data.target`` instead of the Bunch.
 
     References
     ----------
@@ -517,6 +520,7 @@ def load_ricci(*, as_frame=False, return_X_y=False):
         :func:`load_adult`.
 
     (data, target) : tuple if ``return_X_y`` is True
+        ``data.data`` and ``data.target`` instead of the Bunch.
 
     References
     ----------

@@ -354,6 +354,7 @@ def fetch_bank_marketing(
         ``DESCR``, laid out as in :func:`~fairest.datasets.load_adult`.
 
     (data, target) : tuple if ``return_X_y`` is True
+        ``data.data`` and ``data.target`` instead of the Bunch.
 
     Raises
     ------
@@ -448,6 +449,7 @@ def fetch_credit_default(
         ``categories`` and ``DESCR``.
 
     (data, target) : tuple if ``return_X_y`` is True
+        ``data.data`` and ``data.target`` instead of the Bunch.
 
     References
     ----------
@@ -552,6 +554,7 @@ def fetch_communities_crime(
         and ``DESCR``.
 
     (data, target) : tuple if ``return_X_y`` is True
+        ``data.data`` and ``data.target`` instead of the Bunch.
 
     References
     ----------
@@ -636,6 +639,7 @@ def fetch_student_performance(
         (``["G3"]``), ``target_column``, ``sensitive``, ``categories`` and ``DESCR``.
 
     (data, target) : tuple if ``return_X_y`` is True
+        ``data.data`` and ``data.target`` instead of the Bunch.
 
     References
     ----------
@@ -727,6 +731,7 @@ def fetch_parkinsons(
         group-aware splitting), ``categories`` and ``DESCR``.
 
     (data, target) : tuple if ``return_X_y`` is True
+        ``data.data`` and ``data.target`` instead of the Bunch.
 
     References
     ----------
@@ -820,6 +825,7 @@ def fetch_law_school(
         ``categories`` and ``DESCR``.
 
     (data, target) : tuple if ``return_X_y`` is True
+        ``data.data`` and ``data.target`` instead of the Bunch.
 
     References
     ----------
@@ -950,6 +956,7 @@ def fetch_kdd_census(
         (the CPS instance weights), ``categories`` and ``DESCR``.
 
     (data, target) : tuple if ``return_X_y`` is True
+        ``data.data`` and ``data.target`` instead of the Bunch.
 
     References
     ----------
@@ -1064,6 +1071,7 @@ def fetch_acs_income(
         ``state`` (ndarray of state codes), ``categories`` and ``DESCR``.
 
     (data, target) : tuple if ``return_X_y`` is True
+        ``data.data`` and ``data.target`` instead of the Bunch.
 
     References
     ----------
@@ -1184,6 +1192,7 @@ def fetch_acs_task(
         ``target_column``, ``sensitive``, ``categories`` and ``DESCR``.
 
     (data, target) : tuple if ``return_X_y`` is True
+        ``data.data`` and ``data.target`` instead of the Bunch.
 
     References
     ----------

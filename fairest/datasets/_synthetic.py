@@ -298,9 +298,11 @@ def make_grouped_regression(
     Returns
     -------
     X : ndarray of shape (n_samples, n_features)
+        The features.
     y : ndarray of shape (n_samples,), same dtype as ``X``
+        The targets.
     groups : ndarray of shape (n_samples,)
-        Only when ``return_groups`` is True.
+        Group labels, only when ``return_groups`` is True.
 
     See Also
     --------

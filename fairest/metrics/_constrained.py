@@ -158,6 +158,7 @@ def max_excess_accuracy_gap(
     Returns
     -------
     float
+        The largest excess accuracy gap over the groups.
 
     References
     ----------

@@ -114,6 +114,7 @@ def smooth_max(values, rho, where=None):
     Returns
     -------
     scalar array
+        The smoothed maximum, at most ``log(G) / rho`` above the true maximum.
     """
     return jax.nn.logsumexp(rho * values, where=where) / rho
 
@@ -133,6 +134,7 @@ def smooth_min(values, rho, where=None):
     Returns
     -------
     scalar array
+        The smoothed minimum, at most ``log(G) / rho`` below the true minimum.
     """
     return -smooth_max(-values, rho, where)
 

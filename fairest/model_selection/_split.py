@@ -69,6 +69,7 @@ class GroupStratifiedKFold(BaseCrossValidator):
         Returns
         -------
         n_splits : int
+            The number of folds, ``n_splits``.
         """
         return self.n_splits
 
@@ -78,6 +79,7 @@ class GroupStratifiedKFold(BaseCrossValidator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Training data; only its length is used.
         y : array-like of shape (n_samples,)
             Class labels.
         groups : array-like of shape (n_samples,) or (n_samples, k), default=None
@@ -88,7 +90,9 @@ class GroupStratifiedKFold(BaseCrossValidator):
         Yields
         ------
         train : ndarray
+            Indices of the training rows of the fold.
         test : ndarray
+            Indices of the test rows of the fold.
         """
         sensitive = sensitive_features if sensitive_features is not None else groups
         if sensitive is None:

@@ -183,7 +183,9 @@ def check_sensitive_features(
     Returns
     -------
     codes : ndarray of shape (n_samples,), dtype int32
+        Group code of every sample, in ``0 .. G - 1``.
     groups : ndarray of shape (G,)
+        The group labels, ``groups[code]``.
     """
     if sensitive_features is None:
         warnings.warn(

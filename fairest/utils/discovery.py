@@ -21,6 +21,7 @@ def all_estimators() -> list[tuple[str, type]]:
     Returns
     -------
     estimators : list of (name, class) tuples
+        The public estimator classes, sorted by name.
     """
     import fairest
 
