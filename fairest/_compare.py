@@ -69,6 +69,18 @@ METHODS: dict[str, Method] = {
         lambda seed: GroupWeightedClassifier(weights="balanced"),
         describe=_describe_group_weights,
     ),
+    "erm-minimax": Method(
+        "Minimax group weights (worst group loss)",
+        "classification",
+        lambda seed: GroupWeightedClassifier(weights="minimax"),
+        describe=_describe_group_weights,
+    ),
+    "erm-best-group": Method(
+        "Best single group (least demographic parity)",
+        "classification",
+        lambda seed: GroupWeightedClassifier(weights="best_single_group", metric="demographic_parity"),
+        describe=_describe_group_weights,
+    ),
     "badr-dp": Method(
         "BADR (SLSQP, min demographic parity on the Pareto front)",
         "classification",

@@ -34,7 +34,7 @@ def csv_file(tmp_path):
 def test_compare_on_csv_writes_report(csv_file, tmp_path, capsys):
     output = tmp_path / "out"
     status = main(["compare", "--data", str(csv_file), "--target", "label", "--sensitive", "sex",
-                   "--methods", "erm,erm-balanced", "--output", str(output)])
+                   "--methods", "erm,erm-balanced,erm-minimax,erm-best-group", "--output", str(output)])
     assert status == 0
     printed = capsys.readouterr().out
     assert "accuracy" in printed and "demographic parity diff" in printed and "fit time" in printed
