@@ -780,18 +780,34 @@ def _history_frame(solver, logs, names, log_every, batch_size, obj_sampler, con_
 def ghost_kappa(c, J, kappa_lambda, kappa_box):
     """``kappa = (1 - lambda) max_i [c_i]_+ + lambda t*`` with the LP of spec 3.7.
 
-    Returns ``(kappa, t_star, d_lp)``; ``d_lp`` is the LP's direction (``None`` for the
-    m = 1 closed form ``t* = [c - rho ||J||_1]_+``, where ``d = -rho sign(J)``).
+    Returns ``(kappa, t_star, d_lp)``; ``d_lp`` is the LP's direction. Two cases have a
+    closed form and skip the LP solver: one constraint (``t* = [c - rho ||J||_1]_+`` at
+    ``d = -rho sign(J)``) and a pair ``J_2 = -J_1`` (the two sides of one loss gap,
+    :func:`_kappa_pair`).
     """
     c = np.asarray(c, dtype=np.float64)
     J = np.asarray(J, dtype=np.float64).reshape(c.size, -1)
     if c.size == 1:
         t_star = max(float(c[0] - kappa_box * np.abs(J[0]).sum()), 0.0)
         d_lp = -kappa_box * np.sign(J[0])
+    elif c.size == 2 and np.array_equal(J[1], -J[0]):
+        t_star, d_lp = _kappa_pair(c, J[0], kappa_box)
     else:
         t_star, d_lp = _kappa_lp(c, J, kappa_box)
     kappa = (1.0 - kappa_lambda) * float(np.maximum(c, 0.0).max()) + kappa_lambda * t_star
     return kappa, t_star, d_lp
+
+
+def _kappa_pair(c, J1, box):
+    """The LP of :func:`ghost_kappa` for ``c_1 + s <= t``, ``c_2 - s <= t`` with ``s = J_1 d``.
+
+    ``s`` ranges over ``[-b, b]``, ``b = box ||J_1||_1``; ``max(c_1 + s, c_2 - s)`` is least
+    at ``s* = clip((c_2 - c_1) / 2, -b, b)``, reached by ``d = (s* / b) box sign(J_1)``.
+    """
+    b = box * np.abs(J1).sum()
+    s = float(np.clip((c[1] - c[0]) / 2.0, -b, b))
+    d = (s / b) * box * np.sign(J1) if b > 0 else np.zeros_like(J1)
+    return max(c[0] + s, c[1] - s, 0.0), d
 
 
 def _kappa_lp(c, J, box):

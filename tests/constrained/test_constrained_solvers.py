@@ -211,6 +211,22 @@ def test_constrained_ghost_kappa_and_lp(m):
     assert kappa0 == 0.0
 
 
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("scale", [0.01, 1.0, 10.0])
+def test_constrained_ghost_kappa_pair_closed_form_equals_lp(seed, scale):
+    """The two sides of one loss gap (J_2 = -J_1) skip the LP: same t*, a feasible d."""
+    rng = np.random.default_rng(seed)
+    J1 = scale * rng.normal(size=7)
+    J = np.vstack([J1, -J1])
+    c = rng.normal(size=2) + rng.choice([-1.0, 0.5, 3.0])
+    _, t_star, d = ghost_kappa(c, J, 0.5, 0.8)
+    res = linprog(np.r_[np.zeros(7), 1.0], A_ub=np.hstack([J, -np.ones((2, 1))]), b_ub=-c,
+                  bounds=[(-0.8, 0.8)] * 7 + [(0, None)], method="highs")
+    np.testing.assert_allclose(t_star, res.x[-1], atol=1e-9)
+    assert np.all(np.abs(d) <= 0.8 + 1e-12)
+    assert np.all(c + J @ d <= t_star + 1e-9)  # d attains t*
+
+
 @pytest.mark.parametrize("m", [1, 2, 3])
 @pytest.mark.parametrize("seed", [0, 1])
 def test_constrained_ghost_qp_backends_agree(m, seed):
