@@ -305,7 +305,10 @@ default="loss_parity"
         Parameters
         ----------
         X : array-like or DataFrame of shape (n_samples, n_features)
+            Training data. Columns named by ``sensitive_features`` are removed from the
+            features.
         y : array-like of shape (n_samples,)
+            Target labels; the constraints other than ``"loss_parity"`` need two classes.
         sensitive_features : array-like of shape (n_samples,) or (n_samples, k), str, \
 list of str or None, default=None
             Group membership, or column name(s) of the DataFrame ``X`` (removed from the
@@ -315,6 +318,7 @@ list of str or None, default=None
         Returns
         -------
         self : LossGapConstrainedClassifier
+            The fitted estimator.
         """
         solver = self._solver_name()
         hidden = validate_hidden(self.hidden_layer_sizes)
@@ -400,10 +404,14 @@ list of str or None, default=None
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Input samples (sensitive feature columns of a DataFrame used in ``fit`` are
+            dropped).
 
         Returns
         -------
-        scores : ndarray
+        scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
+            Logits of the model: one column (positive class) for two classes, one per
+            class otherwise.
         """
         X = prepare_predict(self, X)
         z = numpy_forward(self.params_, X)

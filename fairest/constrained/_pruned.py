@@ -54,7 +54,26 @@ __all__ = ["PrunedFairClassifier", "gmp_schedule", "prune_layer", "buffer_push"]
 
 
 def gmp_schedule(epoch: int, initial: float, final: float, end: int, start: int = 0) -> float:
-    """Cubic GMP sparsity ``s_f + (s_i - s_f)(1 - (t - t0)/(T_end - t0))^3``, clamped."""
+    """Cubic GMP sparsity ``s_f + (s_i - s_f)(1 - (t - t0)/(T_end - t0))^3``, clamped.
+
+    Parameters
+    ----------
+    epoch : int
+        Current epoch ``t``.
+    initial : float
+        Initial sparsity ``s_i``, returned for ``epoch <= start``.
+    final : float
+        Final sparsity ``s_f``, returned for ``epoch >= end``.
+    end : int
+        Epoch ``T_end`` at which the final sparsity is reached.
+    start : int, default=0
+        Epoch ``t0`` at which the schedule starts.
+
+    Returns
+    -------
+    sparsity : float
+        Target sparsity of the pruning event at ``epoch``.
+    """
     if epoch >= end:
         return final
     if epoch <= start:
@@ -63,7 +82,22 @@ def gmp_schedule(epoch: int, initial: float, final: float, end: int, start: int 
 
 
 def prune_layer(W: np.ndarray, mask: np.ndarray, sparsity: float) -> np.ndarray:
-    """Mask keeping the ``N - ceil(s N)`` largest ``|W * mask|`` entries (layer-wise)."""
+    """Mask keeping the ``N - ceil(s N)`` largest ``|W * mask|`` entries (layer-wise).
+
+    Parameters
+    ----------
+    W : ndarray
+        Weight matrix of the layer (``N`` entries).
+    mask : ndarray of the shape of ``W``
+        Current binary mask (1 = active); pruned entries stay pruned.
+    sparsity : float
+        Target fraction ``s`` of zeros in the layer, in [0, 1].
+
+    Returns
+    -------
+    mask : ndarray of the shape of ``W``
+        New binary mask with exactly ``ceil(s N)`` zeros (ties broken stably).
+    """
     N = W.size
     n_zero = min(N, math.ceil(sparsity * N - 1e-9))
     magnitude = np.abs(W * mask).ravel()
@@ -84,6 +118,29 @@ def buffer_push(buf, count, values, g, valid, num_groups: int):
 
     Rows of a group beyond its last k in the batch are not written, so every slot is
     written at most once per push (no scatter collisions).
+
+    Parameters
+    ----------
+    buf : jax.Array of shape (num_groups, k)
+        Ring buffers, one row per group.
+    count : jax.Array of shape (num_groups,)
+        Number of values pushed so far to every group (the write position is
+        ``count % k``).
+    values : jax.Array of shape (batch_size,)
+        Values to push (correctness or per-sample losses).
+    g : jax.Array of shape (batch_size,)
+        Integer group id of every row.
+    valid : jax.Array of shape (batch_size,)
+        Boolean flags; padding rows (``False``) are not pushed.
+    num_groups : int
+        Number of groups (static).
+
+    Returns
+    -------
+    buf : jax.Array of shape (num_groups, k)
+        Updated ring buffers.
+    count : jax.Array of shape (num_groups,)
+        Updated push counters.
     """
     k = buf.shape[1]
     onehot = jax.nn.one_hot(g, num_groups, dtype=jnp.int32) * valid[:, None].astype(jnp.int32)
@@ -253,65 +310,128 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
     Parameters
     ----------
     hidden_layer_sizes : tuple of int, default=(64, 32)
+        Sizes of the ReLU hidden layers, shared by the dense and the sparse network;
+        ``()`` is a linear (logistic) model whose single weight matrix is prunable.
     dense_model : fitted estimator or None, default=None
         Estimator exposing ``params_`` of the same architecture (for example a fitted
-        ``PrunedFairClassifier`` or ``LossGapConstrainedClassifier``); ``None`` pretrains.
+        ``PrunedFairClassifier`` or ``LossGapConstrainedClassifier``) used as the dense
+        reference; ``None`` pretrains a dense network for ``dense_epochs`` epochs.
     dense_epochs : int, default=50
-    dense_lr, dense_momentum, dense_weight_decay : float, default=0.01, 0.9, 1e-4
+        Epochs of dense pre-training (SGD with momentum, learning rate scheduled by
+        ``lr_milestones`` and ``lr_gamma`` over these epochs). Ignored when
+        ``dense_model`` is given.
+    dense_lr : float, default=0.01
+        Initial learning rate of dense pre-training.
+    dense_momentum : float, default=0.9
+        Momentum of dense pre-training, in [0, 1).
+    dense_weight_decay : float, default=1e-4
+        L2 coefficient ``wd`` of dense pre-training, added to the loss as
+        ``(wd / 2) * ||theta||^2`` (weights and biases).
     target_sparsity : float, default=0.9
+        Final sparsity ``s_f``: fraction of the entries of every prunable weight matrix
+        set to zero, reached at the start of epoch ``pruning_epochs``. In [0, 1].
     initial_sparsity : float, default=0.0
+        Sparsity ``s_i`` of the cubic pruning schedule at epoch 0, in [0, 1].
     pruning_epochs : int, default=15
-        ``T_end``: pruning events at the start of epochs ``0..T_end`` (cubic schedule).
+        Last pruning epoch ``T_end``: magnitude pruning events at the start of epochs
+        ``0..T_end`` (cubic schedule from ``initial_sparsity`` to ``target_sparsity``).
+        The mitigation starts at epoch ``T_end`` unless ``apply_mitigation_while_pruning``.
     prune_layers : {"all", "hidden"}, default="all"
-        ``"hidden"`` keeps the first and last layers dense. Biases are never pruned.
+        Weight matrices that are pruned: all layers, or ``"hidden"`` keeps the first and
+        last layers dense (networks with at most two layers prune every layer). Biases
+        are never pruned.
     n_epochs : int, default=60
         Fine-tuning epochs, pruning epochs included.
     mitigation : {"ceag", "equalized_loss", "excess_loss_gap", "none"}, default="ceag"
-        ``"none"`` is naive fine-tuning (NFT).
+        Fairness mitigation of the fine-tuning: ``"ceag"`` bounds the excess accuracy
+        gaps ``psi_g``, ``"excess_loss_gap"`` bounds the excess loss gaps,
+        ``"equalized_loss"`` imposes ``L_g - L = 0`` with free-sign multipliers (Tran et
+        al.) and ``"none"`` is naive fine-tuning (NFT).
     tolerance : float, default=0.01
-        ``epsilon`` (a fraction: 0.01 is one accuracy point).
+        Bound ``epsilon`` on every excess gap, as a fraction (0.01 is one accuracy
+        point); also the feasibility threshold of ``train_disparity_``. Not used in the
+        training of ``"equalized_loss"`` and ``"none"``.
     use_buffer : bool, default=True
+        Estimate the gaps of the dual step from per-group replay buffers of the
+        ``buffer_size`` most recent training rows; ``False`` uses the groups present in
+        the current minibatch.
     buffer_size : int, default=40
+        Capacity ``k`` (rows) of every group's replay buffer; a group's multiplier only
+        moves once its buffer is full.
     buffer_overall : {"balanced", "weighted"}, default="balanced"
         Overall buffered accuracy as the unweighted or population-weighted mean of full
         buffers.
     el_abs : bool, default=True
-        Equalized loss on absolute gaps (released configuration).
+        Equalized loss on absolute gaps ``|L_g - L|`` (released configuration; the
+        multipliers never decrease). Only used with ``mitigation="equalized_loss"``.
     dual_lr : float, default=1e-3
+        Step size ``eta_lambda`` of the dual ascent on the multipliers.
     dual_optimizer : {"sgd", "adam"}, default="sgd"
-    lr, momentum : float, default=0.01, 0.9
+        Plain stochastic gradient ascent on the multipliers, or ascent with Adam moments;
+        both are followed by the projection to >= 0 (except for equalized loss).
+    lr : float, default=0.01
+        Initial learning rate of the fine-tuning SGD (pruning epochs included).
+    momentum : float, default=0.9
+        Momentum of the fine-tuning SGD (``v <- momentum * v + grad``, no dampening), in
+        [0, 1).
     nesterov : bool, default=False
+        Use Nesterov momentum, in dense pre-training and in fine-tuning.
     weight_decay : float, default=1e-4
+        L2 coefficient ``wd`` of fine-tuning, added to the loss as
+        ``(wd / 2) * ||theta * mask||^2`` (unmasked weights and biases).
     lr_milestones : tuple of float, default=(0.6, 0.8, 0.9)
-        Fractions of the epochs at which the learning rate is multiplied by ``lr_gamma``.
+        Fractions of the epochs (``dense_epochs`` in pre-training, ``n_epochs`` in
+        fine-tuning) at which the learning rate is multiplied by ``lr_gamma``.
     lr_gamma : float, default=0.1
+        Factor applied to the learning rate at every milestone of ``lr_milestones``.
     batch_size : int, default=128
+        Minibatch size of dense pre-training and fine-tuning (the last batch of an
+        epoch may be shorter).
     apply_mitigation_while_pruning : bool, default=False
+        Run the mitigation (multipliers and buffers) during the pruning epochs too; by
+        default those epochs are plain ERM on the masked weights.
     dtype : {"float32", "float64"}, default="float32"
+        Computation precision (float64 is scoped to the fit).
     random_state : int, Generator or None, default=None
+        Seeds the initialisation of the dense network and the minibatch sampler. Pass
+        an int for reproducible results.
     verbose : int, default=0
+        Print a one-line summary (sparsity, maximum excess accuracy gap, accuracy) after
+        the fit when nonzero.
     log_every : int, default=1
+        Keep every ``log_every``-th fine-tuning iteration in ``history_``.
 
     Attributes
     ----------
-    classes_, groups_, params_, masks_, dense_params_ : see below
+    classes_ : ndarray of shape (n_classes,)
+        Class labels.
+    groups_ : ndarray of shape (n_groups,)
+        Sorted group labels; the per-group attributes follow this order.
     params_ : list of (ndarray, ndarray)
         Sparse ``(W, b)`` per layer (masked entries exactly 0).
     masks_ : list of ndarray
         Binary weight masks (1 = active).
     dense_params_ : list of (ndarray, ndarray)
+        ``(W, b)`` per layer of the dense reference model.
     sparsity_ : float
         Fraction of zeros over the prunable weights.
     layer_sparsity_ : ndarray of shape (n_layers,)
+        Fraction of zeros of every weight matrix.
     multipliers_ : ndarray of shape (n_groups,)
+        Final Lagrange multipliers (all 0 for ``mitigation="none"``).
     dense_accuracy_, dense_loss_ : float
+        Training accuracy and mean loss of the dense model.
     dense_group_accuracy_, dense_group_loss_ : ndarray of shape (n_groups,)
+        Training accuracy and mean loss of the dense model in every group.
     train_eags_ : pandas.Series
         Excess accuracy gaps ``psi_g`` on the training set.
     train_disparity_ : dict
         ``acc``, ``psi_pw``, ``max_eag``, ``delta``, ``is_feasible`` on the training set.
     history_ : pandas.DataFrame
+        One row per logged fine-tuning iteration (``iter, epoch, objective, lr,
+        sparsity, lambda_g*, psi_hat_g*, buffer_full_g*``).
     n_iter_ : int
+        Number of fine-tuning iterations.
 
     References
     ----------
@@ -436,7 +556,10 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like or DataFrame of shape (n_samples, n_features)
+            Training data. Columns named by ``sensitive_features`` are removed from the
+            features.
         y : array-like of shape (n_samples,)
+            Target labels (two or more classes).
         sensitive_features : array-like, str, list of str or None, default=None
             Group membership (or column names of the DataFrame ``X``); ``None`` means one
             group (every ``psi_g`` is 0), with a warning.
@@ -444,6 +567,7 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
         Returns
         -------
         self : PrunedFairClassifier
+            The fitted estimator.
         """
         hidden = validate_hidden(self.hidden_layer_sizes)
         X, y_codes, classes, groups, labels = prepare_fit(self, X, y, sensitive_features)
@@ -620,10 +744,14 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Input samples (sensitive feature columns of a DataFrame used in ``fit`` are
+            dropped).
 
         Returns
         -------
         scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
+            Logits of the sparse model: one column (positive class) for two classes,
+            one per class otherwise.
         """
         X = prepare_predict(self, X)
         z = numpy_forward(self.params_, X)
@@ -635,8 +763,11 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Evaluation samples.
         y : array-like of shape (n_samples,)
+            True labels of ``X``.
         sensitive_features : array-like of shape (n_samples,) or (n_samples, k)
+            Group membership of every row of ``X``.
 
         Returns
         -------

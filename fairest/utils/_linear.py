@@ -61,10 +61,12 @@ class ScoreClassifierMixin(ClassifierMixin):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Samples to score; no sensitive features (prediction is group-blind).
 
         Returns
         -------
         y_pred : ndarray of shape (n_samples,)
+            Predicted labels, taken from ``classes_``.
         """
         scores = self.decision_function(X)
         codes = self._positive(scores).astype(int) if scores.ndim == 1 else np.argmax(scores, axis=1)
@@ -81,10 +83,12 @@ class ScoreClassifierMixin(ClassifierMixin):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Samples to score; no sensitive features (prediction is group-blind).
 
         Returns
         -------
         proba : ndarray of shape (n_samples, n_classes)
+            Probability of each class, in the order of ``classes_``.
         """
         scores = self.decision_function(X)
         if scores.ndim == 1:
@@ -99,10 +103,12 @@ class ScoreClassifierMixin(ClassifierMixin):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Samples to score; no sensitive features (prediction is group-blind).
 
         Returns
         -------
         log_proba : ndarray of shape (n_samples, n_classes)
+            Log-probability of each class, in the order of ``classes_``.
         """
         scores = self.decision_function(X)
         if scores.ndim == 1:
@@ -125,6 +131,7 @@ class LinearClassifierMixin(ScoreClassifierMixin):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Samples to score; no sensitive features (prediction is group-blind).
 
         Returns
         -------
@@ -150,9 +157,11 @@ class LinearRegressorMixin(RegressorMixin):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Samples to score; no sensitive features (prediction is group-blind).
 
         Returns
         -------
         y_pred : ndarray of shape (n_samples,)
+            Predicted targets.
         """
         return _linear_scores(self, X)
