@@ -184,13 +184,22 @@ class _BADRBase(BaseEstimator):
                 orc, loss, metric, num_groups, problem, data, uniform
             )
             value, _, out = orc.evaluate(lam)
-            selected = self.solver
+            restart = self._restart_point(candidates, totals, value)
+            if restart is not None:  # stopped no better than a baseline: start again there
+                lam2, n_iter2, converged2, message2, history2 = self._run_solver(
+                    orc, loss, metric, num_groups, problem, data, restart
+                )
+                n_iter += n_iter2
+                value2, _, out2 = orc.evaluate(lam2)
+                if value2 < value:
+                    lam, value, out = lam2, value2, out2
+                    converged, message, history = converged2, message2, history2
             if self.safeguard and candidates:
                 name = min(candidates, key=candidates.get)
                 if candidates[name] < value:
                     lam = baseline_weights(totals)[name]
                     value, _, out = orc.evaluate(lam)
-                    selected = name
+            selected = self._selected_name(lam, candidates, totals)
             if not bool(out.inner_converged):
                 warnings.warn(
                     "The lower-level Newton solve did not reach inner_tol at the returned "
@@ -252,6 +261,33 @@ class _BADRBase(BaseEstimator):
         if self.record_history:
             self.history_ = {}
         return self
+
+    def _restart_point(self, candidates, totals, value):
+        """Weights to restart a two-loop solver from, or ``None``.
+
+        A two-loop solver started at uniform weights stops at once when uniform is nearly
+        stationary (for instance a local maximum of the unfairness when the groups mirror
+        each other). When its result is no better than the best baseline of the safeguard,
+        it is run again from the best baseline other than uniform.
+        """
+        if self.solver not in ("slsqp", "trust-constr", "frank-wolfe") or not candidates:
+            return None
+        if min(candidates.values()) > value:
+            return None
+        weights = baseline_weights(totals)
+        uniform = weights["uniform"]
+        for name in sorted(candidates, key=candidates.get):
+            if np.max(np.abs(weights[name] - uniform)) > 1e-9:
+                return weights[name]
+        return None
+
+    def _selected_name(self, lam, candidates, totals) -> str:
+        """The baseline whose weights ``lam`` are, else the solver's name."""
+        weights = baseline_weights(totals)
+        for name in candidates:
+            if np.max(np.abs(np.asarray(lam) - weights[name])) <= 1e-12:
+                return name
+        return self.solver
 
     def _evaluate_baselines(self, orc, totals, data, loss, penalize) -> dict[str, float]:
         """Phi at uniform, balanced and every one-group vertex (spec 4.8 safeguard).
@@ -404,7 +440,10 @@ _DOC_PARAMS = """
         Frank-Wolfe open-loop step.
     safeguard : bool, default=True
         Also evaluate uniform, balanced and every one-group weighting, and return the one
-        with the smallest train unfairness if it beats the solver (spec 4.8).
+        with the smallest train unfairness if it beats the solver (spec 4.8). When a
+        two-loop solver (slsqp, trust-constr, frank-wolfe) started at uniform weights ends
+        no better than these baselines, it is run once more from the best one other than
+        uniform (uniform can be stationary, e.g. when the groups mirror each other).
     inner_tol : float, default=1e-10
         Relative tolerance of the lower-level Newton solve.
     inner_max_iter : int, default=50
@@ -437,7 +476,8 @@ _DOC_ATTRS = """
         Smooth train unfairness of the safeguard's baselines (``"uniform"``,
         ``"balanced"``, ``"group_<g>"``).
     selected_ : str
-        ``solver`` or the name of the baseline that the safeguard kept.
+        ``solver``, or the name of the baseline (``"uniform"``, ``"balanced"``,
+        ``"group_<k>"``) whose weights are returned.
     history_ : dict of ndarray
         Only with ``record_history=True``.
     n_features_in_ : int
