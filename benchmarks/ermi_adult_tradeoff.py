@@ -174,7 +174,7 @@ def load(name, home):
 
 
 # ----------------------------------------------------------------------------- runs
-def fit_one(data, fairness, eps, lam, seed, epochs, solver="sgda", max_iter=500):
+def fit_one(data, fairness, eps, lam, seed, epochs, solver="sgda", max_iter=500, dtype="float64"):
     bound = 2.0 if fairness == "eo" else 5.0  # spec 9.1: tuned in [1, 2] (EO), [1, 5] (DP)
     model = ERMIClassifier(
         lam,
@@ -182,6 +182,7 @@ def fit_one(data, fairness, eps, lam, seed, epochs, solver="sgda", max_iter=500)
         solver=solver, alpha=0.0, batch_size=1024, n_epochs=epochs, max_iter=max_iter,
         learning_rate=0.005, learning_rate_w=0.01, w_radius=bound, clip_theta=bound,
         lipschitz_theta=bound, dp_epsilon=None if eps == INF else eps, random_state=seed,
+        dtype=dtype,
     )
     with warnings.catch_warnings():
         # PrivacyWarning outside the closed form's conditions; full batch: L-BFGS max_iter
@@ -197,7 +198,10 @@ def fit_one(data, fairness, eps, lam, seed, epochs, solver="sgda", max_iter=500)
     }
 
 
-def run_dataset(name, data, fairness_list, eps_filter, lam_filter, seeds, epochs, solver="sgda"):
+def run_dataset(name, data, fairness_list, eps_filter, lam_filter, seeds, epochs, solver="sgda",
+                dtype="float64", on_row=None):
+    """All grid points of one data set; ``on_row(rows)`` is called after every point
+    (partial result files: an interrupted run still leaves data)."""
     rows = []
     if solver == "full-batch":  # exact non-private FERMI: deterministic, one run, eps = inf
         eps_filter, seeds = [INF], 1
@@ -209,7 +213,7 @@ def run_dataset(name, data, fairness_list, eps_filter, lam_filter, seeds, epochs
         for eps in epsilons:
             for lam in lams:
                 start = time.perf_counter()
-                runs = [fit_one(data, fairness, eps, lam, seed, epochs, solver)
+                runs = [fit_one(data, fairness, eps, lam, seed, epochs, solver, dtype=dtype)
                         for seed in range(seeds)]
                 seconds = (time.perf_counter() - start) / seeds
                 err = np.array([r["error"] for r in runs])
@@ -230,8 +234,11 @@ def run_dataset(name, data, fairness_list, eps_filter, lam_filter, seeds, epochs
                     "s/fit": seconds,
                 }
                 rows.append(row)
+                row["load avg"] = str(tuple(round(v, 2) for v in os.getloadavg()))
                 print(f"{name} {fairness} eps={row['epsilon']} lam={lam}: error {row['error']:.4f}"
                       f" viol {row['violation']:.4f} (ref {ref}) {seconds:.1f} s/fit", flush=True)
+                if on_row is not None:
+                    on_row(rows)
     return rows
 
 
@@ -270,6 +277,48 @@ def plot(name, rows, path):
     return path
 
 
+def write_dataset(name, data, rows, args, total, load_before, final):
+    """Result files of one data set (rewritten after every grid point while running)."""
+    n_train, d = data["X_train"].shape
+    if args.solver == "full-batch":
+        run = ("EXACT NON-PRIVATE FERMI (solver='full-batch', L-BFGS to convergence or 500 "
+               "iterations, see n_iter; deterministic, one run; not the paper's algorithm: "
+               "it shows what the full ERMI regulariser gives at the optimum)")
+    else:
+        reduced = args.seeds < 15 or args.epochs < 200
+        run = (f"{'REDUCED RUN: ' if reduced else 'PAPER PROTOCOL: '}{args.seeds} seeds (paper 15), "
+               f"{args.epochs} epochs (paper 200; the noise is calibrated to the epochs actually run)")
+    status = "complete" if final else f"PARTIAL (still running: {len(rows)} grid points so far)"
+    notes = (
+        f"DP-FERMI trade-off on {name} (spec ermi.md 9.1). {run}. Status: {status}. "
+        f"n_train = {n_train}, n_test = {len(data['y_test'])}, d = {d}. "
+        "batch 1024, eta_theta 0.005, eta_W 0.01, radius = clip = L_theta = 5 (EO: 2), "
+        "alpha = 0, uniform batches, per-sample clipping, noise_scaling='lambda', "
+        f"delta = 1/n^2, SGDA dtype={args.dtype}; EO with eo_weighting='label_prior'. "
+        "'violation' is the test DP violation for fairness=dp and the test EO violation "
+        "for fairness=eo ('other violation' the other one); error / violation are means over "
+        "seeds, std the population std over seeds. 'ref' = the authors' stored means of 15 "
+        "runs (spec 9.5) from a TRUNCATED binary regulariser, shuffling, batch clipping and "
+        "theta-noise also at lambda = 0 (spec 13); d = fairest - ref, reported, not tuned. "
+        "'paper grid' = False marks lambdas added beyond the paper's grid. "
+        f"Total {total / 60:.1f} min; load average before {tuple(round(v, 2) for v in load_before)}, "
+        f"now {tuple(round(v, 2) for v in os.getloadavg())} (2 shared cores; per-row load in 'load avg')."
+    )
+    columns = ["solver", "fairness", "epsilon", "lambda", "paper grid", "error", "error std", "violation",
+               "violation std", "other violation", "ref error", "ref violation", "d error",
+               "d violation", "sigma_theta", "sigma_w", "n_iter", "s/fit", "load avg"]
+    stem = f"ermi_tradeoff_{name}" + (f"_{args.tag}" if args.tag else "")
+    path = write_results(stem, rows, columns, notes)
+    payload = json.loads((RESULTS / f"{stem}.json").read_text())
+    payload["config"] = {"solver": args.solver, "seeds": args.seeds, "epochs": args.epochs, "n_train": n_train,
+                         "n_test": int(len(data["y_test"])), "n_features": d, "dtype": args.dtype,
+                         "fairness": args.fairness, "total_seconds": total, "complete": final}
+    (RESULTS / f"{stem}.json").write_text(json.dumps(payload, indent=2))
+    png = plot(name, rows, RESULTS / f"{stem}.png")
+    if final:
+        print(f"wrote {path}" + (f" and {png}" if png else ""))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", type=int, default=15, help="runs per point (paper: 15)")
@@ -282,6 +331,8 @@ def main():
     parser.add_argument("--tag", default="", help="suffix of the result files")
     parser.add_argument("--solver", default="sgda", choices=["sgda", "full-batch"],
                         help="full-batch: exact non-private FERMI (L-BFGS, max_iter 500), one run")
+    parser.add_argument("--dtype", default="float64", choices=["float64", "float32"],
+                        help="ERMIClassifier(dtype=...): precision of the SGDA minibatch products")
     args = parser.parse_args()
 
     home = None
@@ -300,45 +351,14 @@ def main():
         print(f"{name}: train {data['X_train'].shape}, test {data['X_test'].shape}")
         load_before = os.getloadavg()
         start = time.perf_counter()
+
+        def write(rows, final=False, name=name, data=data, start=start, load_before=load_before):
+            write_dataset(name, data, rows, args, time.perf_counter() - start, load_before, final)
+
         rows = run_dataset(name, data, args.fairness, args.eps, args.lams, args.seeds, args.epochs,
-                           args.solver)
-        total = time.perf_counter() - start
-        if not rows:
-            continue
-        n_train, d = data["X_train"].shape
-        if args.solver == "full-batch":
-            run = ("EXACT NON-PRIVATE FERMI (solver='full-batch', L-BFGS to convergence or 500 "
-                   "iterations, see n_iter; deterministic, one run; not the paper's algorithm: "
-                   "it shows what the full ERMI regulariser gives at the optimum)")
-        else:
-            run = (f"REDUCED RUN: {args.seeds} seeds (paper 15), {args.epochs} epochs (paper 200; "
-                   "the noise is calibrated to the epochs actually run)")
-        notes = (
-            f"DP-FERMI trade-off on {name} (spec ermi.md 9.1). {run}. n_train = {n_train}, n_test = {len(data['y_test'])}, d = {d}. "
-            "batch 1024, eta_theta 0.005, eta_W 0.01, radius = clip = L_theta = 5 (EO: 2), "
-            "alpha = 0, uniform batches, per-sample clipping, noise_scaling='lambda', "
-            "delta = 1/n^2; EO with eo_weighting='label_prior'. "
-            "'violation' is the test DP violation for fairness=dp and the test EO violation "
-            "for fairness=eo ('other violation' the other one); error / violation are means over "
-            "seeds, std the population std over seeds. 'ref' = the authors' stored means of 15 "
-            "runs (spec 9.5) from a TRUNCATED binary regulariser, shuffling, batch clipping and "
-            "theta-noise also at lambda = 0 (spec 13); d = fairest - ref, reported, not tuned. "
-            "'paper grid' = False marks lambdas added beyond the paper's grid. "
-            f"Total {total / 60:.1f} min; load average before {load_before}, after "
-            f"{os.getloadavg()} (2 shared cores)."
-        )
-        columns = ["solver", "fairness", "epsilon", "lambda", "paper grid", "error", "error std", "violation",
-                   "violation std", "other violation", "ref error", "ref violation", "d error",
-                   "d violation", "sigma_theta", "sigma_w", "n_iter", "s/fit"]
-        stem = f"ermi_tradeoff_{name}" + (f"_{args.tag}" if args.tag else "")
-        path = write_results(stem, rows, columns, notes)
-        payload = json.loads((RESULTS / f"{stem}.json").read_text())
-        payload["config"] = {"solver": args.solver, "seeds": args.seeds, "epochs": args.epochs, "n_train": n_train,
-                             "n_test": int(len(data["y_test"])), "n_features": d,
-                             "fairness": args.fairness, "total_seconds": total}
-        (RESULTS / f"{stem}.json").write_text(json.dumps(payload, indent=2))
-        png = plot(name, rows, RESULTS / f"{stem}.png")
-        print(f"wrote {path}" + (f" and {png}" if png else ""))
+                           args.solver, dtype=args.dtype, on_row=write)
+        if rows:
+            write(rows, final=True)
     if tmp is not None:
         tmp.cleanup()
 

@@ -20,11 +20,19 @@ epoch) of warm runs (compilation excluded; the cold first fit is reported too).
 The ratio is fairest samples/s over the *faster* opacus variant. Goal (issue 5): >= 5x.
 A scaling run measures the fairest DP-FERMI epoch up to 1e6 rows.
 
-opacus and torch live in their own venv ``benchmarks/.venvs/opacus`` (git-ignored),
-created on first use with ``pip install torch==2.13.0 opacus`` (the local CPU wheel;
-opacus 1.6 needs torch >= 2.6, so the pin holds). Usage (from the benchmarks folder)::
+* ``fairest ... float32``: the same estimators with ``dtype="float32"`` (minibatch products
+  in float32 like opacus; parameters, per-sample terms and noise stay float64).
 
-    python ermi_speed.py [--n 50000] [--d 100] [--batch 1024] [--scaling 10000 100000 1000000]
+Measurements are interleaved: ``--rounds`` rounds of (fairest variants, then opacus), the
+best time per method over all rounds, so every ratio sees the same machine load.
+
+opacus and torch live in their own venv (``--reference-venv``, env ``FAIREST_OPACUS_VENV``,
+default ``benchmarks/.venvs/opacus``, git-ignored), created on first use
+with ``pip install torch==2.13.0 opacus`` (the local CPU wheel; opacus 1.6 needs
+torch >= 2.6, so the pin holds). Usage (from the benchmarks folder)::
+
+    python ermi_speed.py [--n 50000] [--d 100] [--batch 1024] [--rounds 3]
+        [--scaling 10000 100000 1000000] [--reference-venv PATH]
 
 Writes ``results/ermi_speed.{json,md}`` and ``results/ermi_speed_scaling.{json,md,png}``.
 """
@@ -48,9 +56,15 @@ from fairest.datasets import make_grouped_classification
 from fairest.ermi import ERMIClassifier
 
 HERE = Path(__file__).resolve().parent
-VENV = HERE / ".venvs" / "opacus"
+VENV = Path(os.environ.get("FAIREST_OPACUS_VENV", HERE / ".venvs" / "opacus"))  # git-ignored
 VENV_PYTHON = VENV / "bin" / "python"
 CLIP = 5.0
+
+
+def set_venv(path):
+    global VENV, VENV_PYTHON
+    VENV = Path(path)
+    VENV_PYTHON = VENV / "bin" / "python"
 
 
 def ensure_opacus_venv():
@@ -67,22 +81,26 @@ def _load():
     return tuple(round(v, 2) for v in os.getloadavg())
 
 
-def _model(epochs, batch, lam, unit):
+def _model(epochs, batch, lam, unit, dtype="float64"):
     return ERMIClassifier(lam, solver="sgda", dp_epsilon=1.0, n_epochs=epochs, batch_size=batch,
-                          clip_theta=CLIP, privacy_unit=unit, random_state=0)
+                          clip_theta=CLIP, privacy_unit=unit, random_state=0, dtype=dtype)
 
 
-def time_fairest(X, y, s, batch, epochs, repeats, lam=1.0, unit="sensitive"):
-    """(seconds per epoch warm, cold first fit seconds, seconds of a warm 1-epoch fit, model)."""
+def time_fairest(X, y, s, batch, epochs, repeats, lam=1.0, unit="sensitive", dtype="float64", warm=False):
+    """(seconds per epoch warm, cold first fit seconds, seconds of a warm 1-epoch fit, model).
+
+    With ``warm`` (a later round) the cold fit and the 1-epoch fit are skipped (NaN)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # PrivacyWarning (few epochs: outside the closed form)
         start = time.perf_counter()
-        model = _model(epochs, batch, lam, unit).fit(X, y, sensitive_features=s)
+        model = _model(epochs, batch, lam, unit, dtype).fit(X, y, sensitive_features=s)
         cold = time.perf_counter() - start
-        per_epoch = best_time(lambda: _model(epochs, batch, lam, unit).fit(X, y, sensitive_features=s),
+        per_epoch = best_time(lambda: _model(epochs, batch, lam, unit, dtype).fit(X, y, sensitive_features=s),
                               repeats) / epochs
-        _model(1, batch, lam, unit).fit(X, y, sensitive_features=s)  # compile the 1-epoch scan
-        one = best_time(lambda: _model(1, batch, lam, unit).fit(X, y, sensitive_features=s), repeats)
+        if warm:
+            return per_epoch, float("nan"), float("nan"), model
+        _model(1, batch, lam, unit, dtype).fit(X, y, sensitive_features=s)  # compile the 1-epoch scan
+        one = best_time(lambda: _model(1, batch, lam, unit, dtype).fit(X, y, sensitive_features=s), repeats)
     return per_epoch, cold, one, model
 
 
@@ -100,36 +118,55 @@ def time_opacus(X, y, batch, noise, epochs, repeats):
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def compare(n, d, batch, epochs, repeats, opacus_epochs):
+def compare(n, d, batch, epochs, repeats, opacus_epochs, rounds=1):
     X, y, s = make_grouped_classification(n, d, 2, random_state=0)
-    rows = []
+    variants = [  # label, lam, unit, dtype
+        ("fairest DP-FERMI (lam=1, eps=1)", 1.0, "sensitive", "float64"),
+        ("fairest DP-FERMI float32 (lam=1, eps=1)", 1.0, "sensitive", "float32"),
+        ("fairest DP-SGD LR (lam=0, unit=all)", 0.0, "all", "float64"),
+        ("fairest DP-SGD LR float32 (lam=0, unit=all)", 0.0, "all", "float32"),
+    ]
+    best = {}
     load0 = _load()
-    dpfermi, cold, one, model = time_fairest(X, y, s, batch, epochs, repeats)
-    load1 = _load()
-    dpsgd, cold_sgd, one_sgd, model_sgd = time_fairest(X, y, s, batch, epochs, repeats, 0.0, "all")
-    load2 = _load()
-    noise = model.sigma_theta_ * min(batch, n) / CLIP  # same std on the averaged gradient
-    torch_out = time_opacus(X, y, batch, noise, opacus_epochs, repeats)
-    load3 = _load()
-    def best(key):  # default threads or one thread, whichever was faster
+    noise = None
+    torch_runs = []
+    for r in range(rounds):  # interleaved: every round times all fairest variants, then opacus
+        for label, lam, unit, dtype in variants:
+            sec, cold, one, model = time_fairest(X, y, s, batch, epochs, repeats, lam, unit, dtype, warm=r > 0)
+            prev = best.get(label)
+            record = {"sec": sec, "cold": cold, "one": one, "load": _load()}
+            if prev is None:
+                best[label] = record
+            elif sec < prev["sec"]:
+                best[label] = {**record, "cold": prev["cold"], "one": prev["one"]}
+            if label.startswith("fairest DP-FERMI (") and noise is None:
+                noise = model.sigma_theta_ * min(batch, n) / CLIP  # same std on the averaged gradient
+                sigmas = (model.sigma_theta_, model.sigma_w_)
+        torch_runs.append((time_opacus(X, y, batch, noise, opacus_epochs, repeats), _load()))
+    torch_out = torch_runs[0][0]
+    for key in torch_out:
+        if key.startswith("opacus"):
+            torch_out[key] = min(run[key] for run, _ in torch_runs)
+    load_torch = torch_runs[-1][1]
+
+    def best_opacus(key):  # default threads or one thread, whichever was faster
         return min(v for k, v in torch_out.items() if k.startswith(key))
 
-    fastest_opacus = min(best("opacus_dataloader"), best("opacus_tensor"))
-    for label, sec, cold_s, one_s, load in [
-        ("fairest DP-FERMI (lam=1, eps=1)", dpfermi, cold, one, load1),
-        ("fairest DP-SGD LR (lam=0, unit=all)", dpsgd, cold_sgd, one_sgd, load2),
-        ("opacus dataloader (Poisson)", best("opacus_dataloader"), "", "", load3),
-        ("opacus tensor batches", best("opacus_tensor"), "", "", load3),
-    ]:
+    fastest_opacus = min(best_opacus("opacus_dataloader"), best_opacus("opacus_tensor"))
+    rows = []
+    entries = [(label, rec["sec"], rec["cold"], rec["one"], rec["load"]) for label, rec in best.items()]
+    entries += [("opacus dataloader (Poisson)", best_opacus("opacus_dataloader"), "", "", load_torch),
+                ("opacus tensor batches", best_opacus("opacus_tensor"), "", "", load_torch)]
+    for label, sec, cold_s, one_s, load in entries:
         rows.append({
             "n": n, "d": d, "batch": batch, "method": label, "s/epoch": sec,
             "samples/s": n / sec, "speed-up vs fastest opacus": fastest_opacus / sec,
             "cold first fit (s)": cold_s, "warm 1-epoch fit (s)": one_s,
             "load avg (1, 5, 15 min)": str(load),
         })
-    info = {"opacus": torch_out, "noise_multiplier": noise, "sigma_theta": model.sigma_theta_,
-            "sigma_w": model.sigma_w_, "torch": torch_out["torch"],
-            "torch_threads": torch_out["threads"], "load_before": load0,
+    info = {"opacus": torch_out, "opacus_rounds": [run for run, _ in torch_runs], "noise_multiplier": noise,
+            "sigma_theta": sigmas[0], "sigma_w": sigmas[1], "torch": torch_out["torch"],
+            "torch_threads": torch_out["threads"], "load_before": load0, "rounds": rounds,
             "fairest_epochs_timed": epochs, "opacus_epochs_timed": opacus_epochs}
     return rows, info
 
@@ -177,25 +214,32 @@ def main():
     parser.add_argument("--scaling", type=int, nargs="*", default=[10_000, 100_000, 1_000_000])
     parser.add_argument("--scaling-d", type=int, default=100)
     parser.add_argument("--scaling-epochs", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (fairest, opacus)")
+    parser.add_argument("--reference-venv", default=None,
+                        help="venv with torch + opacus (created if missing); default benchmarks/.venvs/opacus")
     args = parser.parse_args()
 
+    if args.reference_venv:
+        set_venv(args.reference_venv)
     ensure_opacus_venv()
     rows, infos = [], []
     for d in args.d:
         for batch in args.batch:
-            part, info = compare(args.n, d, batch, args.epochs, args.repeats, args.opacus_epochs)
+            part, info = compare(args.n, d, batch, args.epochs, args.repeats, args.opacus_epochs, args.rounds)
             rows += part
             infos.append({"d": d, "batch": batch, **info})
             for r in part:
                 print(r, flush=True)
-    ratios = {(r["d"], r["batch"]): r["speed-up vs fastest opacus"] for r in rows
-              if r["method"].startswith("fairest DP-FERMI")}
+    ratios = {(r["d"], r["batch"], "float32" if "float32" in r["method"] else "float64"):
+              r["speed-up vs fastest opacus"] for r in rows if r["method"].startswith("fairest DP-FERMI")}
     notes = (
-        "Samples/s of one epoch, warm (best of repeats; fairest timed over "
-        f"{args.epochs}-epoch fits and divided, opacus over {args.opacus_epochs} epoch(s)). "
+        f"Samples/s of one epoch, warm (best over {args.rounds} interleaved rounds x {args.repeats} "
+        f"repeats; fairest timed over {args.epochs}-epoch fits and divided, opacus over "
+        f"{args.opacus_epochs} epoch(s), best of torch's default threads and 1 thread). "
         "Same data, batch size, clipping norm C = 5 and noise std on the averaged gradient. "
-        "fairest is float64 (the estimator's precision), opacus float32. 'speed-up' = fastest "
-        "opacus s/epoch over this row's s/epoch. DP-FERMI speed-up per (d, batch): "
+        "fairest float64 (default) or dtype='float32' (minibatch products in float32 as in opacus), "
+        "opacus float32. 'speed-up' = fastest opacus s/epoch over this row's s/epoch. "
+        "DP-FERMI speed-up per (d, batch, dtype): "
         + ", ".join(f"{k}: {v:.1f}x" for k, v in ratios.items())
         + f". Goal >= 5x. Noise and versions: {infos}. The 2 CPU cores are shared with other "
         "processes: see the load averages."

@@ -109,6 +109,12 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
         gradients, not each one, is (epsilon, delta)-DP.
     w_init : {"zeros", "normal"}, default="zeros"
         Initial W (the paper: zeros; the authors' code: standard normal).
+    dtype : {"float64", "float32"}, default="float64"
+        Precision of the feature matrix in the SGDA solver: with ``"float32"`` the two
+        minibatch products (logits and summed theta-gradient) run in float32, about
+        1.3-2x faster on CPU; theta, W, the per-sample terms and the noise stay float64,
+        and the random streams are the same, so a seed gives the same model up to
+        float32 rounding. The full-batch solver is always float64.
     random_state : int, RandomState instance or None, default=None
         Seed of batches, noise and the random iterate (separate streams).
     verbose : int, default=0
@@ -204,6 +210,7 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
         "noise_scaling": [StrOptions({"lambda", "paper_text", "authors_code"})],
         "accounting": [StrOptions({"paper", "joint"})],
         "w_init": [StrOptions({"zeros", "normal"})],
+        "dtype": [StrOptions({"float64", "float32"})],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
         "record_history": ["boolean"],
@@ -236,6 +243,7 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
         noise_scaling="lambda",
         accounting="paper",
         w_init="zeros",
+        dtype="float64",
         random_state=None,
         verbose=0,
         record_history=False,
@@ -264,6 +272,7 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
         self.noise_scaling = noise_scaling
         self.accounting = accounting
         self.w_init = w_init
+        self.dtype = dtype
         self.random_state = random_state
         self.verbose = verbose
         self.record_history = record_history
@@ -438,8 +447,9 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
             W0 = jax.random.normal(key_w0, shape) * strata.mask[:, :, None]
         else:
             W0 = jnp.zeros(shape)
+        X = jnp.asarray(X, dtype=jnp.float32 if self.dtype == "float32" else jnp.float64)
         theta, W, history = sgda_solve(
-            theta0, W0, jnp.asarray(X), jnp.asarray(y.astype(np.int32)), jnp.asarray(s),
+            theta0, W0, X, jnp.asarray(y.astype(np.int32)), jnp.asarray(s),
             jnp.asarray(t), jnp.asarray(weight), strata, hyper, key,
             binary=binary, batch_size=m, n_epochs=self.n_epochs, batching=self.batching,
             record_history=self.record_history or bool(self.verbose),

@@ -9,6 +9,12 @@
 
 Random streams (spec 11): one key per purpose (batches, theta-noise, W-noise, random
 iterate), so the batch sequence does not depend on k, l or the noise settings.
+
+Speed (CPU, issue 5): the per-step keys are derived for all T steps in one vectorised
+call before the loop (threefry inside a scan is a small while loop per call); the
+per-sample constants (labels, cells, 1/sqrt(p), ||(1, x_i)||^2) are packed into one float
+and one int table gathered once per step; the minibatch gathers skip bounds handling;
+the theta-gradient is ``A^T X_b`` (a fast GEMV orientation on CPU); ``X`` may be float32.
 """
 
 from __future__ import annotations
@@ -24,14 +30,9 @@ import scipy.optimize
 from fairest.ermi._kernels import (
     Strata,
     fermi_objective,
-    logits,
     loss_and_logit_grad,
     probabilities,
-    saddle_coefficients,
     saddle_logit_grad,
-    saddle_value,
-    theta_gradient,
-    w_gradient,
 )
 
 __all__ = ["SGDAHyper", "full_batch_solve", "sgda_solve", "uniform_subset", "project_ball"]
@@ -96,26 +97,44 @@ def project_ball(W, radius):
     return W * jnp.minimum(1.0, radius / jnp.maximum(norms, jnp.finfo(W.dtype).tiny))
 
 
-def uniform_subset(key, owner, n: int, m: int):
+def _randint_from_split(k1, k2, shape, n: int):
+    """``jax.random.randint(key, shape, 0, n, jnp.int32)`` given ``(k1, k2) = split(key)``.
+
+    The same bits and the same arithmetic as JAX's ``randint`` (two 32-bit draws reduced
+    modulo n, with JAX's wrap-around of ``(2**16 % n)**2`` in uint32), so the values are
+    identical; it lets the split be done for all steps at once, outside the loop.
+    """
+    span = np.uint32(n)
+    multiplier = np.uint32((((2**16 % n) ** 2) % 2**32) % n)
+    higher = jax.random.bits(k1, shape, jnp.uint32)
+    lower = jax.random.bits(k2, shape, jnp.uint32)
+    offset = jax.lax.rem(higher, span) * multiplier + jax.lax.rem(lower, span)
+    return jax.lax.rem(offset, span).astype(jnp.int32)
+
+
+def _subset_round_keys(key, round_=0):
+    """``split(fold_in(key, round_))``: the two keys of round ``round_`` of :func:`uniform_subset`."""
+    return jax.random.split(jax.random.fold_in(key, round_))
+
+
+def uniform_subset(key, owner, n: int, m: int, round0_keys=None):
     """m distinct indices drawn uniformly from ``range(n)`` (an exactly uniform m-subset).
 
     Sequential draws with replacement that skip repeats give a uniformly random ordered
     m-tuple of distinct values; they are made in rounds of ``2m + 16`` vectorised draws
-    (one round nearly always suffices when m <= n / 4) inside a ``while_loop``. Repeats
-    are found by scatter-min into ``owner``, an int32 scratch array of length n filled
-    with a sentinel and carried between calls (reset on the touched entries), so a call
-    costs O(m), never O(n), and needs no sort.
+    (round r uses ``randint(fold_in(key, r), ...)``; one round nearly always suffices when
+    m <= n / 4, further rounds run in a ``while_loop``). Repeats are found by scatter-min
+    into ``owner``, an int32 scratch array of length n filled with a sentinel and carried
+    between calls (reset on the touched entries), so a call costs O(m), never O(n), and
+    needs no sort. ``round0_keys`` (``_subset_round_keys(key)``, precomputed for all
+    steps in one vectorised call) spares the in-loop key derivation of round 0.
     """
     n_draws = 2 * m + 16
     sentinel = jnp.iinfo(jnp.int32).max
     order = jnp.arange(n_draws, dtype=jnp.int32)
 
-    def more(state):
-        return state[3] < m
-
-    def draw_round(state):
+    def draw_round(state, draws):
         owner, chosen, round_, count = state
-        draws = jax.random.randint(jax.random.fold_in(key, round_), (n_draws,), 0, n, dtype=jnp.int32)
         stamp = round_ * n_draws + order
         owner = owner.at[draws].min(stamp)
         first = owner[draws] == stamp
@@ -126,39 +145,94 @@ def uniform_subset(key, owner, n: int, m: int):
         owner = owner.at[jnp.where(first & ~keep, draws, n)].set(sentinel, mode="drop")
         return owner, chosen, round_ + 1, jnp.minimum(count + jnp.sum(first, dtype=jnp.int32), m)
 
-    chosen = jnp.zeros(m + 1, jnp.int32)
-    owner, chosen, _, _ = jax.lax.while_loop(more, draw_round, (owner, chosen, jnp.int32(0), jnp.int32(0)))
+    def later_round(state):
+        k1, k2 = _subset_round_keys(key, state[2])
+        return draw_round(state, _randint_from_split(k1, k2, (n_draws,), n))
+
+    if round0_keys is None:
+        round0_keys = _subset_round_keys(key)
+    state = (owner, jnp.zeros(m + 1, jnp.int32), jnp.int32(0), jnp.int32(0))
+    state = draw_round(state, _randint_from_split(round0_keys[0], round0_keys[1], (n_draws,), n))
+    owner, chosen, _, _ = jax.lax.while_loop(lambda st: st[3] < m, later_round, state)
     chosen = chosen[:m]
     return chosen, owner.at[chosen].set(sentinel)
 
 
-def _sgda_step(theta, W, idx, valid, it, X, y, s, t, weight, strata, hyper: SGDAHyper, keys, binary):
-    """One simultaneous DP-SGDA step on the minibatch ``idx`` (rows with ``valid = 0`` ignored)."""
+def _batch_constants(X, y, s, t, weight, strata: Strata):
+    """Per-sample constants of the SGDA step, computed once per fit instead of once per step.
+
+    Returns ``(floats, ints)``: ``floats`` (n, 5) holds the sample weight, the label as a
+    float, ``1 + ||x_i||^2`` (for the per-sample gradient norms, spec 3.3),
+    ``omega_t / sqrt(p_S|t(s_i))`` and ``omega_t``; ``ints`` (n, 3) holds the label, the
+    cell ``t * k + s`` and the stratum. A minibatch then needs one gather of each.
+    """
+    k = strata.inv_sqrt_p.shape[1]
+    row_sq = 1.0 + jnp.sum(jnp.square(X.astype(weight.dtype)), axis=1)
+    omega = strata.omega[t]
+    floats = jnp.stack([weight, y.astype(weight.dtype), row_sq, omega * strata.inv_sqrt_p[t, s], omega], axis=1)
+    ints = jnp.stack([y, t * k + s, t], axis=1).astype(jnp.int32)
+    return floats, ints
+
+
+def _take_rows(a, idx):
+    """``a[idx]`` for indices known to be in range (skips the bounds handling of the gather)."""
+    return a.at[idx].get(mode="promise_in_bounds")
+
+
+def _sgda_step(theta, W, idx, valid, keys, X, floats, ints, strata: Strata, hyper: SGDAHyper, binary, record):
+    """One simultaneous DP-SGDA step on the minibatch ``idx`` (rows with ``valid = 0`` ignored).
+
+    ``X`` may be float32: the two minibatch products (logits and the summed theta-gradient)
+    then run in float32 while theta, W, the per-sample terms and the noise stay float64.
+    ``keys`` are this step's (theta-noise, W-noise) keys.
+    """
+    n_strata, k, l = W.shape
     k_theta, k_w = keys
-    Xb, yb, sb, tb = X[idx], y[idx], s[idx], t[idx]
-    cb = weight[idx] * valid
+    Xb = _take_rows(X, idx)
+    fb, ib = _take_rows(floats, idx), _take_rows(ints, idx)
+    cb = fb[:, 0] * valid
+    row_sq, scale, omega = fb[:, 2], fb[:, 3], fb[:, 4]
+    yb, cell, tb = ib[:, 0], ib[:, 1], ib[:, 2]
     m_eff = jnp.sum(valid)
-    Z = logits(theta, Xb)
+    Z = (Xb @ theta[1:].astype(X.dtype)).astype(theta.dtype) + theta[0]
     F = probabilities(Z, binary)
-    loss, dloss = loss_and_logit_grad(Z, yb, binary)
-    coefficients = saddle_coefficients(W, sb, tb, strata)
-    psi = saddle_value(F, coefficients, tb, strata)
+    # c_ij = omega_t (-sum_r W_{t,rj}^2 + 2 W_{t,s_i j} / sqrt(p_S|t(s_i)))   (spec 3.3)
+    squares = jnp.sum(W * W, axis=1)  # (n_strata, l)
+    coefficients = 2.0 * scale[:, None] * W.reshape(n_strata * k, l)[cell]
+    coefficients = coefficients - omega[:, None] * (squares[:1] if n_strata == 1 else squares[tb])
+    if binary:
+        dloss = (F[:, 1] - fb[:, 1])[:, None]
+    else:
+        dloss = F - jax.nn.one_hot(yb, l, dtype=F.dtype)
     A = cb[:, None] * (dloss + hyper.lam * saddle_logit_grad(F, coefficients, binary))
     # per-sample clipping: ||(1, x_i) a_i^T|| = ||a_i|| ||(1, x_i)|| (spec 3.3)
-    norms = jnp.sqrt(jnp.sum(A * A, axis=1) * (1.0 + jnp.sum(Xb * Xb, axis=1)))
+    norms = jnp.sqrt(jnp.sum(A * A, axis=1) * row_sq)
     A = A * jnp.where(norms > hyper.clip_sample, hyper.clip_sample / jnp.maximum(norms, 1e-300), 1.0)[:, None]
-    grad = theta_gradient(Xb, A) / m_eff
-    grad_norm = jnp.sqrt(jnp.sum(grad * grad))
-    grad = grad * jnp.where(grad_norm > hyper.clip_batch, hyper.clip_batch / jnp.maximum(grad_norm, 1e-300), 1.0)
-    grad = grad + hyper.alpha * theta.at[0].set(0.0)
-    noise_theta = jax.random.normal(jax.random.fold_in(k_theta, it), theta.shape, theta.dtype)
-    theta_new = theta - hyper.lr_theta * (grad + hyper.sigma_theta * noise_theta)
-    grad_w = hyper.lam * w_gradient(F, W, sb, tb, cb, strata) / m_eff
-    noise_w = jax.random.normal(jax.random.fold_in(k_w, it), W.shape, W.dtype)
-    W_new = (W + hyper.lr_w * (grad_w + hyper.sigma_w * noise_w)) * strata.mask[:, :, None]
+    grad_b = jnp.sum(A, axis=0) / m_eff  # intercept row, (q,)
+    grad_c = (A.T.astype(X.dtype) @ Xb).T.astype(theta.dtype) / m_eff  # coefficient rows, (d, q)
+    grad_norm = jnp.sqrt(jnp.sum(grad_b * grad_b) + jnp.sum(grad_c * grad_c))
+    factor = jnp.where(grad_norm > hyper.clip_batch, hyper.clip_batch / jnp.maximum(grad_norm, 1e-300), 1.0)
+    noise_theta = jax.random.normal(k_theta, theta.shape, theta.dtype)
+    b_new = theta[0] - hyper.lr_theta * (grad_b * factor + hyper.sigma_theta * noise_theta[0])
+    c_new = theta[1:] - hyper.lr_theta * (
+        grad_c * factor + hyper.alpha * theta[1:] + hyper.sigma_theta * noise_theta[1:])
+    theta_new = jnp.concatenate([b_new[None, :], c_new], axis=0)
+    # batch mean of grad_W psi_i: -2 W_t diag(sum omega F) + 2 sum (scale e(s_i)) F_i^T (spec 3.3)
+    weighted = cb[:, None] * F
+    if n_strata == 1:
+        diag_sums = jnp.sum(omega[:, None] * weighted, axis=0)[None, :]
+    else:
+        diag_sums = jax.ops.segment_sum(omega[:, None] * weighted, tb, num_segments=n_strata)
+    lin_sums = jax.ops.segment_sum(scale[:, None] * weighted, cell, num_segments=n_strata * k)
+    grad_W = hyper.lam * (-2.0 * W * diag_sums[:, None, :] + 2.0 * lin_sums.reshape(W.shape)) / m_eff
+    noise_w = jax.random.normal(k_w, W.shape, W.dtype)
+    W_new = (W + hyper.lr_w * (grad_W + hyper.sigma_w * noise_w)) * strata.mask[:, :, None]
     W_new = project_ball(W_new, hyper.radius)
-    record = (jnp.sum(cb * loss) / m_eff, jnp.sum(cb * psi) / m_eff, jnp.sqrt(jnp.sum(W_new * W_new)))
-    return theta_new, W_new, record
+    if not record:
+        return theta_new, W_new, None
+    loss, _ = loss_and_logit_grad(Z, yb, binary)
+    psi = jnp.sum(coefficients * F, axis=1) - omega
+    return theta_new, W_new, (jnp.sum(cb * loss) / m_eff, jnp.sum(cb * psi) / m_eff, jnp.sqrt(jnp.sum(W_new * W_new)))
 
 
 @partial(
@@ -188,7 +262,12 @@ def sgda_solve(
 
     ``history`` is ``(batch loss, batch Psi, ||W||_F)`` per iteration when
     ``record_history`` (else ``None``). With ``random_iterate`` the returned theta is
-    ``theta_tau``, tau uniform on 1..T (the iterate the theory analyses).
+    ``theta_tau``, tau uniform on 1..T (the iterate the theory analyses). ``X`` may be
+    float32 (see :func:`_sgda_step`); everything else is float64.
+
+    The random streams are those of spec 11: iteration ``it`` uses
+    ``fold_in(k, it)`` of the batch, theta-noise and W-noise keys (all T keys are derived
+    up front in one vectorised call, not inside the loop).
     """
     n = X.shape[0]
     m = batch_size
@@ -196,44 +275,54 @@ def sgda_solve(
     n_iter = n_epochs * steps
     k_batch, k_theta, k_w, k_iterate = jax.random.split(key, 4)
     tau = jax.random.randint(k_iterate, (), 1, n_iter + 1)
-    data = (X, y, s, t, weight, strata, hyper, (k_theta, k_w), binary)
+    floats, ints = _batch_constants(X, y, s, t, weight, strata)
+    its = jnp.arange(n_iter)
+    fold = jax.vmap(jax.random.fold_in, in_axes=(None, 0))
+    step_keys = (fold(k_theta, its), fold(k_w, its))
 
-    def advance(carry, idx, valid, it):
-        theta, W, chosen = carry[:3]
-        theta_new, W_new, record = _sgda_step(theta, W, idx, valid, it, *data)
+    def advance(carry, idx, valid, it, keys):
+        theta, W, chosen = carry
+        theta_new, W_new, record = _sgda_step(
+            theta, W, idx, valid, keys, X, floats, ints, strata, hyper, binary, record_history)
         if random_iterate:
             chosen = jnp.where(it + 1 == tau, theta_new, chosen)
-        return (theta_new, W_new, chosen), (record if record_history else None)
+        return (theta_new, W_new, chosen), record
 
     init = (theta0, W0, theta0)
     if batching == "uniform" and m < n:
-        ones = jnp.ones(m, X.dtype)
+        ones = jnp.ones(m, floats.dtype)
+        batch_keys = fold(k_batch, its)
+        round0 = jax.vmap(_subset_round_keys)(batch_keys)
 
-        def body(carry, it):
+        def body(carry, xs):
             state, owner = carry
-            idx, owner = uniform_subset(jax.random.fold_in(k_batch, it), owner, n, m)
-            state, record = advance(state, idx, ones, it)
+            it, b_key, r0, keys = xs
+            idx, owner = uniform_subset(b_key, owner, n, m, r0)
+            state, record = advance(state, idx, ones, it, keys)
             return (state, owner), record
 
         owner0 = jnp.full(n, jnp.iinfo(jnp.int32).max, jnp.int32)
-        (state, _), history = jax.lax.scan(body, (init, owner0), jnp.arange(n_iter))
+        (state, _), history = jax.lax.scan(body, (init, owner0), (its, batch_keys, round0, step_keys))
     else:  # per-epoch permutation; the last partial block is a smaller batch (spec 5.3.1)
         padded = steps * m
-        valid = (jnp.arange(padded) < n).astype(X.dtype).reshape(steps, m)
+        valid = (jnp.arange(padded) < n).astype(floats.dtype).reshape(steps, m)
+        epoch_keys = jax.tree.map(lambda a: a.reshape(n_epochs, steps), step_keys)
 
-        def epoch(state, e):
+        def epoch(state, xs):
+            e, keys_e = xs
             if batching == "uniform":  # m == n: every step is the full data set
                 perm = jnp.arange(n)
             else:
                 perm = jax.random.permutation(jax.random.fold_in(k_batch, e), n)
             blocks = jnp.concatenate([perm, jnp.zeros(padded - n, perm.dtype)]).reshape(steps, m)
 
-            def step(state, j):
-                return advance(state, blocks[j], valid[j], e * steps + j)
+            def step(state, xs_j):
+                j, keys = xs_j
+                return advance(state, blocks[j], valid[j], e * steps + j, keys)
 
-            return jax.lax.scan(step, state, jnp.arange(steps))
+            return jax.lax.scan(step, state, (jnp.arange(steps), keys_e))
 
-        state, history = jax.lax.scan(epoch, init, jnp.arange(n_epochs))
+        state, history = jax.lax.scan(epoch, init, (jnp.arange(n_epochs), epoch_keys))
         if record_history:
             history = tuple(h.reshape(-1) for h in history)
     theta, W, chosen = state
