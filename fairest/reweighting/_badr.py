@@ -184,8 +184,9 @@ class _BADRBase(BaseEstimator):
                 orc, loss, metric, num_groups, problem, data, uniform
             )
             value, _, out = orc.evaluate(lam)
-            restart = self._restart_point(candidates, totals, value)
-            if restart is not None:  # stopped no better than a baseline: start again there
+            for restart in self._restart_points(candidates, totals):
+                if value < min(candidates.values()):
+                    break  # the solver beats every baseline: no restart
                 lam2, n_iter2, converged2, message2, history2 = self._run_solver(
                     orc, loss, metric, num_groups, problem, data, restart
                 )
@@ -262,24 +263,22 @@ class _BADRBase(BaseEstimator):
             self.history_ = {}
         return self
 
-    def _restart_point(self, candidates, totals, value):
-        """Weights to restart a two-loop solver from, or ``None``.
+    def _restart_points(self, candidates, totals) -> list[np.ndarray]:
+        """Where to restart a two-loop solver that ends no better than a baseline.
 
-        A two-loop solver started at uniform weights stops at once when uniform is nearly
-        stationary (for instance a local maximum of the unfairness when the groups mirror
-        each other). When its result is no better than the best baseline of the safeguard,
-        it is run again from the best baseline other than uniform.
+        A solver started at uniform weights stops at once when uniform is nearly stationary
+        (for instance a local maximum of the unfairness when the groups mirror each
+        other). It is then run again from the best baseline other than uniform and, if
+        that is no better, from the best one-group vertex.
         """
         if self.solver not in ("slsqp", "trust-constr", "frank-wolfe") or not candidates:
-            return None
-        if min(candidates.values()) > value:
-            return None
+            return []
         weights = baseline_weights(totals)
-        uniform = weights["uniform"]
-        for name in sorted(candidates, key=candidates.get):
-            if np.max(np.abs(weights[name] - uniform)) > 1e-9:
-                return weights[name]
-        return None
+        ranked = [n for n in sorted(candidates, key=candidates.get)
+                  if np.max(np.abs(weights[n] - weights["uniform"])) > 1e-9]
+        vertices = [n for n in ranked if n.startswith("group_")]
+        names = list(dict.fromkeys(ranked[:1] + vertices[:1]))
+        return [weights[n] for n in names]
 
     def _selected_name(self, lam, candidates, totals) -> str:
         """The baseline whose weights ``lam`` are, else the solver's name."""
@@ -442,8 +441,9 @@ _DOC_PARAMS = """
         Also evaluate uniform, balanced and every one-group weighting, and return the one
         with the smallest train unfairness if it beats the solver (spec 4.8). When a
         two-loop solver (slsqp, trust-constr, frank-wolfe) started at uniform weights ends
-        no better than these baselines, it is run once more from the best one other than
-        uniform (uniform can be stationary, e.g. when the groups mirror each other).
+        no better than these baselines, it is run again from the best one other than
+        uniform and then from the best one-group vertex (uniform can be stationary, e.g.
+        when the groups mirror each other).
     inner_tol : float, default=1e-10
         Relative tolerance of the lower-level Newton solve.
     inner_max_iter : int, default=50
