@@ -69,35 +69,49 @@ def dp_fermi_noise(
 
     Parameters
     ----------
-    n_samples, batch_size, n_iter : int
-        n, m and T = epochs * ceil(n / m). ``batch_size`` only enters the validity check.
-    epsilon, delta : float
-        Privacy budget; ``epsilon=None`` (non-private) gives zeros.
+    n_samples : int
+        Number n of training samples.
+    batch_size : int
+        Minibatch size m. The stds do not depend on it (the noise is added to the
+        averaged gradient); it only enters the validity condition
+        ``T >= (n sqrt(epsilon) / (2 m))^2``, which the estimator checks separately.
+    n_iter : int
+        Number T of SGDA iterations, ``n_epochs * ceil(n / m)``.
+    epsilon : float or None
+        Privacy budget epsilon; ``None`` (non-private) gives zeros.
+    delta : float
+        Privacy parameter delta, in (0, 1).
     rho : float
-        Minority fraction (every group has frequency >= rho in neighbouring data sets).
-    lipschitz : float
-        L_theta, Lipschitz constant of F(x, .) (``unit="sensitive"``).
-    radius : float
-        R = D, radius of the Frobenius ball of W (bounds |W_rj|).
-    unit : {"sensitive", "all"}
-        ``"sensitive"`` (spec 6.3): ``sigma_theta^2 = 16 L^2 D^2 T ln(1/delta) /
-        (eps^2 n^2 rho)``, ``sigma_w^2 = 16 T ln(1/delta) / (eps^2 n^2 rho)``.
-        ``"all"`` (spec 6.4, generic clipped rule): ``sigma_theta^2 = 8 T C^2 ln(1/delta)
-        / (eps^2 n^2)`` and ``sigma_w^2 = 8 T B_W^2 ln(1/delta) / (eps^2 n^2)`` with
-        ``B_W = 2 lambda omega_max (R + 1/sqrt(rho))``.
-    clip : float
-        C_theta, per-sample clipping norm (``unit="all"``).
-    fairness_weight : float
-        lambda (only in B_W of ``unit="all"``).
-    weight_max : float
+        Minority fraction (every group has frequency >= rho in neighbouring data sets);
+        must be positive for a private calibration.
+    lipschitz : float, default=5.0
+        Lipschitz constant L_theta of F(x, .), used by ``unit="sensitive"``.
+    radius : float, default=5.0
+        Radius R = D of the Frobenius ball of W (bounds |W_rj|).
+    unit : {"sensitive", "all"}, default="sensitive"
+        Privacy unit. ``"sensitive"`` (spec 6.3): ``sigma_theta^2 = 16 L^2 D^2 T
+        ln(1/delta) / (eps^2 n^2 rho)``, ``sigma_w^2 = 16 T ln(1/delta) / (eps^2 n^2
+        rho)``. ``"all"`` (spec 6.4, generic clipped rule): ``sigma_theta^2 = 8 T C^2
+        ln(1/delta) / (eps^2 n^2)`` and ``sigma_w^2 = 8 T B_W^2 ln(1/delta) / (eps^2
+        n^2)`` with ``B_W = 2 lambda omega_max (R + 1/sqrt(rho))``.
+    clip : float, default=5.0
+        Per-sample clipping norm C_theta of the theta-gradients, used by ``unit="all"``.
+    fairness_weight : float, default=1.0
+        Weight lambda of the ERMI penalty; it only enters B_W of ``unit="all"``.
+    weight_max : float, default=1.0
         Largest stratum weight omega (1 except for equalized odds with
         ``eo_weighting="uniform"``, spec 6.3); multiplies both stds.
-    accounting : {"paper", "joint"}
-        ``"joint"`` multiplies both stds by sqrt(2) (spec 6.9.1).
+    accounting : {"paper", "joint"}, default="paper"
+        ``"paper"`` calibrates theta and W each to (epsilon, delta); ``"joint"``
+        multiplies both stds by sqrt(2) so that the pair is (epsilon, delta)-DP
+        (spec 6.9.1).
 
     Returns
     -------
-    sigma_theta, sigma_w : float
+    sigma_theta : float
+        Noise std of the averaged theta-gradient, before lambda-scaling.
+    sigma_w : float
+        Noise std of the averaged W-gradient, before lambda-scaling.
     """
     if epsilon is None:
         return 0.0, 0.0

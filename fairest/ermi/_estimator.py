@@ -45,7 +45,7 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
     Parameters
     ----------
     fairness_weight : float, default=1.0
-        lambda >= 0, weight of the ERMI penalty.
+        Weight lambda >= 0 of the ERMI penalty (0 means no fairness penalty).
     fairness : {"demographic_parity", "equalized_odds"}, default="demographic_parity"
         ERMI(Yhat; S) or the conditional ERMI(Yhat; S | Y).
     alpha : float, default=1e-4
@@ -85,7 +85,8 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
     dp_epsilon : float or None, default=None
         Privacy budget epsilon; ``None`` is non-private FERMI.
     dp_delta : float or None, default=None
-        delta; ``None`` means ``1 / n**2`` (the authors' choice).
+        Privacy parameter delta of (epsilon, delta)-DP, used only when ``dp_epsilon`` is
+        set; ``None`` means ``1 / n**2`` (the authors' choice).
     privacy_unit : {"sensitive", "all"}, default="sensitive"
         Neighbouring data sets differ in one sensitive attribute (the paper's notion), or
         in one whole record (generic clipped DP-SGDA rule, needs per-sample clipping).
@@ -286,6 +287,7 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Training data.
         y : array-like of shape (n_samples,)
             Class labels (two or more classes).
         sensitive_features : array-like of shape (n_samples,) or (n_samples, k), default=None
@@ -298,6 +300,7 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
         Returns
         -------
         self : ERMIClassifier
+            The fitted estimator.
         """
         data = validate_fit_data(self, X, y, sensitive_features, sample_weight)
         private = self.dp_epsilon is not None

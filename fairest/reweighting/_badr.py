@@ -420,11 +420,13 @@ _DOC_PARAMS = """
     max_iter : int, default=None
         Outer iterations: 500 (slsqp, trust-constr), 300 (frank-wolfe), 1000 (gd, sgd).
     tol : float, default=None
-        slsqp: ``ftol`` 1e-10; trust-constr: ``gtol`` 1e-5; frank-wolfe: gap 1e-6. The
-        single-loop solvers run ``max_iter`` iterations.
+        Stopping tolerance of the two-loop solvers; ``None`` means the solver's default:
+        SLSQP ``ftol`` 1e-10 (on the objective divided by its starting value, so
+        relative), trust-constr ``gtol`` 1e-5, Frank-Wolfe gap 1e-6. Ignored by the
+        single-loop solvers, which run ``max_iter`` iterations.
     batch_size : int, default=None
-        badr-sgd batch size ``B >= G`` (balanced over groups); ``None`` means
-        ``max(G, min(n, 256))``.
+        Minibatch size ``B >= G`` of badr-sgd (``solver="sgd"``), split evenly over the
+        groups; ``None`` means ``max(G, min(n, 256))``. Ignored by the other solvers.
     learning_rate : float or "auto", default=0.1
         Step ``rho`` of theta and v in badr-gd / badr-sgd; ``"auto"`` is
         ``1 / lambda_max(H)`` at the start.
@@ -433,8 +435,9 @@ _DOC_PARAMS = """
     clip_norm : float, default=1.0
         Clipping threshold of the weight direction in badr-sgd.
     check_every : int, default=25
-        badr-gd / badr-sgd evaluate the implicit function exactly every ``check_every``
-        iterations and return the best weights seen.
+        Period, in iterations, at which badr-gd / badr-sgd evaluate the train unfairness
+        exactly (full lower-level solve); the best weights seen at these checks are
+        returned.
     step_rule : {"log", "2/(t+2)"}, default="log"
         Frank-Wolfe open-loop step.
     safeguard : bool, default=True
@@ -574,16 +577,19 @@ class BADRClassifier(LinearClassifierMixin, _BADRBase):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Training data.
         y : array-like of shape (n_samples,)
             Binary target (any two labels).
         sensitive_features : array-like of shape (n_samples,) or (n_samples, k), default=None
             Group membership; ``None`` means one group (plain model, with a warning).
         sample_weight : array-like of shape (n_samples,), default=None
-            Weights of the samples inside their group's loss and inside the metrics.
+            Weights of the samples inside their group's loss and inside the metrics;
+            ``None`` means unit weights.
 
         Returns
         -------
         self : BADRClassifier
+            The fitted estimator.
         """
         data = validate_fit_data(self, X, y, sensitive_features, sample_weight)
         self.classes_, y01 = encode_binary_target(type(self).__name__, data.y)
@@ -668,14 +674,19 @@ class BADRRegressor(LinearRegressorMixin, _BADRBase):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Training data.
         y : array-like of shape (n_samples,)
+            Target values.
         sensitive_features : array-like of shape (n_samples,) or (n_samples, k), default=None
             Group membership; ``None`` means one group (plain model, with a warning).
         sample_weight : array-like of shape (n_samples,), default=None
+            Weights of the samples inside their group's loss and inside the metrics;
+            ``None`` means unit weights.
 
         Returns
         -------
         self : BADRRegressor
+            The fitted estimator.
         """
         data = validate_fit_data(self, X, y, sensitive_features, sample_weight, regression=True)
         return self._fit_badr(data, "squared_error", data.y, "regression")

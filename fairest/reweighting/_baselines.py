@@ -237,15 +237,20 @@ array-like of shape (n_groups,) or dict, default="pooled"
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Training data.
         y : array-like of shape (n_samples,)
             Binary target (any two labels).
         sensitive_features : array-like of shape (n_samples,) or (n_samples, k), default=None
             Group membership; ``None`` means one group (with a warning).
         sample_weight : array-like of shape (n_samples,), default=None
+            Weights of the samples inside their group's mean loss ``L_g``; their group
+            totals set the ``"pooled"`` and ``"balanced"`` weights. ``None`` means unit
+            weights.
 
         Returns
         -------
         self : GroupWeightedClassifier
+            The fitted estimator.
         """
         data = validate_fit_data(self, X, y, sensitive_features, sample_weight)
         self.classes_, y01 = encode_binary_target(type(self).__name__, data.y)
@@ -339,14 +344,20 @@ array-like of shape (n_groups,) or dict, default="pooled"
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Training data.
         y : array-like of shape (n_samples,)
+            Target values.
         sensitive_features : array-like of shape (n_samples,) or (n_samples, k), default=None
             Group membership; ``None`` means one group (with a warning).
         sample_weight : array-like of shape (n_samples,), default=None
+            Weights of the samples inside their group's mean loss ``L_g``; their group
+            totals set the ``"pooled"`` and ``"balanced"`` weights. ``None`` means unit
+            weights.
 
         Returns
         -------
         self : GroupWeightedRegressor
+            The fitted estimator.
         """
         data = validate_fit_data(self, X, y, sensitive_features, sample_weight, regression=True)
         return self._solve("squared_error", data.X, data.y, data)
