@@ -28,7 +28,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from fairest.partial import _defaults
-from fairest.partial._dc import Config, Data, objective, split
+from fairest.partial._dc import Config, Data, matvec, objective, split
 from fairest.partial._estimator import build_data, check_interval
 from fairest.partial._idca import level_grid
 from fairest.partial._linear import _LinearClassifierMixin
@@ -51,7 +51,7 @@ __all__ = [
 def _penalty(x, data: Data, cfg: Config):
     """Fairness penalty of (114) (pSP) or (119) (pDP) with the ramp, unsplit."""
     b, w, theta = split(x, cfg)
-    s = data.X @ w + b
+    s = matvec(data.X, w) + b
     width = data.hi - data.lo
     if cfg.constraint == "statistical":
         ramp = jnp.clip(s[:, None] - theta[None, :] + 0.5, 0.0, 1.0)

@@ -14,6 +14,15 @@ The subgradient of any subproblem function is ``(sum u, X^T u, theta part) + pro
 per-sample vector ``u``: the SSG step therefore costs two matrix-vector products (scores
 and ``X^T u``) plus O(n J) elementwise work, whichever branch (objective or constraint)
 it takes. Subgradients of ``max(z, 0)`` use the indicator ``1[z > 0]`` (spec section 4.2).
+
+The linearised parts of the subproblem constraints are affine in ``v``; the anchor stores
+them as one ``(m, D)`` matrix (the subgradients of every ``f_i^-`` at ``x^(k)``, spec
+section 14), computed once per outer iteration, so an SSG step never touches the
+per-sample anchor derivatives: one ``X w``, O(n J) surrogate work, one ``X^T u``.
+
+``X`` is dense, or :class:`SparseRows` (padded per-row column indices and values, an ELL
+layout) when most entries are zero (one-hot data such as a9a): ``X w`` is then a gather
+and ``X^T u`` a scatter-add over the non-zeros only.
 """
 
 from __future__ import annotations
@@ -24,6 +33,10 @@ import jax
 import jax.numpy as jnp
 
 __all__ = [
+    "SparseRows",
+    "sparse_rows",
+    "matvec",
+    "rmatvec",
     "Config",
     "Data",
     "Anchor",
@@ -37,6 +50,84 @@ __all__ = [
     "evaluate",
     "num_constraints",
 ]
+
+
+class SparseRows(NamedTuple):
+    """Rows of a sparse ``(n, d)`` matrix in ELL layout: row ``i`` is
+    ``sum_l value[i, l] e_{index[i, l]}``; padding slots have value 0 (index 0)."""
+
+    index: jax.Array  # (n, k) int32 column indices
+    value: jax.Array  # (n, k) values
+    num_columns: int  # d (static: part of the pytree structure)
+
+
+jax.tree_util.register_pytree_node(
+    SparseRows,
+    lambda m: ((m.index, m.value), m.num_columns),
+    lambda d, children: SparseRows(children[0], children[1], d),
+)
+
+
+def sparse_rows(X, max_density: float = 0.25):
+    """ELL form of the numpy array ``X`` when at most ``max_density`` of every row is
+    non-zero (and it saves work), else ``None``."""
+    import numpy as np
+
+    X = np.asarray(X)
+    n, d = X.shape
+    if n == 0 or d < 8:
+        return None
+    nonzero = X != 0
+    counts = nonzero.sum(axis=1)
+    k = max(int(counts.max()), 1)
+    if k > max_density * d:
+        return None
+    k = min(-(-k // 8) * 8, d)  # a multiple of 8: folds of one dataset share compiled code
+    order = np.argsort(~nonzero, axis=1, kind="stable")[:, :k]
+    value = np.take_along_axis(X, order, axis=1)
+    pad = np.arange(k)[None, :] >= counts[:, None]
+    value[pad] = 0.0
+    index = np.where(pad, 0, order).astype(np.int32)
+    return index, value
+
+
+def matvec(X, w):
+    """``X @ w`` for a dense or :class:`SparseRows` matrix."""
+    if isinstance(X, SparseRows):
+        return jnp.sum(X.value * w[X.index], axis=1)
+    return X @ w
+
+
+def rmatvec(u, X):
+    """``X^T u`` (or ``X^T U`` for a ``(n, m)`` matrix ``U``, shape ``(d, m)``)."""
+    if isinstance(X, SparseRows):
+        if u.ndim == 1:
+            flat = X.index.ravel()
+            return jnp.zeros(X.num_columns, u.dtype).at[flat].add((X.value * u[:, None]).ravel())
+        # one scalar scatter per column: much faster on XLA CPU than one scatter with
+        # (n k, m) update windows
+        return jax.lax.map(lambda col: rmatvec(col, X), u.T).T
+    return u @ X if u.ndim == 1 else X.T @ u  # u @ X: ~4x faster than X.T @ u on XLA CPU
+
+
+def _indicator_rows(ind, data, num_groups: int):
+    """``X^T (membership_k * ind_j)`` for all groups ``k`` and levels ``j``, shape
+    ``(G, J, d)``, for a 0/1 matrix ``ind`` (n, J) that is monotone in the level order
+    (``ind[i, j] = 1[s_i - theta_j + shift > 0]``, non-increasing in ``theta_j``).
+
+    Each sample then only needs its count ``c_i = sum_j ind[i, j]``: one scatter of the
+    rows into ``(group, count)`` buckets and a reverse cumulative sum over the counts give
+    every level at the cost of a single ``X^T u`` (used for :class:`SparseRows`)."""
+    X = data.X
+    J = ind.shape[1]
+    count = jnp.sum(ind, axis=1).astype(jnp.int32)
+    bucket = data.groups * (J + 1) + count  # (n,)
+    flat = (bucket[:, None] * X.num_columns + X.index).ravel()
+    sums = jnp.zeros(num_groups * (J + 1) * X.num_columns, ind.dtype)
+    sums = sums.at[flat].add((X.value * data.cg[:, None]).ravel())
+    sums = sums.reshape(num_groups, J + 1, X.num_columns)
+    tail = jnp.cumsum(sums[:, ::-1], axis=1)[:, ::-1]  # tail[k, c] = sum over counts >= c
+    return tail
 
 
 class Config(NamedTuple):
@@ -53,7 +144,7 @@ class Config(NamedTuple):
 class Data(NamedTuple):
     """Traced data and hyper-parameters of one fit (no recompilation when they change)."""
 
-    X: jax.Array  # (n, d)
+    X: jax.Array  # (n, d), dense or SparseRows
     y: jax.Array  # (n,) in {0, 1}
     groups: jax.Array  # (n,) int32
     c0: jax.Array  # (n,) objective weights, sum 1
@@ -74,10 +165,8 @@ class Anchor(NamedTuple):
     """Everything of the linearisation at ``x^(k)`` that SSG reuses (spec section 4.9)."""
 
     x: jax.Array  # (D,) the anchor point
-    s: jax.Array  # (n,) scores at the anchor
-    psi: tuple  # per-sample (and per-level) derivatives of the linearised f^- parts
-    mpsi: tuple  # their group means (pSP: theta part of the linear terms)
-    const: tuple  # constant parts of the subproblem constraints
+    lin: jax.Array  # (m, D) subgradients of the linearised f_i^- parts at x
+    const: jax.Array  # (m,) constant parts of the subproblem constraints
     f0: jax.Array  # f_0(x^(k))
     fmax: jax.Array  # max_i f_i(x^(k)) (surrogate constraint), -inf without constraints
 
@@ -104,7 +193,7 @@ def split(x, cfg: Config):
 
 def scores(x, data: Data, cfg: Config):
     b, w, _ = split(x, cfg)
-    return data.X @ w + b
+    return matvec(data.X, w) + b
 
 
 def _gmean(values, data: Data, cfg: Config):
@@ -151,7 +240,7 @@ def constraint_values(x, data: Data, cfg: Config):
     ``-inf`` on the diagonal.
     """
     b, w, theta = split(x, cfg)
-    s = data.X @ w + b
+    s = matvec(data.X, w) + b
     if cfg.constraint == "statistical":
         z = (s[:, None] - theta[None, :]) / data.width
         mean = _gmean(_surrogate(z, cfg), data, cfg)
@@ -170,7 +259,7 @@ def dc_pieces(x, data: Data, cfg: Config):
     ``(mu + rho) / 2 ||x||^2`` included on both sides. ``f^+ - f^-`` equals
     :func:`constraint_values` (off the pDP diagonal)."""
     b, w, theta = split(x, cfg)
-    s = data.X @ w + b
+    s = matvec(data.X, w) + b
     q = 0.5 * (data.mu + data.rho) * jnp.sum(x * x)
     if cfg.constraint == "statistical":
         z = (s[:, None] - theta[None, :]) / data.width
@@ -232,111 +321,127 @@ def _pdp_group_pieces(z, data: Data, cfg: Config):
     return pieces[0], pieces[1], (derivs[0], derivs[1], dextra), extra
 
 
+def _lin_rows(U, data: Data):
+    """Rows ``(sum_i U_ic, X^T U_c)`` for every column ``c`` of the ``(n, m)`` weights
+    ``U``: the ``(b, w)`` part of the gradient of ``sum_i U_ic s_i``. Shape (m, 1 + d)."""
+    return jnp.concatenate([jnp.sum(U, axis=0)[:, None], rmatvec(U, data.X).T], axis=1)
+
+
 def anchor(x, data: Data, cfg: Config) -> Anchor:
-    """Linearise the concave parts ``-f_i^-`` at ``x`` (spec section 4.9)."""
+    """Linearise the concave parts ``-f_i^-`` at ``x`` (spec section 4.9).
+
+    Subproblem constraint ``i`` is ``g_i(v) = f_i^+(v) - lin_i . (v - x) + const_i +
+    (mu + rho)/2 ||v - x||^2``; ``lin`` holds the subgradients of ``f_i^-`` at ``x``
+    without the add-on (which cancels into the proximal term)."""
     b, w, theta = split(x, cfg)
-    s = data.X @ w + b
+    s = matvec(data.X, w) + b
     f0 = objective(x, data, cfg)
     fvals = constraint_values(x, data, cfg)
     fmax = jnp.max(fvals) if fvals.size else jnp.asarray(-jnp.inf, dtype=x.dtype)
+    G, J = cfg.num_groups, cfg.num_levels
     if cfg.constraint == "statistical":
         z = (s[:, None] - theta[None, :]) / data.width
         p = data.grid[None, :]
         if cfg.surrogate == "ramp":
             A = _gmean(jax.nn.relu(z + 0.5), data, cfg)
             B = _gmean(jax.nn.relu(z - 0.5), data, cfg)
-            psi_lower = (z + 0.5 > 0).astype(z.dtype) / data.width  # d A / d s
-            psi_upper = (z - 0.5 > 0).astype(z.dtype) / data.width  # d B / d s
-            const = (-A + p, -B - p - data.slack)
+            ind_lower = (z + 0.5 > 0).astype(z.dtype)  # width * d A / d s
+            ind_upper = (z - 0.5 > 0).astype(z.dtype)  # width * d B / d s
+            const = jnp.concatenate([(-A + p).ravel(), (-B - p - data.slack).ravel()])
+            families = ((ind_lower / data.width, ind_lower), (ind_upper / data.width, ind_upper))
         else:
             sig = jax.nn.sigmoid(z)
             S = _gmean(sig, data, cfg)
             psi_lower = sig * (1.0 - sig) / data.width  # d sigma-mean / d s
-            psi_upper = jnp.zeros_like(z)  # f^- of the upper constraint is constant
-            const = (-S + p, jnp.zeros_like(S) - p - data.slack)
-        psi = (psi_lower, psi_upper)
-        mpsi = (_gmean(psi_lower, data, cfg), _gmean(psi_upper, data, cfg))
+            # f^- of the upper constraint is constant: no linear part
+            const = jnp.concatenate([(-S + p).ravel(), (-p - data.slack + 0.0 * S).ravel()])
+            families = ((psi_lower, None), (None, None))
+        # rank of every threshold: ind[i, j] = 1 iff count_i >= #{l: theta_l <= theta_j}
+        rank = jnp.sum(theta[None, :] <= theta[:, None], axis=1)
+        rows = []
+        for psi, ind in families:  # (G * J) rows per family, ordered (k, j) like gcon
+            if psi is None:
+                rows.append(jnp.zeros((G * J, x.size), x.dtype))
+                continue
+            mpsi = _gmean(psi, data, cfg)  # (G, J): d/d theta_j is -mean psi_j
+            if ind is not None and isinstance(data.X, SparseRows):
+                tail = _indicator_rows(ind, data, G)  # (G, J + 1, d)
+                Xw = tail[:, rank, :] / data.width  # (G, J, d)
+                bw = jnp.concatenate([mpsi[:, :, None], Xw], axis=2).reshape(G * J, -1)
+            else:
+                bw = jnp.concatenate(
+                    [_lin_rows(data.membership[:, k : k + 1] * psi, data) for k in range(G)]
+                )
+            eye = jnp.eye(J, dtype=x.dtype)
+            th = -(mpsi[:, :, None] * eye[None, :, :]).reshape(G * J, J)
+            rows.append(jnp.concatenate([bw, th], axis=1))
+        lin = jnp.concatenate(rows)
     elif cfg.constraint == "demographic":
         z = (s - data.threshold) / data.width
         P_lo, P_hi, (d_lo, d_hi, dextra), extra = _pdp_group_pieces(z, data, cfg)
-        # H_k (first group of the pair) subtracts the linearised P^beta_k (+ extra);
-        # E_k (second group) subtracts the linearised P^alpha_k (+ extra).
-        psi = (d_hi, d_lo, dextra)
-        mpsi = ()
-        const = (-P_hi - extra, -P_lo - extra)
+        # pair (k, k'): f^- = P^beta_k + extra_k + P^alpha_k' + extra_k' (+ c)
+        L_first = _lin_rows(data.membership * (d_hi + dextra)[:, None], data)  # (G, 1+d)
+        L_second = _lin_rows(data.membership * (d_lo + dextra)[:, None], data)
+        lin = (L_first[:, None, :] + L_second[None, :, :]).reshape(G * G, -1)
+        first, second = -P_hi - extra, -P_lo - extra
+        const = (first[:, None] + second[None, :]).ravel()
     else:
-        psi, mpsi, const = (), (), ()
-    return Anchor(x=x, s=s, psi=psi, mpsi=mpsi, const=const, f0=f0, fmax=fmax)
+        lin = jnp.zeros((0, x.size), x.dtype)
+        const = jnp.zeros((0,), x.dtype)
+    return Anchor(x=x, lin=lin, const=const, f0=f0, fmax=fmax)
 
 
 def evaluate(v, anc: Anchor, data: Data, cfg: Config) -> Evaluation:
     """Subproblem (31) at ``v``: ``g_0(v)``, all ``g_i(v)`` and a subgradient oracle."""
     b, w, theta = split(v, cfg)
-    s = data.X @ w + b
+    s = matvec(data.X, w) + b
     delta = v - anc.x
     prox = 0.5 * jnp.sum(delta * delta)
-    ds = s - anc.s
     loss, u0 = _logistic_parts(s, data)
     g0 = loss + 0.5 * data.alpha * jnp.sum(w * w) + data.mu * prox
     curvature = data.mu + data.rho  # prox coefficient of every constraint
     J, G = cfg.num_levels, cfg.num_groups
-    ones = jnp.ones_like(s)
+    linear = anc.lin @ delta - anc.const  # (m,) linearised f_i^- (minus constants)
 
     def assemble(u, theta_grad, extra_w, prox_coef):
-        gw = u @ data.X + extra_w  # not X.T @ u: ~4x slower on XLA CPU
+        gw = rmatvec(u, data.X) + extra_w
         return jnp.concatenate([jnp.sum(u)[None], gw, theta_grad]) + prox_coef * delta
 
     if cfg.constraint == "statistical":
         z = (s[:, None] - theta[None, :]) / data.width
-        dtheta = delta[1 + cfg.num_features :]
-        psi_lower, psi_upper = anc.psi
         if cfg.surrogate == "ramp":
-            P_lower, P_upper = jax.nn.relu(z - 0.5), jax.nn.relu(z + 0.5)
-            dP_lower = (z - 0.5 > 0).astype(z.dtype) / data.width
-            dP_upper = (z + 0.5 > 0).astype(z.dtype) / data.width
+            # lower family: f^+ = B (shift -1/2), upper family: f^+ = A (shift +1/2);
+            # one (G, n) x (n, 2J) product for both
+            plus = _gmean(jnp.concatenate([jax.nn.relu(z - 0.5), jax.nn.relu(z + 0.5)], 1),
+                          data, cfg)
+            P_lower, P_upper = plus[:, :J], plus[:, J:]
         else:
-            sig = jax.nn.sigmoid(z)
-            P_lower, P_upper = jnp.zeros_like(z), sig
-            dP_lower = jnp.zeros_like(z)
-            dP_upper = sig * (1.0 - sig) / data.width
-        # one (G, n) x (n, J) product per family: convex piece minus linearised part
-        g_lower = (
-            _gmean(P_lower - psi_lower * ds[:, None], data, cfg)
-            + anc.mpsi[0] * dtheta[None, :]
-            + anc.const[0]
-            + curvature * prox
-        )
-        g_upper = (
-            _gmean(P_upper - psi_upper * ds[:, None], data, cfg)
-            + anc.mpsi[1] * dtheta[None, :]
-            + anc.const[1]
-            + curvature * prox
-        )
-        gcon = jnp.concatenate([g_lower.ravel(), g_upper.ravel()])
+            P_upper = _gmean(jax.nn.sigmoid(z), data, cfg)
+            P_lower = jnp.zeros_like(P_upper)
+        fplus = jnp.concatenate([P_lower.ravel(), P_upper.ravel()])
+        gcon = fplus - linear + curvature * prox
 
         def constraint_u(index):
             kind, rest = index // (G * J), index % (G * J)
             k, j = rest // J, rest % J
-            upper = kind == 1
-            dP = jnp.where(upper, dP_upper[:, j], dP_lower[:, j])
-            psi = jnp.where(upper, psi_upper[:, j], psi_lower[:, j])
-            u = data.cg * (data.groups == k) * (dP - psi)
+            zj = (s - theta[j]) / data.width
+            if cfg.surrogate == "ramp":
+                dP = (zj + jnp.where(kind == 1, 0.5, -0.5) > 0).astype(s.dtype) / data.width
+            else:
+                sig = jax.nn.sigmoid(zj)
+                dP = jnp.where(kind == 1, sig * (1.0 - sig), 0.0) / data.width
+            u = data.cg * (data.groups == k) * dP
             theta_grad = jnp.zeros((J,), dtype=v.dtype).at[j].set(-jnp.sum(u))
             return u, theta_grad
 
     elif cfg.constraint == "demographic":
         z = (s - data.threshold) / data.width
         P_lo, P_hi, (d_lo, d_hi, dextra), extra = _pdp_group_pieces(z, data, cfg)
-        psi_hi, psi_lo, psi_extra = anc.psi
-        lin_hi = _gmean(psi_hi * ds, data, cfg)
-        lin_lo = _gmean(psi_lo * ds, data, cfg)
-        lin_extra = _gmean(psi_extra * ds, data, cfg)
-        first = P_lo + extra - lin_hi - lin_extra + anc.const[0]
-        second = P_hi + extra - lin_lo - lin_extra + anc.const[1]
-        matrix = first[:, None] + second[None, :] - data.slack + curvature * prox
-        gcon = _mask_diagonal(matrix, cfg).ravel()
-        u_first = data.cg * (d_lo + dextra - psi_hi - psi_extra)
-        u_second = data.cg * (d_hi + dextra - psi_lo - psi_extra)
+        matrix = (P_lo + extra)[:, None] + (P_hi + extra)[None, :] - data.slack
+        gcon = _mask_diagonal(matrix.ravel().reshape(G, G) - linear.reshape(G, G)
+                              + curvature * prox, cfg).ravel()
+        u_first = data.cg * (d_lo + dextra)
+        u_second = data.cg * (d_hi + dextra)
 
         def constraint_u(index):
             k, kk = index // G, index % G
@@ -347,7 +452,7 @@ def evaluate(v, anc: Anchor, data: Data, cfg: Config) -> Evaluation:
         gcon = jnp.zeros((0,), dtype=v.dtype)
 
         def constraint_u(index):
-            return 0.0 * ones, jnp.zeros((J,), dtype=v.dtype)
+            return jnp.zeros_like(s), jnp.zeros((J,), dtype=v.dtype)
 
     def direction(feasible, index):
         u_con, theta_con = constraint_u(index)
@@ -355,6 +460,9 @@ def evaluate(v, anc: Anchor, data: Data, cfg: Config) -> Evaluation:
         theta_grad = jnp.where(feasible, jnp.zeros_like(theta_con), theta_con)
         extra_w = jnp.where(feasible, data.alpha * w, jnp.zeros_like(w))
         prox_coef = jnp.where(feasible, data.mu, curvature)
-        return assemble(u, theta_grad, extra_w, prox_coef)
+        d = assemble(u, theta_grad, extra_w, prox_coef)
+        if anc.lin.shape[0]:
+            d = d - jnp.where(feasible, 0.0, 1.0) * anc.lin[index]
+        return d
 
     return Evaluation(g0=g0, gcon=gcon, direction=direction)

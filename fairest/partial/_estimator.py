@@ -17,7 +17,7 @@ from fairest._kernels._buckets import pad_rows
 from fairest._solvers._newton import solve_weighted_glm
 from fairest.metrics import suggest_interval
 from fairest.partial import _defaults
-from fairest.partial._dc import Config, Data, objective
+from fairest.partial._dc import Config, Data, SparseRows, objective, sparse_rows
 from fairest.partial._idca import (
     initial_point,
     level_grid,
@@ -46,16 +46,23 @@ def check_interval(interval) -> tuple[float, float]:
     return lo, hi
 
 
-def build_data(X, y01, codes, sample_weight, num_groups, **hyper):
-    """Padded float64 :class:`Data` with objective and within-group weights."""
+def build_data(X, y01, codes, sample_weight, num_groups, sparse=True, **hyper):
+    """Padded float64 :class:`Data` with objective and within-group weights; ``X`` is
+    stored as :class:`SparseRows` when at most a quarter of every row is non-zero (and
+    ``sparse``)."""
     n = X.shape[0]
     totals = np.bincount(codes, weights=sample_weight, minlength=num_groups)
     c0 = sample_weight / sample_weight.sum()
     cg = sample_weight / np.where(totals > 0, totals, 1.0)[codes]
     Xp, yp, gp, c0p, cgp = pad_rows(n, X, y01, codes, c0, cg)
     as64 = lambda a: jnp.asarray(a, dtype=jnp.float64)  # noqa: E731
+    ell = sparse_rows(Xp) if sparse else None
+    if ell is None:
+        X_data = as64(Xp)
+    else:  # mostly zeros (one-hot data): gather / scatter over the non-zeros only
+        X_data = SparseRows(jnp.asarray(ell[0]), as64(ell[1]), Xp.shape[1])
     return Data(
-        X=as64(Xp),
+        X=X_data,
         y=as64(yp),
         groups=jnp.asarray(gp, dtype=jnp.int32),
         c0=as64(c0p),

@@ -189,3 +189,44 @@ def test_kappa_one_pdp_constraints_never_violated(x64):
 def test_no_global_x64_change():
     """Importing fairest.partial and building problems leaves JAX's global config alone."""
     assert not jax.config.jax_enable_x64
+
+
+@pytest.mark.parametrize("constraint,surrogate,pdp_dc", CASES)
+def test_sparse_rows_match_dense(x64, constraint, surrogate, pdp_dc):
+    """Mostly-zero X is stored in ELL form (gather / scatter-add over the non-zeros): the
+    anchor, the subproblem values and every subgradient equal the dense computation."""
+    from fairest.partial._dc import SparseRows, matvec, rmatvec
+    from fairest.partial._estimator import PartialParityClassifier
+
+    rng = np.random.default_rng(5)
+    n, d, G = 90, 16, 3
+    g = rng.integers(0, G, n)
+    X = np.zeros((n, d))  # at most 3 non-zeros per row: a one-hot-like design
+    for i in range(n):
+        X[i, rng.choice(d - G, 2, replace=False)] = rng.normal(size=2)
+        X[i, d - G + g[i]] = 1.0
+    y = (X[:, 0] + rng.normal(size=n) > 0).astype(float)
+    clf = PartialParityClassifier(constraint, interval=(0.1, 0.6), tolerance=0.2,
+                                  surrogate=surrogate, pdp_dc=pdp_dc, n_grid=4,
+                                  surrogate_width=0.7, mu=0.1)
+    codes = g.astype(np.int32)
+    cfg, sparse, x0 = clf._problem(X, y, codes, np.ones(n), G, (0.1, 0.6))
+    assert isinstance(sparse.X, SparseRows)
+    dense = sparse._replace(X=jnp.asarray(np.pad(X, ((0, sparse.y.shape[0] - n), (0, 0)))))
+    u = rng.normal(size=sparse.y.shape[0])
+    w = rng.normal(size=d)
+    np.testing.assert_allclose(matvec(sparse.X, w), matvec(dense.X, w), atol=1e-13)
+    np.testing.assert_allclose(rmatvec(u, sparse.X), rmatvec(u, dense.X), atol=1e-12)
+    for xk in _random_points(x0, rng, count=1):
+        a_s = anchor(jnp.asarray(xk), sparse, cfg)
+        a_d = anchor(jnp.asarray(xk), dense, cfg)
+        np.testing.assert_allclose(a_s.lin, a_d.lin, atol=1e-12)
+        np.testing.assert_allclose(a_s.const, a_d.const, atol=1e-12)
+        v = jnp.asarray(xk + 0.3 * rng.normal(size=xk.shape))
+        e_s, e_d = evaluate(v, a_s, sparse, cfg), evaluate(v, a_d, dense, cfg)
+        np.testing.assert_allclose(e_s.gcon, e_d.gcon, atol=1e-12)
+        m = e_s.gcon.shape[0]
+        for i in sorted({1, m // 2, m - 2}):  # a few constraints (eager calls are slow)
+            np.testing.assert_allclose(e_s.direction(False, i), e_d.direction(False, i),
+                                       atol=1e-12)
+        np.testing.assert_allclose(e_s.direction(True, 0), e_d.direction(True, 0), atol=1e-12)
