@@ -566,21 +566,17 @@ NOTES = (
     "in the JSON): they are indicative only and include JIT compilation on the first split."
 )
 
-DIAGNOSIS = """Why BADR misses on Law school (the only material misses): on those splits SLSQP stops after
-ONE iteration at its start point, uniform weights, reporting success. The hypergradient there
-is correct (checked against central finite differences) but tiny: uniform is close to a
-stationary point (a local MAXIMUM of the train DP along the simplex), the tangent gradient is
-~1e-5, so SLSQP's first-order stopping test (|g's| < ftol = 1e-10, absolute, with the first
-quasi-Newton step s = -projected gradient) passes immediately. The interior minimum (exact DP
-~0 at lambda_female ~ 0.7-0.95) is never visited; the safeguard only offers uniform, balanced
-and the vertices, and its best point (balanced) is returned (labelled selected_='slsqp', because
-the oracle's best-point memory, not the safeguard branch, picked it). With tol=1e-16
-(badr_tight) SLSQP continues and reaches exact train DP <= 1e-12 on every Law split. This is
-a start-point / stopping-rule weakness, not the smoothing: a tighter tol does not help when
-the start is exactly stationary (a symmetric two-group problem where Phi(l) = Phi(1 - l));
-starting SLSQP from the best safeguard candidate or from a vertex (multi-start) fixes both
-(verified with a separate diagnostic). The 'smoothing floor' misses are different: both exact
-DPs are ~1e-6 and the rho = 1 smooth objective (sqrt(delta^2 + 1e-6)) cannot tell them apart.
+DIAGNOSIS = """Law school, history of a fixed miss. The first run of this benchmark (SLSQP from uniform
+weights, absolute ftol 1e-10) missed the grid on 3 of 10 Law school splits by 31-320x: uniform
+is close to a stationary point there (a local MAXIMUM of the train DP along the simplex, tangent
+hypergradient ~1e-5, correct against finite differences), so SLSQP's absolute stopping test
+passed after one iteration, and the safeguard's best baseline (balanced) was returned. fairest
+now (1) divides Phi by its starting value before SLSQP, so ftol is relative, and (2) when a
+two-loop solver ends no better than the safeguard's baselines, restarts it from the best
+non-uniform baseline and then from the best vertex. The rows above are from the fixed code:
+BADR is at or below the grid on every split. badr_tight (tol=1e-16) remains as a diagnostic.
+Misses at the 'smoothing floor' (both exact DPs ~1e-6, where the rho = 1 smooth objective
+sqrt(delta^2 + 1e-6) cannot tell them apart) would not be material.
 """
 
 
