@@ -93,8 +93,10 @@ class PartialParityPenaltyClassifier(_LinearClassifierMixin, BaseEstimator):
     Parameters
     ----------
     constraint : {"statistical", "demographic"}, default="statistical"
+        Penalise partial statistical parity (pSP, problem (114)) or partial demographic
+        parity (pDP, problem (119)).
     interval : tuple (alpha, beta), default=(0.0, 1.0)
-        Percentile interval in CCDF units.
+        Percentile interval in CCDF units, ``0 <= alpha < beta <= 1``.
     fairness_weight : float, default=0.3
         Penalty weight :math:`\lambda`.
     n_grid : int, default=10
@@ -164,15 +166,19 @@ class PartialParityPenaltyClassifier(_LinearClassifierMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Training data.
         y : array-like of shape (n_samples,)
             Binary target.
         sensitive_features : array-like of shape (n_samples,) or (n_samples, k), default=None
             Group membership; ``None`` means one group (with a warning): no penalty.
         sample_weight : array-like of shape (n_samples,), default=None
+            Sample weights, used in the mean logistic loss and in the within-group means
+            of the penalty. ``None`` gives every sample weight 1.
 
         Returns
         -------
         self : PartialParityPenaltyClassifier
+            The fitted estimator.
         """
         fit_data = validate_fit_data(self, X, y, sensitive_features, sample_weight)
         self.classes_, y01 = encode_binary_target(type(self).__name__, fit_data.y)
@@ -333,6 +339,8 @@ class _PairwiseConstrainedClassifier(_LinearClassifierMixin, BaseEstimator):
         Returns
         -------
         values : ndarray of shape (n_constraints,)
+            Sum of the pairwise means of ``(1 + s_i - s_j)^2 / 2`` of every constraint,
+            minus its offset, one entry per ordered pair of groups ``k != k'``.
         """
         from fairest.utils import encode_groups
 
@@ -355,15 +363,20 @@ class _PairwiseConstrainedClassifier(_LinearClassifierMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Training data.
         y : array-like of shape (n_samples,)
             Binary target.
         sensitive_features : array-like of shape (n_samples,) or (n_samples, k), default=None
             Group membership; ``None`` means one group (no constraint, with a warning).
         sample_weight : array-like of shape (n_samples,), default=None
+            Sample weights, used in the mean logistic loss and in the means and
+            covariances behind the pairwise constraints. ``None`` gives every sample
+            weight 1.
 
         Returns
         -------
-        self
+        self : object
+            The fitted estimator.
         """
         fit_data = validate_fit_data(self, X, y, sensitive_features, sample_weight)
         self.classes_, y01 = encode_binary_target(type(self).__name__, fit_data.y)
@@ -428,10 +441,11 @@ class GroupAUCConstrainedClassifier(_PairwiseConstrainedClassifier):
     Parameters
     ----------
     tolerance : float, default=1.0
-        :math:`\kappa`.
+        Bound :math:`\kappa` on every constraint.
     learning_rate : float, default=0.5
         Constant PGD step :math:`\eta`.
     max_iter : int, default=1000
+        Maximum number of projected gradient iterations.
     alpha : float, default=0.0
         L2 strength on the coefficients.
     tol : float, default=1e-5
@@ -464,10 +478,15 @@ class InterGroupPairwiseConstrainedClassifier(_PairwiseConstrainedClassifier):
     Parameters
     ----------
     tolerance : float, default=1.0
+        Bound :math:`\kappa` on every constraint.
     learning_rate : float, default=0.5
+        Constant PGD step :math:`\eta`.
     max_iter : int, default=1000
+        Maximum number of projected gradient iterations.
     alpha : float, default=0.0
+        L2 strength on the coefficients.
     tol : float, default=1e-5
+        Stop when the objective changes by less than this.
 
     Attributes
     ----------
@@ -504,10 +523,15 @@ class IntraGroupPairwiseConstrainedClassifier(_PairwiseConstrainedClassifier):
     Parameters
     ----------
     tolerance : float, default=1.0
+        Bound :math:`\kappa` on every constraint.
     learning_rate : float, default=0.5
+        Constant PGD step :math:`\eta`.
     max_iter : int, default=1000
+        Maximum number of projected gradient iterations.
     alpha : float, default=0.0
+        L2 strength on the coefficients.
     tol : float, default=1e-5
+        Stop when the objective changes by less than this.
 
     Attributes
     ----------

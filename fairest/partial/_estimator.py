@@ -412,15 +412,19 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Training data.
         y : array-like of shape (n_samples,)
             Binary target (any two labels).
         sensitive_features : array-like of shape (n_samples,) or (n_samples, k), default=None
             Group membership; ``None`` means one group (with a warning): no constraint.
         sample_weight : array-like of shape (n_samples,), default=None
+            Sample weights, used in the mean logistic loss and in the within-group means
+            of the surrogate constraints. ``None`` gives every sample weight 1.
 
         Returns
         -------
         self : PartialParityClassifier
+            The fitted estimator.
         """
         data_in = validate_fit_data(self, X, y, sensitive_features, sample_weight)
         self.classes_, y01 = encode_binary_target(type(self).__name__, data_in.y)

@@ -50,12 +50,14 @@ class GroupInteractionFeatures(TransformerMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Training data, with the numeric group code in column ``group_column``.
         y : None
             Ignored.
 
         Returns
         -------
         self : GroupInteractionFeatures
+            The fitted transformer.
         """
         X = validate_data(self, X, dtype=np.float64)
         self._column(X.shape[1])
@@ -74,10 +76,13 @@ class GroupInteractionFeatures(TransformerMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Data to transform, with the numeric group code in column ``group_column``.
 
         Returns
         -------
         X_out : ndarray of shape (n_samples, 2 * n_features - 1)
+            ``X`` followed by the products of the group code with the other
+            ``n_features - 1`` columns.
         """
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, reset=False)

@@ -194,13 +194,17 @@ def theory_schedule(eps: float, mu: float, lipschitz: float, slater: float, gap:
     slater : float
         Uniform Slater margin nu > 0 (Assumption 6.3B).
     gap : float
-        ``f_0(x^(0)) - f_lb``.
+        Objective gap ``f_0(x^(0)) - f_lb`` between the starting point and a lower
+        bound of the objective.
 
     Returns
     -------
     n_outer : int
+        Number ``K`` of outer (IDCA) iterations, at least 1.
     eps_k : float
+        SSG tolerance ``eps_k`` of every subproblem (constant in ``k``).
     n_inner : int
+        Number ``T_k`` of SSG iterations per subproblem, at least 1.
     """
     if mu <= 0 or lipschitz <= 0 or slater <= 0 or eps <= 0:
         raise ValueError("theory_schedule needs eps, mu, M and nu > 0.")

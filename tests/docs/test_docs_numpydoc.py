@@ -33,8 +33,12 @@ CHECKS = {
     "PR01": "parameter of the signature not documented",
     "PR02": "documented parameter not in the signature",
     "PR03": "parameters documented in the wrong order",
+    "PR07": "parameter without a description",
+    "PR08": "parameter description does not start with a capital letter",
+    "PR09": "parameter description does not end with a period",
     "PR10": "no space around the colon of 'name : type'",
     "RT01": "no Returns section although the function returns something",
+    "RT03": "return value without a description",
     "YD01": "no Yields section for a generator",
 }
 
