@@ -104,6 +104,10 @@ def _command_compare(args) -> int:
     from fairest._compare import METHODS, run_comparison
     from fairest._report import write_report
 
+    if args.methods == "list":
+        for name, method in METHODS.items():
+            print(f"{name:18} {method.task:15} {method.label}")
+        return 0
     sensitive = args.sensitive.split(",") if args.sensitive else None
     if args.data:
         data = _load_csv(args.data, args.target, sensitive, args.test_size, args.seed)
@@ -162,7 +166,7 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument("--data", help="a CSV file instead of a bundled dataset")
     compare.add_argument("--target", help="target column of the CSV")
     compare.add_argument("--sensitive", help="sensitive column(s), comma separated (default: sex for adult)")
-    compare.add_argument("--methods", help="comma-separated method names (default: all for the task)")
+    compare.add_argument("--methods", help="comma-separated method names (default: all for the task); 'list' prints them")
     compare.add_argument("--test-size", type=float, default=0.3, help="held-out fraction for CSVs and non-Adult data")
     compare.add_argument("--seed", type=int, default=0)
     compare.add_argument("--output", default="fairest_report", help="folder for report.md, report.html, results.csv and the PNGs")

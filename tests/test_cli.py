@@ -118,3 +118,12 @@ def test_compare_includes_fairlearn_anchor(csv_file, tmp_path, capsys):
                        "--methods", "fairlearn-eg", "--output", str(tmp_path / "eg")])
     assert status == 0
     assert "fairlearn ExponentiatedGradient" in capsys.readouterr().out
+
+
+def test_compare_lists_its_methods(capsys):
+    from fairest._compare import METHODS
+
+    assert main(["compare", "--methods", "list"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in printed] == list(METHODS)
+    assert any(line.startswith("badr-dp ") and "classification" in line for line in printed)
