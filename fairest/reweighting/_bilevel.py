@@ -197,7 +197,8 @@ def run_scipy(method: str, orc: ImplicitOracle, lam0, *, max_iter: int, tol: flo
         # SLSQP's ftol is absolute: on an unfairness of order 1e-3 the default 1e-10 stops
         # while the optimum is still orders of magnitude lower. Dividing Phi by its starting
         # value (kept within [1e-6, 1]) makes the tolerance relative; it only ever tightens.
-        scale = 1.0 / float(np.clip(abs(orc.fun(lam0)), 1e-6, 1.0))
+        start = abs(orc.fun(lam0))
+        scale = 1.0 / float(np.clip(start, 1e-6, 1.0)) if np.isfinite(start) else 1.0
         result = minimize(
             lambda v: scale * orc.fun(v),
             lam0,
