@@ -139,3 +139,28 @@ def test_constrained_zero_sparsity_without_finetuning_is_dense():
     np.testing.assert_array_equal(again.train_eags_.to_numpy(), 0.0)
     assert again.sparsity_ == 0.0
 
+
+
+def test_constrained_early_stopping_returns_the_best_held_out_iterate(monkeypatch):
+    """NFT+ES (spec 2.6 item 7): the epoch-end iterate at final sparsity with the best
+    accuracy on a held-out split, not the last one."""
+    X, y, g = _data(n=600)
+    scores = []
+    original = PrunedFairClassifier._accuracy
+
+    def recording(self, *args):
+        scores.append(original(self, *args))
+        return scores[-1]
+
+    monkeypatch.setattr(PrunedFairClassifier, "_accuracy", recording)
+    params = dict(SMALL, mitigation="none", early_stopping=True, validation_fraction=0.25)
+    est = PrunedFairClassifier(**params).fit(X, y, sensitive_features=g)
+    assert len(scores) == est.n_epochs - est.pruning_epochs  # epochs at the final sparsity
+    assert est.validation_score_ == max(scores)
+    assert est.best_epoch_ == est.pruning_epochs + int(np.argmax(scores))
+    assert abs(est.sparsity_ - est.target_sparsity) < 0.02
+    # the returned iterate is the one scored: its accuracy on the held-out rows
+    _, _, _, (X_val, y_val) = est._hold_out(X, y, g)
+    assert np.mean(est.predict(X_val) == y_val) == pytest.approx(est.validation_score_)
+    last = PrunedFairClassifier(**dict(params, early_stopping=False)).fit(X, y, sensitive_features=g)
+    assert last.best_epoch_ is None and last.validation_score_ is None
