@@ -58,6 +58,8 @@ METHODS = {  # label -> PrunedFairClassifier overrides
     "CEAG": {"mitigation": "ceag", "dual_lr": 1e-3},
     "CEAG η=1e-2": {"mitigation": "ceag", "dual_lr": 1e-2},
     "EL+RB": {"mitigation": "equalized_loss", "dual_lr": 1e-5},
+    # the paper picks NFT's best epoch on TEST accuracy; fairest holds out 10 % of train
+    "NFT+ES": {"mitigation": "none", "early_stopping": True, "validation_fraction": 0.1},
 }
 TOLERANCE_GRID = (0.01, 0.02, 0.03, 0.04, 0.05)
 HIDDEN = (64, 32)
@@ -291,6 +293,8 @@ def build_notes(args, data, dense_rows, runs, total) -> str:
         "dual lr 1e-3 (the estimator default, within the paper's 1e-5..3e-3 range); "
         "'CEAG η=1e-2' = the same with a 10x larger dual step (sensitivity check); "
         "EL+RB: |L_g - L| with buffers, dual lr 1e-5 (paper table). "
+        "NFT+ES: NFT returning its best epoch-end iterate at final sparsity on a held-out 10 % "
+        "of the training rows (the paper picked it on test accuracy). "
         "Tolerance per sparsity: largest of {1,2,3,4,5} % below NFT's mean train max psi "
         "(1 % if NFT is below 1 %). Feasible = max psi <= eps on that split; NFT and EL are "
         "scored against the same eps. Percentages in the table; mean ± std over seeds. "
@@ -310,7 +314,8 @@ def build_notes(args, data, dense_rows, runs, total) -> str:
     gen = {m: (mean(m, "train_max_psi"), mean(m, "test_max_psi")) for m in METHODS}
     lines.append(
         "Paper A's claim, checked: CEAG (dual lr 1e-3) meets its train tolerance in "
-        f"{feas['CEAG']:.0%} of the runs (NFT {feas['NFT']:.0%}, EL+RB {feas['EL+RB']:.0%}); "
+        f"{feas['CEAG']:.0%} of the runs (NFT {feas['NFT']:.0%}, EL+RB {feas['EL+RB']:.0%}, "
+        f"NFT+ES {feas['NFT+ES']:.0%}); "
         "mean train -> test max psi (%), i.e. how the disparity generalises: " + ", ".join(
             f"{m} {100 * a:.2f} -> {100 * b:.2f}" for m, (a, b) in gen.items())
         + ". " + ("Every method's test max psi exceeds its train value: the train-set "
