@@ -589,13 +589,14 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
         """
         hidden = validate_hidden(self.hidden_layer_sizes)
         X, y_codes, classes, groups, labels = prepare_fit(self, X, y, sensitive_features)
+        # model init, minibatches, (unused here), (unused here), validation split
+        rngs = spawn_rngs(self.random_state, 5)
         validation = None
         if self.early_stopping:
-            X, y_codes, groups, validation = self._hold_out(X, y_codes, groups)
+            X, y_codes, groups, validation = self._hold_out(X, y_codes, groups, rngs[4])
         n, G = X.shape[0], labels.size
         model = MLP(X.shape[1], hidden, 1 if classes.size == 2 else classes.size)
         dtype = jnp.float64 if self.dtype == "float64" else jnp.float32
-        rngs = spawn_rngs(self.random_state)
         key = (model, G, self.mitigation, bool(self.use_buffer),
                self.buffer_overall == "balanced", bool(self.el_abs), self.dual_optimizer,
                bool(self.nesterov))
@@ -727,14 +728,14 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
                   f"max_eag={psi.max():.4f} acc={correct_s.mean():.4f}")
         return self
 
-    def _hold_out(self, X, y_codes, groups):
+    def _hold_out(self, X, y_codes, groups, rng):
         """Training rows and the ``(X, y)`` validation split of ``early_stopping``."""
         from sklearn.model_selection import train_test_split
 
         strata = groups.astype(np.int64) * (int(y_codes.max()) + 1) + y_codes
         if np.bincount(strata).min() < 2:
             strata = groups
-        seed = int(spawn_rngs(self.random_state, 5)[4].integers(2**31 - 1))
+        seed = int(rng.integers(2**31 - 1))
         train, val = train_test_split(np.arange(X.shape[0]), test_size=self.validation_fraction,
                                       stratify=strata, random_state=seed)
         return X[train], y_codes[train], groups[train], (X[val], y_codes[val])

@@ -160,7 +160,9 @@ def test_constrained_early_stopping_returns_the_best_held_out_iterate(monkeypatc
     assert est.best_epoch_ == est.pruning_epochs + int(np.argmax(scores))
     assert abs(est.sparsity_ - est.target_sparsity) < 0.02
     # the returned iterate is the one scored: its accuracy on the held-out rows
-    _, _, _, (X_val, y_val) = est._hold_out(X, y, g)
+    from fairest.constrained._engine import spawn_rngs
+
+    _, _, _, (X_val, y_val) = est._hold_out(X, y, g, spawn_rngs(0, 5)[4])
     assert np.mean(est.predict(X_val) == y_val) == pytest.approx(est.validation_score_)
     last = PrunedFairClassifier(**dict(params, early_stopping=False)).fit(X, y, sensitive_features=g)
     assert last.best_epoch_ is None and last.validation_score_ is None
