@@ -220,12 +220,7 @@ def run_case(
     ref = json.loads(reference_out.read_text())
 
     row = {
-        "n": n_samples,
-        "G": num_groups,
-        "metric": metric,
-        "n_train": int(data["y_train"].size),
-        "fairest_cold_s": ours["cold_seconds"],
-        "fairest_warm_s": ours["warm_seconds"],
+        **row_head(n_samples, num_groups, metric, data, ours),
         "reference_s": ref["seconds"],
         "ratio_cold": ref["seconds"] / ours["cold_seconds"],
         "ratio_warm": ref["seconds"] / ours["warm_seconds"],
@@ -238,23 +233,42 @@ def run_case(
     row["fairest_train_U"] = row[f"fairest_train_{metric}"]
     row["reference_train_U"] = row[f"reference_train_{metric}"]
     row.update(
-        fairest_group_weights=ours["group_weights"],
+        fairest_details(ours),
         reference_group_weights=ref["group_weights"],
-        fairest_n_iter=ours["n_iter"],
-        fairest_converged=ours["converged"],
-        fairest_selected=ours["selected"],
-        fairest_warm_same_result=ours["same_warm_result"],
         reference_solver_success=ref["solver_success"],
         reference_solver_message=ref["solver_message"],
         reference_own_metric_no_intercept=ref["reported_fairness"],
         fairest_import_s=ours["import_seconds"],
         reference_import_s=ref["import_seconds"],
         reference_process_s=reference_process,
-        loadavg_fairest_cold=ours["cold_loadavg"],
-        loadavg_fairest_warm=ours["warm_loadavg"],
         loadavg_reference=[ref["loadavg_before"], ref["loadavg_after"]],
     )
     return row
+
+
+def row_head(n_samples, num_groups, metric, data, ours) -> dict:
+    """The case and fairest's timings: the first columns of every row."""
+    return {
+        "n": n_samples,
+        "G": num_groups,
+        "metric": metric,
+        "n_train": int(data["y_train"].size),
+        "fairest_cold_s": ours["cold_seconds"],
+        "fairest_warm_s": ours["warm_seconds"],
+    }
+
+
+def fairest_details(ours) -> dict:
+    """What fairest's fit chose and how it ran, for every row."""
+    return {
+        "fairest_group_weights": ours["group_weights"],
+        "fairest_n_iter": ours["n_iter"],
+        "fairest_converged": ours["converged"],
+        "fairest_selected": ours["selected"],
+        "fairest_warm_same_result": ours["same_warm_result"],
+        "loadavg_fairest_cold": ours["cold_loadavg"],
+        "loadavg_fairest_warm": ours["warm_loadavg"],
+    }
 
 
 def timed_out_row(num_groups, metric, data, ours, load_before, limit, n_samples) -> dict:
@@ -263,12 +277,7 @@ def timed_out_row(num_groups, metric, data, ours, load_before, limit, n_samples)
     The reference time is a lower bound (``> limit``), and so are the ratios."""
     nan = float("nan")
     row = {
-        "n": n_samples,
-        "G": num_groups,
-        "metric": metric,
-        "n_train": int(data["y_train"].size),
-        "fairest_cold_s": ours["cold_seconds"],
-        "fairest_warm_s": ours["warm_seconds"],
+        **row_head(n_samples, num_groups, metric, data, ours),
         "reference_s": f"> {limit:g} (killed)",
         "ratio_cold": f"> {limit / ours['cold_seconds']:.3g}",
         "ratio_warm": f"> {limit / ours['warm_seconds']:.3g}",
@@ -281,14 +290,8 @@ def timed_out_row(num_groups, metric, data, ours, load_before, limit, n_samples)
     row["fairest_train_U"] = row[f"fairest_train_{metric}"]
     row["reference_train_U"] = nan
     row.update(
-        fairest_group_weights=ours["group_weights"],
-        fairest_n_iter=ours["n_iter"],
-        fairest_converged=ours["converged"],
-        fairest_selected=ours["selected"],
-        fairest_warm_same_result=ours["same_warm_result"],
+        fairest_details(ours),
         reference_timed_out=True,
-        loadavg_fairest_cold=ours["cold_loadavg"],
-        loadavg_fairest_warm=ours["warm_loadavg"],
         loadavg_reference=[list(load_before), list(os.getloadavg())],
     )
     return row
