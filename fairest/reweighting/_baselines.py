@@ -145,11 +145,14 @@ class GroupWeightedClassifier(LinearClassifierMixin, _GroupWeightedLinearModel):
     ----------
     loss : {"logistic", "squared_hinge"}, default="logistic"
         Logistic regression or the smoothed (squared hinge) SVM.
-    weights : {"pooled", "uniform", "balanced", "minimax", "best_single_group"}, \
-array-like of shape (n_groups,) or dict, default="pooled"
+    weights : {"pooled", "uniform", "balanced", "balanced_complement", "minimax", \
+"best_single_group"}, array-like of shape (n_groups,) or dict, default="pooled"
         Group weights ``lambda``: ``"pooled"`` is plain ERM (``lambda_g`` proportional to
         the group's total sample weight), ``"uniform"`` gives every group the same total
-        weight, ``"balanced"`` weights groups inversely to their size, ``"minimax"`` are
+        weight, ``"balanced"`` weights groups inversely to their size,
+        ``"balanced_complement"`` weights group g by ``(W - W_g) / ((G - 1) W)`` (the
+        balanced sampling of the BADR code's experiment 3; the same as ``"balanced"`` for
+        two groups), ``"minimax"`` are
         the dual weights of ``min max_g L_g + R`` (the refit is the minimax model),
         ``"best_single_group"`` trains on the one group whose model has the smallest train
         ``metric``. An array (in the order of ``groups_``) or a dict keyed by group label
@@ -244,7 +247,7 @@ array-like of shape (n_groups,) or dict, default="pooled"
             Group membership; ``None`` means one group (with a warning).
         sample_weight : array-like of shape (n_samples,), default=None
             Weights of the samples inside their group's mean loss ``L_g``; their group
-            totals set the ``"pooled"`` and ``"balanced"`` weights. ``None`` means unit
+            totals set the ``"pooled"`` and ``"balanced*"`` weights. ``None`` means unit
             weights.
 
         Returns
@@ -273,8 +276,8 @@ class GroupWeightedRegressor(LinearRegressorMixin, _GroupWeightedLinearModel):
 
     Parameters
     ----------
-    weights : {"pooled", "uniform", "balanced", "minimax", "best_single_group"}, \
-array-like of shape (n_groups,) or dict, default="pooled"
+    weights : {"pooled", "uniform", "balanced", "balanced_complement", "minimax", \
+"best_single_group"}, array-like of shape (n_groups,) or dict, default="pooled"
         Group weights, see :class:`GroupWeightedClassifier`.
     alpha : float, default=1e-3
         L2 regularisation strength. The same problem in scikit-learn is
@@ -351,7 +354,7 @@ array-like of shape (n_groups,) or dict, default="pooled"
             Group membership; ``None`` means one group (with a warning).
         sample_weight : array-like of shape (n_samples,), default=None
             Weights of the samples inside their group's mean loss ``L_g``; their group
-            totals set the ``"pooled"`` and ``"balanced"`` weights. ``None`` means unit
+            totals set the ``"pooled"`` and ``"balanced*"`` weights. ``None`` means unit
             weights.
 
         Returns

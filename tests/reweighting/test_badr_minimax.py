@@ -111,3 +111,23 @@ def test_auto_minimax_falls_back_to_the_dual_path_when_clarabel_fails(monkeypatc
     np.testing.assert_allclose(auto.group_weights_, reference.group_weights_, atol=1e-12)
     with pytest.raises(_minimax.MinimaxSolverError):
         GroupWeightedClassifier(weights="minimax", alpha=0.1, minimax_solver="cvxpy").fit(X, y, sensitive_features=g)
+
+
+def test_balanced_complement_weights():
+    """(W - W_g) / ((G - 1) W): the balanced sampling of the BADR code's experiment 3."""
+    from fairest.reweighting._group_weights import resolve_group_weights
+
+    totals = np.array([10.0, 30.0, 60.0])
+    labels = np.arange(3)
+    complement = resolve_group_weights("balanced_complement", totals, labels)
+    np.testing.assert_allclose(complement, [90 / 200, 70 / 200, 40 / 200])
+    # two groups: the same as inverse-size balancing
+    two = np.array([25.0, 75.0])
+    np.testing.assert_allclose(
+        resolve_group_weights("balanced_complement", two, labels[:2]),
+        resolve_group_weights("balanced", two, labels[:2]),
+    )
+    X, y, g = _data("classification")
+    est = GroupWeightedClassifier(weights="balanced_complement", alpha=0.1).fit(X, y, sensitive_features=g)
+    sizes = np.bincount(np.unique(g, return_inverse=True)[1]).astype(float)
+    np.testing.assert_allclose(est.group_weights_, (sizes.sum() - sizes) / (2 * sizes.sum()))
