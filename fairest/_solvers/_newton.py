@@ -24,6 +24,7 @@ from jax.scipy.linalg import cho_solve
 
 from fairest._kernels._buckets import pad_rows
 from fairest._kernels._glm import objective, value_grad_hessian
+from fairest._solvers._newton_cg import newton_cg_solve
 
 __all__ = ["NewtonResult", "newton_solve", "solve_weighted_glm"]
 
@@ -33,6 +34,9 @@ _MIN_STEP = 1e-10
 # about 2x faster at n = 1e6, d = 100 (benchmarks/erm_vs_sklearn.py) with the same optimum,
 # since objective and gradient stay float64.
 _FLOAT32_HESSIAN_WORK = 1e9
+# Above this many parameters the host-level solver switches to Newton-CG (badr spec section
+# 2): forming and factorising the p x p Hessian costs O(n p^2 + p^3) per step there.
+NEWTON_CG_MIN_PARAMS = 2000
 
 
 class NewtonResult(NamedTuple):
@@ -150,16 +154,16 @@ def solve_weighted_glm(
 ) -> dict:
     """Host-level entry point: pad rows to a bucket, solve in float64, return numpy.
 
-    Returns a dict with ``theta`` (intercept first), ``objective``, ``grad_norm``,
-    ``n_iter`` and ``converged``.
+    Newton with Cholesky up to ``NEWTON_CG_MIN_PARAMS`` parameters (intercept included),
+    Newton-CG above. Returns a dict with ``theta`` (intercept first), ``objective``,
+    ``grad_norm``, ``n_iter`` and ``converged``.
     """
     n, d = X.shape
     X_pad, y_pad, c_pad = pad_rows(n, X, y, sample_weight)
     start = np.zeros(d + 1) if theta0 is None else np.asarray(theta0, dtype=np.float64)
     with jax.enable_x64(True):
         X_dev = jnp.asarray(X_pad, dtype=jnp.float64)
-        X_hessian = X_dev.astype(jnp.float32) if n * d * d >= _FLOAT32_HESSIAN_WORK else None
-        result = newton_solve(
+        args = (
             loss,
             X_dev,
             jnp.asarray(y_pad, dtype=jnp.float64),
@@ -169,8 +173,12 @@ def solve_weighted_glm(
             jnp.asarray(start, dtype=jnp.float64),
             jnp.float64(tol),
             jnp.int32(max_iter),
-            X_hessian,
         )
+        if d + 1 > NEWTON_CG_MIN_PARAMS:
+            result = newton_cg_solve(*args)
+        else:
+            X_hessian = X_dev.astype(jnp.float32) if n * d * d >= _FLOAT32_HESSIAN_WORK else None
+            result = newton_solve(*args, X_hessian)
         return {
             "theta": np.asarray(result.theta),
             "objective": float(result.objective),
