@@ -33,7 +33,9 @@ problem on the same data with the same model, batch sizes and number of epochs:
 Timing: seconds per epoch. fairest: wall time of a whole ``fit(n_epochs=E)`` divided by
 E in a process where one warm-up fit already compiled the jitted code (the fit's input
 validation and final training-set statistics included). Reference: per-epoch wall time
-in a fresh process of its own venv after 20 warm-up iterations on a throwaway model. The
+in a fresh process of its own venv after 20 warm-up iterations on a throwaway model (the
+runner also saves every epoch-end iterate, outside the timed loop, for
+``constrained_speed_epochs.py``). The
 two sides are run interleaved (fairest, reference, fairest, ...), with
 ``os.getloadavg()`` recorded next to every timing. Constraint satisfaction: both final
 models are scored on the train (and test) split by fairest's ``loss_gap`` metric
@@ -164,7 +166,8 @@ def reference_runner(argv: list[str]) -> None:
     step_counts = {"constraint": 0, "objective": 0}
 
     model, dual, primal = build()
-    epoch_times, loads = [], []
+    linear = [m for m in model if isinstance(m, torch.nn.Linear)]
+    epoch_times, loads, snapshots = [], [], []
     for _ in range(epochs):
         loads.append(os.getloadavg())
         start = time.perf_counter()
@@ -172,9 +175,14 @@ def reference_runner(argv: list[str]) -> None:
         for k in range(0, n, b):
             step(model, dual, primal, perm[k:k + b])
         epoch_times.append(time.perf_counter() - start)
-    linear = [m for m in model if isinstance(m, torch.nn.Linear)]
-    np.savez(out_path, **{f"W{i}": m.weight.detach().numpy().T for i, m in enumerate(linear)},
-             **{f"b{i}": m.bias.detach().numpy() for i, m in enumerate(linear)})
+        snapshots.append([(m.weight.detach().numpy().T.copy(), m.bias.detach().numpy().copy())
+                          for m in linear])  # end-of-epoch iterate (not timed)
+    arrays = {}
+    for i in range(len(linear)):  # W{i}, b{i}: final model; *_epochs: every epoch end
+        arrays[f"W{i}"], arrays[f"b{i}"] = snapshots[-1][i]
+        arrays[f"W{i}_epochs"] = np.stack([snap[i][0] for snap in snapshots])
+        arrays[f"b{i}_epochs"] = np.stack([snap[i][1] for snap in snapshots])
+    np.savez(out_path, **arrays)
     print(json.dumps({"epoch_times": epoch_times, "loadavg": loads,
                       "threads": torch.get_num_threads(), "torch": torch.__version__,
                       "duals": dual.duals.tolist(), "step_counts": step_counts}))

@@ -27,6 +27,9 @@ SOLVER_DEFAULTS = {
         "dual_bound": 10.0,  # M_y [P]
         "slack_init": "zero",  # s_0 = 0 [C]
         "final_full_step": True,  # [C]
+        # penalty value c(x; zeta2) on a draw independent of the Jacobian's zeta1 [P];
+        # "shared" reuses zeta1 (biased, lower variance; humancompatible-train 0.4) [F]
+        "constraint_draw": "independent",
     },
     "alm": {
         "lr": 0.01,
@@ -37,6 +40,7 @@ SOLVER_DEFAULTS = {
         "dual_bound": 10.0,
         "slack_init": "zero",
         "final_full_step": True,
+        "constraint_draw": "independent",
     },
     "ssw": {
         "f_lr": 0.5,  # [P] 3.6
@@ -49,6 +53,9 @@ SOLVER_DEFAULTS = {
         "reset_each_epoch": True,  # [C]
         "output": "last",  # [C] save_iter = null
         "k0": 0,
+        # constraint step on a draw independent of the switching test's [P]; "shared"
+        # steps on the tested draw (humancompatible-train 0.4 SSG) [F]
+        "constraint_draw": "independent",
     },
     "ghost": {
         "p0": 0.4,  # [P] 3.7

@@ -385,7 +385,10 @@ def _step_penalty(state, inp, ctx):
     return {"x": state["x"] - lr * g}, {"objective": f, "step_size": lr}
 
 
-def _step_ssw(state, inp, ctx, *, f_rule: str, c_rule: str, reset: bool):
+def _step_ssw(state, inp, ctx, *, f_rule: str, c_rule: str, reset: bool,
+              shared_draw: bool = False):
+    """One SSw iteration (spec 3.6); ``shared_draw`` [F] takes the constraint step on the
+    draw of the switching test instead of an independent one."""
     h = ctx.hyper
     x = state["x"]
     counter_index = inp["t"] if reset else inp["it"]
@@ -395,13 +398,14 @@ def _step_ssw(state, inp, ctx, *, f_rule: str, c_rule: str, reset: bool):
     # tolerance eps_t = ctol * decay^max(0, t - start + 1) (spec 3.6 step 1)
     exponent = jnp.maximum(counter_index - h["ctol_decay_start"] + 1, 0).astype(x.dtype)
     eps = h["ctol"] * h["ctol_decay"] ** exponent
-    c1 = ctx.c(x, ctx.con_batch(inp, 1))
+    batch1 = ctx.con_batch(inp, 1)
+    c1 = ctx.c(x, batch1)
     c_hat = jnp.max(c1)
     take_constraint = c_hat >= eps
     f_lr = h["f_lr"] / jnp.sqrt(n_f + 1.0) if f_rule == "dimin" else h["f_lr"]
 
     def constraint_step(_):
-        batch2 = ctx.con_batch(inp, 2)
+        batch2 = batch1 if shared_draw else ctx.con_batch(inp, 2)
         c2, vjp = jax.vjp(lambda z: ctx.c(z, batch2), x)
         i_star = jnp.argmax(c2)
         (d,) = vjp(jax.nn.one_hot(i_star, c2.shape[0], dtype=x.dtype))
@@ -448,8 +452,12 @@ def _alm_direction(x, s, y, z_x, z_s, f_grad, c_vjp, h2, h):
     return G_x, G_s
 
 
-def _step_ssl_alm(state, inp, ctx):
-    """One SSL-ALM iteration (spec 3.5 steps 1-7); ALM is ``mu = 0``."""
+def _step_ssl_alm(state, inp, ctx, *, shared_draw: bool = False):
+    """One SSL-ALM iteration (spec 3.5 steps 1-7); ALM is ``mu = 0``.
+
+    ``shared_draw`` [F] evaluates the penalty value ``h2`` on the Jacobian's draw zeta1
+    instead of an independent zeta2 (``constraint_draw="shared"``).
+    """
     h = ctx.hyper
     x, s, y, z_x, z_s = state["x"], state["s"], state["y"], state["z_x"], state["z_s"]
     f, f_grad = jax.value_and_grad(ctx.f)(x, ctx.obj_batch(inp))
@@ -457,7 +465,7 @@ def _step_ssl_alm(state, inp, ctx):
     c1, c_vjp = jax.vjp(lambda z: ctx.c(z, batch1), x)
     y_new = y + h["dual_lr"] * (c1 + s)
     y_new = jnp.where(jnp.linalg.norm(y_new) >= h["dual_bound"], 0.0, y_new)
-    h2 = ctx.c(x, ctx.con_batch(inp, 2)) + s
+    h2 = (c1 if shared_draw else ctx.c(x, ctx.con_batch(inp, 2))) + s
     G_x, G_s = _alm_direction(x, s, y_new, z_x, z_s, f_grad, c_vjp, h2, h)
     state = {
         "x": x - h["lr"] * G_x,
@@ -530,7 +538,7 @@ def _chunk_function(solver: str, static: tuple, problem, obj_full: bool, con_ful
                     eval_every: int):
     """Jitted ``scan`` over one chunk of iterations; cached on the static configuration."""
     step = _STEPS[solver]
-    if solver == "ssw":
+    if static:
         step = partial(step, **dict(static))
 
     def chunk(state, data, aux, hyper, inputs):
@@ -670,10 +678,8 @@ def run_solver(
         raise ValueError("one of n_epochs, max_iter or max_time must be set.")
     L = bucket_size(max(T, _defaults.MIN_CHUNK))
 
-    static = ()
-    if solver == "ssw":
-        static = (("f_rule", hyper["f_lr_rule"]), ("c_rule", hyper["c_lr_rule"]),
-                  ("reset", bool(hyper["reset_each_epoch"])))
+    static = _static_options(solver, hyper)
+    n_draws = _constraint_draws(solver, hyper) if m > 0 else 0
     traced = {k: jnp.asarray(v, dtype=dtype) for k, v in hyper.items()
               if isinstance(v, (int, float)) and not isinstance(v, bool)}
     chunk_fn = _chunk_function(solver, static, problem, obj_sampler.full, con_sampler.full,
@@ -702,8 +708,8 @@ def run_solver(
         if obj_idx is not None:
             inputs["obj_idx"] = jnp.asarray(obj_idx)
             inputs["obj_w"] = jnp.asarray(obj_w, dtype=dtype)
-        if not con_sampler.full and m > 0:
-            for k in (1, 2):
+        if not con_sampler.full:
+            for k in range(1, n_draws + 1):
                 idx, w = con_sampler.draw(L)
                 inputs[f"con_idx{k}"] = jnp.asarray(idx)
                 inputs[f"con_w{k}"] = jnp.asarray(w, dtype=dtype)
@@ -731,12 +737,30 @@ def run_solver(
             x = state["x_out"]
     state_np = {k: np.asarray(v) for k, v in state.items()}
     epochs_done = done / T
-    history = _history_frame(solver, logs, names, log_every, batch_size, obj_sampler,
-                             con_sampler, n)
+    history = _history_frame(solver, logs, names, log_every, n_draws, obj_sampler,
+                             con_sampler)
     return RunResult(np.asarray(x), state_np, history, done, epochs_done, extras)
 
 
-def _history_frame(solver, logs, names, log_every, batch_size, obj_sampler, con_sampler, n):
+def _static_options(solver: str, hyper: dict) -> tuple:
+    """Option strings of ``hyper`` that select code paths (compiled in, not traced)."""
+    shared = (("shared_draw", True),) if hyper.get("constraint_draw") == "shared" else ()
+    if solver == "ssw":
+        return (("f_rule", hyper["f_lr_rule"]), ("c_rule", hyper["c_lr_rule"]),
+                ("reset", bool(hyper["reset_each_epoch"]))) + shared
+    if solver in ("ssl-alm", "alm"):
+        return shared
+    return ()
+
+
+def _constraint_draws(solver: str, hyper: dict) -> int:
+    """Constraint draws one iteration of ``solver`` consumes (spec 3.5, 3.6)."""
+    if solver in ("ssw", "ssl-alm", "alm"):
+        return 1 if hyper.get("constraint_draw") == "shared" else 2
+    return 1 if solver == "gda" else 0
+
+
+def _history_frame(solver, logs, names, log_every, n_draws, obj_sampler, con_sampler):
     if not logs:
         return pd.DataFrame({"iter": np.zeros(0, int)})
     merged = {k: np.concatenate([lg[k] for lg in logs]) for k in logs[0] if k != "full"}
@@ -746,11 +770,10 @@ def _history_frame(solver, logs, names, log_every, batch_size, obj_sampler, con_
     rows_f = obj_sampler.batch_width
     rows_c = (con_sampler.width if not con_sampler.full
               else sum(mm.size for mm in con_sampler.members))
-    per_iter = {"sgd": rows_f, "penalty": rows_f, "ssl-alm": rows_f + 2 * rows_c,
-                "alm": rows_f + 2 * rows_c, "gda": rows_f + rows_c}.get(solver)
+    per_iter = rows_f + n_draws * rows_c
     if solver == "ssw":
         con = merged["constraint_step"].astype(bool)
-        per = np.where(con, 2 * rows_c, rows_f + rows_c)
+        per = np.where(con, n_draws * rows_c, rows_f + rows_c)
         cols["n_samples"] = np.cumsum(per)[keep]
     else:
         cols["n_samples"] = (merged["iter"][keep] + 1) * per_iter

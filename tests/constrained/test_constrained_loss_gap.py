@@ -148,3 +148,32 @@ def test_constrained_ssl_alm_reduces_loss_gap():
     assert gaps["sgd"] > 0.05
     assert gaps["alm"] <= 0.005 + 0.01
     assert gaps["alm"] < gaps["sgd"]
+
+
+def test_constrained_constraint_draw_option():
+    from fairest.constrained._loss_gap import resolve_solver_params
+
+    for solver in ("ssl-alm", "alm", "ssw"):
+        for preset in ("paper", "release"):  # the paper's estimators are the default
+            params = resolve_solver_params(solver, preset, None)
+            assert params["constraint_draw"] == "independent"
+    assert resolve_solver_params("ssl-alm", "paper",
+                                 {"constraint_draw": "shared"})["constraint_draw"] == "shared"
+    X, y, g = _data(n=200)
+    kw = dict(**LINEAR, solver="ssl-alm", n_epochs=1, random_state=3)
+    with pytest.raises(ValueError, match="constraint_draw"):
+        LossGapConstrainedClassifier(**kw, solver_params={"constraint_draw": "same"}).fit(
+            X, y, sensitive_features=g)
+    a = LossGapConstrainedClassifier(**kw, solver_params={"constraint_draw": "shared"})
+    b = LossGapConstrainedClassifier(**kw)
+    a.fit(X, y, sensitive_features=g)
+    b.fit(X, y, sensitive_features=g)
+    assert not np.allclose(a.coef_, b.coef_)
+    per_iter = np.diff(a.history_["n_samples"].to_numpy())
+    assert np.all(per_iter == 8 + 2 * 8)  # objective batch + one draw of 8 rows per group
+    ssw = LossGapConstrainedClassifier(**{**kw, "solver": "ssw"}, tolerance=0.0,
+                                       solver_params={"constraint_draw": "shared"})
+    h = ssw.fit(X, y, sensitive_features=g).history_
+    rows = np.diff(np.concatenate([[0], h["n_samples"].to_numpy()]))
+    expected = np.where(h["step_type"] == "constraint", 2 * 8, 16 + 2 * 8)
+    np.testing.assert_array_equal(rows, expected)  # one constraint draw per iteration

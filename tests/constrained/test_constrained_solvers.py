@@ -14,6 +14,7 @@ from fairest.constrained._engine import (
     GenericProblem,
     _Ctx,
     _step_ssl_alm,
+    _step_ssw,
     ghost_kappa,
     ghost_subproblem,
     run_solver,
@@ -283,3 +284,91 @@ def test_constrained_ghost_reduces_to_sgd():
             x = x - gamma / 2.0 * grad
     np.testing.assert_allclose(res.x, x, atol=1e-10)
     assert res.extras["n_qp_failures"] == 0
+
+
+# ------------------------------------------------------------------------------------------
+# SSL-ALM constraint_draw="shared" [F]: the penalty value reuses the Jacobian's draw
+# ------------------------------------------------------------------------------------------
+
+
+def test_constrained_ssl_alm_shared_draw_step_uses_zeta1_only():
+    problem = _two_constraint_problem()
+    X, y, g = _small_data()
+    hyper_np = dict(lr=0.05, dual_lr=0.5, rho=1.0, mu=2.0, beta=0.5, dual_bound=10.0)
+    with jax.enable_x64(True):
+        hyper = {k: jnp.asarray(v) for k, v in hyper_np.items()}
+        data = {"X": jnp.asarray(X), "y": jnp.asarray(y), "groups": jnp.asarray(g),
+                "cells": jnp.asarray(g), "w": jnp.ones(len(y)), "cw": jnp.ones(len(y))}
+        ctx = _Ctx(problem, data, {"delta": jnp.asarray(0.01)}, hyper, False, False)
+        rng = np.random.default_rng(4)
+        idx = np.concatenate([rng.choice(np.flatnonzero(g == c), 4) for c in (0, 1)])
+        inp = {"obj_idx": jnp.asarray(rng.integers(0, 120, 8)), "obj_w": jnp.ones(8),
+               "con_idx1": jnp.asarray(idx), "con_w1": jnp.ones(8)}  # no second draw
+        x = jnp.asarray(rng.normal(size=4))
+        s = jnp.asarray([0.3, 0.0])
+        state = {"x": x, "s": s, "y": jnp.asarray([0.2, -0.1]), "z_x": x + 0.1,
+                 "z_s": jnp.asarray([0.1, 0.2])}
+        new, _ = _step_ssl_alm(state, inp, ctx, shared_draw=True)
+
+        b1, bf = ctx.con_batch(inp, 1), ctx.obj_batch(inp)
+        J = jax.jacrev(lambda z: ctx.c(z, b1))(x)
+        h1 = ctx.c(x, b1) + s
+        y_ref = state["y"] + hyper["dual_lr"] * h1
+        G_x = (jax.grad(ctx.f)(x, bf) + J.T @ (y_ref + hyper["rho"] * h1)
+               + hyper["mu"] * (x - state["z_x"]))
+        G_s = y_ref + hyper["rho"] * h1 + hyper["mu"] * (s - state["z_s"])
+        np.testing.assert_allclose(new["y"], y_ref, rtol=1e-12)
+        np.testing.assert_allclose(new["x"], x - hyper["lr"] * G_x, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(new["s"], np.maximum(s - hyper["lr"] * G_s, 0), atol=1e-14)
+
+
+def _ssl_alm_run(constraint_draw, constraint_batch_size):
+    X, y, g = _small_data()
+    hyper = dict(lr=0.05, dual_lr=0.5, rho=1.0, mu=2.0, beta=0.5, dual_bound=10.0,
+                 slack_init="zero", final_full_step=True, constraint_draw=constraint_draw)
+    with jax.enable_x64(True):
+        return run_solver("ssl-alm", _two_constraint_problem(), X, y, g, g, np.zeros(4),
+                          hyper=hyper, aux={"delta": jnp.asarray(0.01)}, batch_size=8,
+                          constraint_batch_size=constraint_batch_size, n_epochs=2,
+                          rngs=spawn_rngs(7), dtype=jnp.float64)
+
+
+def test_constrained_ssl_alm_shared_draw_runs():
+    # whole groups as constraint "draws": zeta1 = zeta2, so both estimators coincide
+    full_ind, full_sh = _ssl_alm_run("independent", None), _ssl_alm_run("shared", None)
+    np.testing.assert_allclose(full_sh.x, full_ind.x, rtol=1e-12, atol=1e-14)
+    # minibatch draws: different estimators, one constraint draw per iteration logged
+    ind, sh = _ssl_alm_run("independent", 4), _ssl_alm_run("shared", 4)
+    assert not np.allclose(sh.x, ind.x)
+    rows = 8 + 2 * 4
+    np.testing.assert_array_equal(sh.history["n_samples"], (sh.history["iter"] + 1) * rows)
+    np.testing.assert_array_equal(ind.history["n_samples"],
+                                  (ind.history["iter"] + 1) * (rows + 2 * 4))
+
+
+def test_constrained_ssw_shared_draw_steps_on_the_tested_draw():
+    problem = _two_constraint_problem()
+    X, y, g = _small_data()
+    hyper_np = dict(f_lr=0.5, c_lr=0.05, ctol=1e-4, ctol_decay=0.97, ctol_decay_start=500,
+                    k0=0)
+    with jax.enable_x64(True):
+        hyper = {k: jnp.asarray(v) for k, v in hyper_np.items()}
+        data = {"X": jnp.asarray(X), "y": jnp.asarray(y), "groups": jnp.asarray(g),
+                "cells": jnp.asarray(g), "w": jnp.ones(len(y)), "cw": jnp.ones(len(y))}
+        ctx = _Ctx(problem, data, {"delta": jnp.asarray(-1.0)}, hyper, False, False)
+        rng = np.random.default_rng(5)
+        idx = np.concatenate([rng.choice(np.flatnonzero(g == c), 4) for c in (0, 1)])
+        inp = {"obj_idx": jnp.asarray(rng.integers(0, 120, 8)), "obj_w": jnp.ones(8),
+               "con_idx1": jnp.asarray(idx), "con_w1": jnp.ones(8),  # no second draw
+               "t": jnp.asarray(0), "it": jnp.asarray(0), "u": jnp.asarray(0.5)}
+        x = jnp.asarray(rng.normal(size=4))
+        zero = jnp.zeros((), jnp.int32)
+        state = {"x": x, "n_f": zero, "n_c": zero, "x_out": x, "w_total": jnp.zeros(())}
+        new, log = _step_ssw(state, inp, ctx, f_rule="const", c_rule="const", reset=True,
+                             shared_draw=True)
+        b1 = ctx.con_batch(inp, 1)
+        c1 = ctx.c(x, b1)
+        assert bool(log["constraint_step"])  # delta = -1: every estimate is violated
+        grad = jax.grad(lambda z: jnp.max(ctx.c(z, b1)))(x)
+        np.testing.assert_allclose(new["x"], x - 0.05 * grad, rtol=1e-12)
+        np.testing.assert_allclose(log["c"], c1, rtol=1e-12)
