@@ -353,9 +353,12 @@ Interleaved in one fresh process per G: sklearn, BADR cold (JIT included), then 
 sklearn / BADR warm. sklearn_s = best of 3; badr_warm_s = best of 2; ratio = BADR / sklearn
 (goal of issue 3: warm <= 10). BADR solves a bilevel problem: each SLSQP step is one Newton
 solve to 1e-10 plus one adjoint solve, and the safeguard evaluates G + 2 baselines.
-os.getloadavg() of every fit is in the JSON (2 shared cores; 1-min load about 13-15 during the
-committed run, so absolute times are inflated several-fold; the ratio is measured interleaved).
-Run at commit 84a39f0 code for fairest/reweighting (before 3dbb757's solver restarts).""",
+os.getloadavg() of every fit is in the JSON (2 shared cores; the ratio is measured
+interleaved). Committed run: fairest/reweighting after the issue-3 speed work (single-pass
+Newton line search, cached oracle with tangent warm starts, fused adjoint pass, float32
+Hessian blocks, background compilation of the adjoint), 1-min load about 14-17 from other
+helpers' jobs (absolute times inflated several-fold for both tools: sklearn took 1.0-2.0 s
+here against 0.15-0.3 s in quieter runs).""",
     "sgd": """\
 badr-sgd (solver="sgd", demographic parity rho = 1, `iterations` iterations (REDUCED from the
 default 1,000 to 100 with `--sgd-iter 100`: the machine's 2 cores ran at a load of about 15,

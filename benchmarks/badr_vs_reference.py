@@ -318,24 +318,25 @@ intercept included: the objective BADR minimises) at both models, computed at re
 the cached coefficients; the exact metric is not what either tool optimises, so a lower
 exact value for the reference can go with a higher smooth objective. The machine has 2 cores
 shared with other jobs: `os.getloadavg()` is stored with each timing in the JSON. Reference
-times vary a lot with the load. The n = 20,000, G in {2, 5} rows come from an earlier session
-(1-min load about 2-4,
-reference limit 100-270 s; a first G = 2 group-variance reference run was killed after 240 s,
-the rerun recorded here took 109 s). The G = 10 and n = 200,000 rows were run later with a
-600 s reference limit (`--reference-timeout 600`, the default), under a 1-min load of about
-12-15 (other helpers' jobs), two chains of cases in parallel
-(`--n-samples N --groups G --metrics M --no-write`, then `--report`); their absolute times are
-therefore inflated for both tools, the ratios less so.
-Known fairest weakness seen here (n = 200,000, G = 2, equal opportunity): the smooth EO at
-rho = 1 is almost flat (about 2 log 2 = 1.38629 for every weighting), the hypergradient at
-uniform weights is about 1e-5, and SLSQP's absolute ftol = 1e-10 (spec 4.4) stops it after 1
-iteration at the uniform weights (1.3863114), while the reference reaches 1.3862944; with
-`tol=1e-14` fairest reaches 1.3862944 too (weights (0.715, 0.285), exact EO 0.0014 < the
-reference's 0.0042). The table reports the defaults.
-fairest's code changed while these cases ran (commit 3dbb757, 23:41 UTC: a two-loop solver
-that ends no better than the safeguard's baselines restarts from the best non-uniform one);
-`fairest_code` in the JSON gives the commit of each fairest fit, or the time of the fit where
-it was not yet recorded; rows fitted before 23:41 used the code without the restart."""
+times vary a lot with the load. The n in {20,000, 200,000} x G in {2, 5} rows (all three
+metrics) were re-run after the issue-3 speed work on fairest/reweighting (single-pass Newton
+line search, cached oracle with tangent warm starts, fused adjoint pass, float32 Hessian
+blocks for large n, background compilation of the adjoint; `fairest_code` in the JSON) with
+REDUCED reference limits to fit the session: `--n-samples 20000 --groups 2 5
+--reference-timeout 300` and `--n-samples 200000 --groups 2 5 --reference-timeout 240`, the
+two chains in parallel, next to `badr_scaling.py --part erm` and other helpers' jobs: 1-min
+load 12-17 throughout (`loadavg_*` in the JSON), so the absolute times of BOTH tools are
+inflated several-fold against a quiet machine (the reference took 41 s on n = 20,000, G = 2,
+DP, against 6.2 s in an earlier run at load 2-4). Each ratio pairs a fairest process and the
+reference process that ran right after it, under a load that can differ. A killed reference
+gives lower bounds "> X"; a reference that finished in an earlier session within a longer
+limit (n = 20,000: G = 2 group variance 109 s; G = 5 DP 149 s, GV 62 s, EO 76 s) was killed
+here at 300 s under the heavier load. The G = 10 rows come from an earlier session (older
+fairest code, 600 s reference limit, load 12-15).
+Equal opportunity at n = 200,000, G = 2: the smooth EO at rho = 1 is almost flat (about
+2 log 2 for every weighting); an earlier fairest (before commit 3dbb757's restarts) stopped at
+the uniform weights there; the solver now restarts from the best baseline and reaches exact
+EO 0.0014 (the reference: 0.0042)."""
 
 
 def _fmt(value) -> str:

@@ -23,7 +23,7 @@ import numpy as np
 from jax.scipy.linalg import cho_solve
 
 from fairest._kernels._buckets import pad_rows
-from fairest._kernels._glm import objective, value_grad_hessian
+from fairest._kernels._glm import value_grad_hessian
 from fairest._solvers._newton_cg import newton_cg_solve
 
 __all__ = ["NewtonResult", "newton_solve", "solve_weighted_glm"]
@@ -49,12 +49,15 @@ class NewtonResult(NamedTuple):
 
 
 class _State(NamedTuple):
-    theta: jax.Array
-    value: jax.Array
+    theta: jax.Array  # last accepted point
+    value: jax.Array  # F, gradient and Cholesky factor at ``theta``
     grad: jax.Array
     cholesky: jax.Array
+    direction: jax.Array  # Newton direction at ``theta``
+    step: jax.Array  # step of the next trial point ``theta + step * direction``
     threshold: jax.Array  # stopping threshold, fixed at the first pass
-    n_iter: jax.Array  # Newton steps taken
+    n_iter: jax.Array  # Newton steps taken (accepted trial points)
+    started: jax.Array  # False until theta0 has been evaluated
     done: jax.Array
 
 
@@ -85,36 +88,40 @@ def newton_solve(
     ``X_hessian`` (optional float32 copy of ``X``) makes the O(n d^2) Hessian block cheaper;
     the returned Cholesky factor is then that of the approximate Hessian.
 
-    Each pass of the loop evaluates F, its gradient and Hessian at the current point, then
-    either stops or takes one damped Newton step, so the expensive kernels are traced
-    (and compiled) once.
+    One loop, one pass over the data per trial point: each pass evaluates F, its gradient
+    and Hessian at ``theta + step * direction``. An accepted trial (Armijo) becomes the
+    new point, whose factor gives the next direction (full step first); a rejected one
+    halves the step (backtracking, rare for these losses). A Newton step therefore costs
+    one kernel pass, and the loop is one ``lax.while_loop`` with the kernel traced (and
+    compiled) once: no nested line-search loop, no host synchronisation.
     """
     args = (X, y, c, alpha, penalize_intercept)
 
     def one_pass(state: _State) -> _State:
-        value, grad, hessian = value_grad_hessian(loss, state.theta, *args, X_hessian)
+        trial = state.theta + state.step * state.direction
+        value, grad, hessian = value_grad_hessian(loss, trial, *args, X_hessian)
+        slack = 1e-15 * jnp.abs(state.value)  # rounding noise of F near the optimum
+        decrease = _ARMIJO * state.step * jnp.dot(state.grad, state.direction)
+        armijo = value <= state.value + decrease + slack
+        accept = ~state.started | armijo
         grad_norm = jnp.max(jnp.abs(grad))
-        threshold = jnp.where(state.n_iter == 0, tol * jnp.maximum(1.0, grad_norm), state.threshold)
+        threshold = jnp.where(state.started, state.threshold, tol * jnp.maximum(1.0, grad_norm))
+        n_iter = state.n_iter + jnp.where(accept & state.started, 1, 0)
         factor = _cholesky(hessian)
-        stop = (grad_norm <= threshold) | (state.n_iter >= max_iter) | state.done
-        direction = -cho_solve((factor, True), grad)
-        slope = jnp.dot(grad, direction)
-        slack = 1e-15 * jnp.abs(value)  # rounding noise of F near the optimum
-
-        def too_long(t):
-            trial = objective(loss, state.theta + t * direction, *args)
-            return (trial > value + _ARMIJO * t * slope + slack) & (t > _MIN_STEP)
-
-        t0 = jnp.where(stop, 0.0, 1.0).astype(value.dtype)  # t = 0 skips the search
-        t = jax.lax.while_loop(lambda t: (t > 0) & too_long(t), lambda t: 0.5 * t, t0)
-        stalled = ~stop & (t <= _MIN_STEP)
+        stop = accept & ((grad_norm <= threshold) | (n_iter >= max_iter))
+        half = 0.5 * state.step
+        stalled = ~accept & (half <= _MIN_STEP)
+        pick = partial(jnp.where, accept)
         return _State(
-            theta=jnp.where(stop | stalled, state.theta, state.theta + t * direction),
-            value=value,
-            grad=grad,
-            cholesky=factor,
+            theta=pick(trial, state.theta),
+            value=pick(value, state.value),
+            grad=pick(grad, state.grad),
+            cholesky=pick(factor, state.cholesky),
+            direction=pick(-cho_solve((factor, True), grad), state.direction),
+            step=pick(jnp.ones_like(half), half),
             threshold=threshold,
-            n_iter=state.n_iter + jnp.where(stop | stalled, 0, 1),
+            n_iter=n_iter,
+            started=jnp.array(True),
             done=stop | stalled,
         )
 
@@ -124,8 +131,11 @@ def newton_solve(
         value=zero,
         grad=jnp.zeros_like(theta0),
         cholesky=jnp.zeros((theta0.size, theta0.size), theta0.dtype),
+        direction=jnp.zeros_like(theta0),
+        step=zero,
         threshold=zero,
         n_iter=jnp.zeros((), jnp.int32),
+        started=jnp.array(False),
         done=jnp.array(False),
     )
     final = jax.lax.while_loop(lambda state: ~state.done, one_pass, init)

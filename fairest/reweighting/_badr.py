@@ -82,20 +82,32 @@ def baseline_weights(totals: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def make_problem(data, y_num, alpha, penalize, rho, inner_tol, inner_max_iter) -> Problem:
-    """Padded float64 device arrays of a fit (call inside ``jax.enable_x64(True)``)."""
+    """Padded float64 device arrays of a fit (call inside ``jax.enable_x64(True)``), plus a
+    float32 copy of X for the Newton Hessian blocks when the fit is large."""
     n = data.X.shape[0]
     X_pad, y_pad, g_pad, w_pad = pad_rows(n, data.X, y_num, data.groups, data.sample_weight)
     return Problem(
-        X=jnp.asarray(X_pad, jnp.float64),
-        y=jnp.asarray(y_pad, jnp.float64),
-        groups=jnp.asarray(g_pad, jnp.int32),
-        weight=jnp.asarray(w_pad, jnp.float64),
-        alpha=jnp.float64(alpha),
-        penalize_intercept=jnp.float64(penalize),
-        rho=jnp.float64(rho),
-        inner_tol=jnp.float64(inner_tol),
-        inner_max_iter=jnp.int32(inner_max_iter),
+        X=_on_device(X_pad, np.float64),
+        y=_on_device(y_pad, np.float64),
+        groups=_on_device(g_pad, np.int32),
+        weight=_on_device(w_pad, np.float64),
+        alpha=_on_device(alpha, np.float64),
+        penalize_intercept=_on_device(penalize, np.float64),
+        rho=_on_device(rho, np.float64),
+        inner_tol=_on_device(inner_tol, np.float64),
+        inner_max_iter=_on_device(inner_max_iter, np.int32),
+        X_hessian=(
+            _on_device(X_pad, np.float32)
+            if n * data.X.shape[1] ** 2 >= _defaults.FLOAT32_HESSIAN_WORK
+            else None
+        ),
     )
+
+
+def _on_device(value, dtype):
+    """Device copy with the dtype converted on the host (a conversion on the device would
+    compile a kernel on the first fit)."""
+    return jax.device_put(np.asarray(value, dtype=dtype))
 
 
 def single_class_groups(loss, penalize, y_num, groups, num_groups) -> np.ndarray:
@@ -174,10 +186,11 @@ class _BADRBase(BaseEstimator):
             problem = make_problem(
                 data, y_num, self.alpha, penalize, rho, self.inner_tol, self.inner_max_iter
             )
-            theta0 = jnp.zeros(data.X.shape[1] + 1, jnp.float64)
+            theta0 = jax.device_put(np.zeros(data.X.shape[1] + 1))
             if num_groups == 1:  # nothing to reweigh, no disparity: the plain model
                 return self._fit_one_group(loss, problem, theta0)
             orc = ImplicitOracle(loss, metric, num_groups, problem, theta0)
+            orc.compile_adjoint_in_background()
             uniform = np.full(num_groups, 1.0 / num_groups)
             candidates = self._evaluate_baselines(orc, totals, data, loss, penalize)
             lam, n_iter, converged, message, history = self._run_solver(

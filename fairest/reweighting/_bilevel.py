@@ -6,15 +6,19 @@ Its gradient (spec 4.1) needs ONE adjoint solve per outer step:
 
     H q = grad_theta U(theta*),      (grad Phi)_g = -<grad L_g(theta*), q>,
 
-where ``H`` is factorised by the last Newton step of the lower-level solve (the factor is
-reused, no extra Hessian or factorisation) and ``J = [grad L_g]`` comes from one
-segment-sum pass (:func:`fairest._kernels.group_sums`). The intercept is part of theta
-everywhere. The whole oracle (Newton + metric + adjoint) is one jitted function; the lower
-level is warm-started from the previous outer iterate.
+where ``H`` is factorised by the last Newton pass of the lower-level solve (the factor is
+reused, no extra Hessian or factorisation) and ``grad_theta U`` and ``J = [grad L_g]``
+come from one pass over the data. The intercept is part of theta everywhere. An oracle
+call is two jitted functions (Newton; metric + adjoint) with no host synchronisation in
+between. From the host (:class:`ImplicitOracle`) every evaluated point is cached, and a
+new lower-level solve starts at the tangent prediction ``theta*(lambda_a) - H^{-1} J
+(lambda - lambda_a)`` from the nearest evaluated point ``lambda_a``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import warnings
 from functools import partial
 from typing import NamedTuple
@@ -24,10 +28,27 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.linalg import cho_solve
 
-from fairest._kernels._glm import Batch, group_sums, group_to_sample_weights, scores
+from fairest._kernels._glm import (
+    Batch,
+    group_sums,
+    group_to_sample_weights,
+    hessian_vector_product,
+    scores,
+)
+from fairest._kernels._losses import loss_derivatives
 from fairest._kernels._projections import project_simplex
 from fairest._solvers._newton import newton_solve
 from fairest.reweighting._badr_metrics import MetricSpec, exact_unfairness, smooth_unfairness
+
+_CACHE_SIZE = 64  # evaluated points kept (cache and warm-start anchors) ...
+_CACHE_FLOATS = 16_000_000  # ... unless their p x p factors would exceed 128 MB
+
+
+def cache_size(num_params: int, num_groups: int) -> int:
+    """Evaluated points the oracle keeps: each holds a p x p Cholesky factor and the p x G
+    Jacobian, so many parameters mean fewer points (at least one)."""
+    per_point = num_params * (num_params + num_groups)
+    return max(1, min(_CACHE_SIZE, _CACHE_FLOATS // per_point))
 
 __all__ = [
     "Problem",
@@ -51,6 +72,7 @@ class Problem(NamedTuple):
     rho: jax.Array  # metric smoothing
     inner_tol: jax.Array
     inner_max_iter: jax.Array
+    X_hessian: jax.Array | None = None  # float32 copy of X for the Hessian block (large n)
 
 
 class OracleOutput(NamedTuple):
@@ -60,6 +82,8 @@ class OracleOutput(NamedTuple):
     group_losses: jax.Array  # (G,) L_g(theta*)
     inner_iter: jax.Array
     inner_converged: jax.Array
+    cholesky: jax.Array  # (p, p) lower factor of H(theta*, lambda)
+    jacobian: jax.Array  # (p, G) J = [grad L_g(theta*)]
 
 
 def metric_value(loss_metric: MetricSpec, theta, problem: Problem, num_groups: int):
@@ -96,56 +120,143 @@ def lower_solve(loss: str, lam, theta0, problem: Problem, num_groups: int):
         theta0,
         problem.inner_tol,
         problem.inner_max_iter,
+        problem.X_hessian,
     )
 
 
-def _adjoint(loss, metric, num_groups, theta, cholesky, problem):
-    """Metric, its gradient, ONE adjoint solve with the given factor, and ``-J^T q``."""
-    value, grad_u = jax.value_and_grad(metric_value, argnums=1)(metric, theta, problem, num_groups)
+def _adjoint(loss, metric, num_groups, lam, theta, cholesky, problem):
+    """Metric, its gradient, ONE adjoint solve with the given factor, and ``-J^T q``.
+
+    Also returns the group losses and ``J`` (kept for the tangent warm start of the next
+    lower-level solve, :func:`predicted_start`). One pass over the data: the scores are
+    formed once, and ``grad_theta U = A^T grad_s U`` and ``J = A^T M`` come out of one
+    product ``[grad_s U, M]^T X`` (samples as the contracted leading axis of both). When
+    the factor is that of a float32-assembled Hessian (``problem.X_hessian``), one step
+    of iterative refinement with an exact float64 Hessian-vector product brings the
+    adjoint back to float64 accuracy.
+    """
+    s = scores(theta, problem.X)
+    value, grad_s = jax.value_and_grad(smooth_unfairness, argnums=1)(
+        metric, s, problem.y, problem.groups, problem.weight, num_groups, problem.rho
+    )
+    pointwise, d1, _ = loss_derivatives(loss, s, problem.y)
+    seg = partial(jax.ops.segment_sum, segment_ids=problem.groups, num_segments=num_groups)
+    totals = seg(problem.weight)
+    safe = jnp.where(totals > 0, totals, 1.0)
+    r = problem.weight * d1
+    columns = jnp.concatenate(
+        [grad_s[:, None], jax.nn.one_hot(problem.groups, num_groups, dtype=r.dtype) * r[:, None]],
+        axis=1,
+    )  # (n, 1 + G)
+    sums = jnp.concatenate([jnp.sum(columns, axis=0)[:, None], columns.T @ problem.X], axis=1)
+    grad_u = sums[0]
+    jacobian = sums[1:].T / safe
     adjoint = cho_solve((cholesky, True), grad_u)
-    losses, jacobian = group_losses_and_jacobian(loss, theta, problem, num_groups)
-    return value, -(jacobian.T @ adjoint), losses
+    if problem.X_hessian is not None:
+        c = group_to_sample_weights(lam, problem.groups, problem.weight, num_groups)
+        exact = hessian_vector_product(
+            loss, theta, adjoint, problem.X, problem.y, c, problem.alpha, problem.penalize_intercept
+        )
+        adjoint = adjoint + cho_solve((cholesky, True), grad_u - exact)
+    losses = seg(problem.weight * pointwise) / safe
+    return value, -(jacobian.T @ adjoint), losses, jacobian
 
 
 def _oracle(loss, metric, num_groups, lam, theta0, problem):
     """Traceable oracle (used inside the jitted Frank-Wolfe and single-loop solvers)."""
     result = lower_solve(loss, lam, theta0, problem, num_groups)
-    value, grad, losses = _adjoint(loss, metric, num_groups, result.theta, result.cholesky, problem)
-    return OracleOutput(value, grad, result.theta, losses, result.n_iter, result.converged)
+    upper = _adjoint(loss, metric, num_groups, lam, result.theta, result.cholesky, problem)
+    return _output(result, *upper)
+
+
+def _output(result, value, grad, losses, jacobian) -> OracleOutput:
+    """Oracle output from a Newton result and the metric + adjoint part."""
+    return OracleOutput(
+        value, grad, result.theta, losses, result.n_iter, result.converged, result.cholesky,
+        jacobian,
+    )
+
+
+class Anchor(NamedTuple):
+    """An evaluated point ``(lambda_a, theta*(lambda_a))`` with the factor of its Hessian
+    and its group-loss Jacobian: enough for a first-order prediction of ``theta*``."""
+
+    lam: jax.Array  # (G,)
+    theta: jax.Array  # (p,)
+    cholesky: jax.Array  # (p, p)
+    jacobian: jax.Array  # (p, G)
+
+
+def predicted_start(lam, anchor: Anchor):
+    """Tangent (implicit-function) prediction ``theta*(lambda_a) - H^{-1} J (lambda -
+    lambda_a)`` of ``theta*(lambda)``: first-order accurate, so a Newton solve started
+    there needs fewer steps than one started at ``theta*(lambda_a)``. One triangular
+    solve pair with the stored factor."""
+    shift = anchor.jacobian @ (lam - anchor.lam)
+    return anchor.theta - cho_solve((anchor.cholesky, True), shift)
+
+
+def plain_anchor(theta, num_groups: int) -> Anchor:
+    """An anchor whose prediction is ``theta`` itself (no tangent information)."""
+    p = theta.shape[0]
+    eye = np.eye(p, dtype=np.float64)
+    return Anchor(np.full(num_groups, 1.0 / num_groups), theta, eye, np.zeros((p, num_groups)))
+
+
+@partial(jax.jit, static_argnames=("loss", "num_groups"))
+def _lower_from_anchor(loss, num_groups, lam, anchor: Anchor, problem: Problem):
+    return lower_solve(loss, lam, predicted_start(lam, anchor), problem, num_groups)
 
 
 _adjoint_jit = jax.jit(_adjoint, static_argnames=("loss", "metric", "num_groups"))
 
 
-def oracle(loss: str, metric: MetricSpec, num_groups: int, lam, theta0, problem: Problem):
+def oracle(
+    loss: str, metric: MetricSpec, num_groups: int, lam, theta0, problem: Problem, anchor=None
+):
     """``Phi(lambda)``, ``grad Phi(lambda)``, ``theta*(lambda)`` from the host.
 
-    Jitted calls in sequence: the lower-level Newton solve (:func:`newton_solve`, compiled
-    once per loss and shape whatever the metric, and shared with the group-weighted
-    baselines) and the metric + adjoint part (compiled per metric), so that a new metric
-    never recompiles the Newton solver. No host synchronisation in between.
+    Two jitted calls in sequence, no host synchronisation in between: the lower-level
+    Newton solve (:func:`lower_level`: compiled once per loss and shape whatever the
+    metric) and the metric + adjoint part (:func:`upper_level`, compiled per metric), so
+    that a new metric never recompiles the Newton solver.
     """
-    result = lower_solve(loss, lam, theta0, problem, num_groups)
-    value, grad, losses = _adjoint_jit(
-        loss, metric, num_groups, result.theta, result.cholesky, problem
-    )
-    return OracleOutput(value, grad, result.theta, losses, result.n_iter, result.converged)
+    result = lower_level(loss, num_groups, lam, theta0, problem, anchor)
+    return upper_level(loss, metric, num_groups, lam, result, problem)
+
+
+def lower_level(loss: str, num_groups: int, lam, theta0, problem: Problem, anchor=None):
+    """Jitted Newton solve for ``theta*(lambda)`` started at ``theta0`` or, given an
+    ``anchor``, at its tangent prediction (:func:`predicted_start`)."""
+    if anchor is None:
+        anchor = plain_anchor(theta0, num_groups)
+    return _lower_from_anchor(loss, num_groups, lam, anchor, problem)
+
+
+def upper_level(loss: str, metric: MetricSpec, num_groups: int, lam, result, problem: Problem):
+    """Jitted metric + adjoint part at the solution ``result`` of :func:`lower_level`."""
+    upper = _adjoint_jit(loss, metric, num_groups, lam, result.theta, result.cholesky, problem)
+    return _output(result, *upper)
 
 
 def exact_metric_value(metric: MetricSpec, theta, problem: Problem, num_groups: int) -> float:
     """Exact train unfairness (hard predictions) at ``theta``: the numpy metrics of
     :mod:`fairest.metrics`, on the host (reporting only, called once per fit)."""
-    return exact_unfairness(
-        metric, scores(theta, problem.X), problem.y, problem.groups, problem.weight, num_groups
-    )
+    theta = np.asarray(theta)
+    s = np.asarray(problem.X) @ theta[1:] + theta[0]  # numpy: no kernel compiled for it
+    return exact_unfairness(metric, s, problem.y, problem.groups, problem.weight, num_groups)
 
 
 class ImplicitOracle:
     """Host-side wrapper for SciPy: warm starts, a cache keyed by lambda, counters, best point.
 
-    SciPy asks for ``fun`` and ``jac`` separately at the same point; both are served by one
-    jitted call (spec 4.3). Every evaluation at a point of the simplex (within 1e-8) is a
-    candidate for the returned weights: the best one is kept.
+    SciPy asks for ``fun`` and ``jac`` separately at the same point, and SLSQP's line
+    searches and the safeguard's baselines revisit points (a vertex, the uniform
+    weights): every evaluated point stays in a cache keyed by lambda (exact equality,
+    spec 4.3), so each is one jitted oracle call. A new lower-level solve starts at the
+    tangent prediction from the nearest evaluated point (:func:`predicted_start`). Every
+    evaluation at a point of the simplex (within 1e-8) is a candidate for the returned
+    weights: the best one is kept.
     """
 
     def __init__(self, loss, metric, num_groups, problem, theta0):
@@ -153,33 +264,78 @@ class ImplicitOracle:
         self.metric = metric
         self.num_groups = num_groups
         self.problem = problem
-        self.theta = theta0
+        self.theta = theta0  # start of a solve with no evaluated point yet
         self.nfev = 0
         self.inner_iter = 0
         self.inner_failures = 0
         self.best = (np.inf, None, None)
         self.path = []
-        self._key = None
-        self._out = None
+        self._cache = {}  # lambda bytes -> (value, grad, OracleOutput), at most _size
+        self._size = cache_size(theta0.shape[0], num_groups)
+        self._anchors = []  # (lambda, Anchor) of finite evaluations, newest last
+        self._compiling = None  # thread compiling the metric + adjoint kernel
+
+    def compile_adjoint_in_background(self) -> None:
+        """Compile the metric + adjoint kernel in a thread while the first lower-level
+        solve compiles and runs: XLA compiles outside the GIL, so on two or more cores
+        the first fit pays about the longer of the two compilations, not their sum. The
+        next evaluation waits for the thread; an error there is left to that evaluation,
+        which compiles again and raises it."""
+        p, num_groups = self.theta.shape[0], self.num_groups
+        args = (self.loss, self.metric, num_groups, np.full(num_groups, 1.0 / num_groups),
+                self.theta, np.eye(p), self.problem)
+
+        def compile_adjoint():
+            with jax.enable_x64(True), contextlib.suppress(Exception):
+                jax.block_until_ready(_adjoint_jit(*args))
+
+        self._compiling = threading.Thread(target=compile_adjoint, daemon=True)
+        self._compiling.start()
 
     def evaluate(self, lam) -> tuple[float, np.ndarray, OracleOutput]:
         lam = np.maximum(np.asarray(lam, dtype=np.float64), 0.0)
         key = lam.tobytes()
-        if key != self._key:
-            out = oracle(
-                self.loss, self.metric, self.num_groups, jnp.asarray(lam), self.theta, self.problem
-            )
-            value = float(out.value)
-            self.nfev += 1
-            self.inner_iter += int(out.inner_iter)
-            self.inner_failures += int(not bool(out.inner_converged))
-            if np.isfinite(value):
-                self.theta = out.theta  # warm start of the next lower-level solve
-            self._key, self._out = key, (value, np.asarray(out.grad), out)
+        if key not in self._cache:
+            value, grad, out = self._solve(lam)
+            if len(self._cache) >= self._size:
+                self._cache.pop(next(iter(self._cache)))  # oldest first
+            self._cache[key] = (value, grad, out)
             self.path.append((value, lam.copy()))
             if value < self.best[0] and abs(lam.sum() - 1.0) <= 1e-8:
                 self.best = (value, lam.copy(), out)
-        return self._out
+        return self._cache[key]
+
+    def _solve(self, lam) -> tuple[float, np.ndarray, OracleOutput]:
+        """One oracle call (two jitted parts), started at the nearest anchor's tangent
+        prediction; one device-to-host copy of the scalars and the gradient."""
+        lam_device = jax.device_put(lam)
+        result = lower_level(
+            self.loss, self.num_groups, lam_device, self.theta, self.problem,
+            self._nearest_anchor(lam),
+        )
+        if self._compiling is not None:
+            self._compiling.join()
+            self._compiling = None
+        out = upper_level(self.loss, self.metric, self.num_groups, lam_device, result, self.problem)
+        value, grad, n_iter, converged = jax.device_get(
+            (out.value, out.grad, out.inner_iter, out.inner_converged)
+        )
+        self.nfev += 1
+        self.inner_iter += int(n_iter)
+        self.inner_failures += int(not converged)
+        if np.isfinite(value):
+            self.theta = out.theta
+            anchor = Anchor(lam_device, out.theta, out.cholesky, out.jacobian)
+            self._anchors = [*self._anchors, (lam, anchor)][-self._size :]
+        return float(value), np.asarray(grad), out
+
+    def _nearest_anchor(self, lam) -> Anchor | None:
+        """The evaluated point closest to ``lam`` (l1), the newest among ties."""
+        if not self._anchors:
+            return None
+        distances = [np.abs(lam - point).sum() for point, _ in self._anchors]
+        nearest = len(distances) - 1 - int(np.argmin(distances[::-1]))
+        return self._anchors[nearest][1]
 
     def fun(self, lam):
         return self.evaluate(lam)[0]

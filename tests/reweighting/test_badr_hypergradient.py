@@ -105,3 +105,62 @@ def test_adjoint_is_one_solve_of_the_newton_factor():
         _, jac = group_losses_and_jacobian("logistic", out.theta, problem, G)
         expected = -np.asarray(jac).T @ np.linalg.solve(np.asarray(hessian), np.asarray(grad_u))
         np.testing.assert_allclose(np.asarray(out.grad), expected, rtol=1e-9, atol=1e-14)
+
+
+def test_float32_hessian_blocks_keep_the_oracle_exact():
+    """With a float32 copy of X for the Newton Hessian, theta* (float64 gradient) and the
+    refined adjoint, hence Phi and grad Phi, match the float64 oracle."""
+    with jax.enable_x64(True):
+        problem = _problem("classification", 0.0)
+        mixed = problem._replace(X_hessian=problem.X.astype(jnp.float32))
+        spec = MetricSpec("demographic_parity", "classification", "logistic")
+        lam = jnp.array([0.2, 0.5, 0.3])
+        exact = oracle("logistic", spec, G, lam, jnp.zeros(D + 1), problem)
+        fast = oracle("logistic", spec, G, lam, jnp.zeros(D + 1), mixed)
+        assert bool(fast.inner_converged)
+        np.testing.assert_allclose(np.asarray(fast.theta), np.asarray(exact.theta), atol=1e-11)
+        np.testing.assert_allclose(float(fast.value), float(exact.value), rtol=1e-12)
+        np.testing.assert_allclose(
+            np.asarray(fast.grad), np.asarray(exact.grad), rtol=1e-9, atol=1e-14
+        )
+
+
+def test_implicit_oracle_caches_points_and_warm_starts_on_the_tangent():
+    """A revisited lambda costs no solve; a nearby one starts at the tangent prediction
+    (at most one Newton step) and gives the same result as a solve from scratch."""
+    from fairest.reweighting._bilevel import ImplicitOracle
+
+    with jax.enable_x64(True):
+        problem = _problem("classification", 0.0)._replace(inner_tol=jnp.float64(1e-10))
+        spec = MetricSpec("demographic_parity", "classification", "logistic")
+        orc = ImplicitOracle("logistic", spec, G, problem, jnp.zeros(D + 1))
+        lam = np.array([0.3, 0.45, 0.25])
+        orc.evaluate(lam)
+        orc.evaluate(np.array([1.0, 0.0, 0.0]))
+        orc.evaluate(lam.copy())  # cached
+        assert orc.nfev == 2
+        before = orc.inner_iter
+        near = lam + 1e-3 * np.array([1.0, -2.0, 1.0])
+        value, grad, out = orc.evaluate(near)
+        assert orc.nfev == 3 and orc.inner_iter - before <= 1
+        scratch = oracle("logistic", spec, G, jnp.asarray(near), jnp.zeros(D + 1), problem)
+        np.testing.assert_allclose(value, float(scratch.value), rtol=1e-12)
+        np.testing.assert_allclose(grad, np.asarray(scratch.grad), rtol=1e-8, atol=1e-13)
+
+
+def test_oracle_cache_shrinks_with_many_parameters():
+    """Each cached point holds a p x p factor: the cache keeps at most 128 MB of them and
+    always at least the last point."""
+    from fairest.reweighting._bilevel import ImplicitOracle, cache_size
+
+    assert cache_size(11, 5) == 64
+    assert cache_size(2001, 10) == 3
+    assert cache_size(10_001, 2) == 1
+    with jax.enable_x64(True), pytest.MonkeyPatch.context() as patch:
+        patch.setattr("fairest.reweighting._bilevel._CACHE_FLOATS", 2 * (D + 1) * (D + 1 + G))
+        problem = _problem("classification", 0.0)
+        spec = MetricSpec("demographic_parity", "classification", "logistic")
+        orc = ImplicitOracle("logistic", spec, G, problem, jnp.zeros(D + 1))
+        for k in range(4):
+            orc.evaluate(np.array([0.2 + 0.1 * k, 0.5 - 0.1 * k, 0.3]))
+        assert len(orc._cache) == 2 and len(orc._anchors) == 2

@@ -204,3 +204,27 @@ def test_two_loop_solver_restarts_from_a_baseline_when_uniform_is_stationary():
     assert est.unfairness_ < min(est.baseline_unfairness_.values())
     assert est.selected_ == "slsqp"
 
+
+
+def test_lower_level_newton_backtracks_from_a_far_start():
+    """Started where the full Newton step fails the Armijo test, the one-pass-per-trial
+    line search halves the step and reaches the optimum found from zero, with the
+    Hessian factor of that optimum."""
+    from fairest._kernels._glm import objective, value_grad_hessian
+    from fairest._solvers._newton import newton_solve
+
+    X, y, _ = _three_group_classification()
+    with jax.enable_x64(True):
+        args = (jnp.asarray(X), jnp.asarray(y, dtype=jnp.float64), jnp.full(len(y), 1.0 / len(y)),
+                jnp.float64(1e-2), jnp.float64(0.0))
+        start = jnp.array([1.0, -2.0, 1.0, 2.0])
+        value, grad, hessian = value_grad_hessian("logistic", start, *args)
+        step = -jnp.linalg.solve(hessian, grad)
+        assert float(objective("logistic", start + step, *args)) > float(value + 1e-4 * grad @ step)
+        near = newton_solve("logistic", *args, jnp.zeros(4), 1e-12, 100)
+        far = newton_solve("logistic", *args, start, 1e-12, 100)
+        assert bool(near.converged) and bool(far.converged)
+        np.testing.assert_allclose(np.asarray(far.theta), np.asarray(near.theta), atol=1e-9)
+        factor = np.asarray(far.cholesky)
+        expected = np.asarray(near.cholesky)
+        np.testing.assert_allclose(factor @ factor.T, expected @ expected.T, rtol=1e-8, atol=1e-12)
