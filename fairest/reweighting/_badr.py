@@ -161,6 +161,7 @@ class _BADRBase(BaseEstimator):
         "clip_norm": [Interval(Real, 0, None, closed="neither")],
         "check_every": [Interval(Integral, 1, None, closed="left")],
         "step_rule": [StrOptions({"log", "2/(t+2)"})],
+        "gap_mode": [StrOptions({"gap", "scaled"})],
         "safeguard": ["boolean"],
         "inner_tol": [Interval(Real, 0, None, closed="neither")],
         "inner_max_iter": [Interval(Integral, 1, None, closed="left")],
@@ -344,7 +345,7 @@ class _BADRBase(BaseEstimator):
                 max_iter=max_iter,
                 tol=tol,
                 step_rule=self.step_rule,
-                gap_mode="gap",
+                gap_mode=self.gap_mode,
                 record=self.record_history,
             )
             return lam, n_iter, ok, "Frank-Wolfe gap above tol", hist or {}
@@ -453,6 +454,10 @@ _DOC_PARAMS = """
         returned.
     step_rule : {"log", "2/(t+2)"}, default="log"
         Frank-Wolfe open-loop step.
+    gap_mode : {"gap", "scaled"}, default="gap"
+        Frank-Wolfe stopping test: the duality gap ``gap_t < tol`` (the paper), or the
+        gap scaled by the step, ``eta_t * gap_t < tol``, as the published BADR code stops
+        (spec 4.5; it stops earlier).
     safeguard : bool, default=True
         Also evaluate uniform, balanced and every one-group weighting, and return the one
         with the smallest train unfairness if it beats the solver (spec 4.8). When a
@@ -555,6 +560,7 @@ class BADRClassifier(LinearClassifierMixin, _BADRBase):
         clip_norm=_defaults.CLIP_NORM,
         check_every=_defaults.CHECK_EVERY,
         step_rule="log",
+        gap_mode="gap",
         safeguard=True,
         inner_tol=_defaults.NEWTON_TOL,
         inner_max_iter=_defaults.INNER_MAX_ITER,
@@ -576,6 +582,7 @@ class BADRClassifier(LinearClassifierMixin, _BADRBase):
         self.clip_norm = clip_norm
         self.check_every = check_every
         self.step_rule = step_rule
+        self.gap_mode = gap_mode
         self.safeguard = safeguard
         self.inner_tol = inner_tol
         self.inner_max_iter = inner_max_iter
@@ -653,6 +660,7 @@ class BADRRegressor(LinearRegressorMixin, _BADRBase):
         clip_norm=_defaults.CLIP_NORM,
         check_every=_defaults.CHECK_EVERY,
         step_rule="log",
+        gap_mode="gap",
         safeguard=True,
         inner_tol=_defaults.NEWTON_TOL,
         inner_max_iter=_defaults.INNER_MAX_ITER,
@@ -673,6 +681,7 @@ class BADRRegressor(LinearRegressorMixin, _BADRBase):
         self.clip_norm = clip_norm
         self.check_every = check_every
         self.step_rule = step_rule
+        self.gap_mode = gap_mode
         self.safeguard = safeguard
         self.inner_tol = inner_tol
         self.inner_max_iter = inner_max_iter

@@ -95,6 +95,30 @@ def test_frank_wolfe_gap_and_steps():
             np.testing.assert_allclose(lams[2], lams[1] + etas[1] * (vertex - lams[1]), atol=1e-12)
 
 
+def test_frank_wolfe_scaled_gap_mode_stops_on_eta_times_gap():
+    """gap_mode="scaled" (the published code's rule, spec 4.5) stops once eta_t gap_t < tol,
+    never later than the paper's gap_t < tol."""
+    rng = np.random.default_rng(3)
+    g = np.arange(300) % 3
+    X = rng.normal(size=(300, 3)) + 0.4 * g[:, None]
+    y = (X[:, 0] + 0.5 * rng.normal(size=300) > 0.3).astype(int)
+    runs = {}
+    for mode in ("gap", "scaled"):
+        est = BADRClassifier(metric="demographic_parity", solver="frank-wolfe", gap_mode=mode,
+                             tol=1e-3, max_iter=300, safeguard=False, record_history=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            runs[mode] = est.fit(X, y, sensitive_features=g)
+    gaps = runs["scaled"].history_["gap"]
+    t = np.arange(gaps.size)
+    etas = np.minimum(1.0, (2 + np.log(t + 1)) / (t + 2 + np.log(t + 1)))
+    assert gaps.size == runs["scaled"].n_iter_ < 300
+    assert np.all(gaps[:-1] * etas[:-1] >= 1e-3) and gaps[-1] * etas[-1] < 1e-3
+    assert runs["scaled"].n_iter_ <= runs["gap"].n_iter_
+    with pytest.raises(ValueError, match="gap_mode"):
+        BADRClassifier(gap_mode="relative").fit(X, y, sensitive_features=g)
+
+
 def test_single_loop_tracks_the_lower_level_and_the_adjoint():
     spec = MetricSpec("disparate_mistreatment", "classification", "logistic")
     with jax.enable_x64(True):
