@@ -25,7 +25,7 @@ up to clipping).
 Usage (from the benchmarks folder)::
 
     python ermi_adult_tradeoff.py [--seeds 3] [--epochs 200] [--datasets adult credit parkinsons]
-        [--fairness dp eo] [--eps 0.5 1 3 9 inf] [--lams ...] [--tag NAME]
+        [--fairness dp eo] [--eps 0.5 1 3 9 inf] [--lams ...] [--tag NAME] [--append]
 
 Writes ``results/ermi_tradeoff_<dataset>[_<tag>].{json,md,png}``. Parkinsons and Credit
 Card are read from ``<repo>/../shared/datasets`` (seeded into a temporary data home) and
@@ -301,7 +301,10 @@ def write_dataset(name, data, rows, args, total, load_before, final):
         "runs (spec 9.5) from a TRUNCATED binary regulariser, shuffling, batch clipping and "
         "theta-noise also at lambda = 0 (spec 13); d = fairest - ref, reported, not tuned. "
         "'paper grid' = False marks lambdas added beyond the paper's grid. "
-        f"Total {total / 60:.1f} min; load average before {tuple(round(v, 2) for v in load_before)}, "
+        + ("Rows were added to an earlier run's file (--append): 'Total' and the load averages "
+           "below are those of the latest run only; every row has its own s/fit and load avg. "
+           if args.append else "")
+        + f"Total {total / 60:.1f} min; load average before {tuple(round(v, 2) for v in load_before)}, "
         f"now {tuple(round(v, 2) for v in os.getloadavg())} (2 shared cores; per-row load in 'load avg')."
     )
     columns = ["solver", "fairness", "epsilon", "lambda", "paper grid", "error", "error std", "violation",
@@ -319,6 +322,38 @@ def write_dataset(name, data, rows, args, total, load_before, final):
         print(f"wrote {path}" + (f" and {png}" if png else ""))
 
 
+def _grid_point(row):
+    return row["solver"], row["fairness"], str(row["epsilon"]), float(row["lambda"])
+
+
+def merge_rows(previous, new):
+    """``previous`` rows with the grid points of ``new`` replaced or added, in grid order."""
+    fresh = {_grid_point(r) for r in new}
+    order = {"dp": 0, "eo": 1}
+    rows = [r for r in previous if _grid_point(r) not in fresh] + list(new)
+
+    def key(row):
+        eps = math.inf if row["epsilon"] == "inf" else float(row["epsilon"])
+        return order[row["fairness"]], eps, float(row["lambda"])
+
+    return sorted(rows, key=key)
+
+
+def previous_rows(name, args):
+    """Rows of the existing result file of this tag, checked to come from the same protocol."""
+    stem = f"ermi_tradeoff_{name}" + (f"_{args.tag}" if args.tag else "")
+    path = RESULTS / f"{stem}.json"
+    if not path.exists():
+        return []
+    payload = json.loads(path.read_text())
+    config = payload.get("config", {})
+    for field in ("solver", "seeds", "epochs", "dtype"):
+        if config.get(field) != getattr(args, field):
+            raise SystemExit(f"--append: {path.name} has {field}={config.get(field)!r}, "
+                             f"this run {getattr(args, field)!r}")
+    return payload["rows"]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", type=int, default=15, help="runs per point (paper: 15)")
@@ -333,6 +368,10 @@ def main():
                         help="full-batch: exact non-private FERMI (L-BFGS, max_iter 500), one run")
     parser.add_argument("--dtype", default="float64", choices=["float64", "float32"],
                         help="ERMIClassifier(dtype=...): precision of the SGDA minibatch products")
+    parser.add_argument("--append", action="store_true",
+                        help="add the new grid points to the rows already in the result file of "
+                             "this tag (same seeds / epochs / dtype; a point run again replaces "
+                             "the old row)")
     args = parser.parse_args()
 
     home = None
@@ -352,8 +391,12 @@ def main():
         load_before = os.getloadavg()
         start = time.perf_counter()
 
-        def write(rows, final=False, name=name, data=data, start=start, load_before=load_before):
-            write_dataset(name, data, rows, args, time.perf_counter() - start, load_before, final)
+        previous = previous_rows(name, args) if args.append else []
+
+        def write(rows, final=False, name=name, data=data, start=start, load_before=load_before,
+                  previous=previous):
+            write_dataset(name, data, merge_rows(previous, rows), args, time.perf_counter() - start,
+                          load_before, final)
 
         rows = run_dataset(name, data, args.fairness, args.eps, args.lams, args.seeds, args.epochs,
                            args.solver, dtype=args.dtype, on_row=write)
