@@ -28,7 +28,7 @@ from fairest._kernels._glm import (
 )
 from fairest._kernels._losses import loss_derivatives
 
-__all__ = ["NewtonCGResult", "hessian_diagonal", "newton_cg_solve", "pcg_solve"]
+__all__ = ["NewtonCGResult", "hessian_diagonal", "jacobi_preconditioner", "newton_cg_solve", "pcg_solve"]
 
 _ARMIJO = 1e-4
 _MIN_STEP = 1e-10
@@ -81,6 +81,14 @@ def hessian_diagonal(loss: str, theta, X, y, c, alpha, penalize_intercept):
     return data + penalty_diagonal(loss, theta, alpha, penalize_intercept)
 
 
+def jacobi_preconditioner(loss: str, theta, X, y, c, alpha, penalize_intercept):
+    """Inverse Hessian diagonal, 1 where the diagonal vanishes (e.g. squared hinge with no
+    active sample and an unpenalised intercept)."""
+    diagonal = hessian_diagonal(loss, theta, X, y, c, alpha, penalize_intercept)
+    positive = diagonal > 0
+    return jnp.where(positive, 1.0 / jnp.where(positive, diagonal, 1.0), 1.0)
+
+
 def _value_and_grad(loss, theta, X, y, c, alpha, penalize_intercept):
     value, d1, _ = loss_derivatives(loss, scores(theta, X), y)
     r = c * d1
@@ -128,8 +136,7 @@ def newton_cg_solve(
         forcing = jnp.minimum(0.5, jnp.sqrt(grad_norm))
         hvp = partial(hessian_vector_product, loss, state.theta, X=X, y=y, c=c, alpha=alpha,
                       penalize_intercept=penalize_intercept)
-        diagonal = hessian_diagonal(loss, state.theta, *args)
-        inverse_diagonal = jnp.where(diagonal > 0, 1.0 / jnp.where(diagonal > 0, diagonal, 1.0), 1.0)
+        inverse_diagonal = jacobi_preconditioner(loss, state.theta, *args)
         cg_budget = jnp.where(stop, 0, cg_max_iter)
         direction, products = pcg_solve(hvp, -grad, inverse_diagonal, forcing, cg_budget)
         slope = jnp.dot(grad, direction)

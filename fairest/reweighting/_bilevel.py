@@ -37,18 +37,10 @@ from fairest._kernels._glm import (
 )
 from fairest._kernels._losses import loss_derivatives
 from fairest._kernels._projections import project_simplex
-from fairest._solvers._newton import newton_solve
+from fairest._solvers import _newton
+from fairest._solvers._newton import NewtonResult, newton_solve
+from fairest._solvers._newton_cg import jacobi_preconditioner, newton_cg_solve, pcg_solve
 from fairest.reweighting._badr_metrics import MetricSpec, exact_unfairness, smooth_unfairness
-
-_CACHE_SIZE = 64  # evaluated points kept (cache and warm-start anchors) ...
-_CACHE_FLOATS = 16_000_000  # ... unless their p x p factors would exceed 128 MB
-
-
-def cache_size(num_params: int, num_groups: int) -> int:
-    """Evaluated points the oracle keeps: each holds a p x p Cholesky factor and the p x G
-    Jacobian, so many parameters mean fewer points (at least one)."""
-    per_point = num_params * (num_params + num_groups)
-    return max(1, min(_CACHE_SIZE, _CACHE_FLOATS // per_point))
 
 __all__ = [
     "Problem",
@@ -58,6 +50,26 @@ __all__ = [
     "run_scipy",
     "run_frank_wolfe",
 ]
+
+_CACHE_SIZE = 64  # evaluated points kept (cache and warm-start anchors) ...
+_CACHE_FLOATS = 16_000_000  # ... unless their p x p factors would exceed 128 MB
+_ADJOINT_CG_MAX_ITER = 1000  # Hessian-vector products of one adjoint solve (Newton-CG path)
+
+
+def cache_size(num_params: int, num_groups: int) -> int:
+    """Evaluated points the oracle keeps: each holds a p x p Cholesky factor (none on the
+    Newton-CG path) and the p x G Jacobian, so many parameters mean fewer points (at least
+    one)."""
+    factor = 1 if uses_newton_cg(num_params) else num_params
+    per_point = num_params * (factor + num_groups)
+    return max(1, min(_CACHE_SIZE, _CACHE_FLOATS // per_point))
+
+
+def uses_newton_cg(num_params: int) -> bool:
+    """Whether the lower level runs Newton-CG (p above ``NEWTON_CG_MIN_PARAMS``, badr spec
+    section 2): no Hessian is formed, the adjoint is a CG solve and there is no factor
+    (a 1 x 1 placeholder stands in for it). Decided from a shape, so at trace time."""
+    return num_params > _newton.NEWTON_CG_MIN_PARAMS
 
 
 class Problem(NamedTuple):
@@ -108,8 +120,24 @@ def group_losses_and_jacobian(loss: str, theta, problem: Problem, num_groups: in
 
 
 def lower_solve(loss: str, lam, theta0, problem: Problem, num_groups: int):
-    """``theta*(lambda)`` by damped Newton (returns the Cholesky factor too)."""
+    """``theta*(lambda)`` by damped Newton (returns the Cholesky factor too), or by
+    Newton-CG when there are many parameters (:func:`uses_newton_cg`)."""
     c = group_to_sample_weights(lam, problem.groups, problem.weight, num_groups)
+    if uses_newton_cg(theta0.shape[0]):
+        result = newton_cg_solve(
+            loss,
+            problem.X,
+            problem.y,
+            c,
+            problem.alpha,
+            problem.penalize_intercept,
+            theta0,
+            problem.inner_tol,
+            problem.inner_max_iter,
+        )
+        no_factor = jnp.zeros((1, 1), theta0.dtype)
+        return NewtonResult(result.theta, result.objective, result.grad_norm, no_factor,
+                            result.n_iter, result.converged)
     return newton_solve(
         loss,
         problem.X,
@@ -151,13 +179,18 @@ def _adjoint(loss, metric, num_groups, lam, theta, cholesky, problem):
     sums = jnp.concatenate([jnp.sum(columns, axis=0)[:, None], columns.T @ problem.X], axis=1)
     grad_u = sums[0]
     jacobian = sums[1:].T / safe
-    adjoint = cho_solve((cholesky, True), grad_u)
-    if problem.X_hessian is not None:
-        c = group_to_sample_weights(lam, problem.groups, problem.weight, num_groups)
-        exact = hessian_vector_product(
-            loss, theta, adjoint, problem.X, problem.y, c, problem.alpha, problem.penalize_intercept
-        )
-        adjoint = adjoint + cho_solve((cholesky, True), grad_u - exact)
+    c = group_to_sample_weights(lam, problem.groups, problem.weight, num_groups)
+    args = (problem.X, problem.y, c, problem.alpha, problem.penalize_intercept)
+    if uses_newton_cg(theta.shape[0]):
+        hvp = partial(hessian_vector_product, loss, theta, X=problem.X, y=problem.y, c=c,
+                      alpha=problem.alpha, penalize_intercept=problem.penalize_intercept)
+        preconditioner = jacobi_preconditioner(loss, theta, *args)
+        adjoint, _ = pcg_solve(hvp, grad_u, preconditioner, problem.inner_tol, _ADJOINT_CG_MAX_ITER)
+    else:
+        adjoint = cho_solve((cholesky, True), grad_u)
+        if problem.X_hessian is not None:
+            exact = hessian_vector_product(loss, theta, adjoint, *args)
+            adjoint = adjoint + cho_solve((cholesky, True), grad_u - exact)
     losses = seg(problem.weight * pointwise) / safe
     return value, -(jacobian.T @ adjoint), losses, jacobian
 
@@ -192,6 +225,8 @@ def predicted_start(lam, anchor: Anchor):
     lambda_a)`` of ``theta*(lambda)``: first-order accurate, so a Newton solve started
     there needs fewer steps than one started at ``theta*(lambda_a)``. One triangular
     solve pair with the stored factor."""
+    if uses_newton_cg(anchor.theta.shape[0]):
+        return anchor.theta  # no factor to predict with
     shift = anchor.jacobian @ (lam - anchor.lam)
     return anchor.theta - cho_solve((anchor.cholesky, True), shift)
 
@@ -199,7 +234,7 @@ def predicted_start(lam, anchor: Anchor):
 def plain_anchor(theta, num_groups: int) -> Anchor:
     """An anchor whose prediction is ``theta`` itself (no tangent information)."""
     p = theta.shape[0]
-    eye = np.eye(p, dtype=np.float64)
+    eye = np.eye(1 if uses_newton_cg(p) else p, dtype=np.float64)
     return Anchor(np.full(num_groups, 1.0 / num_groups), theta, eye, np.zeros((p, num_groups)))
 
 
@@ -283,7 +318,7 @@ class ImplicitOracle:
         which compiles again and raises it."""
         p, num_groups = self.theta.shape[0], self.num_groups
         args = (self.loss, self.metric, num_groups, np.full(num_groups, 1.0 / num_groups),
-                self.theta, np.eye(p), self.problem)
+                self.theta, np.eye(1 if uses_newton_cg(p) else p), self.problem)
 
         def compile_adjoint():
             with jax.enable_x64(True), contextlib.suppress(Exception):

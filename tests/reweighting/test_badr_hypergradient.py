@@ -154,8 +154,8 @@ def test_oracle_cache_shrinks_with_many_parameters():
     from fairest.reweighting._bilevel import ImplicitOracle, cache_size
 
     assert cache_size(11, 5) == 64
-    assert cache_size(2001, 10) == 3
-    assert cache_size(10_001, 2) == 1
+    assert cache_size(2000, 10) == 3
+    assert cache_size(10_001, 2) == 64  # Newton-CG: no factor kept
     with jax.enable_x64(True), pytest.MonkeyPatch.context() as patch:
         patch.setattr("fairest.reweighting._bilevel._CACHE_FLOATS", 2 * (D + 1) * (D + 1 + G))
         problem = _problem("classification", 0.0)
@@ -164,3 +164,49 @@ def test_oracle_cache_shrinks_with_many_parameters():
         for k in range(4):
             orc.evaluate(np.array([0.2 + 0.1 * k, 0.5 - 0.1 * k, 0.3]))
         assert len(orc._cache) == 2 and len(orc._anchors) == 2
+
+
+@pytest.fixture
+def clear_jit_caches():
+    """The Newton-CG switch is decided at trace time: start and end with empty jit caches."""
+    jax.clear_caches()
+    yield
+    jax.clear_caches()
+
+
+@pytest.mark.parametrize("metric", ["demographic_parity", "group_variance"])
+def test_newton_cg_path_gives_the_cholesky_oracle(metric, monkeypatch, clear_jit_caches):
+    """Many features (badr spec 2): Newton-CG lower level and a CG adjoint give the same
+    Phi, grad Phi and theta* as Newton with Cholesky, and BADR the same weights."""
+    from fairest.reweighting import BADRClassifier
+    from fairest.reweighting._bilevel import uses_newton_cg
+
+    spec = MetricSpec(metric, "classification", "logistic")
+    lam = jnp.array([0.2, 0.5, 0.3])
+    X, y, g = _data_for_fit()
+    runs = {}
+    for threshold in (10_000, D):
+        monkeypatch.setattr("fairest._solvers._newton.NEWTON_CG_MIN_PARAMS", threshold)
+        jax.clear_caches()
+        with jax.enable_x64(True):
+            problem = _problem("classification", 0.0)
+            assert uses_newton_cg(D + 1) == (threshold == D)
+            out = oracle("logistic", spec, G, lam, jnp.zeros(D + 1), problem)
+            assert bool(out.inner_converged)
+        est = BADRClassifier(metric=metric, alpha=0.05).fit(X, y, sensitive_features=g)
+        runs[threshold] = (out, est)
+    (chol, est_chol), (cg, est_cg) = runs[10_000], runs[D]
+    assert cg.cholesky.shape == (1, 1)
+    np.testing.assert_allclose(np.asarray(cg.theta), np.asarray(chol.theta), atol=1e-10)
+    np.testing.assert_allclose(float(cg.value), float(chol.value), rtol=1e-10, atol=1e-16)
+    np.testing.assert_allclose(np.asarray(cg.grad), np.asarray(chol.grad), rtol=1e-7, atol=1e-12)
+    np.testing.assert_allclose(est_cg.group_weights_, est_chol.group_weights_, atol=1e-6)
+    np.testing.assert_allclose(est_cg.coef_, est_chol.coef_, atol=1e-6)
+
+
+def _data_for_fit(n=300, seed=4):
+    rng = np.random.default_rng(seed)
+    g = np.arange(n) % G
+    X = rng.normal(size=(n, D)) + 0.5 * g[:, None]
+    y = (X[:, 0] - 0.3 * X[:, 1] + rng.normal(size=n) > 0.4).astype(int)
+    return X, y, g
