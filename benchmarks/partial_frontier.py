@@ -213,7 +213,7 @@ def run_idca(kind, kappa, split, interval, args):
         best = (-1.0, args.eps)
         for eps in eps_grid:
             m = PartialParityClassifier(constraint, interval=interval, tolerance=kappa,
-                                        max_iter=max(args.outer // 8, 1),
+                                        init=args.init, max_iter=max(args.outer // 8, 1),
                                         inner_max_iter=args.inner, inner_tol=eps)
             seconds += fit_quiet(m, Xtr, ytr, gtr)
             acc = float(np.mean(m.predict(Xva) == yva))
@@ -221,7 +221,7 @@ def run_idca(kind, kappa, split, interval, args):
         eps = best[1]
     else:
         eps = args.eps
-    m = PartialParityClassifier(constraint, interval=interval, tolerance=kappa,
+    m = PartialParityClassifier(constraint, interval=interval, tolerance=kappa, init=args.init,
                                 max_iter=args.outer, inner_max_iter=args.inner, inner_tol=eps,
                                 record_history=True)
     seconds += fit_quiet(m, Xtr, ytr, gtr)
@@ -278,8 +278,9 @@ def run_pgd(name, kappa, split, interval, args):
 def jobs(dataset, args):
     out = [("unconstrained", "-", None)]
     for kind in args.metrics:
+        extra = [k for k in getattr(args, f"extra_kappa_{kind}") if k not in KAPPA[dataset][kind]]
         out += [(f"IDCA {kind} ({'15' if kind == 'psp' else '21'})", k, ("idca", kind))
-                for k in KAPPA[dataset][kind]]
+                for k in KAPPA[dataset][kind] + extra]
         out += [(f"penalty {kind} ({'114' if kind == 'psp' else '119'})", lam, ("pen", kind))
                 for lam in PENALTY[dataset][kind]]
     for name, grids in BASELINE_KAPPA.items():
@@ -408,7 +409,10 @@ def write_outputs(dataset, rows, args, interval):
 NOTES = (
     "REDUCED protocol (see benchmarks/partial_frontier.py): training subsample "
     "n_train={n_train} (None = full), IDCA K_max={outer} outer x T={inner} inner "
-    "iterations, epsilon={eps} (tune-eps={tune_eps}), K chosen by validation accuracy among "
+    "iterations, start init={init} (the paper: w = 0, i.e. 'zero'; 'auto' = the "
+    "best constant model for pDP, w = 0 for pSP), epsilon={eps} (tune-eps={tune_eps}; "
+    "when on, among 5e-4..5e-3 after K_max/8 iterations), IDCA kappa beyond the paper's grid: "
+    "pSP {extra_kappa_psp}, pDP {extra_kappa_pdp}, K chosen by validation accuracy among "
     "K_max*{{2..8}}/8 from one run's snapshots (the paper: K_max=400, T in {{150,200}}, "
     "epsilon in {{5e-4..5e-3}} tuned after 50 iterations); penalty method with "
     "K_max*T full-batch subgradient steps, step tuned on validation among {penalty_steps}; "
@@ -430,6 +434,14 @@ def main(argv=None):
     parser.add_argument("--inner", type=int, default=100)
     parser.add_argument("--eps", type=float, default=1e-3)
     parser.add_argument("--tune-eps", action="store_true")
+    for kind in ("psp", "pdp"):
+        parser.add_argument(f"--extra-kappa-{kind}", type=float, nargs="*", default=[],
+                            help=f"IDCA {kind} kappa values beyond the paper's grid (fills "
+                            "the frontier where the paper's grid leaves no point); adding "
+                            "them to a finished run only fits the new levels")
+    parser.add_argument("--init", default="auto", choices=["auto", "zero", "intercept"],
+                        help="IDCA starting model (PartialParityClassifier(init=...)); the "
+                        "paper's is 'zero'")
     parser.add_argument("--penalty-steps", type=float, nargs="+", default=[0.005, 0.05])
     parser.add_argument("--pgd-iter", type=int, default=100)
     parser.add_argument("--pgd-steps", type=float, nargs="+", default=[0.5, 2.0])
@@ -453,8 +465,9 @@ def main(argv=None):
         rows = []
         if path.exists() and not args.fresh:
             old = json.loads(path.read_text())
-            same = {k: v for k, v in old["meta"]["settings"].items() if k != "fresh"}
-            if same == {k: v for k, v in vars(args).items() if k not in ("datasets", "fresh")}:
+            additive = ("datasets", "fresh", "extra_kappa_psp", "extra_kappa_pdp")
+            same = {k: v for k, v in old["meta"]["settings"].items() if k not in additive}
+            if same == {k: v for k, v in vars(args).items() if k not in additive}:
                 rows = old["runs"]
         done = {(r["method"], str(r["level"]), r["seed"]) for r in rows}
         for seed in range(args.seeds):

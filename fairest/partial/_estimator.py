@@ -19,6 +19,7 @@ from fairest.metrics import suggest_interval
 from fairest.partial import _defaults
 from fairest.partial._dc import Config, Data, SparseRows, objective, sparse_rows
 from fairest.partial._idca import (
+    constant_intercept,
     initial_point,
     level_grid,
     run_idca,
@@ -104,9 +105,9 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
     switching subgradient method (Algorithm 2): Polyak-type steps on the objective where
     the iterate is nearly feasible (all constraints <= ``inner_tol``), on the most
     violated constraint otherwise; the output is the best nearly-feasible iterate. The
-    run starts from the trivially fair model ``w = 0``, so every iterate stays nearly
-    feasible and the objective never increases. All loops are jitted (``lax.scan`` /
-    ``fori_loop``, float64).
+    run starts from a trivially fair constant model (``init``), so every iterate stays
+    nearly feasible and the objective never increases. All loops are jitted
+    (``lax.scan`` / ``fori_loop``, float64).
 
     Prediction is group-blind. The paper's model class with group cross terms,
     :math:`(1, x, \gamma, \gamma x)`, is obtained by putting the numeric group code in
@@ -152,6 +153,15 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
     solver : {"idca", "ssg_direct"}, default="idca"
         IDCA, or SSG applied directly to the non-convex problem (the paper's Algorithm 3,
         for comparison) with ``max_iter * inner_max_iter`` iterations.
+    init : {"auto", "zero", "intercept"}, default="auto"
+        Starting model, always a constant score (trivially fair, pSP = pDP = 0) with
+        thresholds that make it feasible with margin ``c / 2``: ``"zero"`` is the paper's
+        ``h = 0``; ``"intercept"`` the best constant model, ``h = logit(share of
+        positives)``; ``"auto"`` uses ``"intercept"`` for pDP and ``"zero"`` for pSP. From
+        ``h = 0`` every surrogate positive rate is 1/2; when 1/2 is outside the interval
+        the in-band pDP terms are flat there, and IDCA can stop at a poor critical point
+        where one group's rate sits at the interval's edge (on law school: accuracy 0.75
+        against 0.89 from the intercept).
     schedule : {"practical", "theory"}, default="practical"
         ``"practical"``: constant ``inner_tol`` and ``inner_max_iter`` for ``max_iter``
         outer iterations (the paper's experiments). ``"theory"``: ``K``, ``eps_k`` and
@@ -264,6 +274,7 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
         "alpha": [Interval(Real, 0, None, closed="left")],
         "mu": [Interval(Real, 0, None, closed="left")],
         "solver": [StrOptions({"idca", "ssg_direct"})],
+        "init": [StrOptions({"auto", "zero", "intercept"})],
         "schedule": [StrOptions({"practical", "theory"})],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "inner_max_iter": [Interval(Integral, 1, None, closed="left")],
@@ -288,6 +299,7 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
         alpha=_defaults.ALPHA,
         mu=_defaults.MU,
         solver="idca",
+        init=_defaults.INIT,
         schedule="practical",
         max_iter=_defaults.MAX_ITER,
         inner_max_iter=_defaults.INNER_MAX_ITER,
@@ -308,6 +320,7 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
         self.alpha = alpha
         self.mu = mu
         self.solver = solver
+        self.init = init
         self.schedule = schedule
         self.max_iter = max_iter
         self.inner_max_iter = inner_max_iter
@@ -378,8 +391,16 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
             rho=rho,
             width=width,
         )
-        x0 = initial_point(X.shape[1], data.grid, slack, self.surrogate, width)
+        x0 = initial_point(X.shape[1], data.grid, slack, self.surrogate, width,
+                           self._start_intercept(y01, sample_weight))
         return cfg, data, x0
+
+    def _start_intercept(self, y01, sample_weight) -> float:
+        """Intercept of the constant starting model (``init``)."""
+        init = self.init
+        if init == "auto":
+            init = "intercept" if self.constraint == "demographic" else "zero"
+        return constant_intercept(y01, sample_weight) if init == "intercept" else 0.0
 
     def _schedule(self, X, cfg, data, x0):
         if self.schedule == "practical":

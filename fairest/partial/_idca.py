@@ -27,6 +27,7 @@ __all__ = [
     "IDCAResult",
     "level_grid",
     "initial_point",
+    "constant_intercept",
     "run_idca",
     "run_ssg_direct",
     "theory_schedule",
@@ -54,17 +55,31 @@ def level_grid(interval, tolerance: float, n_grid: int, rule: str) -> np.ndarray
     raise ValueError(f"unknown grid rule {rule!r}")
 
 
-def initial_point(n_features: int, grid, slack: float, surrogate: str, width: float):
-    """``w = 0`` and ``theta_p`` with surrogate mean ``min(p + c/2, 1)`` in every group
-    (spec section 5.1): ``tau (1/2 - min(p + c/2, 1))`` for the ramp (margin exactly
-    ``c/2`` with ``grid="lemma"``), ``-tau logit(p + c/2)`` for the sigmoid."""
+def initial_point(n_features: int, grid, slack: float, surrogate: str, width: float,
+                  intercept: float = 0.0):
+    """A constant model and thresholds that make it feasible with margin ``c/2``.
+
+    ``w = 0``, ``b = intercept`` (spec section 5.1 has ``b = 0``: ``h = 0``) and
+    ``theta_p`` with surrogate mean ``min(p + c/2, 1)`` in every group: ``b + tau (1/2 -
+    min(p + c/2, 1))`` for the ramp (margin exactly ``c/2`` with ``grid="lemma"``),
+    ``b - tau logit(p + c/2)`` for the sigmoid. Every constant model has pSP = pDP = 0
+    and all groups share its surrogate rates, so the pDP constraints equal ``-c``.
+    """
     target = np.minimum(np.asarray(grid, dtype=np.float64) + 0.5 * slack, 1.0)
     if surrogate == "ramp":
         theta = width * (0.5 - target)
     else:
         clipped = np.clip(target, 1e-12, 1.0 - 1e-12)
         theta = -width * np.log(clipped / (1.0 - clipped))
-    return np.concatenate([np.zeros(1 + n_features), theta])
+    return np.concatenate([[intercept], np.zeros(n_features), theta + intercept])
+
+
+def constant_intercept(y01, sample_weight) -> float:
+    """Intercept of the best constant logistic model, ``logit`` of the weighted share of
+    positives: the minimiser of ``f_0`` among the trivially fair models ``h = b``."""
+    share = float(np.average(y01, weights=sample_weight))
+    share = min(max(share, 1e-12), 1.0 - 1e-12)
+    return math.log(share / (1.0 - share))
 
 
 class IDCAResult(NamedTuple):

@@ -9,7 +9,12 @@ import pytest
 from _partial_helpers import make_problem, x64  # noqa: F401  (fixture)
 
 from fairest.partial._dc import anchor, constraint_values, dc_pieces, evaluate, objective
-from fairest.partial._idca import initial_point, level_grid, theory_schedule
+from fairest.partial._idca import (
+    constant_intercept,
+    initial_point,
+    level_grid,
+    theory_schedule,
+)
 
 CASES = [
     ("statistical", "ramp", "minimal"),
@@ -148,6 +153,35 @@ def test_initial_point_is_feasible_with_margin(x64):
     cfg, data, x0, *_ = make_problem("demographic", tolerance=0.3)
     values = np.asarray(constraint_values(jnp.asarray(x0), data, cfg))
     np.testing.assert_allclose(values[np.isfinite(values)], -float(data.slack), atol=1e-15)
+
+
+@pytest.mark.parametrize("constraint,surrogate", [("statistical", "ramp"),
+                                                  ("statistical", "sigmoid"),
+                                                  ("demographic", "ramp"),
+                                                  ("demographic", "sigmoid")])
+def test_constant_start_is_feasible_with_margin(x64, constraint, surrogate):
+    """Any constant model h = b is feasible: theta shifted by b keeps every (15) constraint
+    at -c/2 (the same values as b = 0), and every (21) constraint equals -c."""
+    cfg, data, x_zero, *_ = make_problem(constraint, surrogate, tolerance=0.3, n_grid=6)
+    grid, slack = np.asarray(data.grid), float(data.slack)
+    x_b = initial_point(cfg.num_features, grid, slack, surrogate, 1.0, intercept=1.7)
+    assert x_b[0] == 1.7 and not np.any(x_b[1 : 1 + cfg.num_features])
+    at_b = np.asarray(constraint_values(jnp.asarray(x_b), data, cfg))
+    at_zero = np.asarray(constraint_values(jnp.asarray(
+        initial_point(cfg.num_features, grid, slack, surrogate, 1.0)), data, cfg))
+    finite = np.isfinite(at_b)
+    np.testing.assert_allclose(at_b[finite], at_zero[finite], atol=1e-12)
+    expected = -0.5 * slack if constraint == "statistical" else -slack
+    if surrogate == "ramp" or constraint == "demographic":
+        np.testing.assert_allclose(at_b[finite], expected, atol=1e-12)
+
+
+def test_constant_intercept_minimises_the_loss_of_constant_models():
+    y = np.array([1, 1, 1, 0.0])
+    b = constant_intercept(y, np.ones(4))
+    assert b == pytest.approx(math.log(3.0))
+    weighted = constant_intercept(y, np.array([1.0, 1.0, 1.0, 3.0]))
+    assert weighted == pytest.approx(0.0, abs=1e-15)
 
 
 def test_level_grids():
