@@ -332,7 +332,10 @@ reference process that ran right after it, under a load that can differ. A kille
 gives lower bounds "> X"; a reference that finished in an earlier session within a longer
 limit (n = 20,000: G = 2 group variance 109 s; G = 5 DP 149 s, GV 62 s, EO 76 s) was killed
 here at 300 s under the heavier load. The G = 10 rows come from an earlier session (older
-fairest code, 600 s reference limit, load 12-15).
+fairest code, 600 s reference limit, load 12-15). The G = 2 demographic parity and equal
+opportunity rows (both n) were then re-run on a QUIET machine (1-min load 0.1-1.3, nothing
+else running): `--n-samples 20000 200000 --groups 2 --metrics demographic_parity
+equal_opportunity --reference-timeout 300`; they are the rows to read for the goals.
 Equal opportunity at n = 200,000, G = 2: the smooth EO at rho = 1 is almost flat (about
 2 log 2 for every weighting); an earlier fairest (before commit 3dbb757's restarts) stopped at
 the uniform weights there; the solver now restarts from the best baseline and reaches exact
