@@ -356,9 +356,8 @@ solve to 1e-10 plus one adjoint solve, and the safeguard evaluates G + 2 baselin
 os.getloadavg() of every fit is in the JSON (2 shared cores; the ratio is measured
 interleaved). Committed run: fairest/reweighting after the issue-3 speed work (single-pass
 Newton line search, cached oracle with tangent warm starts, fused adjoint pass, float32
-Hessian blocks, background compilation of the adjoint), 1-min load about 14-17 from other
-helpers' jobs (absolute times inflated several-fold for both tools: sklearn took 1.0-2.0 s
-here against 0.15-0.3 s in quieter runs).""",
+Hessian blocks, background compilation of the adjoint, Newton-CG above 2000 parameters), on a
+QUIET machine (1-min load 0.1-1.3, nothing else running).""",
     "sgd": """\
 badr-sgd (solver="sgd", demographic parity rho = 1, `iterations` iterations (REDUCED from the
 default 1,000 to 100 with `--sgd-iter 100`: the machine's 2 cores ran at a load of about 15,
