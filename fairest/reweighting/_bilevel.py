@@ -123,33 +123,14 @@ def lower_solve(loss: str, lam, theta0, problem: Problem, num_groups: int):
     """``theta*(lambda)`` by damped Newton (returns the Cholesky factor too), or by
     Newton-CG when there are many parameters (:func:`uses_newton_cg`)."""
     c = group_to_sample_weights(lam, problem.groups, problem.weight, num_groups)
+    args = (loss, problem.X, problem.y, c, problem.alpha, problem.penalize_intercept, theta0,
+            problem.inner_tol, problem.inner_max_iter)
     if uses_newton_cg(theta0.shape[0]):
-        result = newton_cg_solve(
-            loss,
-            problem.X,
-            problem.y,
-            c,
-            problem.alpha,
-            problem.penalize_intercept,
-            theta0,
-            problem.inner_tol,
-            problem.inner_max_iter,
-        )
+        result = newton_cg_solve(*args)
         no_factor = jnp.zeros((1, 1), theta0.dtype)
         return NewtonResult(result.theta, result.objective, result.grad_norm, no_factor,
                             result.n_iter, result.converged)
-    return newton_solve(
-        loss,
-        problem.X,
-        problem.y,
-        c,
-        problem.alpha,
-        problem.penalize_intercept,
-        theta0,
-        problem.inner_tol,
-        problem.inner_max_iter,
-        problem.X_hessian,
-    )
+    return newton_solve(*args, problem.X_hessian)
 
 
 def _adjoint(loss, metric, num_groups, lam, theta, cholesky, problem):
