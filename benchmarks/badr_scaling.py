@@ -359,10 +359,11 @@ Newton line search, cached oracle with tangent warm starts, fused adjoint pass, 
 Hessian blocks, background compilation of the adjoint, Newton-CG above 2000 parameters), on a
 QUIET machine (1-min load 0.1-1.3, nothing else running).""",
     "sgd": """\
-badr-sgd (solver="sgd", demographic parity rho = 1, `iterations` iterations (REDUCED from the
-default 1,000 to 100 with `--sgd-iter 100`: the machine's 2 cores ran at a load of about 15,
-this process got about 10% of a core, and a 1,000-iteration fit at 1e7 rows did not finish in
-38 min of wall time, 4 min of CPU), batch 256 balanced over groups, exact Phi every 25
+badr-sgd (solver="sgd", demographic parity rho = 1, `iterations` iterations: the rows with
+1,000 iterations (the default) were run on a QUIET machine (1-min load below 1.5, nothing else
+running) with `--sgd-cases 1000000:4 1000000:36 --sgd-iter 1000` and `--sgd-cases 100000:36
+10000000:36 --sgd-iter 1000 --timeout 900`; the rows with 100 iterations are an earlier
+REDUCED run at a load of about 15, where the process got about 10% of a core), batch 256 balanced over groups, exact Phi every 25
 iterations through a warm-started Newton solve on the full data, best lambda returned,
 safeguard=False) on ACS-like synthetic data: float32 features
 (`make_grouped_classification(..., dtype=np.float32)`, d = 10 like ACSIncome; the estimator
