@@ -53,6 +53,9 @@ __all__ = [
 
 _CACHE_SIZE = 64  # evaluated points kept (cache and warm-start anchors) ...
 _CACHE_FLOATS = 16_000_000  # ... unless their p x p factors would exceed 128 MB
+# From this many groups on, the adjoint's Jacobian comes from segment sums rather than a
+# one-hot product (n = 2e5, d = 10, CPU: 4.0 vs 8.4 ms at G = 10; 4.7 vs 3.7 ms at G = 2).
+_SEGMENT_SUM_MIN_GROUPS = 5
 _ADJOINT_CG_MAX_ITER = 1000  # Hessian-vector products of one adjoint solve (Newton-CG path)
 
 
@@ -133,6 +136,28 @@ def lower_solve(loss: str, lam, theta0, problem: Problem, num_groups: int):
     return newton_solve(*args, problem.X_hessian)
 
 
+def score_gradient_sums(grad_s, r, X, groups, num_groups: int, use_segments=None):
+    """``A^T grad_s`` (p,) and ``A^T M`` (p, G), ``M_ig = 1[g(i) = g] r_i``, ``A = [1, X]``.
+
+    Few groups: one product ``[grad_s, M]^T X`` with M one-hot (samples as the contracted
+    leading axis of both). Many groups (``num_groups >= _SEGMENT_SUM_MIN_GROUPS``, decided at
+    trace time): per-group segment sums of ``r_i x_i``, which never form the n x G matrix.
+    """
+    if use_segments is None:
+        use_segments = num_groups >= _SEGMENT_SUM_MIN_GROUPS
+    if not use_segments:
+        columns = jnp.concatenate(
+            [grad_s[:, None], jax.nn.one_hot(groups, num_groups, dtype=r.dtype) * r[:, None]],
+            axis=1,
+        )  # (n, 1 + G)
+        sums = jnp.concatenate([jnp.sum(columns, axis=0)[:, None], columns.T @ X], axis=1)
+        return sums[0], sums[1:].T
+    seg = partial(jax.ops.segment_sum, segment_ids=groups, num_segments=num_groups)
+    grad_u = jnp.concatenate([jnp.sum(grad_s)[None], grad_s @ X])
+    jacobian = jnp.concatenate([seg(r)[None, :], seg(r[:, None] * X).T], axis=0)
+    return grad_u, jacobian
+
+
 def _adjoint(loss, metric, num_groups, lam, theta, cholesky, problem):
     """Metric, its gradient, ONE adjoint solve with the given factor, and ``-J^T q``.
 
@@ -153,13 +178,8 @@ def _adjoint(loss, metric, num_groups, lam, theta, cholesky, problem):
     totals = seg(problem.weight)
     safe = jnp.where(totals > 0, totals, 1.0)
     r = problem.weight * d1
-    columns = jnp.concatenate(
-        [grad_s[:, None], jax.nn.one_hot(problem.groups, num_groups, dtype=r.dtype) * r[:, None]],
-        axis=1,
-    )  # (n, 1 + G)
-    sums = jnp.concatenate([jnp.sum(columns, axis=0)[:, None], columns.T @ problem.X], axis=1)
-    grad_u = sums[0]
-    jacobian = sums[1:].T / safe
+    grad_u, jacobian_sums = score_gradient_sums(grad_s, r, problem.X, problem.groups, num_groups)
+    jacobian = jacobian_sums / safe
     c = group_to_sample_weights(lam, problem.groups, problem.weight, num_groups)
     args = (problem.X, problem.y, c, problem.alpha, problem.penalize_intercept)
     if uses_newton_cg(theta.shape[0]):

@@ -210,3 +210,24 @@ def _data_for_fit(n=300, seed=4):
     X = rng.normal(size=(n, D)) + 0.5 * g[:, None]
     y = (X[:, 0] - 0.3 * X[:, 1] + rng.normal(size=n) > 0.4).astype(int)
     return X, y, g
+
+
+@pytest.mark.parametrize("num_groups", [2, 7])
+def test_score_gradient_sums_one_hot_and_segment_paths_agree(num_groups):
+    """A^T grad_s and A^T M by the one-hot product and by segment sums, against numpy."""
+    from fairest.reweighting._bilevel import score_gradient_sums
+
+    rng = np.random.default_rng(num_groups)
+    n, d = 500, 4
+    X, grad_s, r = rng.normal(size=(n, d)), rng.normal(size=n), rng.normal(size=n)
+    groups = rng.integers(0, num_groups, n).astype(np.int32)
+    A = np.column_stack([np.ones(n), X])
+    M = np.eye(num_groups)[groups] * r[:, None]
+    with jax.enable_x64(True):
+        for use_segments in (False, True):
+            grad_u, jac = score_gradient_sums(
+                jnp.asarray(grad_s), jnp.asarray(r), jnp.asarray(X), jnp.asarray(groups),
+                num_groups, use_segments,
+            )
+            np.testing.assert_allclose(grad_u, A.T @ grad_s, rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(jac, A.T @ M, rtol=1e-12, atol=1e-12)
