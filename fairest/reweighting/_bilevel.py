@@ -63,8 +63,7 @@ def cache_size(num_params: int, num_groups: int) -> int:
     """Evaluated points the oracle keeps: each holds a p x p Cholesky factor (none on the
     Newton-CG path) and the p x G Jacobian, so many parameters mean fewer points (at least
     one)."""
-    factor = 1 if uses_newton_cg(num_params) else num_params
-    per_point = num_params * (factor + num_groups)
+    per_point = num_params * (factor_size(num_params) + num_groups)
     return max(1, min(_CACHE_SIZE, _CACHE_FLOATS // per_point))
 
 
@@ -73,6 +72,11 @@ def uses_newton_cg(num_params: int) -> bool:
     section 2): no Hessian is formed, the adjoint is a CG solve and there is no factor
     (a 1 x 1 placeholder stands in for it). Decided from a shape, so at trace time."""
     return num_params > _newton.NEWTON_CG_MIN_PARAMS
+
+
+def factor_size(num_params: int) -> int:
+    """Side of the stored Cholesky factor: p, or 1 (the placeholder) on the Newton-CG path."""
+    return 1 if uses_newton_cg(num_params) else num_params
 
 
 class Problem(NamedTuple):
@@ -130,7 +134,7 @@ def lower_solve(loss: str, lam, theta0, problem: Problem, num_groups: int):
             problem.inner_tol, problem.inner_max_iter)
     if uses_newton_cg(theta0.shape[0]):
         result = newton_cg_solve(*args)
-        no_factor = jnp.zeros((1, 1), theta0.dtype)
+        no_factor = jnp.zeros((factor_size(theta0.shape[0]),) * 2, theta0.dtype)
         return NewtonResult(result.theta, result.objective, result.grad_norm, no_factor,
                             result.n_iter, result.converged)
     return newton_solve(*args, problem.X_hessian)
@@ -235,7 +239,7 @@ def predicted_start(lam, anchor: Anchor):
 def plain_anchor(theta, num_groups: int) -> Anchor:
     """An anchor whose prediction is ``theta`` itself (no tangent information)."""
     p = theta.shape[0]
-    eye = np.eye(1 if uses_newton_cg(p) else p, dtype=np.float64)
+    eye = np.eye(factor_size(p), dtype=np.float64)
     return Anchor(np.full(num_groups, 1.0 / num_groups), theta, eye, np.zeros((p, num_groups)))
 
 
@@ -319,7 +323,7 @@ class ImplicitOracle:
         which compiles again and raises it."""
         p, num_groups = self.theta.shape[0], self.num_groups
         args = (self.loss, self.metric, num_groups, np.full(num_groups, 1.0 / num_groups),
-                self.theta, np.eye(1 if uses_newton_cg(p) else p), self.problem)
+                self.theta, np.eye(factor_size(p)), self.problem)
 
         def compile_adjoint():
             with jax.enable_x64(True), contextlib.suppress(Exception):
