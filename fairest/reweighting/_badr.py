@@ -34,6 +34,7 @@ from fairest.reweighting._bilevel import (
     run_frank_wolfe,
     run_scipy,
 )
+from fairest.reweighting._group_weights import resolve_group_weights
 from fairest.utils._estimator import encode_binary_target, validate_fit_data
 from fairest.utils._linear import LinearClassifierMixin, LinearRegressorMixin
 
@@ -71,10 +72,9 @@ def build_metric_spec(metric, metric_params, task: str, loss: str, n_valid: int)
 def baseline_weights(totals: np.ndarray) -> dict[str, np.ndarray]:
     """Uniform, balanced (inverse size) and one-group weights (spec section 6)."""
     num_groups = totals.size
-    inverse = 1.0 / totals
+    labels = np.arange(num_groups)
     candidates = {
-        "uniform": np.full(num_groups, 1.0 / num_groups),
-        "balanced": inverse / inverse.sum(),
+        name: resolve_group_weights(name, totals, labels) for name in ("uniform", "balanced")
     }
     for g in range(num_groups):
         candidates[f"group_{g}"] = np.eye(num_groups)[g]
