@@ -62,6 +62,7 @@ class Probe:
         self.jax, self.bilevel = jax, _bilevel
         self.reset()
         self._wrap(_bilevel, "lower_level", "lower_s", block=True)
+        self._wrap(_bilevel, "_lower_on_rows", "lower_s", block=True)  # one-group vertices
         self._wrap(_bilevel, "upper_level", "adjoint_s", block=True)
         self._wrap(_bilevel.ImplicitOracle, "evaluate", "oracle_s", miss_only=True)
         self._wrap(_badr._BADRBase, "_evaluate_baselines", "baselines_s")
@@ -93,7 +94,7 @@ class Probe:
                 probe.times[key_now] += elapsed
             else:
                 probe.times[key] += elapsed
-            if name == "lower_level":
+            if name in ("lower_level", "_lower_on_rows"):
                 probe.steps.append(int(out.n_iter))
             return out
 

@@ -131,7 +131,9 @@ def best_single_group(loss, data, y_num, *, alpha, penalize, metric, metric_para
         problem = make_problem(
             data, y_num, alpha, penalize, rho, _defaults.NEWTON_TOL, _defaults.NEWTON_MAX_ITER
         )
-        orc = ImplicitOracle(loss, spec, num_groups, problem, jnp.zeros(data.X.shape[1] + 1))
+        orc = ImplicitOracle(
+            loss, spec, num_groups, problem, jnp.zeros(data.X.shape[1] + 1), data.groups
+        )
         for g in np.flatnonzero(~skip):
             values[g] = orc.evaluate(np.eye(num_groups)[g])[0]
     if not np.any(np.isfinite(values)):
@@ -190,8 +192,8 @@ class _BADRBase(BaseEstimator):
             theta0 = jax.device_put(np.zeros(data.X.shape[1] + 1))
             if num_groups == 1:  # nothing to reweigh, no disparity: the plain model
                 return self._fit_one_group(loss, problem, theta0)
-            orc = ImplicitOracle(loss, metric, num_groups, problem, theta0)
-            orc.compile_adjoint_in_background()
+            orc = ImplicitOracle(loss, metric, num_groups, problem, theta0, data.groups)
+            orc.compile_in_background()
             uniform = np.full(num_groups, 1.0 / num_groups)
             candidates = self._evaluate_baselines(orc, totals, data, loss, penalize)
             lam, n_iter, converged, message, history = self._run_solver(

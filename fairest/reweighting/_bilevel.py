@@ -28,11 +28,13 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.linalg import cho_solve
 
+from fairest._kernels._buckets import bucket_size
 from fairest._kernels._glm import (
     Batch,
     group_sums,
     group_to_sample_weights,
     hessian_vector_product,
+    penalty_diagonal,
     scores,
 )
 from fairest._kernels._losses import loss_derivatives
@@ -56,6 +58,14 @@ _CACHE_FLOATS = 16_000_000  # ... unless their p x p factors would exceed 128 MB
 # From this many groups on, the adjoint's Jacobian comes from segment sums rather than a
 # one-hot product (n = 2e5, d = 10, CPU: 4.0 vs 8.4 ms at G = 10; 4.7 vs 3.7 ms at G = 2).
 _SEGMENT_SUM_MIN_GROUPS = 5
+# A one-group vertex e_g is solved on the rows of group g only (gathered into a block of
+# bucketed size) when that block is at most a quarter of the padded rows and the data this
+# large: otherwise the extra compilation for the block's shape (0.6-1 s on the first fit)
+# costs more than the passes it saves (n = 160,000, d = 10: about 0.2 s per warm fit at
+# G = 10, 0.03 s at G = 2).
+_GROUP_ROWS_MIN_ROWS = 65_536
+_GROUP_ROWS_MAX_SHARE = 0.25
+_CONTRACTION_MEMORY = 8  # Newton solves whose convergence constants set the next prediction
 _ADJOINT_CG_MAX_ITER = 1000  # Hessian-vector products of one adjoint solve (Newton-CG path)
 
 
@@ -101,8 +111,10 @@ class OracleOutput(NamedTuple):
     group_losses: jax.Array  # (G,) L_g(theta*)
     inner_iter: jax.Array
     inner_converged: jax.Array
-    cholesky: jax.Array  # (p, p) lower factor of H(theta*, lambda)
+    cholesky: jax.Array  # (p, p) lower factor of H at theta* or at the Newton point before it
     jacobian: jax.Array  # (p, G) J = [grad L_g(theta*)]
+    contraction: jax.Array  # largest ||g_next|| / ||g||^2 seen in the Newton solve (0: none)
+    unverified: jax.Array  # Newton ended with a predicted step (its gradient checked here)
 
 
 def metric_value(loss_metric: MetricSpec, theta, problem: Problem, num_groups: int):
@@ -126,18 +138,21 @@ def group_losses_and_jacobian(loss: str, theta, problem: Problem, num_groups: in
     return loss_sums / safe, grad_sums / safe
 
 
-def lower_solve(loss: str, lam, theta0, problem: Problem, num_groups: int):
+def lower_solve(loss: str, lam, theta0, problem: Problem, num_groups: int, contraction=None):
     """``theta*(lambda)`` by damped Newton (returns the Cholesky factor too), or by
-    Newton-CG when there are many parameters (:func:`uses_newton_cg`)."""
+    Newton-CG when there are many parameters (:func:`uses_newton_cg`). ``contraction``
+    enables Newton's predicted last step (:func:`~fairest._solvers._newton.newton_solve`):
+    the result may then be ``unverified``, to be checked by :func:`_adjoint`."""
     c = group_to_sample_weights(lam, problem.groups, problem.weight, num_groups)
     args = (loss, problem.X, problem.y, c, problem.alpha, problem.penalize_intercept, theta0,
             problem.inner_tol, problem.inner_max_iter)
     if uses_newton_cg(theta0.shape[0]):
         result = newton_cg_solve(*args)
         no_factor = jnp.zeros((factor_size(theta0.shape[0]),) * 2, theta0.dtype)
+        zero = jnp.zeros((), theta0.dtype)
         return NewtonResult(result.theta, result.objective, result.grad_norm, no_factor,
-                            result.n_iter, result.converged)
-    return newton_solve(*args, problem.X_hessian)
+                            result.n_iter, result.converged, zero, jnp.array(False), zero)
+    return newton_solve(*args, problem.X_hessian, contraction)
 
 
 def score_gradient_sums(grad_s, r, X, groups, num_groups: int, use_segments=None):
@@ -165,13 +180,15 @@ def score_gradient_sums(grad_s, r, X, groups, num_groups: int, use_segments=None
 def _adjoint(loss, metric, num_groups, lam, theta, cholesky, problem):
     """Metric, its gradient, ONE adjoint solve with the given factor, and ``-J^T q``.
 
-    Also returns the group losses and ``J`` (kept for the tangent warm start of the next
-    lower-level solve, :func:`predicted_start`). One pass over the data: the scores are
-    formed once, and ``grad_theta U = A^T grad_s U`` and ``J = A^T M`` come out of one
-    product ``[grad_s U, M]^T X`` (samples as the contracted leading axis of both). When
-    the factor is that of a float32-assembled Hessian (``problem.X_hessian``), one step
-    of iterative refinement with an exact float64 Hessian-vector product brings the
-    adjoint back to float64 accuracy.
+    Also returns the group losses, ``J`` (kept for the tangent warm start of the next
+    lower-level solve, :func:`predicted_start`) and ``||grad F(theta)||_inf = ||J lambda +
+    R'(theta)||_inf``, the lower-level gradient, which checks a Newton solve that ended
+    with a predicted step. One pass over the data: the scores are formed once, and
+    ``grad_theta U = A^T grad_s U`` and ``J = A^T M`` come out of one product ``[grad_s U,
+    M]^T X`` (samples as the contracted leading axis of both). The factor may be that of
+    a float32-assembled Hessian (``problem.X_hessian``) or of the Newton point before a
+    predicted step: one step of iterative refinement with an exact float64
+    Hessian-vector product at ``theta`` brings the adjoint back to float64 accuracy.
     """
     s = scores(theta, problem.X)
     value, grad_s = jax.value_and_grad(smooth_unfairness, argnums=1)(
@@ -193,11 +210,12 @@ def _adjoint(loss, metric, num_groups, lam, theta, cholesky, problem):
         adjoint, _ = pcg_solve(hvp, grad_u, preconditioner, problem.inner_tol, _ADJOINT_CG_MAX_ITER)
     else:
         adjoint = cho_solve((cholesky, True), grad_u)
-        if problem.X_hessian is not None:
-            exact = hessian_vector_product(loss, theta, adjoint, *args)
-            adjoint = adjoint + cho_solve((cholesky, True), grad_u - exact)
+        exact = hessian_vector_product(loss, theta, adjoint, *args)
+        adjoint = adjoint + cho_solve((cholesky, True), grad_u - exact)
     losses = seg(problem.weight * pointwise) / safe
-    return value, -(jacobian.T @ adjoint), losses, jacobian
+    penalty = penalty_diagonal(loss, theta, problem.alpha, problem.penalize_intercept)
+    lower_grad_norm = jnp.max(jnp.abs(jacobian @ lam + penalty * theta))
+    return value, -(jacobian.T @ adjoint), losses, jacobian, lower_grad_norm
 
 
 def _oracle(loss, metric, num_groups, lam, theta0, problem):
@@ -207,11 +225,16 @@ def _oracle(loss, metric, num_groups, lam, theta0, problem):
     return _output(result, *upper)
 
 
-def _output(result, value, grad, losses, jacobian) -> OracleOutput:
-    """Oracle output from a Newton result and the metric + adjoint part."""
+def _output(result, value, grad, losses, jacobian, lower_grad_norm) -> OracleOutput:
+    """Oracle output from a Newton result and the metric + adjoint part; a predicted last
+    Newton step is judged here by the gradient the adjoint pass computed at ``theta``."""
+    unverified = result.unverified
+    converged = jnp.where(unverified, lower_grad_norm <= result.threshold, result.converged)
+    measurable = unverified & (lower_grad_norm >= _newton.NOISE_FLOOR * result.threshold)
+    observed = jnp.where(measurable, lower_grad_norm / result.grad_norm**2, 0.0)
     return OracleOutput(
-        value, grad, result.theta, losses, result.n_iter, result.converged, result.cholesky,
-        jacobian,
+        value, grad, result.theta, losses, result.n_iter, converged, result.cholesky,
+        jacobian, jnp.maximum(result.contraction, observed), unverified,
     )
 
 
@@ -244,11 +267,52 @@ def plain_anchor(theta, num_groups: int) -> Anchor:
 
 
 @partial(jax.jit, static_argnames=("loss", "num_groups"))
-def _lower_from_anchor(loss, num_groups, lam, anchor: Anchor, problem: Problem):
-    return lower_solve(loss, lam, predicted_start(lam, anchor), problem, num_groups)
+def _lower_from_anchor(loss, num_groups, lam, anchor: Anchor, problem: Problem, contraction):
+    start = predicted_start(lam, anchor)
+    return lower_solve(loss, lam, start, problem, num_groups, contraction)
 
 
-_adjoint_jit = jax.jit(_adjoint, static_argnames=("loss", "metric", "num_groups"))
+@partial(jax.jit, static_argnames=("loss", "num_groups"))
+def _lower_on_rows(loss, num_groups, lam, anchor: Anchor, problem: Problem, contraction, rows,
+                   valid):
+    """:func:`_lower_from_anchor` on the rows ``rows`` (``valid`` 0 on filler entries): the
+    same solution when every row with a positive weight under ``lam`` is among them."""
+    take = partial(jnp.take, indices=rows, axis=0)
+    subset = problem._replace(
+        X=take(problem.X), y=take(problem.y), groups=take(problem.groups),
+        weight=take(problem.weight) * valid,
+        X_hessian=None if problem.X_hessian is None else take(problem.X_hessian),
+    )
+    return lower_solve(loss, lam, predicted_start(lam, anchor), subset, num_groups, contraction)
+
+
+def group_row_blocks(groups: np.ndarray, num_groups: int, num_rows: int):
+    """Row indices of each group as a ``(G, S)`` block padded with row 0 (``valid`` 0),
+    ``S`` the bucketed largest group size; ``None`` when solving a one-group vertex on
+    its rows would not pay (:data:`_GROUP_ROWS_MIN_ROWS`)."""
+    counts = np.bincount(groups, minlength=num_groups)
+    size = bucket_size(int(counts.max()))
+    if num_rows < _GROUP_ROWS_MIN_ROWS or size > _GROUP_ROWS_MAX_SHARE * num_rows:
+        return None
+    order = np.argsort(groups, kind="stable")
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    position = np.arange(size)
+    valid = position[None, :] < counts[:, None]
+    rows = np.where(valid, order[np.where(valid, starts[:, None] + position[None, :], 0)], 0)
+    return rows.astype(np.int32), valid.astype(np.float64)
+
+
+@partial(jax.jit, static_argnames=("loss", "metric", "num_groups"))
+def _upper_from_result(loss, metric, num_groups, lam, result: NewtonResult, problem: Problem):
+    upper = _adjoint(loss, metric, num_groups, lam, result.theta, result.cholesky, problem)
+    return _output(result, *upper)
+
+
+def placeholder_result(theta) -> NewtonResult:
+    """A Newton result of the right shapes and dtypes (compiles the upper level early)."""
+    p, zero = theta.shape[0], np.float64(0.0)
+    return NewtonResult(theta, zero, zero, np.eye(factor_size(p)), np.int32(0), np.bool_(True),
+                        zero, np.bool_(False), zero)
 
 
 def oracle(
@@ -265,18 +329,21 @@ def oracle(
     return upper_level(loss, metric, num_groups, lam, result, problem)
 
 
-def lower_level(loss: str, num_groups: int, lam, theta0, problem: Problem, anchor=None):
+def lower_level(
+    loss: str, num_groups: int, lam, theta0, problem: Problem, anchor=None, contraction=np.inf
+):
     """Jitted Newton solve for ``theta*(lambda)`` started at ``theta0`` or, given an
-    ``anchor``, at its tangent prediction (:func:`predicted_start`)."""
+    ``anchor``, at its tangent prediction (:func:`predicted_start`). A finite
+    ``contraction`` lets Newton end with a predicted step (checked by :func:`upper_level`,
+    ``inner_converged``); infinity never predicts."""
     if anchor is None:
         anchor = plain_anchor(theta0, num_groups)
-    return _lower_from_anchor(loss, num_groups, lam, anchor, problem)
+    return _lower_from_anchor(loss, num_groups, lam, anchor, problem, np.float64(contraction))
 
 
 def upper_level(loss: str, metric: MetricSpec, num_groups: int, lam, result, problem: Problem):
     """Jitted metric + adjoint part at the solution ``result`` of :func:`lower_level`."""
-    upper = _adjoint_jit(loss, metric, num_groups, lam, result.theta, result.cholesky, problem)
-    return _output(result, *upper)
+    return _upper_from_result(loss, metric, num_groups, lam, result, problem)
 
 
 def exact_metric_value(metric: MetricSpec, theta, problem: Problem, num_groups: int) -> float:
@@ -285,6 +352,22 @@ def exact_metric_value(metric: MetricSpec, theta, problem: Problem, num_groups: 
     theta = np.asarray(theta)
     s = np.asarray(problem.X) @ theta[1:] + theta[0]  # numpy: no kernel compiled for it
     return exact_unfairness(metric, s, problem.y, problem.groups, problem.weight, num_groups)
+
+
+_COMPILED = set()  # kernels compiled in the background so far, keyed by name and shapes
+
+
+def _shapes(args) -> tuple:
+    """Shapes and dtypes of the array leaves of ``args`` (a compilation key)."""
+    leaves = jax.tree_util.tree_leaves(args)
+    return tuple((np.shape(a), np.dtype(a.dtype).str) for a in leaves if hasattr(a, "dtype"))
+
+
+def _compile(kernel, args) -> None:
+    """Run ``kernel(*args)`` once (compiling it), errors ignored (see
+    :meth:`ImplicitOracle.compile_in_background`)."""
+    with jax.enable_x64(True), contextlib.suppress(Exception):
+        jax.block_until_ready(kernel(*args))
 
 
 class ImplicitOracle:
@@ -299,7 +382,7 @@ class ImplicitOracle:
     weights: the best one is kept.
     """
 
-    def __init__(self, loss, metric, num_groups, problem, theta0):
+    def __init__(self, loss, metric, num_groups, problem, theta0, groups=None):
         self.loss = loss
         self.metric = metric
         self.num_groups = num_groups
@@ -313,24 +396,46 @@ class ImplicitOracle:
         self._cache = {}  # lambda bytes -> (value, grad, OracleOutput), at most _size
         self._size = cache_size(theta0.shape[0], num_groups)
         self._anchors = []  # (lambda, Anchor) of finite evaluations, newest last
-        self._compiling = None  # thread compiling the metric + adjoint kernel
+        self._contractions = []  # Newton's observed quadratic-convergence constants
+        self.mispredictions = 0  # predicted last Newton steps that had to be resumed
+        # host group codes (real rows): one-group vertices are then solved on their rows
+        self._group_rows = None
+        if groups is not None:
+            self._group_rows = group_row_blocks(groups, num_groups, problem.X.shape[0])
+        self._compiling = {}  # kernel name -> thread compiling it
 
-    def compile_adjoint_in_background(self) -> None:
-        """Compile the metric + adjoint kernel in a thread while the first lower-level
-        solve compiles and runs: XLA compiles outside the GIL, so on two or more cores
-        the first fit pays about the longer of the two compilations, not their sum. The
-        next evaluation waits for the thread; an error there is left to that evaluation,
-        which compiles again and raises it."""
-        p, num_groups = self.theta.shape[0], self.num_groups
-        args = (self.loss, self.metric, num_groups, np.full(num_groups, 1.0 / num_groups),
-                self.theta, np.eye(factor_size(p)), self.problem)
+    def compile_in_background(self) -> None:
+        """Compile the metric + adjoint kernel, and the one-group vertex solve when there
+        is one, each in a thread while the first lower-level solve compiles and runs: XLA
+        compiles outside the GIL, so on two or more cores the first fit pays about the
+        longest compilation, not their sum. A call to a kernel waits for its thread; an
+        error there is left to that call, which compiles again and raises it."""
+        num_groups, uniform = self.num_groups, np.full(self.num_groups, 1.0 / self.num_groups)
+        kernels = {"adjoint": (_upper_from_result, (
+            self.loss, self.metric, num_groups, uniform, placeholder_result(self.theta),
+            self.problem,
+        ))}
+        if self._group_rows is not None:  # no Newton step: compiled and one pass run
+            no_steps = self.problem._replace(inner_max_iter=np.int32(0))
+            kernels["rows"] = (_lower_on_rows, (
+                self.loss, num_groups, np.eye(num_groups)[0], plain_anchor(self.theta, num_groups),
+                no_steps, np.float64(np.inf), *(block[0] for block in self._group_rows),
+            ))
+        for name, (kernel, args) in kernels.items():
+            key = (name, self.loss, self.metric, num_groups, _shapes(args))
+            if key in _COMPILED:  # a warm fit: nothing to compile, no thread to run
+                continue
+            _COMPILED.add(key)
+            self._compiling[name] = threading.Thread(
+                target=_compile, args=(kernel, args), daemon=True
+            )
+            self._compiling[name].start()
 
-        def compile_adjoint():
-            with jax.enable_x64(True), contextlib.suppress(Exception):
-                jax.block_until_ready(_adjoint_jit(*args))
-
-        self._compiling = threading.Thread(target=compile_adjoint, daemon=True)
-        self._compiling.start()
+    def _compiled(self, name: str) -> None:
+        """Wait for the background compilation of kernel ``name``, if any."""
+        thread = self._compiling.pop(name, None)
+        if thread is not None:
+            thread.join()
 
     def evaluate(self, lam) -> tuple[float, np.ndarray, OracleOutput]:
         lam = np.maximum(np.asarray(lam, dtype=np.float64), 0.0)
@@ -347,19 +452,47 @@ class ImplicitOracle:
 
     def _solve(self, lam) -> tuple[float, np.ndarray, OracleOutput]:
         """One oracle call (two jitted parts), started at the nearest anchor's tangent
-        prediction; one device-to-host copy of the scalars and the gradient."""
+        prediction; one device-to-host copy of the scalars and the gradient.
+
+        Newton may end with a predicted step (:func:`~fairest._solvers._newton.newton_solve`,
+        ``contraction`` = the largest constant observed in the last ``_CONTRACTION_MEMORY``
+        solves): the adjoint pass then checks the gradient there, and in the rare case it
+        is above the threshold the solve resumes from that point without prediction."""
         lam_device = jax.device_put(lam)
-        result = lower_level(
-            self.loss, self.num_groups, lam_device, self.theta, self.problem,
-            self._nearest_anchor(lam),
-        )
-        if self._compiling is not None:
-            self._compiling.join()
-            self._compiling = None
+        kappa = max(self._contractions, default=np.inf)
+        anchor = self._nearest_anchor(lam)
+        vertex = np.flatnonzero(lam)
+        if self._group_rows is not None and vertex.size == 1:
+            rows, valid = (block[vertex[0]] for block in self._group_rows)
+            self._compiled("rows")
+            if anchor is None:
+                anchor = plain_anchor(self.theta, self.num_groups)
+            result = _lower_on_rows(
+                self.loss, self.num_groups, lam_device, anchor, self.problem,
+                np.float64(kappa), rows, valid,
+            )
+        else:
+            result = lower_level(
+                self.loss, self.num_groups, lam_device, self.theta, self.problem, anchor, kappa
+            )
+        self._compiled("adjoint")
         out = upper_level(self.loss, self.metric, self.num_groups, lam_device, result, self.problem)
-        value, grad, n_iter, converged = jax.device_get(
-            (out.value, out.grad, out.inner_iter, out.inner_converged)
+        value, grad, n_iter, converged, unverified, contraction = jax.device_get(
+            (out.value, out.grad, out.inner_iter, out.inner_converged, out.unverified,
+             out.contraction)
         )
+        if unverified and not converged:  # the predicted step fell short: resume there
+            self.mispredictions += 1
+            result = lower_level(self.loss, self.num_groups, lam_device, out.theta, self.problem)
+            out = upper_level(
+                self.loss, self.metric, self.num_groups, lam_device, result, self.problem
+            )
+            value, grad, more_iter, converged = jax.device_get(
+                (out.value, out.grad, out.inner_iter, out.inner_converged)
+            )
+            n_iter = int(n_iter) + int(more_iter)
+        if contraction > 0 and np.isfinite(contraction):
+            self._contractions = [*self._contractions, float(contraction)][-_CONTRACTION_MEMORY:]
         self.nfev += 1
         self.inner_iter += int(n_iter)
         self.inner_failures += int(not converged)

@@ -39,7 +39,9 @@ def _columns_of(sensitive_features) -> list:
             "sensitive_features must be array-like of shape (n_samples,) or "
             f"(n_samples, n_columns); got the scalar {sensitive_features!r}."
         )
-    array = np.asarray(sensitive_features, dtype=object)
+    array = np.asarray(sensitive_features)
+    if array.dtype.kind not in "biuf":  # numbers keep their dtype: factorised natively, fast
+        array = np.asarray(sensitive_features, dtype=object)
     if array.ndim == 1:
         return [array]
     if array.ndim == 2:
@@ -52,7 +54,11 @@ def _columns_of(sensitive_features) -> list:
 
 def _factorize_column(column, position: int) -> tuple[np.ndarray, np.ndarray]:
     """Codes and labels of one column; labels sorted when they are comparable."""
-    values = column if isinstance(column, pd.Series) else pd.Series(column, dtype=object)
+    if isinstance(column, pd.Series):
+        values = column
+    else:
+        numeric = isinstance(column, np.ndarray) and column.dtype.kind in "biuf"
+        values = pd.Series(column, dtype=None if numeric else object)
     if values.isna().any():
         first = int(np.flatnonzero(values.isna().to_numpy())[0])
         raise ValueError(

@@ -1,0 +1,139 @@
+"""The oracle's pass savers: Newton's predicted last step (checked by the adjoint pass) and
+one-group vertices solved on their own rows. Each must give the oracle of the plain path."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from fairest._kernels._glm import value_grad_hessian
+from fairest._solvers._newton import newton_solve
+from fairest.reweighting import _bilevel
+from fairest.reweighting._badr_metrics import MetricSpec
+from fairest.reweighting._bilevel import ImplicitOracle, Problem, group_row_blocks, oracle
+
+SPEC = MetricSpec("demographic_parity", "classification", "logistic")
+
+
+def _data(n=400, num_groups=4, seed=0):
+    rng = np.random.default_rng(seed)
+    groups = rng.permutation(np.arange(n) % num_groups).astype(np.int32)
+    X = rng.normal(size=(n, 3))
+    X[:, 0] += 0.5 * groups
+    y = (X @ np.array([1.0, -0.5, 0.3]) + 0.3 * groups + rng.normal(size=n) > 0).astype(float)
+    return X, y, groups
+
+
+def _problem(X, y, groups, X_hessian=None):
+    n = len(y)
+    return Problem(
+        jnp.asarray(X), jnp.asarray(y), jnp.asarray(groups), jnp.ones(n), jnp.float64(0.05),
+        jnp.float64(0.0), jnp.float64(1.0), jnp.float64(1e-10), jnp.int32(50), X_hessian,
+    )
+
+
+def _weights(num_groups, count=8, seed=1):
+    rng = np.random.default_rng(seed)
+    points = [np.full(num_groups, 1.0 / num_groups), *np.eye(num_groups)]
+    points += list(rng.dirichlet(np.ones(num_groups), size=count))
+    return points
+
+
+def test_newton_predicted_step_lands_on_the_optimum():
+    """With the contraction constant observed in a plain solve, Newton stops one pass
+    early at the full step it did not evaluate: flagged unverified (not converged), and
+    there the gradient is below the threshold and theta equals the plain solve's."""
+    X, y, _ = _data()
+    with jax.enable_x64(True):
+        data = (jnp.asarray(X), jnp.asarray(y), jnp.full(len(y), 1.0 / len(y)),
+                jnp.float64(0.05), jnp.float64(0.0))
+        predictions = 0
+        for tol in (1e-6, 1e-8, 1e-10, 1e-12):
+            args = (*data, jnp.zeros(4), jnp.float64(tol), jnp.int32(50))
+            plain = newton_solve("logistic", *args)
+            assert bool(plain.converged) and not bool(plain.unverified)
+            assert float(plain.contraction) > 0
+            predicted = newton_solve("logistic", *args, None, plain.contraction)
+            if not bool(predicted.unverified):
+                np.testing.assert_array_equal(predicted.theta, plain.theta)
+                continue
+            predictions += 1
+            assert not bool(predicted.converged)
+            _, grad, _ = value_grad_hessian("logistic", predicted.theta, *data)
+            assert float(jnp.max(jnp.abs(grad))) <= float(predicted.threshold)
+            np.testing.assert_allclose(predicted.theta, plain.theta, atol=10 * tol)
+            # a contraction of infinity never predicts: the plain solve
+            never = newton_solve("logistic", *args, None, jnp.float64(np.inf))
+            assert not bool(never.unverified)
+            np.testing.assert_array_equal(never.theta, plain.theta)
+        assert predictions >= 1
+
+
+@pytest.mark.parametrize("float32_hessian", [False, True])
+def test_oracle_with_predicted_steps_equals_the_plain_oracle(float32_hessian):
+    """Along a sequence of weights (warm starts, predicted last Newton steps, the adjoint on
+    the factor of the point before the last step, refined once) the oracle's value,
+    hypergradient and theta equal those of the plain oracle started from zero."""
+    X, y, groups = _data()
+    with jax.enable_x64(True):
+        X_hessian = jnp.asarray(X, dtype=jnp.float32) if float32_hessian else None
+        problem = _problem(X, y, groups, X_hessian)
+        orc = ImplicitOracle("logistic", SPEC, 4, problem, jnp.zeros(4))
+        predicted = 0
+        for lam in _weights(4):
+            value, grad, out = orc.evaluate(lam)
+            predicted += bool(out.unverified)
+            assert bool(out.inner_converged)
+            ref = oracle("logistic", SPEC, 4, jnp.asarray(lam), jnp.zeros(4), problem)
+            np.testing.assert_allclose(value, float(ref.value), rtol=1e-10)
+            np.testing.assert_allclose(grad, np.asarray(ref.grad), rtol=1e-6, atol=1e-9)
+            np.testing.assert_allclose(np.asarray(out.theta), np.asarray(ref.theta), atol=1e-8)
+        assert predicted >= 3  # the saving is exercised, not just allowed
+
+
+def test_a_predicted_step_that_falls_short_is_resumed():
+    """A far too small contraction estimate makes Newton stop early where the gradient is
+    still large: the adjoint pass catches it, the solve resumes there and the oracle is
+    still the plain one."""
+    X, y, groups = _data()
+    with jax.enable_x64(True):
+        problem = _problem(X, y, groups)
+        orc = ImplicitOracle("logistic", SPEC, 4, problem, jnp.zeros(4))
+        orc._contractions = [1e-30]
+        lam = np.array([0.4, 0.3, 0.2, 0.1])
+        value, grad, out = orc.evaluate(lam)
+        assert orc.mispredictions == 1
+        assert bool(out.inner_converged)
+        ref = oracle("logistic", SPEC, 4, jnp.asarray(lam), jnp.zeros(4), problem)
+        np.testing.assert_allclose(value, float(ref.value), rtol=1e-10)
+        np.testing.assert_allclose(grad, np.asarray(ref.grad), rtol=1e-6, atol=1e-9)
+
+
+def test_group_row_blocks():
+    """Each block lists exactly its group's rows (valid entries), padded to one size."""
+    groups = np.array([2, 0, 1, 2, 2, 0, 1, 2, 0, 2], dtype=np.int32)
+    rows, valid = group_row_blocks(groups, 3, num_rows=10**6)
+    assert rows.shape == valid.shape == (3, 64)
+    for g in range(3):
+        np.testing.assert_array_equal(rows[g][valid[g] > 0], np.flatnonzero(groups == g))
+        assert np.all(rows[g][valid[g] == 0] == 0)
+    assert group_row_blocks(groups, 3, num_rows=1000) is None  # too small to pay
+
+
+def test_vertices_solved_on_their_rows_equal_the_full_solve(monkeypatch):
+    """A one-group vertex solved on that group's rows only gives the full-data oracle."""
+    X, y, groups = _data(n=512, num_groups=4)
+    monkeypatch.setattr(_bilevel, "_GROUP_ROWS_MIN_ROWS", 0)
+    with jax.enable_x64(True):
+        problem = _problem(X, y, groups)
+        orc = ImplicitOracle("logistic", SPEC, 4, problem, jnp.zeros(4), groups)
+        assert orc._group_rows is not None
+        orc.compile_in_background()
+        orc.evaluate(np.full(4, 0.25))
+        for g in range(4):
+            vertex = np.eye(4)[g]
+            value, grad, out = orc.evaluate(vertex)
+            ref = oracle("logistic", SPEC, 4, jnp.asarray(vertex), jnp.zeros(4), problem)
+            np.testing.assert_allclose(value, float(ref.value), rtol=1e-10)
+            np.testing.assert_allclose(grad, np.asarray(ref.grad), rtol=1e-6, atol=1e-9)
+            np.testing.assert_allclose(np.asarray(out.theta), np.asarray(ref.theta), atol=1e-8)
