@@ -81,9 +81,12 @@ def baseline_weights(totals: np.ndarray) -> dict[str, np.ndarray]:
     return candidates
 
 
-def make_problem(data, y_num, alpha, penalize, rho, inner_tol, inner_max_iter) -> Problem:
+def make_problem(
+    data, y_num, alpha, penalize, rho, inner_tol, inner_max_iter, *, reference_compat=False
+) -> Problem:
     """Padded float64 device arrays of a fit (call inside ``jax.enable_x64(True)``), plus a
-    float32 copy of X for the Newton Hessian blocks when the fit is large."""
+    float32 copy of X for the Newton Hessian blocks when the fit is large.
+    ``reference_compat`` drops the intercept from the scores the metrics see."""
     n = data.X.shape[0]
     X_pad, y_pad, g_pad, w_pad = pad_rows(n, data.X, y_num, data.groups, data.sample_weight)
     return Problem(
@@ -101,6 +104,7 @@ def make_problem(data, y_num, alpha, penalize, rho, inner_tol, inner_max_iter) -
             if n * data.X.shape[1] ** 2 >= _defaults.FLOAT32_HESSIAN_WORK
             else None
         ),
+        metric_intercept=_on_device(0.0 if reference_compat else 1.0, np.float64),
     )
 
 
@@ -165,6 +169,7 @@ class _BADRBase(BaseEstimator):
         "step_rule": [StrOptions({"log", "2/(t+2)"})],
         "gap_mode": [StrOptions({"gap", "scaled"})],
         "safeguard": ["boolean"],
+        "reference_compat": ["boolean"],
         "inner_tol": [Interval(Real, 0, None, closed="neither")],
         "inner_max_iter": [Interval(Integral, 1, None, closed="left")],
         "random_state": ["random_state"],
@@ -187,7 +192,8 @@ class _BADRBase(BaseEstimator):
         history = {}
         with jax.enable_x64(True):
             problem = make_problem(
-                data, y_num, self.alpha, penalize, rho, self.inner_tol, self.inner_max_iter
+                data, y_num, self.alpha, penalize, rho, self.inner_tol, self.inner_max_iter,
+                reference_compat=self.reference_compat,
             )
             theta0 = jax.device_put(np.zeros(data.X.shape[1] + 1))
             if num_groups == 1:  # nothing to reweigh, no disparity: the plain model
@@ -467,6 +473,12 @@ _DOC_PARAMS = """
         no better than these baselines, it is run again from the best one other than
         uniform and then from the best one-group vertex (uniform can be stationary, e.g.
         when the groups mirror each other).
+    reference_compat : bool, default=False
+        Score the unfairness as the published ``badr`` toolbox does, on ``X w`` with the
+        intercept dropped (spec 3.0), both where it is optimised and where it is reported
+        (``unfairness_``, ``unfairness_exact_``, ``baseline_unfairness_``); group variance
+        then also drops the intercept from the group losses. For reproducing the recorded
+        numbers of that toolbox; ``predict`` always uses the intercept.
     inner_tol : float, default=1e-10
         Relative tolerance of the lower-level Newton solve.
     inner_max_iter : int, default=50
@@ -564,6 +576,7 @@ class BADRClassifier(LinearClassifierMixin, _BADRBase):
         step_rule="log",
         gap_mode="gap",
         safeguard=True,
+        reference_compat=False,
         inner_tol=_defaults.NEWTON_TOL,
         inner_max_iter=_defaults.INNER_MAX_ITER,
         random_state=None,
@@ -586,6 +599,7 @@ class BADRClassifier(LinearClassifierMixin, _BADRBase):
         self.step_rule = step_rule
         self.gap_mode = gap_mode
         self.safeguard = safeguard
+        self.reference_compat = reference_compat
         self.inner_tol = inner_tol
         self.inner_max_iter = inner_max_iter
         self.random_state = random_state
@@ -664,6 +678,7 @@ class BADRRegressor(LinearRegressorMixin, _BADRBase):
         step_rule="log",
         gap_mode="gap",
         safeguard=True,
+        reference_compat=False,
         inner_tol=_defaults.NEWTON_TOL,
         inner_max_iter=_defaults.INNER_MAX_ITER,
         random_state=None,
@@ -685,6 +700,7 @@ class BADRRegressor(LinearRegressorMixin, _BADRBase):
         self.step_rule = step_rule
         self.gap_mode = gap_mode
         self.safeguard = safeguard
+        self.reference_compat = reference_compat
         self.inner_tol = inner_tol
         self.inner_max_iter = inner_max_iter
         self.random_state = random_state

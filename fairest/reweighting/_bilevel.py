@@ -102,6 +102,9 @@ class Problem(NamedTuple):
     inner_tol: jax.Array
     inner_max_iter: jax.Array
     X_hessian: jax.Array | None = None  # float32 copy of X for the Hessian block (large n)
+    # 1.0: the metrics score b + X w; 0.0: X w, the reference toolbox's convention (badr
+    # spec 3.0, ``reference_compat``)
+    metric_intercept: jax.Array | float = 1.0
 
 
 class OracleOutput(NamedTuple):
@@ -117,11 +120,16 @@ class OracleOutput(NamedTuple):
     unverified: jax.Array  # Newton ended with a predicted step (its gradient checked here)
 
 
+def metric_scores(theta, problem: Problem):
+    """Scores the metrics see: ``b + X w``, or ``X w`` under ``reference_compat``."""
+    return problem.X @ theta[1:] + problem.metric_intercept * theta[0]
+
+
 def metric_value(loss_metric: MetricSpec, theta, problem: Problem, num_groups: int):
     """Smooth train unfairness ``U(theta)``."""
     return smooth_unfairness(
         loss_metric,
-        scores(theta, problem.X),
+        metric_scores(theta, problem),
         problem.y,
         problem.groups,
         problem.weight,
@@ -191,8 +199,9 @@ def _adjoint(loss, metric, num_groups, lam, theta, cholesky, problem):
     Hessian-vector product at ``theta`` brings the adjoint back to float64 accuracy.
     """
     s = scores(theta, problem.X)
+    dropped = (1.0 - problem.metric_intercept) * theta[0]  # 0 unless reference_compat
     value, grad_s = jax.value_and_grad(smooth_unfairness, argnums=1)(
-        metric, s, problem.y, problem.groups, problem.weight, num_groups, problem.rho
+        metric, s - dropped, problem.y, problem.groups, problem.weight, num_groups, problem.rho
     )
     pointwise, d1, _ = loss_derivatives(loss, s, problem.y)
     seg = partial(jax.ops.segment_sum, segment_ids=problem.groups, num_segments=num_groups)
@@ -200,6 +209,7 @@ def _adjoint(loss, metric, num_groups, lam, theta, cholesky, problem):
     safe = jnp.where(totals > 0, totals, 1.0)
     r = problem.weight * d1
     grad_u, jacobian_sums = score_gradient_sums(grad_s, r, problem.X, problem.groups, num_groups)
+    grad_u = grad_u.at[0].multiply(problem.metric_intercept)
     jacobian = jacobian_sums / safe
     c = group_to_sample_weights(lam, problem.groups, problem.weight, num_groups)
     args = (problem.X, problem.y, c, problem.alpha, problem.penalize_intercept)
@@ -350,7 +360,8 @@ def exact_metric_value(metric: MetricSpec, theta, problem: Problem, num_groups: 
     """Exact train unfairness (hard predictions) at ``theta``: the numpy metrics of
     :mod:`fairest.metrics`, on the host (reporting only, called once per fit)."""
     theta = np.asarray(theta)
-    s = np.asarray(problem.X) @ theta[1:] + theta[0]  # numpy: no kernel compiled for it
+    intercept = float(problem.metric_intercept) * theta[0]
+    s = np.asarray(problem.X) @ theta[1:] + intercept  # numpy: no kernel compiled for it
     return exact_unfairness(metric, s, problem.y, problem.groups, problem.weight, num_groups)
 
 

@@ -158,3 +158,33 @@ def test_grid_search_over_alpha_and_metric(routing):
     best = search.best_estimator_[-1]
     assert best.group_weights_.shape == (3,)
     assert search.cv_results_["mean_test_score"].shape == (4,)
+
+
+def test_reference_compat_scores_the_metrics_without_the_intercept():
+    """reference_compat=True: the reported unfairness is the metric of ``X coef_`` (the
+    published toolbox's scoring, spec 3.0), predictions still use the intercept."""
+    from fairest.metrics import demographic_parity_deviation
+
+    rng = np.random.default_rng(3)
+    g = rng.integers(0, 2, 400)
+    X = rng.normal(size=(400, 3)) + 0.5 * g[:, None]
+    y = (X @ np.array([1.0, -0.5, 0.3]) + 0.6 * g + rng.normal(size=400) > 0.8).astype(int)
+    compat = BADRClassifier(metric="demographic_parity", reference_compat=True).fit(
+        X, y, sensitive_features=g
+    )
+    default = BADRClassifier(metric="demographic_parity").fit(X, y, sensitive_features=g)
+    no_intercept = X @ compat.coef_.ravel()
+    assert compat.unfairness_exact_ == pytest.approx(
+        demographic_parity_deviation(y, no_intercept, sensitive_features=g), abs=1e-12
+    )
+    assert abs(compat.intercept_[0]) > 1e-3
+    np.testing.assert_array_equal(
+        compat.predict(X), (X @ compat.coef_.ravel() + compat.intercept_[0] >= 0).astype(int)
+    )
+    assert default.unfairness_exact_ == pytest.approx(
+        demographic_parity_deviation(y, default.decision_function(X), sensitive_features=g),
+        abs=1e-12,
+    )
+    assert compat.unfairness_exact_ != pytest.approx(
+        demographic_parity_deviation(y, compat.decision_function(X), sensitive_features=g)
+    )

@@ -231,3 +231,34 @@ def test_score_gradient_sums_one_hot_and_segment_paths_agree(num_groups):
             )
             np.testing.assert_allclose(grad_u, A.T @ grad_s, rtol=1e-12, atol=1e-12)
             np.testing.assert_allclose(jac, A.T @ M, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["demographic_parity", "equal_opportunity", "group_variance"])
+def test_reference_compat_hypergradient_drops_the_intercept(name):
+    """With the metrics scoring ``X w`` (reference_compat, spec 3.0) the oracle's value is
+    the metric at the intercept-free scores and its hypergradient still equals finite
+    differences of lambda -> U(theta*(lambda))."""
+    from fairest.reweighting._badr_metrics import smooth_unfairness
+
+    with jax.enable_x64(True):
+        problem = _problem("classification", 0.0)._replace(metric_intercept=jnp.float64(0.0))
+        spec = MetricSpec(name, "classification", "logistic")
+        theta0 = jnp.zeros(D + 1)
+
+        def phi(lam):
+            return float(oracle("logistic", spec, G, jnp.asarray(lam), theta0, problem).value)
+
+        lam = np.array([0.3, 0.45, 0.25])
+        out = oracle("logistic", spec, G, jnp.asarray(lam), theta0, problem)
+        assert abs(float(out.theta[0])) > 1e-3
+        dropped = smooth_unfairness(spec, problem.X @ out.theta[1:], problem.y, problem.groups,
+                                    problem.weight, G, problem.rho)
+        kept = smooth_unfairness(spec, problem.X @ out.theta[1:] + out.theta[0], problem.y,
+                                 problem.groups, problem.weight, G, problem.rho)
+        np.testing.assert_allclose(float(out.value), float(dropped), rtol=1e-12)
+        assert abs(float(kept) - float(dropped)) > 1e-6  # the switch changes the metric
+        grad = np.asarray(out.grad)
+        h, scale = 1e-5, np.linalg.norm(grad)
+        for u in (np.array([1.0, 0.0, -1.0]), np.array([0.0, 1.0, -1.0])):
+            fd = (phi(lam + h * u) - phi(lam - h * u)) / (2 * h)
+            assert abs(fd - grad @ u) <= 1e-5 * max(abs(fd), scale), (u, fd, grad @ u)
