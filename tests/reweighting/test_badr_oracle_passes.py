@@ -1,5 +1,6 @@
 """The oracle's pass savers: Newton's predicted last step (checked by the adjoint pass) and
-one-group vertices solved on their own rows. Each must give the oracle of the plain path."""
+one-group vertices solved on their own rows (each must give the oracle of the plain path), and
+the scaling of SLSQP's first step."""
 
 import jax
 import jax.numpy as jnp
@@ -137,3 +138,16 @@ def test_vertices_solved_on_their_rows_equal_the_full_solve(monkeypatch):
             np.testing.assert_allclose(value, float(ref.value), rtol=1e-10)
             np.testing.assert_allclose(grad, np.asarray(ref.grad), rtol=1e-6, atol=1e-9)
             np.testing.assert_allclose(np.asarray(out.theta), np.asarray(ref.theta), atol=1e-8)
+
+
+def test_slsqp_first_step_scaling():
+    """The objective scale makes SLSQP's first (identity-Hessian) step move the largest
+    weight by _SLSQP_FIRST_STEP; a constant shift of the gradient (normal to the simplex)
+    does not change it, and a zero tangent gradient leaves the scale alone."""
+    grad = np.array([0.003, -0.001, 0.0005])
+    boost = _bilevel._first_step_boost(grad)
+    step = boost * (grad - grad.mean())
+    assert np.max(np.abs(step)) == pytest.approx(_bilevel._SLSQP_FIRST_STEP)
+    assert _bilevel._first_step_boost(grad + 7.0) == pytest.approx(boost)
+    assert _bilevel._first_step_boost(np.full(3, 2.0)) == 1.0
+    assert _bilevel._first_step_boost(np.array([np.nan, 0.0, 1.0])) == 1.0
