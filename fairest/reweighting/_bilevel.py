@@ -194,10 +194,11 @@ def _adjoint(loss, metric, num_groups, lam, theta, cholesky, problem):
     R'(theta)||_inf``, the lower-level gradient, which checks a Newton solve that ended
     with a predicted step. One pass over the data: the scores are formed once, and
     ``grad_theta U = A^T grad_s U`` and ``J = A^T M`` come out of one product ``[grad_s U,
-    M]^T X`` (samples as the contracted leading axis of both). The factor may be that of
-    a float32-assembled Hessian (``problem.X_hessian``) or of the Newton point before a
-    predicted step: one step of iterative refinement with an exact float64
-    Hessian-vector product at ``theta`` brings the adjoint back to float64 accuracy.
+    M]^T X`` (samples as the contracted leading axis of both). With ``problem.X_hessian``
+    the factor is that of a float32-assembled Hessian, possibly at the Newton point before
+    a predicted step (:class:`ImplicitOracle` predicts only then): one step of iterative
+    refinement with an exact float64 Hessian-vector product at ``theta`` brings the
+    adjoint back to float64 accuracy.
     """
     s = scores(theta, problem.X)
     dropped = (1.0 - problem.metric_intercept) * theta[0]  # 0 unless reference_compat
@@ -221,8 +222,9 @@ def _adjoint(loss, metric, num_groups, lam, theta, cholesky, problem):
         adjoint, _ = pcg_solve(hvp, grad_u, preconditioner, problem.inner_tol, _ADJOINT_CG_MAX_ITER)
     else:
         adjoint = cho_solve((cholesky, True), grad_u)
-        exact = hessian_vector_product(loss, theta, adjoint, *args)
-        adjoint = adjoint + cho_solve((cholesky, True), grad_u - exact)
+        if problem.X_hessian is not None:  # the factor is inexact (see the docstring)
+            exact = hessian_vector_product(loss, theta, adjoint, *args)
+            adjoint = adjoint + cho_solve((cholesky, True), grad_u - exact)
     losses = seg(problem.weight * pointwise) / safe
     penalty = penalty_diagonal(loss, theta, problem.alpha, problem.penalize_intercept)
     lower_grad_norm = jnp.max(jnp.abs(jacobian @ lam + penalty * theta))
@@ -468,10 +470,14 @@ class ImplicitOracle:
 
         Newton may end with a predicted step (:func:`~fairest._solvers._newton.newton_solve`,
         ``contraction`` = the largest constant observed in the last ``_CONTRACTION_MEMORY``
-        solves): the adjoint pass then checks the gradient there, and in the rare case it
-        is above the threshold the solve resumes from that point without prediction."""
+        solves) when the data is large enough for the float32 Hessian (whose adjoint is
+        refined anyway): the adjoint pass then checks the gradient there, and in the rare
+        case it is above the threshold the solve resumes from that point without
+        prediction."""
         lam_device = jax.device_put(lam)
         kappa = max(self._contractions, default=np.inf)
+        if self.problem.X_hessian is None:  # small data: an exact factor, no refinement
+            kappa = np.inf
         anchor = self._nearest_anchor(lam)
         vertex = np.flatnonzero(lam)
         if self._group_rows is not None and vertex.size == 1:
