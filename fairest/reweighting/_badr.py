@@ -199,7 +199,7 @@ class _BADRBase(BaseEstimator):
             if num_groups == 1:  # nothing to reweigh, no disparity: the plain model
                 return self._fit_one_group(loss, problem, theta0)
             orc = ImplicitOracle(loss, metric, num_groups, problem, theta0, data.groups)
-            orc.compile_in_background()
+            orc.compile_in_background(vertices=self.safeguard)
             uniform = np.full(num_groups, 1.0 / num_groups)
             candidates = self._evaluate_baselines(orc, totals, data, loss, penalize)
             lam, n_iter, converged, message, history = self._run_solver(

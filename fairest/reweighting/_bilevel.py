@@ -418,9 +418,9 @@ class ImplicitOracle:
             self._group_rows = group_row_blocks(groups, num_groups, problem.X.shape[0])
         self._compiling = {}  # kernel name -> thread compiling it
 
-    def compile_in_background(self) -> None:
+    def compile_in_background(self, vertices: bool = True) -> None:
         """Compile the metric + adjoint kernel, and the one-group vertex solve when there
-        is one, each in a thread while the first lower-level solve compiles and runs: XLA
+        is one and ``vertices`` will be evaluated, each in a thread while the first lower-level solve compiles and runs: XLA
         compiles outside the GIL, so on two or more cores the first fit pays about the
         longest compilation, not their sum. A call to a kernel waits for its thread; an
         error there is left to that call, which compiles again and raises it."""
@@ -429,7 +429,7 @@ class ImplicitOracle:
             self.loss, self.metric, num_groups, uniform, placeholder_result(self.theta),
             self.problem,
         ))}
-        if self._group_rows is not None:  # no Newton step: compiled and one pass run
+        if vertices and self._group_rows is not None:  # no Newton step: one pass is run
             no_steps = self.problem._replace(inner_max_iter=np.int32(0))
             kernels["rows"] = (_lower_on_rows, (
                 self.loss, num_groups, np.eye(num_groups)[0], plain_anchor(self.theta, num_groups),
