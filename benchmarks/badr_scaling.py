@@ -354,10 +354,13 @@ sklearn / BADR warm. sklearn_s = best of 3; badr_warm_s = best of 2; ratio = BAD
 (goal of issue 3: warm <= 10). BADR solves a bilevel problem: each SLSQP step is one Newton
 solve to 1e-10 plus one adjoint solve, and the safeguard evaluates G + 2 baselines.
 os.getloadavg() of every fit is in the JSON (2 shared cores; the ratio is measured
-interleaved). Committed run: fairest/reweighting after the issue-3 speed work (single-pass
-Newton line search, cached oracle with tangent warm starts, fused adjoint pass, float32
-Hessian blocks, background compilation of the adjoint, Newton-CG above 2000 parameters), on a
-QUIET machine (1-min load 0.1-1.3, nothing else running).""",
+interleaved). Committed run: fairest/reweighting after the second round of oracle speed work
+(Newton's predicted last step checked by the adjoint pass, one-group vertices solved on their
+own rows from G = 4 on, one jitted upper level, logistic derivatives from one exponential,
+SLSQP's first step scaled, on top of the first round: single-pass Newton line search, cached
+oracle with tangent warm starts, fused adjoint pass, float32 Hessian blocks, background
+compilation), QUIET: the machine's other jobs paused (SIGSTOP) for the run, 1-min load 1.5-3
+from the run itself.""",
     "sgd": """\
 badr-sgd (solver="sgd", demographic parity rho = 1, `iterations` iterations: the rows with
 1,000 iterations (the default) were run on a QUIET machine (1-min load below 1.5, nothing else

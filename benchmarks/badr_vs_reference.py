@@ -318,24 +318,22 @@ intercept included: the objective BADR minimises) at both models, computed at re
 the cached coefficients; the exact metric is not what either tool optimises, so a lower
 exact value for the reference can go with a higher smooth objective. The machine has 2 cores
 shared with other jobs: `os.getloadavg()` is stored with each timing in the JSON. Reference
-times vary a lot with the load. The n in {20,000, 200,000} x G in {2, 5} rows (all three
-metrics) were re-run after the issue-3 speed work on fairest/reweighting (single-pass Newton
-line search, cached oracle with tangent warm starts, fused adjoint pass, float32 Hessian
-blocks for large n, background compilation of the adjoint; `fairest_code` in the JSON) with
-REDUCED reference limits to fit the session: `--n-samples 20000 --groups 2 5
---reference-timeout 300` and `--n-samples 200000 --groups 2 5 --reference-timeout 240`, the
-two chains in parallel, next to `badr_scaling.py --part erm` and other helpers' jobs: 1-min
-load 12-17 throughout (`loadavg_*` in the JSON), so the absolute times of BOTH tools are
-inflated several-fold against a quiet machine (the reference took 41 s on n = 20,000, G = 2,
-DP, against 6.2 s in an earlier run at load 2-4). Each ratio pairs a fairest process and the
-reference process that ran right after it, under a load that can differ. A killed reference
-gives lower bounds "> X"; a reference that finished in an earlier session within a longer
-limit (n = 20,000: G = 2 group variance 109 s; G = 5 DP 149 s, GV 62 s, EO 76 s) was killed
-here at 300 s under the heavier load. The G = 10 rows come from an earlier session (older
-fairest code, 600 s reference limit, load 12-15). The G = 2 demographic parity and equal
-opportunity rows (both n) were then re-run on a QUIET machine (1-min load 0.1-1.3, nothing
-else running): `--n-samples 20000 200000 --groups 2 --metrics demographic_parity
-equal_opportunity --reference-timeout 300`; they are the rows to read for the goals.
+times vary a lot with the load. Which code and which conditions each row comes from
+(`fairest_code` and `loadavg_*` in the JSON):
+* n = 20,000, G in {2, 5} (all three metrics) and n = 200,000, G = 2 (demographic parity,
+  equal opportunity): re-run after the second round of oracle speed work (Newton's
+  predicted last step checked by the adjoint pass, one-group vertices on their own rows,
+  one jitted upper level, logistic derivatives from one exponential, SLSQP's first step
+  scaled), QUIET: the other jobs of the machine were paused (SIGSTOP) for the whole run,
+  1-min load 1.9-3.2 from the run itself. These are the rows to read for the goals.
+* n = 200,000, G = 2 group variance and n = 200,000, G = 5 (all metrics): the earlier speed
+  work (single-pass Newton line search, cached oracle with tangent warm starts, fused
+  adjoint pass, float32 Hessian blocks, background compilation), reference limit 240 s, load
+  12-17: the reference was killed, so the ratios are lower bounds, and fairest's own times
+  there are those of the slower earlier code (fairest is faster now: see
+  `badr_scaling_erm.md`, where BADR-SLSQP fits n = 200,000, G = 5 in 0.55-0.74 s warm).
+* G = 10: an earlier session (older fairest code, 600 s reference limit, load 12-15); the
+  same remark applies to fairest's times.
 Equal opportunity at n = 200,000, G = 2: the smooth EO at rho = 1 is almost flat (about
 2 log 2 for every weighting); an earlier fairest (before commit 3dbb757's restarts) stopped at
 the uniform weights there; the solver now restarts from the best baseline and reaches exact
