@@ -402,8 +402,8 @@ the lowest DM found by any solver for that G (spec 7.7's relative target (1 + 1e
 with an absolute floor of 1e-8 when the best is about 0). SLSQP / trust-constr: timestamp of
 each oracle call on the simplex. Frank-Wolfe, gd, sgd run as one jitted loop: time of iterate k
 estimated as loop start + k / iterations x loop time (FW: every iterate; gd / sgd: every
-25th, the exact checks). 1-min load about 13-15 during the committed run (2 shared cores):
-absolute times are inflated several-fold. Run with the fairest/reweighting code of 84a39f0.""",
+25th, the exact checks). Committed run: QUIET machine (nothing else running), with the
+fairest/reweighting code after the second round of oracle speed work (see the erm part).""",
 }
 
 COLUMNS = {
