@@ -439,16 +439,13 @@ def _ordered_pairs(G):
     return [(k, kk) for k in range(G) for kk in range(G) if k != kk]
 
 
-class GroupAUCConstrainedClassifier(_PairwiseConstrainedClassifier):
-    r"""Logistic regression under group AUC fairness constraints (paper (102)).
+def _pairwise_doc(problem: str) -> str:
+    """Parameters, attributes and references of the three pairwise classes, which share
+    everything but the paper's problem number."""
+    return _PAIRWISE_DOC + problem + ").\n    "
 
-    For every ordered pair of groups ``k != k'``:
-    :math:`\mathrm{mean}_{i\in k, j\in k'}\tfrac12(1+s_i-s_j)^2 - \tfrac12 \le \kappa`
-    (the quadratic surrogate of :math:`\Pr(s_i > s_j) = 1/2`). Trained by projected
-    gradient descent; each projection onto the constraints (a small QCQP) is exact,
-    through its Lagrange dual (see ``projection``).
 
-    Parameters
+_PAIRWISE_DOC = r"""    Parameters
     ----------
     tolerance : float, default=1.0
         Bound :math:`\kappa` on every constraint.
@@ -475,8 +472,19 @@ class GroupAUCConstrainedClassifier(_PairwiseConstrainedClassifier):
     ----------
     .. [1] He, Y., Huang, Y., Yao, Y. and Lin, Q. "Enforcing Fair Predicted Scores on
        Intervals of Percentiles by Difference-of-Convex Constraints", arXiv:2505.12530,
-       2025. Appendix G.3, problem (102).
-    """
+       2025. Appendix G.3, problem ("""
+
+
+class GroupAUCConstrainedClassifier(_PairwiseConstrainedClassifier):
+    __doc__ = r"""Logistic regression under group AUC fairness constraints (paper (102)).
+
+    For every ordered pair of groups ``k != k'``:
+    :math:`\mathrm{mean}_{i\in k, j\in k'}\tfrac12(1+s_i-s_j)^2 - \tfrac12 \le \kappa`
+    (the quadratic surrogate of :math:`\Pr(s_i > s_j) = 1/2`). Trained by projected
+    gradient descent; each projection onto the constraints (a small QCQP) is exact,
+    through its Lagrange dual (see ``projection``).
+
+""" + _pairwise_doc("102")
 
     _offset = 0.5
 
@@ -485,41 +493,13 @@ class GroupAUCConstrainedClassifier(_PairwiseConstrainedClassifier):
 
 
 class InterGroupPairwiseConstrainedClassifier(_PairwiseConstrainedClassifier):
-    r"""Logistic regression under inter-group pairwise fairness constraints (paper (105)).
+    __doc__ = r"""Logistic regression under inter-group pairwise fairness constraints (paper (105)).
 
     For every ordered pair ``k != k'``: mean over (positives of k, negatives of k') plus
     mean over (negatives of k, positives of k') of :math:`\tfrac12(1+s_i-s_j)^2`, minus 1,
     at most :math:`\kappa`. Parameters as :class:`GroupAUCConstrainedClassifier`.
 
-    Parameters
-    ----------
-    tolerance : float, default=1.0
-        Bound :math:`\kappa` on every constraint.
-    learning_rate : float, default=0.5
-        Constant PGD step :math:`\eta`.
-    max_iter : int, default=1000
-        Maximum number of projected gradient iterations.
-    alpha : float, default=0.0
-        L2 strength on the coefficients.
-    tol : float, default=1e-5
-        Stop when the objective changes by less than this.
-    projection : {"exact", "clarabel"}, default="exact"
-        How each projection onto the constraints is computed: ``"exact"`` maximises its
-        Lagrange dual by projected Newton (one ``d x d`` Cholesky solve per dual step,
-        feasibility to 1e-12 relative); ``"clarabel"`` solves the QCQP with cvxpy +
-        Clarabel at tolerance 1e-6 (the spec's reference path; 30x slower on bank
-        marketing, d = 123, and 150x on a9a, d = 247, for 100 PGD steps).
-
-    Attributes
-    ----------
-    classes_, coef_, intercept_, groups_, n_iter_, objective_
-
-    References
-    ----------
-    .. [1] He, Y., Huang, Y., Yao, Y. and Lin, Q. "Enforcing Fair Predicted Scores on
-       Intervals of Percentiles by Difference-of-Convex Constraints", arXiv:2505.12530,
-       2025. Appendix G.3, problem (105).
-    """
+""" + _pairwise_doc("105")
 
     _offset = 1.0
 
@@ -529,42 +509,14 @@ class InterGroupPairwiseConstrainedClassifier(_PairwiseConstrainedClassifier):
 
 
 class IntraGroupPairwiseConstrainedClassifier(_PairwiseConstrainedClassifier):
-    r"""Logistic regression under intra-group pairwise fairness constraints (paper (107)).
+    __doc__ = r"""Logistic regression under intra-group pairwise fairness constraints (paper (107)).
 
     For every ordered pair ``k != k'``: mean over (positives of k, negatives of k) plus
     mean over (negatives of k', positives of k') of :math:`\tfrac12(1+s_i-s_j)^2`, minus 1,
     at most :math:`\kappa` (equal within-group AUCs). Parameters as
     :class:`GroupAUCConstrainedClassifier`.
 
-    Parameters
-    ----------
-    tolerance : float, default=1.0
-        Bound :math:`\kappa` on every constraint.
-    learning_rate : float, default=0.5
-        Constant PGD step :math:`\eta`.
-    max_iter : int, default=1000
-        Maximum number of projected gradient iterations.
-    alpha : float, default=0.0
-        L2 strength on the coefficients.
-    tol : float, default=1e-5
-        Stop when the objective changes by less than this.
-    projection : {"exact", "clarabel"}, default="exact"
-        How each projection onto the constraints is computed: ``"exact"`` maximises its
-        Lagrange dual by projected Newton (one ``d x d`` Cholesky solve per dual step,
-        feasibility to 1e-12 relative); ``"clarabel"`` solves the QCQP with cvxpy +
-        Clarabel at tolerance 1e-6 (the spec's reference path; 30x slower on bank
-        marketing, d = 123, and 150x on a9a, d = 247, for 100 PGD steps).
-
-    Attributes
-    ----------
-    classes_, coef_, intercept_, groups_, n_iter_, objective_
-
-    References
-    ----------
-    .. [1] He, Y., Huang, Y., Yao, Y. and Lin, Q. "Enforcing Fair Predicted Scores on
-       Intervals of Percentiles by Difference-of-Convex Constraints", arXiv:2505.12530,
-       2025. Appendix G.3, problem (107).
-    """
+""" + _pairwise_doc("107")
 
     _offset = 1.0
 

@@ -124,16 +124,22 @@ def _small_data(n=120, p=4, seed=1):
     return X, y, g
 
 
-def test_constrained_ssl_alm_step_invariants():
-    problem = _two_constraint_problem()
+def _ssl_alm_context():
+    """An SSL-ALM step context on the small two-constraint problem (call under x64);
+    returns the context, its hyper-parameters and the group codes."""
     X, y, g = _small_data()
     hyper_np = dict(lr=0.05, dual_lr=0.5, rho=1.0, mu=2.0, beta=0.5, dual_bound=10.0)
+    hyper = {k: jnp.asarray(v) for k, v in hyper_np.items()}
+    data = {"X": jnp.asarray(X), "y": jnp.asarray(y), "groups": jnp.asarray(g),
+            "cells": jnp.asarray(g), "w": jnp.ones(len(y)), "cw": jnp.ones(len(y))}
+    ctx = _Ctx(_two_constraint_problem(), data, {"delta": jnp.asarray(0.01)}, hyper, False,
+               False)
+    return ctx, hyper, g
+
+
+def test_constrained_ssl_alm_step_invariants():
     with jax.enable_x64(True):
-        hyper = {k: jnp.asarray(v) for k, v in hyper_np.items()}
-        data = {"X": jnp.asarray(X), "y": jnp.asarray(y), "groups": jnp.asarray(g),
-                "cells": jnp.asarray(g), "w": jnp.ones(len(y)), "cw": jnp.ones(len(y))}
-        aux = {"delta": jnp.asarray(0.01)}
-        ctx = _Ctx(problem, data, aux, hyper, False, False)
+        ctx, hyper, g = _ssl_alm_context()
         rng = np.random.default_rng(3)
         inp = {"obj_idx": jnp.asarray(rng.integers(0, 120, 8)), "obj_w": jnp.ones(8)}
         for k in (1, 2):
@@ -292,14 +298,8 @@ def test_constrained_ghost_reduces_to_sgd():
 
 
 def test_constrained_ssl_alm_shared_draw_step_uses_zeta1_only():
-    problem = _two_constraint_problem()
-    X, y, g = _small_data()
-    hyper_np = dict(lr=0.05, dual_lr=0.5, rho=1.0, mu=2.0, beta=0.5, dual_bound=10.0)
     with jax.enable_x64(True):
-        hyper = {k: jnp.asarray(v) for k, v in hyper_np.items()}
-        data = {"X": jnp.asarray(X), "y": jnp.asarray(y), "groups": jnp.asarray(g),
-                "cells": jnp.asarray(g), "w": jnp.ones(len(y)), "cw": jnp.ones(len(y))}
-        ctx = _Ctx(problem, data, {"delta": jnp.asarray(0.01)}, hyper, False, False)
+        ctx, hyper, g = _ssl_alm_context()
         rng = np.random.default_rng(4)
         idx = np.concatenate([rng.choice(np.flatnonzero(g == c), 4) for c in (0, 1)])
         inp = {"obj_idx": jnp.asarray(rng.integers(0, 120, 8)), "obj_w": jnp.ones(8),
