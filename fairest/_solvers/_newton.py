@@ -50,9 +50,9 @@ class NewtonResult(NamedTuple):
     cholesky: jax.Array  # lower Cholesky factor of the Hessian at the last evaluated point
     n_iter: jax.Array
     converged: jax.Array  # False when ``unverified``: the caller checks theta's gradient
-    threshold: jax.Array = None  # the stopping threshold on ||grad F||_inf
-    unverified: jax.Array = None  # theta is a predicted last step, its gradient not evaluated
-    contraction: jax.Array = None  # largest ||g_next|| / ||g||^2 seen over full steps (0: none)
+    threshold: jax.Array  # the stopping threshold on ||grad F||_inf
+    unverified: jax.Array  # theta is a predicted last step, its gradient not evaluated
+    contraction: jax.Array  # largest ||g_next|| / ||g||^2 seen over full steps (0: none)
 
 
 class _State(NamedTuple):

@@ -296,7 +296,7 @@ def _lower_on_rows(loss, num_groups, lam, anchor: Anchor, problem: Problem, cont
         weight=take(problem.weight) * valid,
         X_hessian=None if problem.X_hessian is None else take(problem.X_hessian),
     )
-    return lower_solve(loss, lam, predicted_start(lam, anchor), subset, num_groups, contraction)
+    return _lower_from_anchor(loss, num_groups, lam, anchor, subset, contraction)
 
 
 def group_row_blocks(groups: np.ndarray, num_groups: int, num_rows: int):

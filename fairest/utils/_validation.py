@@ -40,7 +40,7 @@ def _columns_of(sensitive_features) -> list:
             f"(n_samples, n_columns); got the scalar {sensitive_features!r}."
         )
     array = np.asarray(sensitive_features)
-    if array.dtype.kind not in "biuf":  # numbers keep their dtype: factorised natively, fast
+    if not _is_numeric(array):  # numbers keep their dtype: factorised natively, fast
         array = np.asarray(sensitive_features, dtype=object)
     if array.ndim == 1:
         return [array]
@@ -52,13 +52,17 @@ def _columns_of(sensitive_features) -> list:
     )
 
 
+def _is_numeric(column) -> bool:
+    """Whether ``column`` is a numpy array of booleans or numbers (factorised natively)."""
+    return isinstance(column, np.ndarray) and column.dtype.kind in "biuf"
+
+
 def _factorize_column(column, position: int) -> tuple[np.ndarray, np.ndarray]:
     """Codes and labels of one column; labels sorted when they are comparable."""
     if isinstance(column, pd.Series):
         values = column
     else:
-        numeric = isinstance(column, np.ndarray) and column.dtype.kind in "biuf"
-        values = pd.Series(column, dtype=None if numeric else object)
+        values = pd.Series(column, dtype=None if _is_numeric(column) else object)
     if values.isna().any():
         first = int(np.flatnonzero(values.isna().to_numpy())[0])
         raise ValueError(
