@@ -153,6 +153,16 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
     solver : {"idca", "ssg_direct"}, default="idca"
         IDCA, or SSG applied directly to the non-convex problem (the paper's Algorithm 3,
         for comparison) with ``max_iter * inner_max_iter`` iterations.
+    inner_solver : {"ssg", "alm"}, default="ssg"
+        Solver of every IDCA subproblem. ``"ssg"``: the paper's switching subgradient
+        method (Algorithm 2). ``"alm"`` (pSP only): an augmented Lagrangian with Newton
+        steps on the subproblem with the ramp's kinks smoothed by a softplus majorant
+        (width ``1e-3`` then ``1e-4`` of ``surrogate_width``), which solves it to about
+        1e-7 instead of stopping ``inner_max_iter`` Polyak steps short of the optimum;
+        each Newton step costs an ``(n, D^2)`` product (``D = 2 + n_features + n_grid``),
+        so it suits up to a few hundred features. ``inner_max_iter`` caps its
+        iterations; its output is kept only when it is ``inner_tol``-feasible and no
+        worse than the anchor, so the IDCA invariants hold for both.
     init : {"auto", "zero", "intercept"}, default="auto"
         Starting model, always a constant score (trivially fair, pSP = pDP = 0) with
         thresholds that make it feasible with margin ``c / 2``: ``"zero"`` is the paper's
@@ -274,6 +284,7 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
         "alpha": [Interval(Real, 0, None, closed="left")],
         "mu": [Interval(Real, 0, None, closed="left")],
         "solver": [StrOptions({"idca", "ssg_direct"})],
+        "inner_solver": [StrOptions({"ssg", "alm"})],
         "init": [StrOptions({"auto", "zero", "intercept"})],
         "schedule": [StrOptions({"practical", "theory"})],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
@@ -299,6 +310,7 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
         alpha=_defaults.ALPHA,
         mu=_defaults.MU,
         solver="idca",
+        inner_solver="ssg",
         init=_defaults.INIT,
         schedule="practical",
         max_iter=_defaults.MAX_ITER,
@@ -320,6 +332,7 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
         self.alpha = alpha
         self.mu = mu
         self.solver = solver
+        self.inner_solver = inner_solver
         self.init = init
         self.schedule = schedule
         self.max_iter = max_iter
@@ -402,6 +415,11 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
             init = "intercept" if self.constraint == "demographic" else "zero"
         return constant_intercept(y01, sample_weight) if init == "intercept" else 0.0
 
+    def _inner(self, cfg) -> str:
+        """The inner solver; a problem without constraints (one group, or
+        ``tolerance >= 1``) runs SSG, which then takes plain subgradient steps."""
+        return self.inner_solver if cfg.constraint == "statistical" else "ssg"
+
     def _schedule(self, X, cfg, data, x0):
         if self.schedule == "practical":
             return int(self.max_iter), float(self.inner_tol), int(self.inner_max_iter)
@@ -447,6 +465,8 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
         self : PartialParityClassifier
             The fitted estimator.
         """
+        if self.inner_solver == "alm" and self.constraint != "statistical":
+            raise ValueError("inner_solver='alm' supports constraint='statistical' only.")
         data_in = validate_fit_data(self, X, y, sensitive_features, sample_weight)
         self.classes_, y01 = encode_binary_target(type(self).__name__, data_in.y)
         X, codes, sw = data_in.X, data_in.groups, data_in.sample_weight
@@ -456,7 +476,7 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
             cfg, data, x0 = self._problem(X, y01, codes, sw, num_groups, interval)
             K, eps, T = self._schedule(X, cfg, data, x0)
             if self.solver == "idca":
-                result = run_idca(jnp.asarray(x0), data, cfg, eps, T, K)
+                result = run_idca(jnp.asarray(x0), data, cfg, eps, T, K, self._inner(cfg))
                 x = np.asarray(result.x)
                 stuck = bool(np.any(np.asarray(result.stuck)))
                 history = {

@@ -20,6 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from fairest._kernels._buckets import bucket_size
+from fairest.partial._alm import alm, dense_data
 from fairest.partial._dc import Config, Data, anchor, constraint_values, evaluate, objective
 from fairest.partial._ssg import ssg
 
@@ -88,20 +89,26 @@ class IDCAResult(NamedTuple):
     objective: jax.Array  # (K + 1,) f_0(x^(k))
     max_violation: jax.Array  # (K + 1,) max_i f_i(x^(k)) (surrogate constraints)
     subproblem_gap: jax.Array  # (K,) g_0 at the SSG output minus g_0(x^(k)) (<= 0)
-    n_feasible: jax.Array  # (K,) objective steps taken by SSG
+    n_feasible: jax.Array  # (K,) objective steps taken by SSG (ALM: iterations)
     found: jax.Array  # (K,) SSG found a nearly feasible iterate
     stuck: jax.Array  # (K,) SSG met a zero constraint subgradient while infeasible
 
 
-@partial(jax.jit, static_argnames="cfg")
-def _idca_scan(x0, data: Data, cfg: Config, eps_seq, inner_iter, n_outer):
+_INNER_SOLVERS = {"ssg": ssg, "alm": alm}
+
+
+@partial(jax.jit, static_argnames=("cfg", "inner"))
+def _idca_scan(x0, data: Data, cfg: Config, eps_seq, inner_iter, n_outer, inner):
     """Scan over ``len(eps_seq)`` (a bucket >= K) steps; steps ``k >= n_outer`` are skipped
     by ``lax.cond``, so K is traced and changing it within a bucket does not recompile."""
     nan = jnp.asarray(jnp.nan, x0.dtype)
+    if inner == "alm":
+        data = dense_data(data)
+    solve = _INNER_SOLVERS[inner]
 
     def step(x, eps):
         anc = anchor(x, data, cfg)
-        out = ssg(x, anc, data, cfg, eps, inner_iter)
+        out = solve(x, anc, data, cfg, eps, inner_iter)
         return out.v, (anc.f0, anc.fmax, out.g0 - anc.f0, out.n_feasible, out.found, out.stuck)
 
     def skip(x, eps):
@@ -118,14 +125,17 @@ def _idca_scan(x0, data: Data, cfg: Config, eps_seq, inner_iter, n_outer):
     return x_final, records, last.f0, last.fmax
 
 
-def run_idca(x0, data: Data, cfg: Config, eps, inner_iter: int, n_outer: int) -> IDCAResult:
+def run_idca(x0, data: Data, cfg: Config, eps, inner_iter: int, n_outer: int,
+             inner: str = "ssg") -> IDCAResult:
     """IDCA from ``x0``: ``n_outer`` outer iterations with SSG tolerance ``eps`` (a scalar
-    or one value per outer iteration) and ``inner_iter`` SSG steps each."""
+    or one value per outer iteration) and ``inner_iter`` SSG steps each; ``inner="alm"``
+    solves every subproblem with :func:`fairest.partial._alm.alm` instead (pSP only),
+    ``eps`` being then only the feasibility tolerance of its output."""
     eps_seq = np.broadcast_to(np.asarray(eps, dtype=np.float64), (n_outer,))
     length = bucket_size(n_outer)
     padded = np.concatenate([eps_seq, np.full(length - n_outer, eps_seq[-1])])
     x_final, records, last_f0, last_fmax = _idca_scan(
-        x0, data, cfg, jnp.asarray(padded), jnp.int32(inner_iter), jnp.int32(n_outer)
+        x0, data, cfg, jnp.asarray(padded), jnp.int32(inner_iter), jnp.int32(n_outer), inner
     )
     xs, f0s, fmaxs, gaps, n_feas, found, stuck = (r[:n_outer] for r in records)
     return IDCAResult(

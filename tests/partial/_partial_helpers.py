@@ -1,5 +1,6 @@
 """Shared small problems of the partial-fairness tests (imported by the test modules)."""
 
+import cvxpy as cp
 import jax
 import numpy as np
 import pytest
@@ -37,3 +38,36 @@ def make_problem(constraint="statistical", surrogate="ramp", pdp_dc="minimal", t
 def x64():
     with jax.enable_x64(True):
         yield
+
+
+def cvxpy_subproblem(xk, X, y, g, grid, slack, G=2):
+    """Convex subproblem (31) of the ramp pSP problem at ``xk`` (mu = 0), written from the
+    spec's formulas (section 4.9) independently of the JAX kernels, solved by Clarabel."""
+    n, d = X.shape
+    J = grid.size
+    b, w = cp.Variable(), cp.Variable(d)
+    theta = cp.Variable(J)
+    s = X @ w + b
+    zeta = 2.0 * y - 1.0
+    objective = cp.sum(cp.logistic(-cp.multiply(zeta, s))) / n
+    s_k = X @ xk[1 : 1 + d] + xk[0]
+    theta_k = xk[1 + d :]
+    constraints = []
+    for k in range(G):
+        idx = np.flatnonzero(g == k)
+        nk = idx.size
+        for j in range(J):
+            z_k = s_k[idx] - theta_k[j]
+            ind_A, ind_B = (z_k + 0.5 > 0).astype(float), (z_k - 0.5 > 0).astype(float)
+            A_k, B_k = np.maximum(z_k + 0.5, 0).mean(), np.maximum(z_k - 0.5, 0).mean()
+            ds = s[idx] - s_k[idx]
+            dtheta = theta[j] - theta_k[j]
+            B_v = cp.sum(cp.pos(s[idx] - theta[j] - 0.5)) / nk
+            A_v = cp.sum(cp.pos(s[idx] - theta[j] + 0.5)) / nk
+            lin_A = (ind_A @ ds) / nk - ind_A.mean() * dtheta
+            lin_B = (ind_B @ ds) / nk - ind_B.mean() * dtheta
+            constraints.append(B_v - A_k - lin_A + grid[j] <= 0)
+            constraints.append(A_v - B_k - lin_B - grid[j] - slack <= 0)
+    problem = cp.Problem(cp.Minimize(objective), constraints)
+    problem.solve(solver=cp.CLARABEL, tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
+    return problem.value

@@ -1,0 +1,147 @@
+"""The ALM inner solver of the pSP subproblem: its derivatives against autodiff, its
+smoothing against the exact constraints, its optimum against cvxpy + Clarabel, and IDCA
+/ the estimator run with it."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from _partial_helpers import cvxpy_subproblem, make_data, make_problem, x64  # noqa: F401
+
+from fairest.metrics import partial_statistical_parity
+from fairest.partial import PartialParityClassifier
+from fairest.partial._alm import _lagrangian, _newton_matrix, _pieces, alm, dense_data
+from fairest.partial._dc import anchor, evaluate
+from fairest.partial._idca import run_idca
+
+_alm = jax.jit(alm, static_argnames="cfg")
+_anchor = jax.jit(anchor, static_argnames="cfg")
+
+
+def _anchor_after(cfg, data, x0, iterations):
+    xk = jnp.asarray(x0)
+    if iterations:
+        xk = run_idca(xk, data, cfg, 1e-3, 100, iterations).x
+    return xk, _anchor(xk, data, cfg)
+
+
+@pytest.mark.parametrize("surrogate", ["ramp", "sigmoid"])
+def test_newton_matrix_and_jacobian_equal_autodiff(x64, surrogate):
+    """The assembled Newton matrix is the Hessian of the augmented Lagrangian (where every
+    constraint is strictly active or inactive) and the Jacobian that of the constraints,
+    with sample weights, L2, the proximal add-on and three groups."""
+    weights = np.random.default_rng(1).uniform(0.5, 2.0, 50)
+    cfg, data, x0, *_ = make_problem(surrogate=surrogate, n=50, d=3, n_grid=3, mu=0.3,
+                                     alpha=0.2, n_groups=3, sample_weight=weights)
+    data = dense_data(data)
+    xk, anc = _anchor_after(cfg, data, x0, 2)
+    v = xk + 0.05 * jax.random.normal(jax.random.PRNGKey(0), xk.shape, xk.dtype)
+    delta = 0.3  # wide smoothing: every sample contributes curvature
+    m = 2 * cfg.num_groups * cfg.num_levels
+    lam = jnp.linspace(0.0, 0.5, m)
+    rho = 3.0
+
+    def lagrangian(u):
+        return _lagrangian(_pieces(u, anc, data, cfg, delta), lam, rho)[0]
+
+    pieces = _pieces(v, anc, data, cfg, delta)
+    _, shifted, grad = _lagrangian(pieces, lam, rho)
+    assert 0 < int(jnp.sum(shifted > 0)) < m  # some active, some not
+    assert np.min(np.abs(np.asarray(lam + rho * pieces.gcon))) > 1e-6  # no kink at v
+    np.testing.assert_allclose(grad, jax.jit(jax.grad(lagrangian))(v), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(
+        _newton_matrix(pieces, shifted, rho, data, cfg), jax.jit(jax.hessian(lagrangian))(v),
+        rtol=1e-9, atol=1e-11)
+    constraints = jax.jacfwd(lambda u: _pieces(u, anc, data, cfg, delta).gcon)
+    np.testing.assert_allclose(pieces.jac, jax.jit(constraints)(v), rtol=1e-10, atol=1e-12)
+
+
+def test_smoothed_constraints_majorise_the_exact_ones(x64):
+    """The softplus majorant never lies below the exact ramp constraints, by at most
+    delta log 2, so a point feasible for it is feasible for the subproblem."""
+    cfg, data, x0, *_ = make_problem(n=200, d=3, n_grid=4)
+    data = dense_data(data)
+    xk, anc = _anchor_after(cfg, data, x0, 3)
+    smoothed = jax.jit(lambda v, delta: _pieces(v, anc, data, cfg, delta).gcon)
+    exact_values = jax.jit(lambda v: evaluate(v, anc, data, cfg).gcon)
+    key = jax.random.PRNGKey(2)
+    for delta in (1e-1, 1e-2, 1e-3):
+        for scale in (0.0, 0.1, 1.0):
+            key, sub = jax.random.split(key)
+            v = xk + scale * jax.random.normal(sub, xk.shape, xk.dtype)
+            smooth = np.asarray(smoothed(v, delta))
+            exact = np.asarray(exact_values(v))
+            assert np.all(smooth >= exact - 1e-15)
+            assert np.all(smooth <= exact + delta * np.log(2.0) + 1e-15)
+
+
+@pytest.mark.parametrize("anchor_iterations", [0, 3])
+def test_alm_matches_cvxpy_on_small_subproblem(x64, anchor_iterations):
+    """The ALM solves subproblem (31) to the cvxpy + Clarabel optimum (1e-10 tolerances)
+    within 2e-6, and its point is feasible for the exact constraints to 1e-8."""
+    cfg, data, x0, X, y, g = make_problem(n=60, d=2, n_grid=3, tolerance=0.2)
+    xk, anc = _anchor_after(cfg, data, x0, anchor_iterations)
+    out = _alm(xk, anc, dense_data(data), cfg, 1e-3, 500)
+    ev = evaluate(out.v, anc, data, cfg)
+    reference = cvxpy_subproblem(np.asarray(xk), X, y.astype(float), g, np.asarray(data.grid),
+                                 float(data.slack))
+    assert bool(out.found) and not bool(out.stuck)
+    assert int(out.n_feasible) < 500  # converged, not stopped by the cap
+    assert float(jnp.max(ev.gcon)) <= 1e-8
+    assert float(out.g0) == pytest.approx(float(ev.g0), abs=1e-14)
+    # within the bias of the softplus majorant (1e-4 wide): 8e-7 at the start, 2e-12 later
+    assert abs(float(out.g0) - reference) <= 2e-6, (float(out.g0), reference)
+    assert reference < float(anc.f0) - 1e-3  # the subproblem has work to do
+
+
+def test_alm_keeps_the_anchor_when_stopped_early(x64):
+    """With too few iterations to become feasible the anchor (feasible) is returned: the
+    IDCA invariants cannot break."""
+    cfg, data, x0, *_ = make_problem(n=120, d=3, n_grid=4, tolerance=0.05)
+    xk, anc = _anchor_after(cfg, data, x0, 0)
+    out = _alm(xk, anc, dense_data(data), cfg, 1e-9, 1)
+    first = evaluate(out.v, anc, data, cfg)
+    assert float(out.g0) <= float(anc.f0) + 1e-15
+    assert float(jnp.max(first.gcon)) <= max(float(anc.fmax), 1e-9)
+
+
+def test_idca_with_alm_invariants_and_progress(x64):
+    """IDCA with exact subproblem solves keeps the invariants of spec 5.1 (objective
+    non-increasing, iterates eps-feasible) and, being a plain DCA, gets at least as far
+    in 5 outer iterations as SSG with T = 200 does in 15."""
+    eps = 1e-3
+    cfg, data, x0, *_ = make_problem(n=300, d=3, n_grid=4, tolerance=0.1)
+    exact = run_idca(jnp.asarray(x0), data, cfg, eps, 300, 5, inner="alm")
+    objective = np.asarray(exact.objective)
+    assert np.all(np.diff(objective) <= 1e-15)
+    assert np.all(np.asarray(exact.max_violation)[1:] <= eps)
+    assert np.all(np.asarray(exact.found))
+    ssg = run_idca(jnp.asarray(x0), data, cfg, eps, 200, 15)
+    assert objective[-1] <= float(ssg.objective[-1]) + 1e-6
+
+
+def test_estimator_with_alm(x64):
+    """inner_solver='alm' fits (weights, sigmoid), keeps pSP near the tolerance and the
+    loss at most SSG's; it refuses pDP."""
+    X, y, g = make_data(400, 3, 0)
+    interval = (0.0, 0.5)
+    fits = {}
+    for inner in ("ssg", "alm"):
+        clf = PartialParityClassifier(interval=interval, tolerance=0.1, max_iter=10,
+                                      inner_max_iter=200, inner_solver=inner)
+        fits[inner] = clf.fit(X, y, sensitive_features=g)
+    alm_fit = fits["alm"]
+    assert alm_fit.constraint_violation_ <= alm_fit.inner_tol
+    assert alm_fit.objective_ <= fits["ssg"].objective_ + 1e-6
+    psp = partial_statistical_parity(None, alm_fit.decision_function(X), sensitive_features=g,
+                                     interval=interval)
+    assert psp <= 0.1 + 0.9 / 10 + 0.1
+    weights = np.where(g == 0, 2.0, 1.0)
+    sig = PartialParityClassifier(interval=interval, surrogate="sigmoid", max_iter=5,
+                                  inner_solver="alm", record_history=True)
+    sig.fit(X, y, sensitive_features=g, sample_weight=weights)
+    assert np.all(np.diff(sig.history_["objective"]) <= 1e-15)
+    assert sig.constraint_violation_ <= sig.inner_tol
+    with pytest.raises(ValueError, match="statistical"):
+        PartialParityClassifier("demographic", inner_solver="alm").fit(
+            X, y, sensitive_features=g)
