@@ -1,5 +1,5 @@
-"""Accurate inner solver for the pSP subproblem (31): a smoothed augmented Lagrangian with
-Newton steps, as one jitted ``lax.while_loop``.
+"""Accurate inner solver for the IDCA subproblem (31): a smoothed augmented Lagrangian
+with Newton steps, as one jitted ``lax.while_loop``.
 
 SSG (Algorithm 2 of the paper) takes Polyak-type objective steps of length
 ``eps / ||d||``; on one-hot data such as a9a it stays far from the subproblem's optimum
@@ -8,18 +8,22 @@ the optimum to about 1e-7 instead, at the cost of ``(D x D)`` Newton systems (``
 1 + features + levels, a few hundred at most).
 
 Smoothing. Every convex piece ``f^+`` of (15) is a group mean of ``relu(z +- 1/2)``
-(ramp) or of ``sigmoid(z)`` with ``z = (s - theta_j) / tau``. The ramp's ``relu(u)`` is
-replaced by its smooth *majorant* ``delta softplus(u / delta)`` (at most ``delta log 2``
-above it), so a point feasible for the smoothed constraints is feasible for the exact
-ones. ``delta`` is reduced by continuation (``_DELTAS``), each stage warm-started.
+(ramp) or of ``sigmoid(z)`` with ``z = (s - theta_j) / tau``; those of (21) are, per
+group, the max of two such means (spec 4.7, 4.8). The ramp's ``relu(u)`` is replaced by
+its smooth *majorant* ``delta softplus(u / delta)`` (at most ``delta log 2`` above it),
+and ``max(x, y)`` by ``delta log(e^(x/delta) + e^(y/delta))`` (same bound), so a point
+feasible for the smoothed constraints is feasible for the exact ones. ``delta`` is
+reduced by continuation (``_DELTAS``), each stage warm-started; starting wider would make
+the smoothed problem infeasible near a tight anchor.
 
 Augmented Lagrangian (Rockafellar's form for inequalities), per stage:
 ``L(v) = g_0(v) + sum_i ((lambda_i + rho g_i(v))_+^2 - lambda_i^2) / (2 rho)``, minimised
-by Newton with Armijo backtracking; then ``lambda <- (lambda + rho g(v))_+`` and ``rho``
-grows tenfold when the violation did not fall by 4. The Newton matrix is assembled in one
-pass: ``[1, X]^T diag(a) [1, X]`` for the per-sample curvature of the loss and of every
-active constraint, its ``(b, w)``-``theta`` cross block, and ``rho J_A^T J_A`` for the
-active constraint Jacobian rows.
+by Newton with Armijo backtracking until Newton's decrement is below ``_DECREMENT``;
+then ``lambda <- (lambda + rho g(v))_+`` and ``rho`` grows tenfold when the violation
+did not fall by 4. The Newton matrix is assembled in one pass: ``[1, X]^T diag(a) [1, X]``
+for the per-sample curvature of the loss and of every active constraint, the
+``(b, w)``-``theta`` cross block (pSP), the low-rank curvature of the smoothed max (pDP)
+and ``rho J_A^T J_A`` for the active constraint Jacobian rows.
 
 The result is returned in the form of :class:`fairest.partial._ssg.SSGResult`, scored by
 the exact (unsmoothed) subproblem; if it is not ``eps``-feasible or worse than the
@@ -28,12 +32,12 @@ anchor, the anchor is returned (so the IDCA invariants of spec section 5.1 still
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
-from fairest.partial._dc import Anchor, Config, Data, SparseRows, evaluate, split
+from fairest.partial._dc import Anchor, Config, Data, SparseRows, evaluate, num_constraints, split
 from fairest.partial._ssg import SSGResult
 
 __all__ = ["alm", "dense_data"]
@@ -64,27 +68,105 @@ class _Pieces(NamedTuple):
     gcon: jax.Array  # (m,) smoothed subproblem constraints
     jac: jax.Array  # (m, D) their Jacobian
     curv0: jax.Array  # (n,) second derivative of the loss in the score
-    second: jax.Array  # (2, n, J) second derivatives of the smoothed pieces in z
+    curvature: Callable  # multipliers -> (per-sample weights (n,), (n, J) theta
+    #                      cross weights, (D, D) low-rank part) of sum_i m_i f_i^+''
 
 
-def _families(z, cfg: Config, delta):
-    """Value, first and second derivative in ``z`` of the (smoothed) convex pieces
-    ``f^+`` of the lower and upper constraint families, each ``(2, n, J)``."""
-    if cfg.surrogate == "ramp":
-        u = jnp.stack([z - 0.5, z + 0.5]) / delta
-        sig = jax.nn.sigmoid(u)
-        return delta * jax.nn.softplus(u), sig, sig * (1.0 - sig) / delta
+def _smooth_relu(u, delta):
+    """Value, first and second derivative of ``delta softplus(u / delta) >= relu(u)``."""
+    t = u / delta
+    sig = jax.nn.sigmoid(t)
+    return delta * jax.nn.softplus(t), sig, sig * (1.0 - sig) / delta
+
+
+def _sigmoid(z):
     sig = jax.nn.sigmoid(z)
-    zero = jnp.zeros_like(z)
     d1 = sig * (1.0 - sig)
-    return (jnp.stack([zero, sig]), jnp.stack([zero, d1]),
-            jnp.stack([zero, d1 * (1.0 - 2.0 * sig)]))
+    return sig, d1, d1 * (1.0 - 2.0 * sig)
+
+
+def _mean_rows(U, X):
+    """``(sum_i U_ic, X^T U_c)`` for every column ``c`` of the (n, r) weights: (r, 1 + d)."""
+    return jnp.concatenate([jnp.sum(U, axis=0)[:, None], U.T @ X], axis=1)
+
+
+def _psp_constraints(s, theta, data: Data, cfg: Config, delta):
+    """f^+ of the 2 G J pSP constraints (lower family then upper, each (k, j)), their
+    Jacobian rows and the curvature of their weighted sum."""
+    G, J, tau = cfg.num_groups, cfg.num_levels, data.width
+    z = (s[:, None] - theta[None, :]) / tau
+    if cfg.surrogate == "ramp":
+        value, first, second = _smooth_relu(jnp.stack([z - 0.5, z + 0.5]), delta)
+    else:
+        zero = jnp.zeros_like(z)
+        value, first, second = (jnp.stack([zero, t]) for t in _sigmoid(z))
+    fplus = jnp.einsum("ng,fnj->fgj", data.membership, value).ravel()
+    # Jacobian rows (family f, group k, level j): mean_k first_fj (1, x, -e_j) / tau
+    U = data.membership[None, :, :, None] * first[:, :, None, :] / tau  # (2, n, G, J)
+    U = jnp.moveaxis(U, 1, -1).reshape(2 * G * J, -1).T  # (n, m)
+    rows = _mean_rows(U, data.X)
+    level = jnp.tile(jnp.eye(J, dtype=s.dtype), (2 * G, 1))
+    jac = jnp.concatenate([rows, -rows[:, :1] * level], axis=1)
+
+    def curvature(shifted):
+        mult = shifted.reshape(2, G, J)[:, data.groups, :]  # (2, n, J) per sample
+        W = jnp.sum(mult * second, axis=0) * (data.cg / tau**2)[:, None]  # (n, J)
+        return jnp.sum(W, axis=1), W, 0.0
+
+    return fplus, jac, curvature
+
+
+def _pdp_constraints(s, data: Data, cfg: Config, delta):
+    """f^+ of the G x G pDP constraints (spec 4.7 / 4.8, smoothed), their Jacobian rows
+    and the curvature of their weighted sum (the diagonal pairs are masked by the caller).
+
+    Per group and level ``a``: ``P^a = smax(M1 + c1, M2 + c2)`` with group means ``M`` of
+    per-sample functions: ramp ``M1 = B``, ``c1 = a``, ``M2 = A`` (``relu(z -+ 1/2)``
+    smoothed); sigmoid ``M1 = -S``, ``M2 = 0``, ``c2 = -a``. ``smax`` is the log-sum-exp
+    majorant of the max with width ``delta``. Pair ``(k, k')`` is ``P^alpha_k +
+    P^beta_k' + extra_k + extra_k' - c`` (``extra = A`` for ``pdp_dc="paper"``)."""
+    G, tau = cfg.num_groups, data.width
+    z = (s - data.threshold) / tau
+    levels = jnp.stack([data.lo, data.hi])
+    if cfg.surrogate == "ramp":
+        phi = _smooth_relu(jnp.stack([z - 0.5, z + 0.5]), delta)  # each (2, n)
+        consts = jnp.stack([levels, jnp.zeros(2)], axis=1)  # (level, which)
+    else:
+        sig = _sigmoid(z)
+        phi = tuple(jnp.stack([-t, jnp.zeros_like(t)]) for t in sig)
+        consts = jnp.stack([jnp.zeros(2), -levels], axis=1)
+    value, first, second = phi
+    M = data.membership.T @ value.T  # (G, 2): columns M1, M2
+    JM = jnp.stack([_mean_rows(data.membership * first[i][:, None] / tau, data.X)
+                    for i in range(2)])  # (2, G, D)
+    u = M[None, :, :] + consts[:, None, :]  # (level, G, which)
+    P = delta * jnp.logaddexp(u[..., 0] / delta, u[..., 1] / delta)  # (level, G)
+    pi = jax.nn.sigmoid((u[..., 0] - u[..., 1]) / delta)  # weight of the first piece
+    JP = pi[..., None] * JM[0][None] + (1.0 - pi[..., None]) * JM[1][None]  # (level, G, D)
+    paper = float(cfg.surrogate == "ramp" and cfg.pdp_dc == "paper")
+    extra, Jextra = paper * M[:, 1], paper * JM[1]
+    eye = jnp.eye(G, dtype=bool)
+    first_part = P[0] + extra  # group k of pair (k, k')
+    second_part = P[1] + extra  # group k'
+    fplus = (first_part[:, None] + second_part[None, :] - data.slack).ravel()
+    jac = ((JP[0] + Jextra)[:, None, :] + (JP[1] + Jextra)[None, :, :]).reshape(G * G, -1)
+
+    def curvature(shifted):
+        m = jnp.where(eye, 0.0, shifted.reshape(G, G))
+        c = jnp.stack([jnp.sum(m, axis=1), jnp.sum(m, axis=0)])  # (level, G)
+        coef1 = jnp.sum(c * pi, axis=0)  # (G,) weight of M1's curvature
+        coef2 = jnp.sum(c * (1.0 - pi), axis=0) + paper * (c[0] + c[1])
+        a = (coef1[data.groups] * second[0] + coef2[data.groups] * second[1]) * data.cg
+        diff = JM[0] - JM[1]  # (G, D)
+        rank = jnp.sum(c * pi * (1.0 - pi), axis=0) / delta
+        return a / tau**2, None, (diff.T * rank) @ diff
+
+    return fplus, jac, curvature
 
 
 def _pieces(v, anc: Anchor, data: Data, cfg: Config, delta) -> _Pieces:
     b, w, theta = split(v, cfg)
-    X, tau = data.X, data.width
-    G, J = cfg.num_groups, cfg.num_levels
+    X = data.X
     s = X @ w + b
     delta_v = v - anc.x
     prox = 0.5 * jnp.sum(delta_v * delta_v)
@@ -94,19 +176,18 @@ def _pieces(v, anc: Anchor, data: Data, cfg: Config, delta) -> _Pieces:
           + 0.5 * data.alpha * jnp.sum(w * w) + data.mu * prox)
     grad0 = jnp.concatenate([jnp.sum(r0)[None], r0 @ X + data.alpha * w,
                              jnp.zeros_like(theta)]) + data.mu * delta_v
-    z = (s[:, None] - theta[None, :]) / tau
-    value, first, second = _families(z, cfg, delta)
-    fplus = jnp.einsum("ng,fnj->fgj", data.membership, value).ravel()
-    curvature = data.mu + data.rho
-    gcon = fplus - (anc.lin @ delta_v - anc.const) + curvature * prox
-    # Jacobian rows (family f, group k, level j): mean_k first_fj (1, x, -e_j) / tau
-    U = (data.membership[None, :, :, None] * first[:, :, None, :] / tau)  # (2, n, G, J)
-    U = jnp.moveaxis(U, 1, -1).reshape(2 * G * J, -1)  # (m, n)
-    col = jnp.sum(U, axis=1)
-    level = jnp.tile(jnp.eye(J, dtype=v.dtype), (2 * G, 1))
-    jac = jnp.concatenate([col[:, None], U @ X, -col[:, None] * level], axis=1)
-    jac = jac - anc.lin + curvature * delta_v[None, :]
-    return _Pieces(g0, grad0, gcon, jac, data.c0 * p * (1.0 - p), second)
+    if cfg.constraint == "statistical":
+        fplus, jac, curvature = _psp_constraints(s, theta, data, cfg, delta)
+    else:
+        fplus, jac, curvature = _pdp_constraints(s, data, cfg, delta)
+    curv = data.mu + data.rho
+    gcon = fplus - (anc.lin @ delta_v - anc.const) + curv * prox
+    jac = jac - anc.lin + curv * delta_v[None, :]
+    if cfg.constraint == "demographic":  # pairs (k, k) are no constraints: never active
+        diagonal = jnp.eye(cfg.num_groups, dtype=bool).ravel()
+        gcon = jnp.where(diagonal, -1.0, gcon)
+        jac = jnp.where(diagonal[:, None], 0.0, jac)
+    return _Pieces(g0, grad0, gcon, jac, data.c0 * p * (1.0 - p), curvature)
 
 
 def _lagrangian(pieces: _Pieces, lam, rho):
@@ -116,18 +197,17 @@ def _lagrangian(pieces: _Pieces, lam, rho):
 
 
 def _newton_matrix(pieces: _Pieces, shifted, rho, data: Data, cfg: Config):
-    G, J, d = cfg.num_groups, cfg.num_levels, cfg.num_features
-    X, tau = data.X, data.width
-    mult = shifted.reshape(2, G, J)[:, data.groups, :]  # (2, n, J) per sample
-    W = jnp.sum(mult * pieces.second, axis=0) * (data.cg / tau**2)[:, None]  # (n, J)
-    a = pieces.curv0 + jnp.sum(W, axis=1)
+    J, d = cfg.num_levels, cfg.num_features
+    X = data.X
+    a, W, low_rank = pieces.curvature(shifted)
     Xa = jnp.concatenate([jnp.ones((X.shape[0], 1), X.dtype), X], axis=1)
-    top = (Xa * a[:, None]).T @ Xa
-    cross = -(Xa.T @ W)
-    H = jnp.block([[top, cross], [cross.T, jnp.diag(jnp.sum(W, axis=0))]])
+    H = (Xa * (pieces.curv0 + a)[:, None]).T @ Xa
+    if W is not None:
+        cross = -(Xa.T @ W)
+        H = jnp.block([[H, cross], [cross.T, jnp.diag(jnp.sum(W, axis=0))]])
     ridge = jnp.concatenate([jnp.zeros(1), jnp.full(d, data.alpha), jnp.zeros(J)])
     active = (shifted > 0).astype(H.dtype)
-    H = H + (pieces.jac.T * (rho * active)) @ pieces.jac
+    H = H + low_rank + (pieces.jac.T * (rho * active)) @ pieces.jac
     diag = ridge + data.mu + (data.mu + data.rho) * jnp.sum(shifted)
     return H + jnp.diag(diag)
 
@@ -144,10 +224,10 @@ class _State(NamedTuple):
 
 def _solve(v0, anc: Anchor, data: Data, cfg: Config, n_iter) -> _State:
     """The ALM iterations of :func:`alm`, unscored."""
-    if cfg.constraint != "statistical":
-        raise ValueError("the ALM inner solver handles constraint='statistical' only.")
+    if cfg.constraint not in ("statistical", "demographic"):
+        raise ValueError("the ALM inner solver needs fairness constraints.")
     deltas = jnp.asarray(_DELTAS, v0.dtype)
-    m = 2 * cfg.num_groups * cfg.num_levels
+    m = num_constraints(cfg)
     last_stage = len(_DELTAS) - 1
 
     def pieces_at(v, stage):
@@ -203,7 +283,7 @@ def _solve(v0, anc: Anchor, data: Data, cfg: Config, n_iter) -> _State:
 
 
 def alm(v0, anc: Anchor, data: Data, cfg: Config, eps, n_iter) -> SSGResult:
-    """Solve subproblem (31) of the pSP problem from ``v0`` with at most ``n_iter`` Newton
+    """Solve subproblem (31) from ``v0`` with at most ``n_iter`` Newton
     steps and multiplier updates (over both smoothing stages); ``data.X`` must be dense
     (:func:`dense_data`). ``n_feasible`` of the result counts those iterations."""
     return _scored(_solve(v0, anc, data, cfg, n_iter), v0, anc, data, cfg, eps)

@@ -155,10 +155,10 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
         for comparison) with ``max_iter * inner_max_iter`` iterations.
     inner_solver : {"ssg", "alm"}, default="ssg"
         Solver of every IDCA subproblem. ``"ssg"``: the paper's switching subgradient
-        method (Algorithm 2). ``"alm"`` (pSP only): an augmented Lagrangian with Newton
-        steps on the subproblem with the ramp's kinks smoothed by a softplus majorant
-        (width ``1e-3`` then ``1e-4`` of ``surrogate_width``), which solves it to about
-        1e-7 instead of stopping ``inner_max_iter`` Polyak steps short of the optimum;
+        method (Algorithm 2). ``"alm"``: an augmented Lagrangian with Newton steps on the
+        subproblem with its kinks smoothed by majorants (softplus for the ramp, log-sum-exp
+        for the pDP maxima; width ``1e-3`` then ``1e-4``), which solves it to about 1e-7
+        instead of stopping ``inner_max_iter`` Polyak steps short of the optimum;
         each Newton step costs an ``(n, D^2)`` product (``D = 2 + n_features + n_grid``),
         so it suits up to a few hundred features. ``inner_max_iter`` caps its
         iterations; its output is kept only when it is ``inner_tol``-feasible and no
@@ -418,7 +418,7 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
     def _inner(self, cfg) -> str:
         """The inner solver; a problem without constraints (one group, or
         ``tolerance >= 1``) runs SSG, which then takes plain subgradient steps."""
-        return self.inner_solver if cfg.constraint == "statistical" else "ssg"
+        return self.inner_solver if cfg.constraint != "none" else "ssg"
 
     def _schedule(self, X, cfg, data, x0):
         if self.schedule == "practical":
@@ -465,8 +465,6 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
         self : PartialParityClassifier
             The fitted estimator.
         """
-        if self.inner_solver == "alm" and self.constraint != "statistical":
-            raise ValueError("inner_solver='alm' supports constraint='statistical' only.")
         data_in = validate_fit_data(self, X, y, sensitive_features, sample_weight)
         self.classes_, y01 = encode_binary_target(type(self).__name__, data_in.y)
         X, codes, sw = data_in.X, data_in.groups, data_in.sample_weight

@@ -129,7 +129,7 @@ def run_idca(x0, data: Data, cfg: Config, eps, inner_iter: int, n_outer: int,
              inner: str = "ssg") -> IDCAResult:
     """IDCA from ``x0``: ``n_outer`` outer iterations with SSG tolerance ``eps`` (a scalar
     or one value per outer iteration) and ``inner_iter`` SSG steps each; ``inner="alm"``
-    solves every subproblem with :func:`fairest.partial._alm.alm` instead (pSP only),
+    solves every subproblem with :func:`fairest.partial._alm.alm` instead,
     ``eps`` being then only the feasibility tolerance of its output."""
     eps_seq = np.broadcast_to(np.asarray(eps, dtype=np.float64), (n_outer,))
     length = bucket_size(n_outer)
