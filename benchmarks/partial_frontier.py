@@ -234,7 +234,7 @@ def run_idca(kind, kappa, split, interval, args):
         eps = args.eps
     m = PartialParityClassifier(constraint, interval=interval, tolerance=kappa, init=args.init,
                                 max_iter=args.outer, inner_max_iter=args.inner, inner_tol=eps,
-                                record_history=True)
+                                inner_solver=args.inner_solver, record_history=True)
     seconds += fit_quiet(m, Xtr, ytr, gtr)
     params = m.history_["params"]
     d = Xtr.shape[1]
@@ -478,8 +478,28 @@ NOTES = (
     "(the paper: 5); 95 % CI = t(0.975, n-1) sd / sqrt(n). Fairness = 1 - max "
     "pSP (or pDP) on the test set, fairest's exact metrics; accuracy = test accuracy at "
     "threshold 0. GAUC/Inter/Intra constrain full-metric surrogates, so one fit per kappa "
-    "is scored by both metrics (their pSP and pDP kappa grids are pooled)."
+    "is scored by both metrics (their pSP and pDP kappa grids are pooled). IDCA "
+    "subproblems solved by {inner_solver} (ssg = the paper's Algorithm 2 with T steps; "
+    "alm = augmented Lagrangian with Newton steps, to about 1e-7, T = cap on its "
+    "iterations); non-IDCA runs taken from the results of tag {baselines_from!r} "
+    "(None = fitted here)."
 )
+
+
+def borrowed_baselines(dataset, args, rows):
+    """Non-IDCA runs of the results file of tag ``args.baselines_from`` (seeds below
+    ``args.seeds``) not already in ``rows``, marked with their origin."""
+    tag = f"_{args.baselines_from}" if args.baselines_from else ""
+    source = json.loads((RESULTS / f"partial_frontier_{dataset}{tag}.json").read_text())
+    settings = source["meta"]["settings"]
+    for key in ("n_train", "seeds"):
+        if settings[key] != getattr(args, key):
+            raise SystemExit(f"--baselines-from {args.baselines_from!r}: {key} differs "
+                             f"({settings[key]} vs {getattr(args, key)})")
+    have = {(r["method"], str(r["level"]), r["seed"]) for r in rows}
+    return [{**r, "borrowed_from": f"partial_frontier_{dataset}{tag}"} for r in source["runs"]
+            if not r["method"].startswith("IDCA") and r["seed"] < args.seeds
+            and (r["method"], str(r["level"]), r["seed"]) not in have]
 
 
 def main(argv=None):
@@ -511,6 +531,12 @@ def main(argv=None):
     parser.add_argument("--projection-reps", type=int, default=1)
     parser.add_argument("--tag", default="", help="suffix of the results files (a second "
                         "setting next to the default one)")
+    parser.add_argument("--inner-solver", default="ssg", choices=["ssg", "alm"],
+                        help="IDCA's subproblem solver (PartialParityClassifier(inner_solver="
+                        "...)); with 'alm', --inner caps its iterations per subproblem")
+    parser.add_argument("--baselines-from", default=None, metavar="TAG",
+                        help="take every non-IDCA run (same seeds) from the results of tag "
+                        "TAG ('' for the untagged file) instead of refitting it")
     args = parser.parse_args(argv)
     home = None
     tmp = tempfile.TemporaryDirectory()
@@ -536,10 +562,13 @@ def main(argv=None):
         if path.exists() and not args.fresh:
             old = json.loads(path.read_text())
             additive = ("datasets", "fresh", "extra_kappa_psp", "extra_kappa_pdp",
-                        "compare_projections", "projection_reps", "tag")
-            same = {k: v for k, v in old["meta"]["settings"].items() if k not in additive}
+                        "compare_projections", "projection_reps", "tag", "baselines_from")
+            settings = {"inner_solver": "ssg", **old["meta"]["settings"]}  # older files
+            same = {k: v for k, v in settings.items() if k not in additive}
             if same == {k: v for k, v in vars(args).items() if k not in additive}:
                 rows = old["runs"]
+        if args.baselines_from is not None:
+            rows += borrowed_baselines(dataset, args, rows)
         done = {(r["method"], str(r["level"]), r["seed"]) for r in rows}
         for seed in range(args.seeds):
             split = load_split(dataset, seed, home, args.n_train)

@@ -35,6 +35,9 @@ INIT = "auto"
 INNER_TOL = 1e-3  # SSG infeasibility tolerance / Polyak target epsilon
 INNER_MAX_ITER = 200  # SSG iterations T per subproblem
 MAX_ITER = 200  # IDCA outer iterations K
+# Cap on the iterations of the ALM inner solver ([default], not in the paper): it stops at
+# convergence, after 50-400 Newton steps and multiplier updates on the a9a subproblems.
+ALM_MAX_ITER = 1000
 MU = 0.0  # strong-convexity add-on (spec section 4.4, [default] 0)
 ALPHA = 0.0  # optional L2 on the coefficients, not part of the paper (spec section 3.2)
 

@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from fairest._kernels._buckets import bucket_size
-from fairest.partial._alm import alm, dense_data
+from fairest.partial._alm import alm, cold_start, dense_data, warm_start
 from fairest.partial._dc import Config, Data, anchor, constraint_values, evaluate, objective
 from fairest.partial._ssg import ssg
 
@@ -94,33 +94,43 @@ class IDCAResult(NamedTuple):
     stuck: jax.Array  # (K,) SSG met a zero constraint subgradient while infeasible
 
 
-_INNER_SOLVERS = {"ssg": ssg, "alm": alm}
-
-
 @partial(jax.jit, static_argnames=("cfg", "inner"))
 def _idca_scan(x0, data: Data, cfg: Config, eps_seq, inner_iter, n_outer, inner):
     """Scan over ``len(eps_seq)`` (a bucket >= K) steps; steps ``k >= n_outer`` are skipped
     by ``lax.cond``, so K is traced and changing it within a bucket does not recompile."""
     nan = jnp.asarray(jnp.nan, x0.dtype)
-    if inner == "alm":
+    if inner == "alm":  # multipliers carried from one subproblem to the next
         data = dense_data(data)
-    solve = _INNER_SOLVERS[inner]
 
-    def step(x, eps):
+        def solve(x, anc, eps, warm):
+            out, final = alm(x, anc, data, cfg, eps, inner_iter, warm)
+            return out, warm_start(final)
+
+        warm0 = cold_start(cfg, x0.dtype)
+    else:
+
+        def solve(x, anc, eps, warm):
+            return ssg(x, anc, data, cfg, eps, inner_iter), warm
+
+        warm0 = ()
+
+    def step(carry, eps):
+        x, warm = carry
         anc = anchor(x, data, cfg)
-        out = solve(x, anc, data, cfg, eps, inner_iter)
-        return out.v, (anc.f0, anc.fmax, out.g0 - anc.f0, out.n_feasible, out.found, out.stuck)
+        out, warm = solve(x, anc, eps, warm)
+        record = (anc.f0, anc.fmax, out.g0 - anc.f0, out.n_feasible, out.found, out.stuck)
+        return (out.v, warm), record
 
-    def skip(x, eps):
-        return x, (nan, nan, nan, jnp.int32(0), jnp.array(True), jnp.array(False))
+    def skip(carry, eps):
+        return carry, (nan, nan, nan, jnp.int32(0), jnp.array(True), jnp.array(False))
 
-    def outer(x, inputs):
+    def outer(carry, inputs):
         k, eps = inputs
-        x_new, record = jax.lax.cond(k < n_outer, step, skip, x, eps)
-        return x_new, (x,) + record
+        new, record = jax.lax.cond(k < n_outer, step, skip, carry, eps)
+        return new, (carry[0],) + record
 
     steps = jnp.arange(eps_seq.shape[0], dtype=jnp.int32)
-    x_final, records = jax.lax.scan(outer, x0, (steps, eps_seq))
+    (x_final, _), records = jax.lax.scan(outer, (x0, warm0), (steps, eps_seq))
     last = anchor(x_final, data, cfg)
     return x_final, records, last.f0, last.fmax
 

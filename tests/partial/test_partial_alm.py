@@ -15,7 +15,11 @@ from fairest.partial._alm import _lagrangian, _newton_matrix, _pieces, alm, dens
 from fairest.partial._dc import anchor, evaluate, num_constraints
 from fairest.partial._idca import run_idca
 
-_alm = jax.jit(alm, static_argnames="cfg")
+def _alm_result(v0, anc, data, cfg, eps, n_iter):
+    return alm(v0, anc, data, cfg, eps, n_iter)[0]
+
+
+_alm = jax.jit(_alm_result, static_argnames="cfg")
 _anchor = jax.jit(anchor, static_argnames="cfg")
 
 
@@ -196,9 +200,11 @@ def test_estimator_with_alm(x64):
     fits = {}
     for inner in ("ssg", "alm"):
         clf = PartialParityClassifier(interval=interval, tolerance=0.1, max_iter=10,
-                                      inner_max_iter=200, inner_solver=inner)
+                                      inner_solver=inner)
         fits[inner] = clf.fit(X, y, sensitive_features=g)
     alm_fit = fits["alm"]
+    # inner_max_iter="auto": the paper's T = 200 for SSG, a cap of 1000 for the ALM
+    assert [fits[k].schedule_["inner_max_iter"] for k in ("ssg", "alm")] == [200, 1000]
     assert alm_fit.constraint_violation_ <= alm_fit.inner_tol
     assert alm_fit.objective_ <= fits["ssg"].objective_ + 1e-6
     psp = partial_statistical_parity(None, alm_fit.decision_function(X), sensitive_features=g,
