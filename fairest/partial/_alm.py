@@ -49,6 +49,7 @@ _DECREMENT = 1e-13  # inner stop: Newton's predicted decrease of the Lagrangian
 _FEASIBILITY = 1e-9  # outer stop: largest smoothed constraint value
 _ARMIJO = 1e-4
 _BACKTRACKS = 40
+_NEWTON_PER_UPDATE = 50  # Newton steps before the multipliers are updated regardless
 
 
 def dense_data(data: Data) -> Data:
@@ -218,6 +219,7 @@ class _State(NamedTuple):
     rho: jax.Array
     stage: jax.Array  # index into _DELTAS
     violation: jax.Array  # max smoothed violation at the last multiplier update
+    newton: jax.Array  # Newton steps since the last multiplier update
     it: jax.Array
     done: jax.Array
 
@@ -260,8 +262,11 @@ def _solve(v0, anc: Anchor, data: Data, cfg: Config, n_iter, start: Multipliers)
         slope = grad @ step
         step = jnp.where(slope < 0, step, -grad)
         slope = jnp.where(slope < 0, slope, -(grad @ grad))
-        # Newton decrement: predicted decrease of the quadratic model
-        inner_done = -slope <= 2.0 * _DECREMENT
+        # Newton decrement: predicted decrease of the quadratic model; the step cap keeps
+        # the multipliers moving where the loss has no minimiser (a separable group with
+        # alpha = mu = 0), which Newton would chase for ever
+        converged = -slope <= 2.0 * _DECREMENT
+        inner_done = converged | (st.newton >= _NEWTON_PER_UPDATE)
 
         def newton_step(_):
             def value_at(t):
@@ -277,17 +282,18 @@ def _solve(v0, anc: Anchor, data: Data, cfg: Config, n_iter, start: Multipliers)
 
             one = jnp.ones((), v0.dtype)
             t, _ = jax.lax.while_loop(needs_backtrack, halve, (one, value_at(one)))
-            return st._replace(v=st.v + t * step, it=st.it + 1)
+            return st._replace(v=st.v + t * step, newton=st.newton + 1, it=st.it + 1)
 
         def update_multipliers(_):
             viol = jnp.max(jnp.maximum(pc.gcon, 0.0)) if m else jnp.zeros((), v0.dtype)
             grow = viol > 0.25 * st.violation
-            kkt = viol <= _FEASIBILITY
+            kkt = converged & (viol <= _FEASIBILITY)
             return st._replace(
                 lam=shifted,
                 rho=jnp.where(grow & ~kkt, jnp.minimum(10.0 * st.rho, _RHO_MAX), st.rho),
                 stage=jnp.where(kkt & (st.stage < last_stage), st.stage + 1, st.stage),
                 violation=viol,
+                newton=jnp.zeros_like(st.newton),
                 it=st.it + 1,
                 done=kkt & (st.stage == last_stage),
             )
@@ -295,7 +301,7 @@ def _solve(v0, anc: Anchor, data: Data, cfg: Config, n_iter, start: Multipliers)
         return jax.lax.cond(inner_done, update_multipliers, newton_step, None)
 
     init = _State(v0, start.lam, start.rho, jnp.int32(0), jnp.asarray(jnp.inf, v0.dtype),
-                  jnp.int32(0), jnp.array(False))
+                  jnp.int32(0), jnp.int32(0), jnp.array(False))
     return jax.lax.while_loop(lambda st: ~st.done & (st.it < n_iter), body, init)
 
 

@@ -422,6 +422,9 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
         ``tolerance >= 1``) runs SSG, which then takes plain subgradient steps."""
         return self.inner_solver if cfg.constraint != "none" else "ssg"
 
+    def _alm_ran(self, cfg) -> bool:
+        return self.solver == "idca" and self._inner(cfg) == "alm"
+
     def _inner_iterations(self) -> int:
         if self.inner_max_iter != "auto":
             return int(self.inner_max_iter)
@@ -514,6 +517,15 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
         self.schedule_ = {"max_iter": K, "inner_tol": eps, "inner_max_iter": T}
         if self.record_history:
             self.history_ = history
+        capped = int(np.sum(history.get("n_feasible", 0) >= T)) if self._alm_ran(cfg) else 0
+        if capped:
+            warnings.warn(
+                f"the ALM inner solver stopped at inner_max_iter={T} on {capped} of {K} "
+                "subproblems; raise inner_max_iter, or set alpha > 0 or mu > 0 when the "
+                "loss has no minimiser (e.g. a group whose labels are separable).",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
         if violation > eps or stuck:
             warnings.warn(
                 f"the returned model violates a surrogate constraint by {violation:.3g} "

@@ -9,8 +9,11 @@ import numpy as np
 import pytest
 from _partial_helpers import cvxpy_subproblem, make_data, make_problem, x64  # noqa: F401
 
+from sklearn.exceptions import ConvergenceWarning
+
 from fairest.metrics import partial_demographic_parity, partial_statistical_parity
 from fairest.partial import PartialParityClassifier
+from fairest.partial import _alm as alm_module
 from fairest.partial._alm import _lagrangian, _newton_matrix, _pieces, alm, dense_data
 from fairest.partial._dc import anchor, evaluate, num_constraints
 from fairest.partial._idca import run_idca
@@ -216,9 +219,28 @@ def test_estimator_with_alm(x64):
     sig.fit(X, y, sensitive_features=g, sample_weight=weights)
     assert np.all(np.diff(sig.history_["objective"]) <= 1e-15)
     assert sig.constraint_violation_ <= sig.inner_tol
+    short = PartialParityClassifier(interval=interval, max_iter=2, inner_solver="alm",
+                                    inner_max_iter=3)
+    with pytest.warns(ConvergenceWarning, match="stopped at inner_max_iter=3 on 2 of 2"):
+        short.fit(X, y, sensitive_features=g)
     pdp = PartialParityClassifier("demographic", interval=(0.2, 0.7), tolerance=0.05,
                                   max_iter=5, inner_solver="alm")
     pdp.fit(X, y, sensitive_features=g)
     assert pdp.constraint_violation_ <= pdp.inner_tol
     assert partial_demographic_parity(None, pdp.decision_function(X), sensitive_features=g,
                                       interval=(0.2, 0.7)) <= 0.05 + 0.1
+
+
+
+def test_multipliers_move_when_newton_never_converges(x64, monkeypatch):
+    """Where the loss has no minimiser (a separable group, alpha = mu = 0) Newton can
+    chase it for ever; the step cap per multiplier update keeps the ALM going. Simulated
+    by a decrement threshold no step meets: the output is still a feasible improvement
+    (without the cap the multipliers would stay 0 and the anchor come back)."""
+    cfg, data, x0, *_ = make_problem(n=120, d=3, n_grid=4, tolerance=0.05)
+    xk, anc = _anchor_after(cfg, data, x0, 0)
+    monkeypatch.setattr(alm_module, "_DECREMENT", -1.0)
+    out, final = alm(xk, anc, dense_data(data), cfg, 1e-3, 300)  # eager: traced afresh
+    assert int(out.n_feasible) == 300
+    assert float(jnp.max(final.lam)) > 0
+    assert float(out.g0) < float(anc.f0) - 1e-3 and float(out.gmax) <= 1e-3
