@@ -42,7 +42,7 @@ from fairest.partial._ssg import SSGResult
 
 __all__ = ["Multipliers", "alm", "cold_start", "dense_data", "warm_start"]
 
-_DELTAS = (1e-3, 1e-4)  # continuation of the ramp smoothing (units of tau)
+_DELTAS = (1e-3, 1e-4)  # smoothing widths, in turn (relu: units of tau; pDP max: rates)
 _RHO0 = 100.0  # first penalty parameter (10 and 1e3 took 25 % / 7 % more iterations on a9a)
 _RHO_MAX = 1e8
 _DECREMENT = 1e-13  # inner stop: Newton's predicted decrease of the Lagrangian
