@@ -70,6 +70,7 @@ A9A = ROOT.parent / "shared" / "datasets" / "libsvm" / "a9a.xz"
 EPS = 1e-3
 INNER = 200
 ALM_ITER = 400  # cap on the ALM iterations per subproblem (it stops at convergence)
+INNER_ITER = {"ssg": INNER, "alm": ALM_ITER}  # per subproblem, by inner solver
 FEASIBLE = 1e-7  # constraint level of the points that define the reference optimum
 INTERVAL_ADULT = (0.05, 0.3)
 INTERVAL_SYNTH = (0.0, 0.25)
@@ -186,7 +187,7 @@ def time_inner(solve, x, data, cfg, T, repeats=2):
 def timed_idca(x0, data, cfg, K, inner):
     """IDCA fit time after compilation (compiled by a run with one inner iteration: the
     inner count is traced)."""
-    T = INNER if inner == "ssg" else ALM_ITER
+    T = INNER_ITER[inner]
     with jax.enable_x64(True):
         jax.block_until_ready(run_idca(x0, data, cfg, EPS, 1, K, inner=inner).x)
         start = time.perf_counter()
@@ -252,7 +253,7 @@ def adult(args, rows, extra):
         K = args.outer if inner == "ssg" else args.alm_outer
         res, fit = timed_idca(x0, data, cfg, K, inner)
         fits[inner] = res
-        T = INNER if inner == "ssg" else ALM_ITER
+        T = INNER_ITER[inner]
         extra[f"adult_idca_{inner}"] = {
             "n": int(len(y)), "D": int(x0.size), "K": K, "T": T, "eps": EPS, "fit_s": fit,
             "per_outer_s": fit / K, "objective": [float(v) for v in np.asarray(res.objective)],
@@ -280,8 +281,7 @@ def scale(args, rows, extra, part):
         for inner in ("ssg", "alm"):
             res, seconds = timed_idca(x0, data, cfg, K, inner)
             fits[inner] = res
-            T = INNER if inner == "ssg" else ALM_ITER
-            label = f"IDCA per outer iteration ({inner.upper()} T={T})"
+            label = f"IDCA per outer iteration ({inner.upper()} T={INNER_ITER[inner]})"
             rows.append(_fit_row(part, n, G, label, res, seconds / K))
             print(rows[-1], flush=True)
         if n <= args.clarabel_max_n:

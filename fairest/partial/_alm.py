@@ -37,7 +37,18 @@ from typing import Callable, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from fairest.partial._dc import Anchor, Config, Data, SparseRows, evaluate, num_constraints, split
+from fairest.partial._dc import (
+    Anchor,
+    Config,
+    Data,
+    SparseRows,
+    _lin_rows,
+    _logistic_parts,
+    evaluate,
+    num_constraints,
+    scores,
+    split,
+)
 from fairest.partial._ssg import SSGResult
 
 __all__ = ["Multipliers", "alm", "cold_start", "dense_data", "warm_start"]
@@ -86,11 +97,6 @@ def _sigmoid(z):
     return sig, d1, d1 * (1.0 - 2.0 * sig)
 
 
-def _mean_rows(U, X):
-    """``(sum_i U_ic, X^T U_c)`` for every column ``c`` of the (n, r) weights: (r, 1 + d)."""
-    return jnp.concatenate([jnp.sum(U, axis=0)[:, None], U.T @ X], axis=1)
-
-
 def _psp_constraints(s, theta, data: Data, cfg: Config, delta):
     """f^+ of the 2 G J pSP constraints (lower family then upper, each (k, j)), their
     Jacobian rows and the curvature of their weighted sum."""
@@ -105,7 +111,7 @@ def _psp_constraints(s, theta, data: Data, cfg: Config, delta):
     # Jacobian rows (family f, group k, level j): mean_k first_fj (1, x, -e_j) / tau
     U = data.membership[None, :, :, None] * first[:, :, None, :] / tau  # (2, n, G, J)
     U = jnp.moveaxis(U, 1, -1).reshape(2 * G * J, -1).T  # (n, m)
-    rows = _mean_rows(U, data.X)
+    rows = _lin_rows(U, data)
     level = jnp.tile(jnp.eye(J, dtype=s.dtype), (2 * G, 1))
     jac = jnp.concatenate([rows, -rows[:, :1] * level], axis=1)
 
@@ -138,7 +144,7 @@ def _pdp_constraints(s, data: Data, cfg: Config, delta):
         consts = jnp.stack([jnp.zeros(2), -levels], axis=1)
     value, first, second = phi
     M = data.membership.T @ value.T  # (G, 2): columns M1, M2
-    JM = jnp.stack([_mean_rows(data.membership * first[i][:, None] / tau, data.X)
+    JM = jnp.stack([_lin_rows(data.membership * first[i][:, None] / tau, data)
                     for i in range(2)])  # (2, G, D)
     u = M[None, :, :] + consts[:, None, :]  # (level, G, which)
     P = delta * jnp.logaddexp(u[..., 0] / delta, u[..., 1] / delta)  # (level, G)
@@ -166,17 +172,15 @@ def _pdp_constraints(s, data: Data, cfg: Config, delta):
 
 
 def _pieces(v, anc: Anchor, data: Data, cfg: Config, delta) -> _Pieces:
-    b, w, theta = split(v, cfg)
-    X = data.X
-    s = X @ w + b
+    _, w, theta = split(v, cfg)
+    s = scores(v, data, cfg)
     delta_v = v - anc.x
     prox = 0.5 * jnp.sum(delta_v * delta_v)
-    p = jax.nn.sigmoid(s)
-    r0 = data.c0 * (p - data.y)
-    g0 = (jnp.sum(data.c0 * (jnp.logaddexp(0.0, s) - data.y * s))
-          + 0.5 * data.alpha * jnp.sum(w * w) + data.mu * prox)
-    grad0 = jnp.concatenate([jnp.sum(r0)[None], r0 @ X + data.alpha * w,
+    loss, r0 = _logistic_parts(s, data)
+    g0 = loss + 0.5 * data.alpha * jnp.sum(w * w) + data.mu * prox
+    grad0 = jnp.concatenate([jnp.sum(r0)[None], r0 @ data.X + data.alpha * w,
                              jnp.zeros_like(theta)]) + data.mu * delta_v
+    p = jax.nn.sigmoid(s)
     if cfg.constraint == "statistical":
         fplus, jac, curvature = _psp_constraints(s, theta, data, cfg, delta)
     else:

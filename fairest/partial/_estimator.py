@@ -517,7 +517,7 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
         self.schedule_ = {"max_iter": K, "inner_tol": eps, "inner_max_iter": T}
         if self.record_history:
             self.history_ = history
-        capped = int(np.sum(history.get("n_feasible", 0) >= T)) if self._alm_ran(cfg) else 0
+        capped = int(np.sum(history["n_feasible"] >= T)) if self._alm_ran(cfg) else 0
         if capped:
             warnings.warn(
                 f"the ALM inner solver stopped at inner_max_iter={T} on {capped} of {K} "
