@@ -13,7 +13,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from fairest.utils import encode_groups
+from fairest.utils._validation import encode_groups
 
 __all__ = [
     "MetricInputs",
@@ -22,6 +22,14 @@ __all__ = [
     "check_sample_weight",
     "as_binary_labels",
     "check_option",
+    "check_labels",
+    "check_hard_labels",
+    "check_probabilities",
+    "check_same_length",
+    "encode_sensitive_features",
+    "group_mass",
+    "raise_if_not_finite",
+    "raise_if_weightless_group",
 ]
 
 
@@ -94,7 +102,103 @@ def check_sample_weight(sample_weight, n_samples: int) -> np.ndarray:
         )
     if (weights < 0).any():
         raise ValueError("sample_weight must be non-negative.")
+    if not weights.sum() > 0:
+        raise ValueError("sample_weight sums to zero; at least one sample needs a positive weight.")
     return weights
+
+
+def raise_if_not_finite(array: np.ndarray, name: str) -> None:
+    """Raise ``ValueError`` naming the first NaN or infinite entry of ``array``."""
+    finite = np.isfinite(array)
+    if not finite.all():
+        first = int(np.flatnonzero(~finite.ravel())[0])
+        raise ValueError(
+            f"{name} contains NaN or infinite values (first at flat position {first}); "
+            "metrics need finite inputs."
+        )
+
+
+def check_labels(values, name: str) -> np.ndarray:
+    """A non-empty 1-D array of class labels (numbers or strings) without missing values."""
+    array = np.asarray(values)
+    if array.ndim == 2 and array.shape[1] == 1:
+        array = array[:, 0]
+    if array.ndim != 1:
+        raise ValueError(
+            f"{name} must be a 1-D array of labels; got an array of shape {array.shape}."
+        )
+    if array.size == 0:
+        raise ValueError(f"{name} is empty.")
+    missing = pd.isna(array)
+    if missing.any() or (array.dtype.kind == "f" and not np.isfinite(array).all()):
+        raise ValueError(f"{name} contains missing (NaN/None) or infinite labels.")
+    return array
+
+
+def check_hard_labels(values, name: str = "y_pred", hint: str = "") -> np.ndarray:
+    """:func:`check_labels`, refusing non-integer numbers (probabilities or scores);
+    ``hint`` ends the error message."""
+    labels = check_labels(values, name)
+    if labels.dtype.kind == "f" and (labels != np.round(labels)).any():
+        example = labels[np.flatnonzero(labels != np.round(labels))[0]]
+        raise ValueError(
+            f"{name} must hold hard labels (e.g. predict(X)); it has non-integer values "
+            f"such as {example:g}, which look like probabilities or scores.{hint}"
+        )
+    return labels
+
+
+def check_probabilities(proba: np.ndarray, name: str = "y_proba") -> None:
+    """Raise ``ValueError`` unless every entry of ``proba`` lies in ``[0, 1]``."""
+    outside = (proba < 0.0) | (proba > 1.0)
+    if outside.any():
+        raise ValueError(
+            f"{name} must hold probabilities in [0, 1] (e.g. predict_proba(X)); it has "
+            f"values from {proba.min():g} to {proba.max():g}, which look like scores or "
+            "logits."
+        )
+
+
+def check_same_length(reference: str, n_samples: int, **arrays) -> None:
+    """Raise ``ValueError`` unless every non-``None`` array has ``n_samples`` rows."""
+    for name, array in arrays.items():
+        if array is not None and len(array) != n_samples:
+            raise ValueError(
+                f"{reference} has {n_samples} samples but {name} has {len(array)}; "
+                "they must have the same length."
+            )
+
+
+def encode_sensitive_features(
+    sensitive_features, n_samples: int, *, reference: str = "y_true", min_groups: int = 1
+) -> tuple[np.ndarray, np.ndarray]:
+    """Group codes ``0..G-1`` and labels of a metric's sensitive features."""
+    if sensitive_features is None:
+        raise ValueError("sensitive_features is required to evaluate a fairness metric.")
+    return encode_groups(
+        sensitive_features, n_samples=n_samples, min_groups=min_groups, reference=reference
+    )
+
+
+def group_mass(codes: np.ndarray, weights: np.ndarray, n_groups: int) -> np.ndarray:
+    """Total weight of every group."""
+    return np.bincount(codes, weights=weights, minlength=n_groups)
+
+
+def raise_if_weightless_group(mass: np.ndarray, groups: np.ndarray) -> None:
+    """Raise ``ValueError`` naming the groups whose total sample weight is zero."""
+    empty = np.flatnonzero(~(mass > 0))
+    if empty.size:
+        names = ", ".join(repr(_as_python(groups[g])) for g in empty[:5])
+        more = f" and {empty.size - 5} more" if empty.size > 5 else ""
+        raise ValueError(
+            "every group needs a positive total sample_weight; zero total weight for: "
+            f"{names}{more}."
+        )
+
+
+def _as_python(value):
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def as_binary_labels(values: np.ndarray, name: str) -> np.ndarray:
@@ -139,17 +243,11 @@ def check_metric_inputs(
     """
     y_true = as_finite_vector(y_true, "y_true")
     y_pred = as_finite_vector(y_pred, pred_name)
-    if y_true.shape[0] != y_pred.shape[0]:
-        raise ValueError(
-            f"y_true has {y_true.shape[0]} samples but {pred_name} has "
-            f"{y_pred.shape[0]}; they must have the same length."
-        )
     n_samples = y_true.shape[0]
-    codes, groups = encode_groups(sensitive_features, n_samples=n_samples, min_groups=min_groups)
+    check_same_length("y_true", n_samples, **{pred_name: y_pred})
+    codes, groups = encode_sensitive_features(
+        sensitive_features, n_samples, min_groups=min_groups
+    )
     weights = check_sample_weight(sample_weight, n_samples)
-    group_weight = np.bincount(codes, weights=weights, minlength=len(groups))
-    empty = np.flatnonzero(group_weight <= 0)
-    if empty.size:
-        names = ", ".join(repr(groups[g]) for g in empty)
-        raise ValueError(f"every group needs a positive total sample_weight; zero for: {names}.")
+    raise_if_weightless_group(group_mass(codes, weights, len(groups)), groups)
     return MetricInputs(y_true, y_pred, codes, groups, weights)

@@ -17,15 +17,16 @@ import numbers
 import numpy as np
 import pandas as pd
 
-from fairest.metrics._checks import as_finite_vector
-from fairest.metrics._partial import (
-    _check_labels,
-    _check_same_length,
-    _check_sample_weight,
-    _encode,
-    _group_mass,
-    _raise_if_not_finite,
-    _raise_if_weightless_group,
+from fairest.metrics._checks import (
+    as_finite_vector,
+    check_labels,
+    check_probabilities,
+    check_same_length,
+    check_sample_weight,
+    encode_sensitive_features,
+    group_mass,
+    raise_if_not_finite,
+    raise_if_weightless_group,
 )
 
 __all__ = [
@@ -47,23 +48,23 @@ __all__ = [
 
 def _group_accuracies(correct, codes, weights, n_groups):
     """Weighted group accuracies and the pooled accuracy."""
-    mass = _group_mass(codes, weights, n_groups)
-    hits = _group_mass(codes, weights * correct, n_groups)
+    mass = group_mass(codes, weights, n_groups)
+    hits = group_mass(codes, weights * correct, n_groups)
     return hits / mass, hits.sum() / mass.sum()
 
 
 def _excess_gap_table(
     y_true, y_pred_dense, y_pred_sparse, sensitive_features, sample_weight
 ):
-    true = _check_labels(y_true, "y_true")
-    dense = _check_labels(y_pred_dense, "y_pred_dense")
-    sparse = _check_labels(y_pred_sparse, "y_pred_sparse")
+    true = check_labels(y_true, "y_true")
+    dense = check_labels(y_pred_dense, "y_pred_dense")
+    sparse = check_labels(y_pred_sparse, "y_pred_sparse")
     n_samples = true.shape[0]
-    _check_same_length(n_samples, y_pred_dense=dense, y_pred_sparse=sparse)
-    weights = _check_sample_weight(sample_weight, n_samples)
-    codes, groups = _encode(sensitive_features, n_samples)
-    mass = _group_mass(codes, weights, len(groups))
-    _raise_if_weightless_group(mass, groups)
+    check_same_length("y_true", n_samples, y_pred_dense=dense, y_pred_sparse=sparse)
+    weights = check_sample_weight(sample_weight, n_samples)
+    codes, groups = encode_sensitive_features(sensitive_features, n_samples)
+    mass = group_mass(codes, weights, len(groups))
+    raise_if_weightless_group(mass, groups)
     dense_group, dense_all = _group_accuracies(dense == true, codes, weights, len(groups))
     sparse_group, sparse_all = _group_accuracies(
         sparse == true, codes, weights, len(groups)
@@ -217,7 +218,7 @@ def pairwise_disparity(
 
 def _binary_indicators(labels_by_name: dict, pos_label):
     """Boolean "is positive" arrays of binary label vectors sharing one label set."""
-    checked = {name: _check_labels(v, name) for name, v in labels_by_name.items()}
+    checked = {name: check_labels(v, name) for name, v in labels_by_name.items()}
     values = np.unique(np.concatenate(list(checked.values())))
     if values.size > 2:
         raise ValueError(
@@ -240,9 +241,9 @@ def _binary_confusion_by_group(
     predicted = indicators["y_pred"]
     actual = indicators.get("y_true", np.zeros_like(predicted))
     n_samples = predicted.shape[0]
-    _check_same_length(n_samples, y_true=actual)
-    weights = _check_sample_weight(sample_weight, n_samples)
-    codes, groups = _encode(sensitive_features, n_samples)
+    check_same_length("y_pred", n_samples, y_true=actual)
+    weights = check_sample_weight(sample_weight, n_samples)
+    codes, groups = encode_sensitive_features(sensitive_features, n_samples, reference="y_pred")
     flat = codes * 4 + actual * 2 + predicted
     counts = np.bincount(flat, weights=weights, minlength=4 * len(groups))
     return counts.reshape(len(groups), 2, 2), groups
@@ -305,7 +306,7 @@ def independence_gap(
         y_true, y_pred, sensitive_features, sample_weight, pos_label
     )
     mass = counts.sum(axis=(1, 2))
-    _raise_if_weightless_group(mass, groups)
+    raise_if_weightless_group(mass, groups)
     positive = counts[:, :, 1].sum(axis=1)
     return _sum_of_ranges([_rate_range(positive, mass)], len(groups))
 
@@ -458,7 +459,8 @@ def loss_gap(y_true, y_proba, *, sensitive_features, sample_weight=None, labels=
     -------
     float
         Non-negative; 0 for a single group. Probabilities are clipped to
-        ``[eps, 1 - eps]`` as in :func:`sklearn.metrics.log_loss`.
+        ``[eps, 1 - eps]`` as in :func:`sklearn.metrics.log_loss`; values outside
+        ``[0, 1]`` (scores or logits) raise ``ValueError``.
 
     References
     ----------
@@ -466,17 +468,18 @@ def loss_gap(y_true, y_proba, *, sensitive_features, sample_weight=None, labels=
        Stochastic Approximation Algorithms for Fairness-Constrained Training of Deep
        Neural Networks", 2025. Section 2 (loss-based fairness constraints).
     """
-    true = _check_labels(y_true, "y_true")
+    true = check_labels(y_true, "y_true")
     proba = np.asarray(y_proba, dtype=np.float64)
-    _raise_if_not_finite(proba, "y_proba")
+    raise_if_not_finite(proba, "y_proba")
+    check_probabilities(proba, "y_proba")
     n_samples = true.shape[0]
-    _check_same_length(n_samples, y_proba=proba)
-    weights = _check_sample_weight(sample_weight, n_samples)
-    codes, groups = _encode(sensitive_features, n_samples)
-    mass = _group_mass(codes, weights, len(groups))
-    _raise_if_weightless_group(mass, groups)
+    check_same_length("y_true", n_samples, y_proba=proba)
+    weights = check_sample_weight(sample_weight, n_samples)
+    codes, groups = encode_sensitive_features(sensitive_features, n_samples)
+    mass = group_mass(codes, weights, len(groups))
+    raise_if_weightless_group(mass, groups)
     losses = -np.log(_true_class_probability(true, proba, labels))
-    group_loss = _group_mass(codes, weights * losses, len(groups)) / mass
+    group_loss = group_mass(codes, weights * losses, len(groups)) / mass
     return float(group_loss.max() - group_loss.min())
 
 
@@ -605,10 +608,10 @@ def prediction_wasserstein(
     _check_wasserstein_options(bins, p)
     scores = as_finite_vector(y_score, "y_score")
     n_samples = scores.shape[0]
-    _check_same_length(n_samples, y_true=y_true)
-    weights = _check_sample_weight(sample_weight, n_samples)
-    codes, groups = _encode(sensitive_features, n_samples)
-    _raise_if_weightless_group(_group_mass(codes, weights, len(groups)), groups)
+    check_same_length("y_score", n_samples, y_true=y_true)
+    weights = check_sample_weight(sample_weight, n_samples)
+    codes, groups = encode_sensitive_features(sensitive_features, n_samples, reference="y_score")
+    raise_if_weightless_group(group_mass(codes, weights, len(groups)), groups)
     members = _sorted_group_slices(scores, codes, len(groups))
     if bins is None:
         laws = [_quantile_function(scores[m], weights[m]) for m in members]

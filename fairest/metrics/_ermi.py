@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from fairest.metrics._partial import (
-    _check_labels,
-    _check_same_length,
-    _check_sample_weight,
-    _encode,
-    _raise_if_not_finite,
-    _raise_if_weightless_group,
+from fairest.metrics._checks import (
+    check_hard_labels,
+    check_labels,
+    check_same_length,
+    check_sample_weight,
+    encode_sensitive_features,
+    raise_if_not_finite,
+    raise_if_weightless_group,
 )
 
 __all__ = [
@@ -49,13 +50,10 @@ def _prediction_matrix(y_pred) -> np.ndarray:
     """
     array = np.asarray(y_pred)
     if array.ndim == 1:
-        labels = _check_labels(array, "y_pred")
-        if labels.dtype.kind == "f" and (labels != np.round(labels)).any():
-            raise ValueError(
-                "a 1-D y_pred holds hard labels, but it has non-integer values; pass "
-                "probabilities as a 2-D (n_samples, n_classes) matrix, e.g. "
-                "predict_proba(X)."
-            )
+        labels = check_hard_labels(
+            array, "y_pred", hint=" Pass probabilities as a 2-D (n_samples, n_classes) "
+            "matrix, e.g. predict_proba(X)."
+        )
         _, codes = np.unique(labels, return_inverse=True)
         one_hot = np.zeros((labels.shape[0], int(codes.max(initial=-1)) + 1))
         one_hot[np.arange(labels.shape[0]), codes] = 1.0
@@ -66,7 +64,7 @@ def _prediction_matrix(y_pred) -> np.ndarray:
             f"matrix; got an array of shape {array.shape}."
         )
     proba = array.astype(np.float64)
-    _raise_if_not_finite(proba, "y_pred")
+    raise_if_not_finite(proba, "y_pred")
     if proba.shape[1] < 2:
         raise ValueError(
             "a probability matrix needs one column per class (at least 2); for a binary "
@@ -113,9 +111,9 @@ def _chi_square_dependence(joint: np.ndarray) -> np.ndarray:
 def _prepare_soft(y_pred, sensitive_features, sample_weight, y_true=None):
     proba = _prediction_matrix(y_pred)
     n_samples = proba.shape[0]
-    _check_same_length(n_samples, y_true=y_true)
-    weights = _check_sample_weight(sample_weight, n_samples)
-    codes, groups = _encode(sensitive_features, n_samples)
+    check_same_length("y_pred", n_samples, y_true=y_true)
+    weights = check_sample_weight(sample_weight, n_samples)
+    codes, groups = encode_sensitive_features(sensitive_features, n_samples, reference="y_pred")
     return proba, weights, codes, groups
 
 
@@ -241,7 +239,7 @@ def conditional_ermi(
     proba, weights, codes, groups = _prepare_soft(
         y_pred, sensitive_features, sample_weight, y_true
     )
-    _, strata = np.unique(_check_labels(y_true, "y_true"), return_inverse=True)
+    _, strata = np.unique(check_labels(y_true, "y_true"), return_inverse=True)
     n_strata, n_groups = int(strata.max()) + 1, len(groups)
     joint = _group_class_mass(
         proba, strata * n_groups + codes, weights, n_strata * n_groups
@@ -261,9 +259,9 @@ def conditional_ermi(
 
 def _shared_classes(y_true, y_pred):
     """Integer codes of true and predicted labels over their union of classes."""
-    true = _check_labels(y_true, "y_true")
-    pred = _check_labels(y_pred, "y_pred")
-    _check_same_length(true.shape[0], y_pred=pred)
+    true = check_labels(y_true, "y_true")
+    pred = check_hard_labels(y_pred, "y_pred")
+    check_same_length("y_true", true.shape[0], y_pred=pred)
     classes, codes = np.unique(np.concatenate([true, pred]), return_inverse=True)
     return codes[: true.shape[0]], codes[true.shape[0] :], classes.size
 
@@ -308,8 +306,8 @@ def _prepare_hard(y_true, y_pred, sensitive_features, sample_weight):
     if y_true is None:
         y_true = y_pred  # labels are only needed to list the classes
     true, pred, n_classes = _shared_classes(y_true, y_pred)
-    weights = _check_sample_weight(sample_weight, true.shape[0])
-    codes, groups = _encode(sensitive_features, true.shape[0])
+    weights = check_sample_weight(sample_weight, true.shape[0])
+    codes, groups = encode_sensitive_features(sensitive_features, true.shape[0])
     counts = _confusion_by_group(true, pred, codes, weights, len(groups), n_classes)
     return counts, groups
 
@@ -367,7 +365,7 @@ def demographic_parity_violation(
     counts, groups = _prepare_hard(y_true, y_pred, sensitive_features, sample_weight)
     predicted = counts.sum(axis=1)  # (groups, predicted class)
     group_mass = predicted.sum(axis=1)
-    _raise_if_weightless_group(group_mass, groups)
+    raise_if_weightless_group(group_mass, groups)
     rate = predicted / group_mass[:, None]
     if reference == "pairwise":
         return float((rate.max(axis=0) - rate.min(axis=0)).max())

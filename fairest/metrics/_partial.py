@@ -22,8 +22,14 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from fairest.metrics._checks import as_finite_vector, check_sample_weight
-from fairest.utils import encode_groups
+from fairest.metrics._checks import (
+    as_finite_vector,
+    check_same_length,
+    check_sample_weight,
+    encode_sensitive_features,
+    group_mass,
+    raise_if_weightless_group,
+)
 
 __all__ = [
     "partial_statistical_parity",
@@ -38,72 +44,6 @@ __all__ = [
 # to floating-point error of the cumulative weights counts as being on the edge
 # (spec partial_fairness.md section 2.1: "ceil(a*n - 1e-12)").
 _RANK_TOL = 1e-9
-
-
-# --------------------------------------------------------------------------------------
-# shared input checks (also used by _ermi.py and _constrained.py)
-# --------------------------------------------------------------------------------------
-
-
-def _raise_if_not_finite(array: np.ndarray, name: str) -> None:
-    finite = np.isfinite(array)
-    if not finite.all():
-        first = int(np.flatnonzero(~finite.ravel())[0])
-        raise ValueError(
-            f"{name} contains NaN or infinite values (first at flat position {first})."
-        )
-
-
-def _check_labels(values, name: str) -> np.ndarray:
-    """A 1-D array of class labels (numbers or strings) without missing values."""
-    array = np.asarray(values)
-    if array.ndim == 2 and array.shape[1] == 1:
-        array = array[:, 0]
-    if array.ndim != 1:
-        raise ValueError(
-            f"{name} must be a 1-D array of labels; got an array of shape {array.shape}."
-        )
-    missing = pd.isna(array)
-    if missing.any() or (array.dtype.kind == "f" and not np.isfinite(array).all()):
-        raise ValueError(f"{name} contains missing (NaN/None) or infinite labels.")
-    return array
-
-
-def _check_sample_weight(sample_weight, n_samples: int) -> np.ndarray:
-    """Non-negative finite weights of length ``n_samples`` with a positive sum."""
-    weights = check_sample_weight(sample_weight, n_samples)
-    if not weights.sum() > 0:
-        raise ValueError("sample_weight sums to zero.")
-    return weights
-
-
-def _check_same_length(n_samples: int, **arrays) -> None:
-    for name, array in arrays.items():
-        if array is not None and len(array) != n_samples:
-            raise ValueError(
-                f"{name} has {len(array)} samples but there are {n_samples}; "
-                "all inputs must have the same length."
-            )
-
-
-def _encode(sensitive_features, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
-    """Group codes ``0..G-1`` and labels, through the library's single encoder."""
-    if sensitive_features is None:
-        raise ValueError("sensitive_features is required to evaluate a fairness metric.")
-    return encode_groups(sensitive_features, n_samples=n_samples)
-
-
-def _group_mass(codes, weights, n_groups: int) -> np.ndarray:
-    return np.bincount(codes, weights=weights, minlength=n_groups)
-
-
-def _raise_if_weightless_group(mass: np.ndarray, groups: np.ndarray) -> None:
-    empty = np.flatnonzero(~(mass > 0))
-    if empty.size:
-        raise ValueError(
-            f"group {groups[empty[0]]!r} has zero total sample weight; its rates are "
-            "undefined."
-        )
 
 
 def _max_pairwise(matrix: np.ndarray) -> float:
@@ -154,7 +94,7 @@ def _rank_within_groups(scores, codes, weights, groups) -> _RankedScores:
     order = by_score[np.argsort(codes[by_score], kind="stable")]
     sorted_codes = codes[order]
     sorted_weights = weights[order]
-    mass = _group_mass(codes, weights, len(groups))
+    mass = group_mass(codes, weights, len(groups))
     mass_before_group = np.cumsum(mass) - mass
     weight_before = np.cumsum(sorted_weights) - sorted_weights
     within_group = weight_before - mass_before_group[sorted_codes]
@@ -178,7 +118,7 @@ def _percentile_bands(ranked: _RankedScores, interval):
     alpha, beta = interval
     keep = ranked.order[_band_mask(ranked.start_rank, alpha, beta)]
     codes, weights = ranked.codes[keep], ranked.weights[keep]
-    band_mass = _group_mass(codes, weights, len(ranked.groups))
+    band_mass = group_mass(codes, weights, len(ranked.groups))
     empty = np.flatnonzero(~(band_mass > 0))
     if empty.size:
         group = ranked.groups[empty[0]]
@@ -221,10 +161,10 @@ def _pairwise_max_gap(table: np.ndarray) -> np.ndarray:
 def _prepare(y_true, y_score, sensitive_features, sample_weight) -> _RankedScores:
     scores = as_finite_vector(y_score, "y_score")
     n_samples = scores.shape[0]
-    _check_same_length(n_samples, y_true=y_true)
-    weights = _check_sample_weight(sample_weight, n_samples)
-    codes, groups = _encode(sensitive_features, n_samples)
-    _raise_if_weightless_group(_group_mass(codes, weights, len(groups)), groups)
+    check_same_length("y_score", n_samples, y_true=y_true)
+    weights = check_sample_weight(sample_weight, n_samples)
+    codes, groups = encode_sensitive_features(sensitive_features, n_samples, reference="y_score")
+    raise_if_weightless_group(group_mass(codes, weights, len(groups)), groups)
     return _rank_within_groups(scores, codes, weights, groups)
 
 
@@ -237,7 +177,7 @@ def _psp_matrix(ranked: _RankedScores, interval) -> np.ndarray:
 def _pdp_matrix(ranked: _RankedScores, interval, threshold) -> np.ndarray:
     band_scores, band_codes, band_weights, band_mass = _percentile_bands(ranked, interval)
     above = band_weights * (band_scores > threshold)
-    rate = _group_mass(band_codes, above, len(ranked.groups)) / band_mass
+    rate = group_mass(band_codes, above, len(ranked.groups)) / band_mass
     return np.abs(rate[:, None] - rate[None, :])
 
 
@@ -553,7 +493,7 @@ def rank_curve(y_score, *, sensitive_features, sample_weight=None):
     """
     ranked = _prepare(None, y_score, sensitive_features, sample_weight)
     n_groups = len(ranked.groups)
-    mass = _group_mass(ranked.codes, ranked.weights, n_groups)
+    mass = group_mass(ranked.codes, ranked.weights, n_groups)
     thresholds, table = _exceedance_table(
         ranked.scores, ranked.codes, ranked.weights, mass, n_groups
     )

@@ -94,7 +94,7 @@ def group_report(
       (share of positives), ``selection_rate`` (share of predicted positives),
       ``true_positive_rate``, ``false_positive_rate`` (``nan`` for a group without
       positives / negatives) and ``accuracy``;
-    * regression (any other targets): ``mean_target``, ``mean_prediction``,
+    * regression (targets that are not binary): ``mean_target``, ``mean_prediction``,
       ``mean_squared_error`` and ``mean_absolute_error``;
     * ``mean_loss`` when ``scores`` and ``loss`` are given.
 
@@ -149,7 +149,13 @@ def group_report(
             f"scores has {score_values.shape[0]} entries but y_true has "
             f"{target.shape[0]}; they must have the same length."
         )
-    classification = _is_binary(inputs.y_true) and _is_binary(inputs.y_pred)
+    classification = _is_binary(inputs.y_true)
+    if classification and not _is_binary(inputs.y_pred):
+        raise ValueError(
+            "y_true holds binary labels, so y_pred must hold hard labels coded the same "
+            "way (e.g. predict(X)); it has other values, which look like probabilities or "
+            "scores. Pass decision-function values as scores= instead."
+        )
     columns = _classification_columns(inputs) if classification else _regression_columns(inputs)
     if loss is not None:
         columns["mean_loss"] = _mean_column(

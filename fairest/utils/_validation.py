@@ -79,7 +79,25 @@ def _factorize_column(column, position: int) -> tuple[np.ndarray, np.ndarray]:
     except TypeError:  # mixed, unorderable labels: keep order of first appearance
         codes, labels = pd.factorize(values, sort=False)
     labels = np.asarray(labels, dtype=object if labels.dtype == object else None)
+    if labels.dtype == object:
+        _raise_if_labels_print_alike(labels, position)
     return np.asarray(codes, dtype=np.int64), labels
+
+
+def _raise_if_labels_print_alike(labels: np.ndarray, position: int) -> None:
+    """Refuse distinct labels that print the same (``1`` and ``"1"``): two groups a user
+    would read as one."""
+    printed = pd.Series([str(label) for label in labels])
+    twins = printed[printed.duplicated(keep=False)]
+    if not twins.empty:
+        first = twins.iloc[0]
+        alike = [labels[i] for i in twins.index if printed[i] == first]
+        raise ValueError(
+            f"sensitive_features column {position} mixes types: the labels "
+            f"{', '.join(repr(label) for label in alike)} are different values that print "
+            "the same, so they would form separate groups. Convert the column to one "
+            "type (e.g. .astype(str))."
+        )
 
 
 def encode_groups(
@@ -88,6 +106,7 @@ def encode_groups(
     n_samples: int | None = None,
     min_groups: int = 1,
     min_group_size: int = 1,
+    reference: str = "X",
 ) -> tuple[np.ndarray, np.ndarray]:
     """Encode sensitive features as group codes.
 
@@ -102,6 +121,8 @@ def encode_groups(
         Minimum number of distinct groups required.
     min_group_size : int, default=1
         Minimum number of samples in every group.
+    reference : str, default="X"
+        Name of the input ``n_samples`` was read from, for the length-mismatch message.
 
     Returns
     -------
@@ -123,7 +144,7 @@ def encode_groups(
     n_rows = lengths.pop()
     if n_samples is not None and n_rows != n_samples:
         raise ValueError(
-            f"sensitive_features has {n_rows} rows but X has {n_samples} samples; "
+            f"sensitive_features has {n_rows} rows but {reference} has {n_samples} samples; "
             "they must have the same length."
         )
     if n_rows == 0:
@@ -160,10 +181,19 @@ def _check_group_counts(codes, groups, min_groups, min_group_size) -> None:
     counts = np.bincount(codes, minlength=len(groups))
     small = np.flatnonzero(counts < min_group_size)
     if small.size:
-        detail = ", ".join(f"{groups[g]!r} ({counts[g]} samples)" for g in small)
+        detail = ", ".join(f"{_as_python(groups[g])!r} ({counts[g]} samples)" for g in small[:5])
+        if small.size > 5:
+            detail += f" and {small.size - 5} more"
+        hint = ""
+        if len(groups) > max(20, codes.shape[0] // 4):
+            hint = (
+                f" sensitive_features has {len(groups)} distinct values for "
+                f"{codes.shape[0]} samples: if it is continuous, bin it first "
+                "(e.g. pandas.cut)."
+            )
         raise ValueError(
             f"every group needs at least {min_group_size} samples; too small: {detail}. "
-            "Merge or remove these groups explicitly; none is dropped silently."
+            f"Merge or remove these groups explicitly; none is dropped silently.{hint}"
         )
 
 
