@@ -63,17 +63,24 @@ def _load_csv(path: str, target: str | None, sensitive: list[str] | None, test_s
 
     if target is None or not sensitive:
         raise UserError("--data needs --target COL and --sensitive COL[,COL].")
+    if Path(path).is_dir():
+        raise UserError(f"{path} is a directory; --data needs a CSV file.")
     try:
         frame = pd.read_csv(path)
     except FileNotFoundError:
         raise UserError(f"no such file: {path}") from None
+    except PermissionError:
+        raise UserError(f"cannot read {path}: permission denied.") from None
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as error:
-        raise UserError(f"could not read {path} as CSV: {error}") from None
+        raise UserError(f"could not read {path} as CSV: {_one_line(error)}") from None
     missing = [c for c in [target, *sensitive] if c not in frame.columns]
     if missing:
         raise UserError(f"column(s) {missing} not in {path}; columns are {list(frame.columns)}.")
-    frame = frame.dropna(subset=[target])
-    y = frame[target].to_numpy()
+    n_missing = int(frame[target].isna().sum())
+    if n_missing:  # documented: rows without a target cannot be scored, so they go, counted
+        print(f"dropped {n_missing} row(s) with a missing {target!r}", file=sys.stderr)
+        frame = frame.dropna(subset=[target])
+    y = _plain_target(frame[target])
     n_values = pd.Series(y).nunique()
     if n_values < 2:
         raise UserError(f"target {target!r} has a single value; nothing to learn.")
@@ -85,12 +92,15 @@ def _load_csv(path: str, target: str | None, sensitive: list[str] | None, test_s
                 f"target {target!r} has {n_values} classes; compare handles binary targets "
                 "and numeric (regression) targets."
             )
-        positive = np.unique(y.astype(str))[-1]
-        print(f"positive class of {target!r}: {positive!r} (coded 1)", file=sys.stderr)
+        positive = str(np.unique(y.astype(str))[-1])
+        print(f"positive class of {target!r}: {positive} (coded 1)", file=sys.stderr)
         y = (y.astype(str) == positive).astype(int)
+    if len(frame) < 20:
+        raise UserError(f"{path} has {len(frame)} rows with a target; compare needs at least 20.")
     if frame[sensitive].isna().any().any():
         raise UserError(f"sensitive column(s) {sensitive} have missing values; fill them first.")
     X = frame.drop(columns=[target])
+    _check_features(X.drop(columns=sensitive, errors="ignore"))
     strata = None
     if task == "classification":
         cells = pd.Series(y).astype(str).to_numpy() + "|" + frame[sensitive].astype(str).agg("|".join, axis=1).to_numpy()
@@ -98,6 +108,63 @@ def _load_csv(path: str, target: str | None, sensitive: list[str] | None, test_s
     parts = train_test_split(X, y, frame[sensitive], test_size=test_size, random_state=seed, stratify=strata)
     X_train, X_test, y_train, y_test, s_train, s_test = parts
     return CompareData(Path(path).name, X_train, y_train, s_train, X_test, y_test, s_test, task)
+
+
+def _one_line(error) -> str:
+    return " ".join(str(error).split())
+
+
+def _plain_target(column: pd.Series) -> np.ndarray:
+    """Target values; a float column of whole numbers (read as float because of a
+    missing value) becomes integers, so classes print as ``1``, not ``1.0``."""
+    values = column.to_numpy()
+    if values.dtype.kind == "f" and np.all(values == np.round(values)):
+        return values.astype(np.int64)
+    return values
+
+
+def _check_features(X: pd.DataFrame) -> None:
+    numeric = X.select_dtypes(include="number")
+    infinite = [c for c in numeric.columns if np.isinf(numeric[c].to_numpy(dtype=float)).any()]
+    if infinite:
+        raise UserError(
+            f"feature column(s) {infinite[:5]} hold infinite values; replace them (missing "
+            "values are imputed, infinite ones are not)."
+        )
+
+
+def _check_split(data) -> None:
+    """Every group needs 2 training rows and the test split one row, before any fit."""
+    if len(data.y_train) < 10 or len(data.y_test) < 1:
+        raise UserError(
+            f"too few rows to compare methods: {len(data.y_train)} train / "
+            f"{len(data.y_test)} test after the split; use at least 20 rows."
+        )
+    counts = pd.Series(_group_keys(data.s_train)).value_counts()
+    small = counts[counts < 2]
+    if len(small):
+        shown = ", ".join(f"{label!r} ({n} row)" for label, n in small.head(5).items())
+        raise UserError(
+            f"every sensitive group needs at least 2 training rows; too small: {shown}. "
+            "Merge or drop these groups first."
+        )
+    if data.task == "classification" and len(np.unique(data.y_train)) < 2:
+        raise UserError("the training split holds one class only; use more rows.")
+
+
+def _group_keys(sensitive: pd.DataFrame) -> np.ndarray:
+    return sensitive.astype(str).agg("|".join, axis=1).to_numpy()
+
+
+def _check_output(folder: Path) -> None:
+    """Fail before any fit when the report folder cannot be written."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / ".fairest-write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as error:
+        raise UserError(f"cannot write the report to {folder}: {error.strerror or error}.") from None
 
 
 def _command_compare(args) -> int:
@@ -109,6 +176,8 @@ def _command_compare(args) -> int:
             print(f"{name:18} {method.task:15} {method.label}")
         return 0
     sensitive = args.sensitive.split(",") if args.sensitive else None
+    if not 0.0 < args.test_size < 1.0:
+        raise UserError(f"--test-size must be a fraction strictly between 0 and 1; got {args.test_size:g}.")
     if args.data:
         data = _load_csv(args.data, args.target, sensitive, args.test_size, args.seed)
     else:
@@ -126,6 +195,8 @@ def _command_compare(args) -> int:
             raise UserError(f"method(s) {wrong_task} do not handle {data.task}.")
     else:
         names = available
+    _check_split(data)
+    _check_output(Path(args.output))
     print(
         f"fairest compare: {data.name} ({len(data.y_train)} train / {len(data.y_test)} test rows, "
         f"sensitive: {', '.join(data.s_train.columns)})",

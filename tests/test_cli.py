@@ -127,3 +127,74 @@ def test_compare_lists_its_methods(capsys):
     printed = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in printed] == list(METHODS)
     assert any(line.startswith("badr-dp ") and "classification" in line for line in printed)
+
+
+def _bad_csvs(csv_file, tmp_path) -> dict:
+    """Bad inputs that used to end in a traceback (or a silent drop), each as a CSV path."""
+    frame = pd.read_csv(csv_file)
+    paths = {}
+    lonely = frame.copy()
+    lonely.loc[0, "sex"] = "x"  # a group with one row
+    infinite = frame.copy()
+    infinite.loc[3, "x2"] = np.inf
+    for name, data in {"lonely": lonely, "infinite": infinite, "tiny": frame.head(6)}.items():
+        paths[name] = tmp_path / f"{name}.csv"
+        data.to_csv(paths[name], index=False)
+    return paths
+
+
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        (["--data", "{csv}", "--target", "label", "--sensitive", "sex", "--test-size", "1.5"], "--test-size"),
+        (["--data", "{csv}", "--target", "label", "--sensitive", "sex", "--test-size", "0"], "--test-size"),
+        (["--data", "{folder}", "--target", "label", "--sensitive", "sex"], "is a directory"),
+        (["--data", "{lonely}", "--target", "label", "--sensitive", "sex"], "at least 2 training rows"),
+        (["--data", "{infinite}", "--target", "label", "--sensitive", "sex"], "infinite"),
+        (["--data", "{tiny}", "--target", "label", "--sensitive", "sex"], "at least 20"),
+        (["--data", "{csv}", "--target", "label", "--sensitive", "sex", "--output", "{blocked}/o"], "cannot write"),
+    ],
+)
+def test_compare_bad_inputs_are_one_line_exit_2_before_any_fit(
+    arguments, message, csv_file, tmp_path, capsys, monkeypatch
+):
+    import fairest._compare
+
+    def no_fit(*args, **kwargs):
+        raise AssertionError("a fit ran before the input was checked")
+
+    monkeypatch.setattr(fairest._compare, "run_comparison", no_fit)
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where a folder is needed")
+    paths = _bad_csvs(csv_file, tmp_path)
+    arguments = [a.format(csv=csv_file, folder=tmp_path, blocked=blocked, **paths) for a in arguments]
+    if "--output" not in arguments:
+        arguments += ["--output", str(tmp_path / "o")]
+    assert main(["compare", *arguments]) == 2
+    error = capsys.readouterr().err
+    assert message in error and "Traceback" not in error
+    assert len(error.strip().splitlines()[-1]) < 500
+
+
+def test_compare_counts_dropped_missing_targets_and_prints_plain_class(csv_file, tmp_path, capsys, monkeypatch):
+    import fairest._compare
+
+    frame = pd.read_csv(csv_file)
+    frame["label01"] = (frame["label"] == "yes").astype(float)
+    frame.loc[[1, 5, 9], "label01"] = np.nan
+    path = tmp_path / "missing_target.csv"
+    frame.drop(columns=["label"]).to_csv(path, index=False)
+    seen = {}
+
+    def record(data, names, **kwargs):
+        seen["n"] = len(data.y_train) + len(data.y_test)
+        raise SystemExit(0)
+
+    monkeypatch.setattr(fairest._compare, "run_comparison", record)
+    with pytest.raises(SystemExit):
+        main(["compare", "--data", str(path), "--target", "label01", "--sensitive", "sex",
+              "--output", str(tmp_path / "o")])
+    error = capsys.readouterr().err
+    assert "dropped 3 row(s) with a missing 'label01'" in error
+    assert "positive class of 'label01': 1 (coded 1)" in error
+    assert seen["n"] == len(frame) - 3
