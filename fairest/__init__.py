@@ -17,7 +17,9 @@ from fairest.reweighting import (
     GroupWeightedRegressor,
 )
 
-__version__ = "0.1.0.dev0"
+from fairest.utils._show_versions import show_versions
+
+__version__ = "0.1.0.dev0"  # the one source: pyproject.toml reads it (dynamic version)
 
 __all__ = [
     "BADRClassifier",
@@ -34,4 +36,5 @@ __all__ = [
     "PartialParityPenaltyClassifier",
     "PrunedFairClassifier",
     "__version__",
+    "show_versions",
 ]
