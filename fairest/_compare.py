@@ -1,7 +1,7 @@
 """The ``fairest compare`` job: fit every available method on one dataset, side by side.
 
-Each method family registers itself in :data:`METHODS` (name -> :class:`Method`). A method
-is a factory of an unfitted estimator; the job wraps it in the same preprocessing
+:data:`METHODS` (name -> :class:`Method`) is the list of compared methods, written out
+below: adding a method is adding one entry. A method is a factory of an unfitted estimator; the job wraps it in the same preprocessing
 Pipeline, routes ``sensitive_features`` through metadata routing, times ``fit`` and scores
 the held-out split.
 """
