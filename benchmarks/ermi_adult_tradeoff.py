@@ -178,10 +178,10 @@ def fit_one(data, fairness, eps, lam, seed, epochs, solver="sgda", max_iter=500,
     bound = 2.0 if fairness == "eo" else 5.0  # spec 9.1: tuned in [1, 2] (EO), [1, 5] (DP)
     model = ERMIClassifier(
         lam,
-        fairness="equalized_odds" if fairness == "eo" else "demographic_parity",
+        metric="equalized_odds" if fairness == "eo" else "demographic_parity",
         solver=solver, alpha=0.0, batch_size=1024, n_epochs=epochs, max_iter=max_iter,
-        learning_rate=0.005, learning_rate_w=0.01, w_radius=bound, clip_theta=bound,
-        lipschitz_theta=bound, dp_epsilon=None if eps == INF else eps, random_state=seed,
+        learning_rate=0.005, dual_learning_rate=0.01, dual_radius=bound, clip_norm=bound,
+        lipschitz_constant=bound, dp_epsilon=None if eps == INF else eps, random_state=seed,
         dtype=dtype,
     )
     with warnings.catch_warnings():

@@ -83,7 +83,7 @@ def _load():
 
 def _model(epochs, batch, lam, unit, dtype="float64"):
     return ERMIClassifier(lam, solver="sgda", dp_epsilon=1.0, n_epochs=epochs, batch_size=batch,
-                          clip_theta=CLIP, privacy_unit=unit, random_state=0, dtype=dtype)
+                          clip_norm=CLIP, privacy_unit=unit, random_state=0, dtype=dtype)
 
 
 def time_fairest(X, y, s, batch, epochs, repeats, lam=1.0, unit="sensitive", dtype="float64", warm=False):

@@ -199,7 +199,7 @@ def scores(theta, data):
 def fairest_theta(data, lam, seed, epochs):
     """fairest's SGDA fit (estimator defaults of the paper protocol) as a flat (intercept, coef)."""
     model = ERMIClassifier(lam, solver="sgda", alpha=0.0, batch_size=BATCH, n_epochs=epochs,
-                           learning_rate=LR_THETA, learning_rate_w=LR_W, w_radius=RADIUS,
+                           learning_rate=LR_THETA, dual_learning_rate=LR_W, dual_radius=RADIUS,
                            random_state=seed)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -14,10 +14,11 @@ Known gaps of the privacy argument (spec 6.9), documented rather than hidden:
 
 1. theta and W are each calibrated to (epsilon, delta) but both are released; the pair is
    about (sqrt(2) epsilon, delta)-DP. ``accounting="joint"`` multiplies both stds by sqrt(2).
-2. The group frequencies p_S and rho are computed from the sensitive data without noise.
+2. The group frequencies p_S and the minority fraction rho (``min_group_fraction``) are
+   computed from the sensitive data without noise.
 3. The accountant assumes random subsampling; ``batching="shuffle"`` is not covered.
 4. Under ``privacy_unit="sensitive"`` the guarantee rests on the Lipschitz constant of F
-   (``lipschitz_theta``), not on clipping; ``lipschitz_theta="auto"`` makes it hold by
+   (``lipschitz_constant``), not on clipping; ``lipschitz_constant="auto"`` makes it hold by
    construction for (multinomial) logistic regression.
 5. The closed form is an asymptotic bound; :func:`rdp_epsilon` gives the numeric RDP
    value of the same mechanism with the optional ``dp-accounting`` package.
@@ -55,7 +56,7 @@ def dp_fermi_noise(
     n_iter,
     epsilon,
     delta,
-    rho,
+    min_group_fraction,
     *,
     lipschitz=5.0,
     radius=5.0,
@@ -81,9 +82,9 @@ def dp_fermi_noise(
         Privacy budget epsilon; ``None`` (non-private) gives zeros.
     delta : float
         Privacy parameter delta, in (0, 1).
-    rho : float
-        Minority fraction (every group has frequency >= rho in neighbouring data sets);
-        must be positive for a private calibration.
+    min_group_fraction : float
+        Minority fraction rho (every group has frequency >= rho in neighbouring data
+        sets); must be positive for a private calibration.
     lipschitz : float, default=5.0
         Lipschitz constant L_theta of F(x, .), used by ``unit="sensitive"``.
     radius : float, default=5.0
@@ -115,10 +116,11 @@ def dp_fermi_noise(
     """
     if epsilon is None:
         return 0.0, 0.0
+    rho = min_group_fraction
     if rho <= 0:
         raise ValueError(
-            f"rho must be positive for a private fit; got {rho}. Every group needs at "
-            "least 2 samples (rho = (min_r n_r - 1) / n)."
+            f"min_group_fraction must be positive for a private fit; got {rho}. Every "
+            "group needs at least 2 samples (min_group_fraction = (min_r n_r - 1) / n)."
         )
     ln = math.log(1.0 / delta)
     base = math.sqrt(2.0 * n_iter * ln) / (epsilon * n_samples)  # sigma per unit of Delta
@@ -140,12 +142,15 @@ def dp_fermi_noise(
     return sigma_theta, sigma_w
 
 
-def paper_all_features_noise(n_samples, n_iter, epsilon, delta, rho, *, lipschitz, radius, n_classes):
+def paper_all_features_noise(
+    n_samples, n_iter, epsilon, delta, min_group_fraction, *, lipschitz, radius, n_classes
+):
     """The paper's all-features stds (Thm 3.3, second part), for reference only (spec 6.4).
 
     Returns ``(sigma_theta_statement, sigma_theta_proof, sigma_w)``. Both ignore the
     sensitivity of the loss gradient and are not used by the estimator.
     """
+    rho = min_group_fraction
     c = n_iter * math.log(1.0 / delta) / (epsilon**2 * n_samples**2)
     L2, D2, l2 = lipschitz**2, radius**2, n_classes**2
     statement = math.sqrt(64 * L2 * D2 * c / rho + 32 * D2**2 * L2 * l2 * c)

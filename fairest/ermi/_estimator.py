@@ -26,6 +26,7 @@ from fairest.ermi._kernels import Strata, closed_form_w, logits, probabilities
 from fairest.ermi._solvers import SGDAHyper, full_batch_solve, sgda_solve
 from fairest.utils._estimator import validate_fit_data
 from fairest.utils._linear import LinearClassifierMixin
+from fairest.utils._reporting import as_history, log_fit
 
 __all__ = ["ERMIClassifier"]
 
@@ -46,7 +47,7 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
     ----------
     fairness_weight : float, default=1.0
         Weight lambda >= 0 of the ERMI penalty (0 means no fairness penalty).
-    fairness : {"demographic_parity", "equalized_odds"}, default="demographic_parity"
+    metric : {"demographic_parity", "equalized_odds"}, default="demographic_parity"
         ERMI(Yhat; S) or the conditional ERMI(Yhat; S | Y).
     alpha : float, default=1e-4
         L2 strength on the coefficients (not the intercept). The paper uses none
@@ -69,9 +70,9 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
         SGDA runs ``T = n_epochs * ceil(n / m)`` iterations (fixed, no early stopping).
     learning_rate : float, default=0.005
         Constant descent step eta_theta.
-    learning_rate_w : float, default=0.01
+    dual_learning_rate : float, default=0.01
         Constant ascent step eta_W.
-    w_radius : float, default=5.0
+    dual_radius : float, default=5.0
         Radius R of the Frobenius ball W is projected on (also the bound D of the
         noise formula).
     batching : {"uniform", "shuffle"}, default="uniform"
@@ -90,25 +91,26 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
     privacy_unit : {"sensitive", "all"}, default="sensitive"
         Neighbouring data sets differ in one sensitive attribute (the paper's notion), or
         in one whole record (generic clipped DP-SGDA rule, needs per-sample clipping).
-    clip_theta : float, default=5.0
+    clip_norm : float, default=5.0
         Clipping norm C_theta of the theta-gradients (private fits only).
     clip_mode : {"per_sample", "batch", "none"}, default="per_sample"
         Clip every per-sample gradient, the averaged gradient (the authors' 2022 code),
         or nothing.
-    lipschitz_theta : float or "auto", default=5.0
+    lipschitz_constant : float or "auto", default=5.0
         Lipschitz constant L_theta of the probabilities in theta used by the noise
         formula; ``"auto"`` computes a valid one from the features
         (``c * max_i ||(1, x_i)||`` with c = 1/4 binary, sqrt(2)/4 softmax).
-    rho : float or None, default=None
-        Minority fraction of the noise formula; ``None`` is ``(min_r n_r - 1) / n``
-        (per label stratum for equalized odds). A public lower bound may be passed; a
-        value above the data's own raises.
+    min_group_fraction : float or None, default=None
+        Minority fraction of the noise formula (every group's share is at least this
+        in neighbouring data sets); ``None`` is ``(min_r n_r - 1) / n`` (per label
+        stratum for equalized odds). A public lower bound may be passed; a value above
+        the data's own raises.
     noise_scaling : {"lambda", "paper_text", "authors_code"}, default="lambda"
         How lambda scales the noise under ``privacy_unit="sensitive"`` (see Notes).
     accounting : {"paper", "joint"}, default="paper"
         ``"joint"`` multiplies both stds by sqrt(2) so that the pair of released
         gradients, not each one, is (epsilon, delta)-DP.
-    w_init : {"zeros", "normal"}, default="zeros"
+    dual_init : {"zeros", "normal"}, default="zeros"
         Initial W (the paper: zeros; the authors' code: standard normal).
     dtype : {"float64", "float32"}, default="float64"
         Precision of the feature matrix in the SGDA solver: with ``"float32"`` the two
@@ -119,7 +121,8 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
     random_state : int, RandomState instance or None, default=None
         Seed of batches, noise and the random iterate (separate streams).
     verbose : int, default=0
-        Print a per-epoch summary (SGDA) or the solver outcome (full batch).
+        Log the solver outcome after the fit (1), plus a line per SGDA epoch (2), through
+        :mod:`logging` at INFO.
     record_history : bool, default=False
         Store ``history_`` (per SGDA iteration: minibatch loss, minibatch saddle value,
         ``||W||_F``).
@@ -141,14 +144,17 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
         DP-SGD accountants; ``inf`` where the sensitivity is 0, 0 when non-private.
     epsilon_spent_ : float
         The epsilon certified by the closed form (``inf`` when non-private).
-    rho_ : float
+    min_group_fraction_ : float
+        The minority fraction used by the noise formula (``min_group_fraction`` or
+        the data's own).
     delta_ : float or None
     n_iter_ : int
         SGDA iterations T, or L-BFGS iterations.
     objective_ : float
         Final full-batch objective (NaN for SGDA).
     history_ : dict of ndarray
-        Only with ``record_history=True`` and ``solver="sgda"``.
+        Only with ``record_history=True`` and ``solver="sgda"``: ``"batch_loss"``,
+        ``"batch_saddle"`` and ``"w_norm"``, one value per SGDA iteration.
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features_in_,)
 
@@ -159,10 +165,11 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
     ``privacy_unit="sensitive"`` only the lambda-scaled ERMI part depends on s, so the
     default ``noise_scaling="lambda"`` adds ``lambda * sigma`` (no noise at lambda = 0).
     Known gaps, as in the paper: theta and W are each calibrated to (epsilon, delta)
-    (use ``accounting="joint"``); the group frequencies and rho are taken from the data
-    without noise (pass a public ``rho``); ``batching="shuffle"`` is not covered by the
-    subsampling accountant; under ``privacy_unit="sensitive"`` the guarantee rests on
-    ``lipschitz_theta`` being a true Lipschitz constant (use ``"auto"``).
+    (use ``accounting="joint"``); the group frequencies and the minority fraction are
+    taken from the data without noise (pass a public ``min_group_fraction``);
+    ``batching="shuffle"`` is not covered by the subsampling accountant; under
+    ``privacy_unit="sensitive"`` the guarantee rests on ``lipschitz_constant`` being a true
+    Lipschitz constant (use ``"auto"``).
 
     References
     ----------
@@ -188,7 +195,7 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
 
     _parameter_constraints: dict = {
         "fairness_weight": [Interval(Real, 0, None, closed="left")],
-        "fairness": [StrOptions({"demographic_parity", "equalized_odds"})],
+        "metric": [StrOptions({"demographic_parity", "equalized_odds"})],
         "alpha": [Interval(Real, 0, None, closed="left")],
         "solver": [StrOptions({"auto", "full-batch", "sgda"})],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
@@ -196,21 +203,21 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
         "batch_size": [Interval(Integral, 1, None, closed="left")],
         "n_epochs": [Interval(Integral, 1, None, closed="left")],
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
-        "learning_rate_w": [Interval(Real, 0, None, closed="left")],
-        "w_radius": [Interval(Real, 0, None, closed="neither")],
+        "dual_learning_rate": [Interval(Real, 0, None, closed="left")],
+        "dual_radius": [Interval(Real, 0, None, closed="neither")],
         "batching": [StrOptions({"uniform", "shuffle"})],
         "return_iterate": [StrOptions({"last", "random"})],
         "eo_weighting": [StrOptions({"label_prior", "uniform"})],
         "dp_epsilon": [Interval(Real, 0, None, closed="neither"), None],
         "dp_delta": [Interval(Real, 0, 1, closed="neither"), None],
         "privacy_unit": [StrOptions({"sensitive", "all"})],
-        "clip_theta": [Interval(Real, 0, None, closed="neither")],
+        "clip_norm": [Interval(Real, 0, None, closed="neither")],
         "clip_mode": [StrOptions({"per_sample", "batch", "none"})],
-        "lipschitz_theta": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
-        "rho": [Interval(Real, 0, 1, closed="neither"), None],
+        "lipschitz_constant": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
+        "min_group_fraction": [Interval(Real, 0, 1, closed="neither"), None],
         "noise_scaling": [StrOptions({"lambda", "paper_text", "authors_code"})],
         "accounting": [StrOptions({"paper", "joint"})],
-        "w_init": [StrOptions({"zeros", "normal"})],
+        "dual_init": [StrOptions({"zeros", "normal"})],
         "dtype": [StrOptions({"float64", "float32"})],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -221,7 +228,7 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
         self,
         fairness_weight=_defaults.FAIRNESS_WEIGHT,
         *,
-        fairness="demographic_parity",
+        metric="demographic_parity",
         alpha=_defaults.ALPHA,
         solver="auto",
         max_iter=_defaults.FULL_BATCH_MAX_ITER,
@@ -229,28 +236,28 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
         batch_size=_defaults.BATCH_SIZE,
         n_epochs=_defaults.N_EPOCHS,
         learning_rate=_defaults.LEARNING_RATE,
-        learning_rate_w=_defaults.LEARNING_RATE_W,
-        w_radius=_defaults.W_RADIUS,
+        dual_learning_rate=_defaults.DUAL_LEARNING_RATE,
+        dual_radius=_defaults.DUAL_RADIUS,
         batching="uniform",
         return_iterate="last",
         eo_weighting="label_prior",
         dp_epsilon=None,
         dp_delta=None,
         privacy_unit="sensitive",
-        clip_theta=_defaults.CLIP_THETA,
+        clip_norm=_defaults.CLIP_NORM,
         clip_mode="per_sample",
-        lipschitz_theta=_defaults.LIPSCHITZ_THETA,
-        rho=None,
+        lipschitz_constant=_defaults.LIPSCHITZ_CONSTANT,
+        min_group_fraction=None,
         noise_scaling="lambda",
         accounting="paper",
-        w_init="zeros",
+        dual_init="zeros",
         dtype="float64",
         random_state=None,
         verbose=0,
         record_history=False,
     ):
         self.fairness_weight = fairness_weight
-        self.fairness = fairness
+        self.metric = metric
         self.alpha = alpha
         self.solver = solver
         self.max_iter = max_iter
@@ -258,21 +265,21 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
         self.batch_size = batch_size
         self.n_epochs = n_epochs
         self.learning_rate = learning_rate
-        self.learning_rate_w = learning_rate_w
-        self.w_radius = w_radius
+        self.dual_learning_rate = dual_learning_rate
+        self.dual_radius = dual_radius
         self.batching = batching
         self.return_iterate = return_iterate
         self.eo_weighting = eo_weighting
         self.dp_epsilon = dp_epsilon
         self.dp_delta = dp_delta
         self.privacy_unit = privacy_unit
-        self.clip_theta = clip_theta
+        self.clip_norm = clip_norm
         self.clip_mode = clip_mode
-        self.lipschitz_theta = lipschitz_theta
-        self.rho = rho
+        self.lipschitz_constant = lipschitz_constant
+        self.min_group_fraction = min_group_fraction
         self.noise_scaling = noise_scaling
         self.accounting = accounting
-        self.w_init = w_init
+        self.dual_init = dual_init
         self.dtype = dtype
         self.random_state = random_state
         self.verbose = verbose
@@ -325,13 +332,13 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
         weight = weight / weight.mean()
         lam = float(self.fairness_weight) if sensitive_features is not None else 0.0
 
-        equalized_odds = self.fairness == "equalized_odds"
+        equalized_odds = self.metric == "equalized_odds"
         strata_codes = y_codes.astype(np.int32) if equalized_odds else np.zeros(n, np.int32)
         n_strata = n_classes if equalized_odds else 1
         strata, omega, rho_data = _strata_constants(
             strata_codes, data.groups, weight, n_strata, n_groups, self.eo_weighting
         )
-        self.rho_ = self._resolve_rho(rho_data)
+        self.min_group_fraction_ = self._resolve_min_group_fraction(rho_data)
         m = min(self.batch_size, n)
         n_iter = self.n_epochs * -(-n // m)
         self._set_privacy(private, n, m, n_iter, lam, float(np.max(omega)), data.X, binary)
@@ -355,15 +362,16 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
         self.W_ = W if equalized_odds else W[0]
         return self
 
-    def _resolve_rho(self, rho_data):
-        if self.rho is None:
+    def _resolve_min_group_fraction(self, rho_data):
+        if self.min_group_fraction is None:
             return rho_data
-        if self.rho > rho_data + 1e-12:
+        if self.min_group_fraction > rho_data + 1e-12:
             raise ValueError(
-                f"rho={self.rho} exceeds the data's own minority fraction "
-                f"(min_r n_r - 1) / n = {rho_data:.6g}; the noise would be too small."
+                f"min_group_fraction={self.min_group_fraction} exceeds the data's own "
+                f"minority fraction (min_r n_r - 1) / n = {rho_data:.6g}; the noise would "
+                "be too small."
             )
-        return float(self.rho)
+        return float(self.min_group_fraction)
 
     def _set_privacy(self, private, n, m, n_iter, lam, weight_max, X, binary):
         self.delta_ = None
@@ -374,21 +382,21 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
             return
         if self.privacy_unit == "all" and self.clip_mode != "per_sample":
             raise ValueError("privacy_unit='all' needs clip_mode='per_sample' (it bounds the sensitivity).")
-        if self.rho_ <= 0:
+        if self.min_group_fraction_ <= 0:
             raise ValueError(
-                "a private fit needs rho > 0: every group (every label-group cell for "
-                "equalized odds) needs at least 2 samples."
+                "a private fit needs min_group_fraction_ > 0: every group (every "
+                "label-group cell for equalized odds) needs at least 2 samples."
             )
         self.delta_ = float(self.dp_delta) if self.dp_delta is not None else 1.0 / n**2
-        if self.lipschitz_theta == "auto":
+        if self.lipschitz_constant == "auto":
             factor = _defaults.LIPSCHITZ_AUTO_BINARY if binary else _defaults.LIPSCHITZ_AUTO_SOFTMAX
             lipschitz = factor * float(np.sqrt(1.0 + np.max(np.sum(X * X, axis=1))))
         else:
-            lipschitz = float(self.lipschitz_theta)
+            lipschitz = float(self.lipschitz_constant)
         sigma_theta, sigma_w = dp_fermi_noise(
-            n, m, n_iter, self.dp_epsilon, self.delta_, self.rho_,
-            lipschitz=lipschitz, radius=self.w_radius, unit=self.privacy_unit,
-            clip=self.clip_theta, fairness_weight=lam, weight_max=weight_max,
+            n, m, n_iter, self.dp_epsilon, self.delta_, self.min_group_fraction_,
+            lipschitz=lipschitz, radius=self.dual_radius, unit=self.privacy_unit,
+            clip=self.clip_norm, fairness_weight=lam, weight_max=weight_max,
             accounting=self.accounting,
         )
         check_validity(n, m, n_iter, self.dp_epsilon, self.delta_, stacklevel=4)
@@ -425,9 +433,8 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
                 ConvergenceWarning,
                 stacklevel=3,
             )
-        if self.verbose:
-            print(f"[ERMIClassifier] full-batch L-BFGS: {self.n_iter_} iterations, objective "
-                  f"{self.objective_:.6g}, gradient norm {float(grad_norm):.2e}")
+        log_fit(self, "full-batch L-BFGS: %d iterations, objective %.6g, gradient norm %.2e",
+                self.n_iter_, self.objective_, float(grad_norm))
         # on the padded rows (weight 0 there): no recompilation for a new row count
         F = probabilities(logits(theta, jnp.asarray(Xp)), binary)
         W = closed_form_w(F, jnp.asarray(sp), jnp.asarray(tp), jnp.asarray(wp), strata)
@@ -437,16 +444,16 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
                   n_classes, m, root_seed):
         private = self.dp_epsilon is not None
         inf = jnp.inf
-        clip_sample = self.clip_theta if private and self.clip_mode == "per_sample" else inf
-        clip_batch = self.clip_theta if private and self.clip_mode == "batch" else inf
+        clip_sample = self.clip_norm if private and self.clip_mode == "per_sample" else inf
+        clip_batch = self.clip_norm if private and self.clip_mode == "batch" else inf
         hyper = SGDAHyper(*(jnp.asarray(float(v)) for v in (
-            lam, self.learning_rate, self.learning_rate_w, self.w_radius, clip_sample,
+            lam, self.learning_rate, self.dual_learning_rate, self.dual_radius, clip_sample,
             clip_batch, self.sigma_theta_, self.sigma_w_, self.alpha,
         )))
         key = jax.random.key(root_seed, impl=_defaults.PRNG_IMPL)
         key, key_w0 = jax.random.split(key)
         shape = (n_strata, n_groups, n_classes)
-        if self.w_init == "normal":
+        if self.dual_init == "normal":
             W0 = jax.random.normal(key_w0, shape) * strata.mask[:, :, None]
         else:
             W0 = jnp.zeros(shape)
@@ -462,16 +469,22 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
         self.objective_ = float("nan")
         if history is not None:
             names = ("batch_loss", "batch_saddle", "w_norm")
-            record = {name: np.asarray(h) for name, h in zip(names, history)}
+            record = as_history(dict(zip(names, history)))
             if self.record_history:
                 self.history_ = record
             if self.verbose:
                 steps = self.n_iter_ // self.n_epochs
                 for e in range(self.n_epochs):
                     part = slice(e * steps, (e + 1) * steps)
-                    print(f"[ERMIClassifier] epoch {e + 1}/{self.n_epochs}: loss "
-                          f"{record['batch_loss'][part].mean():.5f}, saddle "
-                          f"{record['batch_saddle'][part].mean():.5f}, ||W|| {record['w_norm'][part][-1]:.4f}")
+                    log_fit(self, "epoch %d/%d: loss %.5f, saddle %.5f, ||W|| %.4f", e + 1,
+                            self.n_epochs, record["batch_loss"][part].mean(),
+                            record["batch_saddle"][part].mean(), record["w_norm"][part][-1],
+                            level=2)
+                last = slice(self.n_iter_ - steps, self.n_iter_)
+                log_fit(self, "SGDA: %d iterations (%d epochs), last-epoch loss %.5f, saddle "
+                        "%.5f, ||W|| %.4f", self.n_iter_, self.n_epochs,
+                        record["batch_loss"][last].mean(), record["batch_saddle"][last].mean(),
+                        record["w_norm"][-1])
         return theta, W
 
     def __sklearn_tags__(self):

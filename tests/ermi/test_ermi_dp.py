@@ -19,7 +19,7 @@ from fairest.ermi._dp import (
 from fairest.ermi._kernels import Strata
 from fairest.ermi._solvers import SGDAHyper, sgda_solve
 
-WORKED = dict(n_samples=10_000, batch_size=1_000, n_iter=100, epsilon=1.0, delta=1e-8, rho=0.3)
+WORKED = dict(n_samples=10_000, batch_size=1_000, n_iter=100, epsilon=1.0, delta=1e-8, min_group_fraction=0.3)
 
 
 def test_worked_example_reproduced():
@@ -43,9 +43,9 @@ def test_scaling_laws_and_non_private_zero():
     np.testing.assert_allclose(dp_fermi_noise(**{**WORKED, "n_iter": 400}), 2 * base, rtol=1e-12)
     np.testing.assert_allclose(dp_fermi_noise(**{**WORKED, "epsilon": 2.0}), base / 2, rtol=1e-12)
     np.testing.assert_allclose(dp_fermi_noise(**{**WORKED, "n_samples": 20_000}), base / 2, rtol=1e-12)
-    np.testing.assert_allclose(dp_fermi_noise(**{**WORKED, "rho": 0.075}), 2 * base, rtol=1e-12)
-    with pytest.raises(ValueError, match="rho"):
-        dp_fermi_noise(**{**WORKED, "rho": 0.0})
+    np.testing.assert_allclose(dp_fermi_noise(**{**WORKED, "min_group_fraction": 0.075}), 2 * base, rtol=1e-12)
+    with pytest.raises(ValueError, match="min_group_fraction"):
+        dp_fermi_noise(**{**WORKED, "min_group_fraction": 0.0})
 
 
 @pytest.mark.parametrize(
@@ -80,7 +80,7 @@ def test_estimator_stores_the_calibrated_noise():
         clf = ERMIClassifier(fairness_weight=lam, dp_epsilon=2.0, batch_size=100, n_epochs=2, random_state=0)
         clf.fit(X, y, sensitive_features=s)
     rho = (120 - 1) / n
-    assert clf.rho_ == pytest.approx(rho)
+    assert clf.min_group_fraction_ == pytest.approx(rho)
     assert clf.delta_ == pytest.approx(1 / n**2)
     sigma_theta, sigma_w = dp_fermi_noise(n, 100, 8, 2.0, 1 / n**2, rho)
     assert clf.sigma_theta_ == pytest.approx(lam * sigma_theta, rel=1e-12)

@@ -1,5 +1,6 @@
 """ERMIClassifier: scikit-learn limits, ERMI of the fit, determinism, fairness monotonicity."""
 
+import logging
 import warnings
 
 import numpy as np
@@ -59,7 +60,7 @@ def test_lambda_zero_sample_weight_equals_sklearn():
 def test_full_batch_objective_and_w_are_exact_ermi(fairness):
     X, y, s = _biased(n=300, n_classes=3, n_groups=3, seed=3)
     lam = 2.0
-    clf = ERMIClassifier(fairness_weight=lam, fairness=fairness, alpha=0.0).fit(X, y, sensitive_features=s)
+    clf = ERMIClassifier(fairness_weight=lam, metric=fairness, alpha=0.0).fit(X, y, sensitive_features=s)
     proba = clf.predict_proba(X)
     loss = -np.mean(np.log(proba[np.arange(len(y)), y]))
     if fairness == "demographic_parity":
@@ -87,7 +88,7 @@ def test_larger_lambda_lowers_violation_full_batch(fairness, n_classes, n_groups
     Xt, yt, st = _biased(n=3000, n_classes=n_classes, n_groups=n_groups, seed=5)
     penalties, violations, errors = [], [], []
     for lam in (0.0, 1.0, 4.0):
-        clf = ERMIClassifier(fairness_weight=lam, fairness=fairness).fit(X, y, sensitive_features=s)
+        clf = ERMIClassifier(fairness_weight=lam, metric=fairness).fit(X, y, sensitive_features=s)
         proba = clf.predict_proba(X)
         penalties.append(
             ermi(None, proba, sensitive_features=s)
@@ -105,7 +106,7 @@ def test_sgda_lowers_violation_and_is_close_to_sklearn_at_lambda_zero():
     """Spec oracles 9 (second part) and 13, scaled down: non-private SGDA."""
     X, y, s = _biased(n=4000, seed=6)
     Xt, yt, st = _biased(n=4000, seed=7)
-    common = dict(solver="sgda", batch_size=256, n_epochs=15, learning_rate=0.05, learning_rate_w=0.1, alpha=0.0)
+    common = dict(solver="sgda", batch_size=256, n_epochs=15, learning_rate=0.05, dual_learning_rate=0.1, alpha=0.0)
     dp, err = {}, {}
     for lam in (0.0, 4.0):
         clf = ERMIClassifier(fairness_weight=lam, random_state=0, **common).fit(X, y, sensitive_features=s)
@@ -164,8 +165,8 @@ def test_projection_and_history():
     """Spec oracle 12: ||W_t||_F <= R after every step."""
     X, y, s = _biased(n=300, seed=11)
     clf = ERMIClassifier(
-        fairness_weight=5.0, solver="sgda", batch_size=64, n_epochs=3, learning_rate_w=5.0,
-        w_radius=0.5, w_init="normal", random_state=0, record_history=True,
+        fairness_weight=5.0, solver="sgda", batch_size=64, n_epochs=3, dual_learning_rate=5.0,
+        dual_radius=0.5, dual_init="normal", random_state=0, record_history=True,
     ).fit(X, y, sensitive_features=s)
     assert clf.n_iter_ == 3 * 5
     assert clf.history_["w_norm"].shape == (15,)
@@ -179,9 +180,31 @@ def test_invalid_settings_raise():
         ERMIClassifier(solver="full-batch", dp_epsilon=1.0).fit(X, y, sensitive_features=s)
     with pytest.raises(ValueError, match="sample_weight"):
         ERMIClassifier(dp_epsilon=1.0, n_epochs=1).fit(X, y, sensitive_features=s, sample_weight=np.arange(100.0) + 1)
-    with pytest.raises(ValueError, match="rho"):
-        ERMIClassifier(dp_epsilon=1.0, rho=0.9, n_epochs=1).fit(X, y, sensitive_features=s)
+    with pytest.raises(ValueError, match="min_group_fraction"):
+        ERMIClassifier(dp_epsilon=1.0, min_group_fraction=0.9, n_epochs=1).fit(X, y, sensitive_features=s)
     with pytest.raises(ValueError, match="per_sample"):
         ERMIClassifier(dp_epsilon=1.0, privacy_unit="all", clip_mode="batch", n_epochs=1).fit(X, y, sensitive_features=s)
     with pytest.raises(ValueError, match="one class"):
         ERMIClassifier().fit(X, np.zeros(100), sensitive_features=s)
+
+
+def test_verbose_logs_a_summary_and_per_epoch_lines(caplog):
+    X, y, s = _biased(n=200, seed=13)
+    params = dict(solver="sgda", batch_size=64, n_epochs=2, random_state=0)
+    with caplog.at_level(logging.INFO, logger="fairest"):
+        ERMIClassifier(verbose=1, **params).fit(X, y, sensitive_features=s)
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 1 and lines[0].startswith("[ERMIClassifier] SGDA: 8 iterations")
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="fairest"):
+        clf = ERMIClassifier(verbose=2, **params).fit(X, y, sensitive_features=s)
+    lines = [r.getMessage() for r in caplog.records]
+    assert [line.split(":")[0] for line in lines] == [
+        "[ERMIClassifier] epoch 1/2", "[ERMIClassifier] epoch 2/2", "[ERMIClassifier] SGDA"
+    ]
+    assert not hasattr(clf, "history_")
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="fairest"):
+        ERMIClassifier(verbose=1).fit(X, y, sensitive_features=s)
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 1 and lines[0].startswith("[ERMIClassifier] full-batch L-BFGS:")
