@@ -146,7 +146,7 @@ def worker(n_samples: int, num_groups: int, metric: str, repeats: int, out_path:
 
 NOTES = """\
 Warm BADRClassifier(solver="slsqp") fit (defaults: logistic, alpha = 1e-3, safeguard on,
-inner_tol 1e-10), demographic parity (rho = 1), data of `badr_vs_reference.py` (d = 10, seed 0,
+inner_tol 1e-10), demographic parity (temperature = 1), data of `badr_vs_reference.py` (d = 10, seed 0,
 train split = 80 %). One fresh process per case: cold fit, then warm fits; the profiled fit is
 the last one (`warm_s`; `warm_best_s` = best warm fit). Split of the profiled fit (wall):
 `lower_s` Newton solves, `adjoint_s` metric + adjoint, `oracle_host_s` the rest of the oracle

@@ -12,7 +12,7 @@ Protocol (spec badr.md 7.5, adapted to the data at hand):
   performance = accuracy.
 * Regression (Law school, Student performance, Communities & Crime, Parkinsons): ridge,
   ``alpha = 1e-1``, unfairness = demographic parity (regression form, spec 3.3),
-  BADR minimising the smooth ``rho = 1`` version as in the paper; performance = RMSE in
+  BADR minimising the smooth ``temperature = 1`` version as in the paper; performance = RMSE in
   target units (targets are not rescaled).
 * Preprocessing: categorical columns one-hot encoded (missing values get their own
   column), every feature standardised with train mean and std (constant train columns
@@ -28,7 +28,7 @@ Protocol (spec badr.md 7.5, adapted to the data at hand):
   is the independent check that SLSQP found the global train optimum.
 * Every model is scored by fairest's EXACT metric (``fairest.metrics.individual_fairness``,
   ``demographic_parity_deviation(task="regression")``) on decision scores / predictions on
-  both splits; for regression the smooth rho = 1 DP (``smooth_demographic_parity``, the
+  both splits; for regression the smooth temperature = 1 DP (``smooth_demographic_parity``, the
   paper's reported quantity, = exact + log 2 for G = 2 up to the 1e-6 inside the root) is
   stored as well.
 
@@ -65,11 +65,11 @@ NAME = "badr_reproduction"
 TEST_SIZE = 0.3
 ALPHA = {"classification": 1e-2, "regression": 1e-1}
 METRIC = {"classification": "individual_fairness", "regression": "demographic_parity"}
-RHO = 1.0
+TEMPERATURE = 1.0
 GRID = 101
 GRID_ALL_SPLITS_MAX_ND = 500_000  # larger n * d: the grid runs on the first GRID_SPLITS splits
 GRID_SPLITS = 3
-SMOOTH_TIE = 1e-8  # regression: smooth rho=1 DP values this close count as a tie (see report)
+SMOOTH_TIE = 1e-8  # regression: smooth temperature=1 DP values this close count as a tie (see report)
 METHODS = ("badr", "uniform", "balanced", "minimax", "best_single_group", "pooled", "grid",
            "badr_tight")
 TIGHT_TOL = 1e-16  # badr_tight: SLSQP ftol (default 1e-10), see the report's check section
@@ -234,7 +234,7 @@ def smooth_dp(scores, groups) -> float:
     with jax.enable_x64(True):
         return float(smooth_demographic_parity(
             np.asarray(scores, np.float64), np.zeros(len(scores)), codes.astype(np.int32),
-            len(labels), rho=RHO, task="regression"))
+            len(labels), temperature=TEMPERATURE, task="regression"))
 
 
 def outputs(task, model, X):
@@ -257,7 +257,7 @@ def make_model(task, method, weights=None):
 
     common = {"alpha": ALPHA[task], "metric": METRIC[task]}
     if task == "regression":
-        common["metric_params"] = {"rho": RHO}
+        common["metric_params"] = {"temperature": TEMPERATURE}
     if method in ("badr", "badr_tight"):
         cls = BADRClassifier if task == "classification" else BADRRegressor
         return cls(solver="slsqp", tol=TIGHT_TOL if method == "badr_tight" else None, **common)
@@ -482,7 +482,7 @@ def report(payload) -> str:
                   for t in ("badr", "badr_tight") for m in check_badr(info, t)]
     if all_misses:
         lines += ["", "Every split where another method has a lower exact train U than BADR:", ""]
-        lines += ["Kinds: 'smoothing floor' = regression, the smooth rho = 1 DP values that BADR "
+        lines += ["Kinds: 'smoothing floor' = regression, the smooth temperature = 1 DP values that BADR "
                   f"minimises differ by less than {SMOOTH_TIE:g} (for G = 2 the smooth DP is "
                   "log 2 + sqrt(delta^2 + 1e-6), flat, ~ 500 delta^2, once |delta| << 1e-3), so "
                   "the exact values differ below the objective's resolution; "
@@ -514,9 +514,9 @@ def report(payload) -> str:
     reg = [n for n, i in datasets.items() if i["task"] == "regression"]
     if reg:
         lines += ["", "## Regression, pooled over datasets and splits (paper Table 2 layout)", "",
-                  "Test DP as the paper reports it (smooth rho = 1, includes + log 2 for G = 2) "
+                  "Test DP as the paper reports it (smooth temperature = 1, includes + log 2 for G = 2) "
                   "and exact; test RMSE in target units.", "",
-                  "| method | test RMSE | test DP smooth (rho=1) | test DP exact | "
+                  "| method | test RMSE | test DP smooth (temperature=1) | test DP exact | "
                   "paper: test RMSE | paper: test DP |", "|---|---|---|---|---|---|"]
         paper = payload.get("paper_table2_regression", {})
         for method in PAPER_METHODS:
@@ -570,7 +570,7 @@ NOTES = (
     "70/30 split stratified by group, random_state = split index. Classification: logistic "
     "alpha = 1e-2, metric individual fairness (exact, no smoothing), accuracy. Regression: "
     "ridge alpha = 1e-1, metric demographic parity (regression form; BADR minimises the smooth "
-    "rho = 1 version as in the paper, all rows are scored by the EXACT max_g |delta_g|, and the "
+    "temperature = 1 version as in the paper, all rows are scored by the EXACT max_g |delta_g|, and the "
     "smooth value is in the JSON and the pooled table), RMSE in target units. One-hot "
     "categoricals, standardised features (train statistics), sensitive attributes kept as "
     "features; reference target leaks fixed (Law school: target zgpa, zgpa and pass_bar dropped; "
@@ -603,7 +603,7 @@ now (1) divides Phi by its starting value before SLSQP, so ftol is relative, and
 two-loop solver ends no better than the safeguard's baselines, restarts it from the best
 non-uniform baseline and then from the best vertex. The rows above are from the fixed code:
 BADR is at or below the grid on every split. badr_tight (tol=1e-16) remains as a diagnostic.
-Misses at the 'smoothing floor' (both exact DPs ~1e-6, where the rho = 1 smooth objective
+Misses at the 'smoothing floor' (both exact DPs ~1e-6, where the temperature = 1 smooth objective
 sqrt(delta^2 + 1e-6) cannot tell them apart) would not be material.
 """
 

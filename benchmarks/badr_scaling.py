@@ -362,7 +362,7 @@ oracle with tangent warm starts, fused adjoint pass, float32 Hessian blocks, bac
 compilation), QUIET: the machine's other jobs paused (SIGSTOP) for the run, 1-min load 1.5-3
 from the run itself.""",
     "sgd": """\
-badr-sgd (solver="sgd", demographic parity rho = 1, `iterations` iterations: the rows with
+badr-sgd (solver="sgd", demographic parity temperature = 1, `iterations` iterations: the rows with
 1,000 iterations (the default) were run on a QUIET machine (1-min load below 1.5, nothing else
 running) with `--sgd-cases 1000000:4 1000000:36 --sgd-iter 1000` and `--sgd-cases 100000:36
 10000000:36 --sgd-iter 1000 --timeout 900`; the rows with 100 iterations are an earlier
@@ -384,7 +384,7 @@ per_1000_per_1e6_rows_s should stay constant (linear in n) and not depend on G.
 peak_rss_gb = ru_maxrss of the process (data generation included), data_rss_gb the same
 right after generating the data. uniform_U = smooth DP at uniform weights (start point),
 final_U / final_U_exact = smooth / exact train DP at the returned weights (after only
-`iterations` steps: a cost benchmark, not a convergence study). At rho = 1 the
+`iterations` steps: a cost benchmark, not a convergence study). At temperature = 1 the
 smooth DP carries an offset up to log(G) (spec 3.8), hence values around 3.6 at G = 36.""",
     "groups": """\
 Group scalability (spec 7.6 protocol on synthetic data): `make_grouped_classification`,

@@ -6,7 +6,7 @@ grid n in {20,000, 200,000} x G in {2, 5, 10}, 10 features, 80/20 split stratifi
 group, same train split for both), L2 logistic model at each tool's default
 ``alpha = l2_reg = 1e-3``, SLSQP over the group weights with each tool's defaults
 (fairest: ``solver="slsqp"``, safeguard on; badr: implicit oracle, SLSQP ``max_iter=500``,
-``tol=1e-10``), smoothing ``rho = 1`` (both defaults).
+``tol=1e-10``), smoothing ``temperature = 1`` (both defaults).
 
 Timings (end to end, data already in memory):
 
@@ -302,7 +302,7 @@ Protocol (issue 3 item 6): synthetic data only (`make_grouped_classification`, n
 200,000 rows before the split, d = 10, seed 0, 80/20 split stratified by group, same train
 split for both tools), G in {2, 5, 10}, logistic model at each tool's default alpha = l2_reg =
 1e-3, SLSQP with each tool's defaults, metrics demographic parity / group variance / equal
-opportunity (smoothing rho = 1, both defaults), ONE run per case (no repeats of the reference,
+opportunity (smoothing temperature = 1, both defaults), ONE run per case (no repeats of the reference,
 no real datasets). Times are end to end, data in memory: fairest cold = first fit in a fresh
 process (JIT included), warm = best of 2 further fits of the same shape; reference =
 `Badr(...).run()` in a fresh process (its JAX compilation included). ratio = reference time /
@@ -313,7 +313,7 @@ computed for BOTH models by fairest's EXACT metric (`demographic_parity_deviatio
 `group_loss_variance`, `equal_opportunity_range`) on decision scores WITH the intercept; for
 the reference the scores are rebuilt from its `coef_` and `intercept_` (its own metric values
 drop the intercept, spec badr.md 9.2.1; they are kept in the JSON as
-`reference_own_metric_no_intercept`). `*_train_smooth_U` = fairest's SMOOTH metric (rho = 1,
+`reference_own_metric_no_intercept`). `*_train_smooth_U` = fairest's SMOOTH metric (temperature = 1,
 intercept included: the objective BADR minimises) at both models, computed at report time from
 the cached coefficients; the exact metric is not what either tool optimises, so a lower
 exact value for the reference can go with a higher smooth objective. The machine has 2 cores
@@ -334,7 +334,7 @@ times vary a lot with the load. Which code and which conditions each row comes f
   `badr_scaling_erm.md`, where BADR-SLSQP fits n = 200,000, G = 5 in 0.55-0.74 s warm).
 * G = 10: an earlier session (older fairest code, 600 s reference limit, load 12-15); the
   same remark applies to fairest's times.
-Equal opportunity at n = 200,000, G = 2: the smooth EO at rho = 1 is almost flat (about
+Equal opportunity at n = 200,000, G = 2: the smooth EO at temperature = 1 is almost flat (about
 2 log 2 for every weighting); an earlier fairest (before commit 3dbb757's restarts) stopped at
 the uniform weights there; the solver now restarts from the best baseline and reaches exact
 EO 0.0014 (the reference: 0.0042)."""
@@ -388,20 +388,20 @@ def main() -> None:
 
 
 def smooth_objective(metric: str, coef, intercept, X, y, groups) -> float:
-    """fairest's SMOOTH train unfairness (the objective BADR minimises, rho = 1, intercept
+    """fairest's SMOOTH train unfairness (the objective BADR minimises, temperature = 1, intercept
     included) at a given linear model."""
     import jax
     import jax.numpy as jnp
 
-    from fairest.reweighting._badr import build_metric_spec
     from fairest.reweighting._badr_metrics import smooth_unfairness
+    from fairest.reweighting._common import build_metric_spec
 
-    spec, rho = build_metric_spec(metric, None, "classification", "logistic", y.size)
+    spec, temperature = build_metric_spec(metric, None, "classification", "logistic", y.size)
     with jax.enable_x64(True):
         s = jnp.asarray(X @ np.asarray(coef) + intercept)
         value = smooth_unfairness(
             spec, s, jnp.asarray(y, jnp.float64), jnp.asarray(groups, jnp.int32),
-            jnp.ones(y.size), int(groups.max()) + 1, rho,
+            jnp.ones(y.size), int(groups.max()) + 1, temperature,
         )
     return float(value)
 

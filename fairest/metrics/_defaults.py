@@ -5,7 +5,7 @@ Spec references are to ``badr.md`` (the BADR implementation spec of this project
 
 # Smoothing parameter rho of the smoothed parity metrics (sigmoid temperature and
 # log-sum-exp temperature); the reference implementation's default (spec section 3.0).
-DEFAULT_RHO = 1.0
+DEFAULT_TEMPERATURE = 1.0
 
 # Offset inside the square root of the smoothed demographic parity,
 # ``sqrt(delta_g**2 + 1e-6)`` (spec section 3.3). It keeps the gradient finite at

@@ -135,7 +135,7 @@ def demographic_parity_deviation(
     ``1[s >= threshold]`` in group g for classification, and the mean score of group g for
     regression (spec badr.md 3.3). The reference point is the unweighted mean of the group
     rates, not the overall rate. Limit of :func:`smooth_demographic_parity` as
-    ``rho -> inf`` (up to the 1e-3 offset of its square root).
+    ``temperature -> inf`` (up to the 1e-3 offset of its square root).
 
     Parameters
     ----------
@@ -188,7 +188,7 @@ def equal_opportunity_range(
     ``1[s >= threshold]`` among the positives of group g (spec badr.md 3.5). Groups
     without positives are left out, with an
     :class:`~sklearn.exceptions.UndefinedMetricWarning`. Limit of
-    :func:`smooth_equal_opportunity` as ``rho -> inf``.
+    :func:`smooth_equal_opportunity` as ``temperature -> inf``.
 
     Parameters
     ----------
@@ -239,7 +239,7 @@ def equalized_odds_range(
     ``EOdds = ((max - min)_g TPR_g + (max - min)_g FPR_g) / 2`` with hard predictions
     ``1[s >= threshold]`` (spec badr.md 3.6). Groups without positives (negatives) are left
     out of the TPR (FPR) range, with a warning. Limit of :func:`smooth_equalized_odds` as
-    ``rho -> inf``.
+    ``temperature -> inf``.
 
     Parameters
     ----------

@@ -12,18 +12,19 @@ Every function here is pure and jitted, with the signature
 * ``weights``: optional per-sample weights, 0 on padding rows, so that a padded or
   bucketed batch gives exactly the value of the unpadded one. A group with zero total
   weight is treated as absent (left out of every across-group mean, max or variance).
-* smoothing parameters (``rho``, ``rho_sigmoid``, ``rho_max``) are traced: changing them
-  never recompiles.
+* smoothing parameters (``temperature``, ``temperature_sigmoid``, ``temperature_max``;
+  larger is closer to the exact metric) are traced: changing them never recompiles.
 
 No function changes JAX's global configuration. Per-group sums use
 ``jax.ops.segment_sum`` with a static ``num_segments``.
 
-Smoothing (spec badr.md 3.0): ``smax_rho(v) = (1/rho) log sum_g exp(rho v_g)`` and
-``smin_rho(v) = -smax_rho(-v)`` satisfy ``max v <= smax_rho(v) <= max v + log(G)/rho``, so
-a smoothed range exceeds the range of the same rates by at most ``2 log(G)/rho``. With the
-reference default ``rho = 1`` this offset (``log 2 = 0.69`` for DP, ``2 log 2 = 1.39`` for
-EO/EOdds with two groups) dominates the value: report the exact metrics next to the
-smoothed ones, or use a larger ``rho_max``.
+Smoothing (spec badr.md 3.0) at temperature ``T``:
+``smax_T(v) = (1/T) log sum_g exp(T v_g)`` and ``smin_T(v) = -smax_T(-v)`` satisfy
+``max v <= smax_T(v) <= max v + log(G)/T``, so a smoothed range exceeds the range of the
+same rates by at most ``2 log(G)/T``. With the reference default ``temperature = 1`` this
+offset (``log 2 = 0.69`` for DP, ``2 log 2 = 1.39`` for EO/EOdds with two groups)
+dominates the value: report the exact metrics next to the smoothed ones, or use a larger
+``temperature_max``.
 
 Group variance, individual fairness, disparate mistreatment and HSIC are already smooth:
 their JAX versions here are exact (equal to the numpy metrics) and differentiable.
@@ -38,7 +39,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from fairest._kernels import pointwise_loss
-from fairest.metrics._defaults import DEFAULT_RHO, DEMOGRAPHIC_PARITY_SQRT_OFFSET
+from fairest.metrics._defaults import DEFAULT_TEMPERATURE, DEMOGRAPHIC_PARITY_SQRT_OFFSET
 
 __all__ = [
     "smooth_max",
@@ -75,11 +76,13 @@ def _prepare(scores, y, weights):
     return scores, y, weights
 
 
-def _temperatures(rho, rho_sigmoid, rho_max, dtype):
-    """Sigmoid and smooth-max temperatures, each defaulting to ``rho``."""
-    rho_sigmoid = rho if rho_sigmoid is None else rho_sigmoid
-    rho_max = rho if rho_max is None else rho_max
-    return jnp.asarray(rho_sigmoid, dtype), jnp.asarray(rho_max, dtype)
+def _temperatures(temperature, temperature_sigmoid, temperature_max, dtype):
+    """Sigmoid and smooth-max temperatures, each defaulting to ``temperature``."""
+    if temperature_sigmoid is None:
+        temperature_sigmoid = temperature
+    if temperature_max is None:
+        temperature_max = temperature
+    return jnp.asarray(temperature_sigmoid, dtype), jnp.asarray(temperature_max, dtype)
 
 
 def _group_means(values, weights, group_codes, num_groups):
@@ -96,17 +99,17 @@ def _mean_over(values, where):
     return jnp.sum(jnp.where(where, values, 0.0)) / count
 
 
-def smooth_max(values, rho, where=None):
-    """Log-sum-exp smooth maximum ``(1/rho) log sum_g exp(rho v_g)``.
+def smooth_max(values, temperature, where=None):
+    """Log-sum-exp smooth maximum ``(1/T) log sum_g exp(T v_g)``, ``T = temperature``.
 
-    Satisfies ``max v <= smooth_max(v) <= max v + log(G)/rho`` (G entries kept); computed
+    Satisfies ``max v <= smooth_max(v) <= max v + log(G)/T`` (G entries kept); computed
     stably with :func:`jax.nn.logsumexp`.
 
     Parameters
     ----------
     values : array of shape (G,)
         Values to maximise over.
-    rho : float or scalar array
+    temperature : float or scalar array
         Temperature, > 0; larger is closer to the maximum.
     where : bool array of shape (G,), default=None
         Entries to keep; the others are ignored.
@@ -114,19 +117,21 @@ def smooth_max(values, rho, where=None):
     Returns
     -------
     scalar array
-        The smoothed maximum, at most ``log(G) / rho`` above the true maximum.
+        The smoothed maximum, at most ``log(G) / temperature`` above the true maximum.
     """
-    return jax.nn.logsumexp(rho * values, where=where) / rho
+    return jax.nn.logsumexp(temperature * values, where=where) / temperature
 
 
-def smooth_min(values, rho, where=None):
-    """Smooth minimum ``-smooth_max(-v)``: ``min v - log(G)/rho <= smooth_min(v) <= min v``.
+def smooth_min(values, temperature, where=None):
+    """Smooth minimum ``-smooth_max(-v)``: ``min v - log(G)/T <= smooth_min(v) <= min v``.
+
+    ``T = temperature``.
 
     Parameters
     ----------
     values : array of shape (G,)
         Values to minimise over.
-    rho : float or scalar array
+    temperature : float or scalar array
         Temperature, > 0.
     where : bool array of shape (G,), default=None
         Entries to keep; the others are ignored.
@@ -134,18 +139,18 @@ def smooth_min(values, rho, where=None):
     Returns
     -------
     scalar array
-        The smoothed minimum, at most ``log(G) / rho`` below the true minimum.
+        The smoothed minimum, at most ``log(G) / temperature`` below the true minimum.
     """
-    return -smooth_max(-values, rho, where)
+    return -smooth_max(-values, temperature, where)
 
 
-def _smooth_range(values, rho, where):
-    return smooth_max(values, rho, where) - smooth_min(values, rho, where)
+def _smooth_range(values, temperature, where):
+    return smooth_max(values, temperature, where) - smooth_min(values, temperature, where)
 
 
-def _smooth_error_rates(scores, y, weights, group_codes, num_groups, rho_sigmoid):
+def _smooth_error_rates(scores, y, weights, group_codes, num_groups, temperature_sigmoid):
     """Sigmoid-smoothed TPR and FPR per group, with the groups where they are defined."""
-    soft_prediction = jax.nn.sigmoid(rho_sigmoid * scores)
+    soft_prediction = jax.nn.sigmoid(temperature_sigmoid * scores)
     tpr, has_positive = _group_means(soft_prediction, weights * y, group_codes, num_groups)
     fpr, has_negative = _group_means(soft_prediction, weights * (1.0 - y), group_codes, num_groups)
     return tpr, has_positive, fpr, has_negative
@@ -162,20 +167,21 @@ def smooth_demographic_parity(
     group_codes,
     num_groups,
     *,
-    rho=DEFAULT_RHO,
-    rho_sigmoid=None,
-    rho_max=None,
+    temperature=DEFAULT_TEMPERATURE,
+    temperature_sigmoid=None,
+    temperature_max=None,
     weights=None,
     task="classification",
 ):
     """Smoothed BADR demographic parity.
 
-    ``DP_rho = smax_rho(sqrt(delta_g**2 + 1e-6))`` with ``delta_g = p_g - mean_h p_h``
+    ``DP = smax(sqrt(delta_g**2 + 1e-6))`` with ``delta_g = p_g - mean_h p_h``
     (unweighted mean over groups) and ``p_g`` the weighted group mean of
-    ``sigmoid(rho s)`` (classification) or of ``s`` (regression) (spec badr.md 3.3).
+    ``sigmoid(temperature_sigmoid * s)`` (classification) or of ``s`` (regression) (spec
+    badr.md 3.3); ``smax`` is :func:`smooth_max` at ``temperature_max``.
 
-    Convergence: as ``rho_sigmoid -> inf`` (no score exactly 0) the rates tend to the hard
-    rates, and ``smax`` adds at most ``log(G)/rho_max``, so the value tends to
+    Convergence: as ``temperature_sigmoid -> inf`` (no score exactly 0) the rates tend to
+    the hard rates, and ``smax`` adds at most ``log(G)/temperature_max``, so the value tends to
     ``max_g sqrt(delta_g**2 + 1e-6)``, within 1e-3 of
     :func:`demographic_parity_deviation`.
 
@@ -189,10 +195,11 @@ def smooth_demographic_parity(
         Group index in ``0..num_groups-1``.
     num_groups : int
         Number of groups G (static).
-    rho : float, default=1.0
+    temperature : float, default=1.0
         Smoothing parameter, used for the sigmoid and the smooth maximum.
-    rho_sigmoid, rho_max : float, default=None
-        Separate temperatures of the sigmoid and of the smooth maximum (default ``rho``).
+    temperature_sigmoid, temperature_max : float, default=None
+        Separate temperatures of the sigmoid and of the smooth maximum (default
+        ``temperature``).
     weights : array of shape (n,), default=None
         Per-sample weights, 0 on padding rows.
     task : {"classification", "regression"}, default="classification"
@@ -210,14 +217,16 @@ def smooth_demographic_parity(
     """
     _check_static(task, "task", _TASKS)
     scores, y, weights = _prepare(scores, y, weights)
-    rho_sigmoid, rho_max = _temperatures(rho, rho_sigmoid, rho_max, scores.dtype)
+    temperature_sigmoid, temperature_max = _temperatures(
+        temperature, temperature_sigmoid, temperature_max, scores.dtype
+    )
     if task == "classification":
-        per_sample = jax.nn.sigmoid(rho_sigmoid * scores)
+        per_sample = jax.nn.sigmoid(temperature_sigmoid * scores)
     else:
         per_sample = scores
     rates, present = _group_means(per_sample, weights, group_codes, num_groups)
     deviation = jnp.sqrt((rates - _mean_over(rates, present)) ** 2 + DEMOGRAPHIC_PARITY_SQRT_OFFSET)
-    return smooth_max(deviation, rho_max, where=present)
+    return smooth_max(deviation, temperature_max, where=present)
 
 
 @partial(jax.jit, static_argnames=("num_groups",))
@@ -227,20 +236,22 @@ def smooth_equal_opportunity(
     group_codes,
     num_groups,
     *,
-    rho=DEFAULT_RHO,
-    rho_sigmoid=None,
-    rho_max=None,
+    temperature=DEFAULT_TEMPERATURE,
+    temperature_sigmoid=None,
+    temperature_max=None,
     weights=None,
 ):
     """Smoothed BADR equal opportunity: smooth range of the group true positive rates.
 
-    ``EO_rho = smax_rho(TPR) - smin_rho(TPR)`` with
-    ``TPR_g = sum_{i in g, y_i = 1} w_i sigmoid(rho s_i) / sum_{i in g, y_i = 1} w_i``
-    (spec badr.md 3.5). Groups without positives are left out (the reference instead gives
-    them rate 0; both agree when every group has positives).
+    ``EO = smax(TPR) - smin(TPR)`` (:func:`smooth_max` / :func:`smooth_min` at
+    ``temperature_max``) with ``TPR_g = sum_{i in g, y_i = 1} w_i sigmoid(t s_i) /
+    sum_{i in g, y_i = 1} w_i``, ``t = temperature_sigmoid`` (spec badr.md 3.5). Groups
+    without positives are left out (the reference instead gives them rate 0; both agree
+    when every group has positives).
 
-    Convergence: for fixed rates, ``range <= EO_rho <= range + 2 log(G)/rho_max``; as
-    ``rho -> inf`` (no score exactly 0) the value tends to :func:`equal_opportunity_range`.
+    Convergence: for fixed rates, ``range <= EO <= range + 2 log(G)/temperature_max``; as
+    ``temperature -> inf`` (no score exactly 0) the value tends to
+    :func:`equal_opportunity_range`.
 
     Parameters
     ----------
@@ -252,10 +263,11 @@ def smooth_equal_opportunity(
         Group index in ``0..num_groups-1``.
     num_groups : int
         Number of groups G (static).
-    rho : float, default=1.0
+    temperature : float, default=1.0
         Smoothing parameter, used for the sigmoid and the smooth max/min.
-    rho_sigmoid, rho_max : float, default=None
-        Separate temperatures of the sigmoid and of the smooth max/min (default ``rho``).
+    temperature_sigmoid, temperature_max : float, default=None
+        Separate temperatures of the sigmoid and of the smooth max/min (default
+        ``temperature``).
     weights : array of shape (n,), default=None
         Per-sample weights, 0 on padding rows.
 
@@ -272,11 +284,13 @@ def smooth_equal_opportunity(
        Learning". NeurIPS 2016.
     """
     scores, y, weights = _prepare(scores, y, weights)
-    rho_sigmoid, rho_max = _temperatures(rho, rho_sigmoid, rho_max, scores.dtype)
-    tpr, has_positive, _, _ = _smooth_error_rates(
-        scores, y, weights, group_codes, num_groups, rho_sigmoid
+    temperature_sigmoid, temperature_max = _temperatures(
+        temperature, temperature_sigmoid, temperature_max, scores.dtype
     )
-    return _smooth_range(tpr, rho_max, has_positive)
+    tpr, has_positive, _, _ = _smooth_error_rates(
+        scores, y, weights, group_codes, num_groups, temperature_sigmoid
+    )
+    return _smooth_range(tpr, temperature_max, has_positive)
 
 
 @partial(jax.jit, static_argnames=("num_groups",))
@@ -286,19 +300,20 @@ def smooth_equalized_odds(
     group_codes,
     num_groups,
     *,
-    rho=DEFAULT_RHO,
-    rho_sigmoid=None,
-    rho_max=None,
+    temperature=DEFAULT_TEMPERATURE,
+    temperature_sigmoid=None,
+    temperature_max=None,
     weights=None,
 ):
     """Smoothed BADR equalized odds: mean of the smooth TPR range and FPR range.
 
-    ``EOdds_rho = ((smax - smin)(TPR) + (smax - smin)(FPR)) / 2`` with sigmoid-smoothed
+    ``EOdds = ((smax - smin)(TPR) + (smax - smin)(FPR)) / 2`` with sigmoid-smoothed
     rates as in :func:`smooth_equal_opportunity` (spec badr.md 3.6). Groups without
     positives (negatives) are left out of the TPR (FPR) range.
 
     Convergence: for fixed rates the value exceeds the mean range by at most
-    ``2 log(G)/rho_max``; as ``rho -> inf`` it tends to :func:`equalized_odds_range`.
+    ``2 log(G)/temperature_max``; as ``temperature -> inf`` it tends to
+    :func:`equalized_odds_range`.
 
     Parameters
     ----------
@@ -310,10 +325,11 @@ def smooth_equalized_odds(
         Group index in ``0..num_groups-1``.
     num_groups : int
         Number of groups G (static).
-    rho : float, default=1.0
+    temperature : float, default=1.0
         Smoothing parameter, used for the sigmoid and the smooth max/min.
-    rho_sigmoid, rho_max : float, default=None
-        Separate temperatures of the sigmoid and of the smooth max/min (default ``rho``).
+    temperature_sigmoid, temperature_max : float, default=None
+        Separate temperatures of the sigmoid and of the smooth max/min (default
+        ``temperature``).
     weights : array of shape (n,), default=None
         Per-sample weights, 0 on padding rows.
 
@@ -330,12 +346,15 @@ def smooth_equalized_odds(
        Learning". NeurIPS 2016.
     """
     scores, y, weights = _prepare(scores, y, weights)
-    rho_sigmoid, rho_max = _temperatures(rho, rho_sigmoid, rho_max, scores.dtype)
+    temperature_sigmoid, temperature_max = _temperatures(
+        temperature, temperature_sigmoid, temperature_max, scores.dtype
+    )
     tpr, has_positive, fpr, has_negative = _smooth_error_rates(
-        scores, y, weights, group_codes, num_groups, rho_sigmoid
+        scores, y, weights, group_codes, num_groups, temperature_sigmoid
     )
     return 0.5 * (
-        _smooth_range(tpr, rho_max, has_positive) + _smooth_range(fpr, rho_max, has_negative)
+        _smooth_range(tpr, temperature_max, has_positive)
+        + _smooth_range(fpr, temperature_max, has_negative)
     )
 
 

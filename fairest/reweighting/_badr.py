@@ -8,7 +8,6 @@ an ordinary weighted refit at ``group_weights_``.
 
 from __future__ import annotations
 
-import logging
 import warnings
 from numbers import Integral, Real
 
@@ -20,129 +19,27 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from fairest._kernels._buckets import pad_rows
 from fairest.reweighting import _defaults
-from fairest.reweighting._badr_metrics import (
-    CLASSIFICATION_METRICS,
-    REGRESSION_METRICS,
-    MetricSpec,
-)
+from fairest.reweighting._badr_metrics import CLASSIFICATION_METRICS, REGRESSION_METRICS
 from fairest.reweighting._bilevel import (
     ImplicitOracle,
-    Problem,
     exact_metric_value,
     run_frank_wolfe,
     run_scipy,
 )
-from fairest.reweighting._group_weights import resolve_group_weights
+from fairest.reweighting._common import (
+    baseline_weights,
+    build_metric_spec,
+    make_problem,
+    single_class_groups,
+)
 from fairest.utils._estimator import encode_binary_target, validate_fit_data
 from fairest.utils._linear import LinearClassifierMixin, LinearRegressorMixin
+from fairest.utils._reporting import as_history, log_fit
 
 __all__ = ["BADRClassifier", "BADRRegressor"]
 
-logger = logging.getLogger(__name__)
-
 SOLVERS = ("slsqp", "frank-wolfe", "trust-constr", "gd", "sgd")
-
-
-def build_metric_spec(metric, metric_params, task: str, loss: str, n_valid: int):
-    """Validate ``metric`` / ``metric_params``; return ``(MetricSpec, rho)``."""
-    params = dict(metric_params or {})
-    unknown = set(params) - {"rho", "encoding"}
-    if unknown:
-        raise ValueError(f"metric_params accepts 'rho' and 'encoding'; got {sorted(unknown)}.")
-    rho = float(params.get("rho", _defaults.RHO))
-    if not np.isfinite(rho) or rho <= 0:
-        raise ValueError(f"metric_params['rho'] must be a positive number; got {rho!r}.")
-    encoding = params.get("encoding", "index")
-    if encoding not in ("index", "onehot"):
-        raise ValueError(f"metric_params['encoding'] must be 'index' or 'onehot'; got {encoding!r}.")
-    if callable(metric):
-        return MetricSpec("callable", task, loss, encoding, fn=metric, n_valid=n_valid), rho
-    allowed = CLASSIFICATION_METRICS if task == "classification" else REGRESSION_METRICS
-    if metric not in allowed:
-        raise ValueError(
-            f"metric={metric!r} is not available for {task}; use one of {allowed} or a callable."
-        )
-    if metric in ("disparate_mistreatment", "hsic"):
-        return MetricSpec(metric, task, loss, encoding), rho
-    return MetricSpec(metric, task, loss), rho  # one compiled kernel whatever the encoding
-
-
-def baseline_weights(totals: np.ndarray) -> dict[str, np.ndarray]:
-    """Uniform, balanced (inverse size) and one-group weights (spec section 6)."""
-    num_groups = totals.size
-    labels = np.arange(num_groups)
-    candidates = {
-        name: resolve_group_weights(name, totals, labels) for name in ("uniform", "balanced")
-    }
-    for g in range(num_groups):
-        candidates[f"group_{g}"] = np.eye(num_groups)[g]
-    return candidates
-
-
-def make_problem(
-    data, y_num, alpha, penalize, rho, inner_tol, inner_max_iter, *, reference_compat=False
-) -> Problem:
-    """Padded float64 device arrays of a fit (call inside ``jax.enable_x64(True)``), plus a
-    float32 copy of X for the Newton Hessian blocks when the fit is large.
-    ``reference_compat`` drops the intercept from the scores the metrics see."""
-    n = data.X.shape[0]
-    X_pad, y_pad, g_pad, w_pad = pad_rows(n, data.X, y_num, data.groups, data.sample_weight)
-    return Problem(
-        X=_on_device(X_pad, np.float64),
-        y=_on_device(y_pad, np.float64),
-        groups=_on_device(g_pad, np.int32),
-        weight=_on_device(w_pad, np.float64),
-        alpha=_on_device(alpha, np.float64),
-        penalize_intercept=_on_device(penalize, np.float64),
-        rho=_on_device(rho, np.float64),
-        inner_tol=_on_device(inner_tol, np.float64),
-        inner_max_iter=_on_device(inner_max_iter, np.int32),
-        X_hessian=(
-            _on_device(X_pad, np.float32)
-            if n * data.X.shape[1] ** 2 >= _defaults.FLOAT32_HESSIAN_WORK
-            else None
-        ),
-        metric_intercept=_on_device(0.0 if reference_compat else 1.0, np.float64),
-    )
-
-
-def _on_device(value, dtype):
-    """Device copy with the dtype converted on the host (a conversion on the device would
-    compile a kernel on the first fit)."""
-    return jax.device_put(np.asarray(value, dtype=dtype))
-
-
-def single_class_groups(loss, penalize, y_num, groups, num_groups) -> np.ndarray:
-    """Groups whose one-group fit has no minimiser (logistic, free intercept, one class)."""
-    mask = np.zeros(num_groups, dtype=bool)
-    if loss == "logistic" and not penalize:
-        positives = np.bincount(groups, weights=y_num, minlength=num_groups)
-        counts = np.bincount(groups, minlength=num_groups)
-        mask = (positives == 0) | (positives == counts)
-    return mask
-
-
-def best_single_group(loss, data, y_num, *, alpha, penalize, metric, metric_params, task):
-    """One-group fitting baseline (spec 6.4): the vertex ``e_g`` with the smallest smooth
-    train unfairness. Returns ``(weights, unfairness per group (inf where skipped))``."""
-    num_groups = len(data.group_labels)
-    spec, rho = build_metric_spec(metric, metric_params, task, loss, data.X.shape[0])
-    skip = single_class_groups(loss, penalize, y_num, data.groups, num_groups)
-    values = np.full(num_groups, np.inf)
-    with jax.enable_x64(True):
-        problem = make_problem(
-            data, y_num, alpha, penalize, rho, _defaults.NEWTON_TOL, _defaults.NEWTON_MAX_ITER
-        )
-        orc = ImplicitOracle(
-            loss, spec, num_groups, problem, jnp.zeros(data.X.shape[1] + 1), data.groups
-        )
-        for g in np.flatnonzero(~skip):
-            values[g] = orc.evaluate(np.eye(num_groups)[g])[0]
-    if not np.any(np.isfinite(values)):
-        raise ValueError("No group admits a one-group fit (every group has a single class).")
-    return np.eye(num_groups)[int(np.argmin(values))], values
 
 
 class _BADRBase(BaseEstimator):
@@ -163,7 +60,7 @@ class _BADRBase(BaseEstimator):
         "tol": [Interval(Real, 0, None, closed="neither"), None],
         "batch_size": [Interval(Integral, 1, None, closed="left"), None],
         "learning_rate": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
-        "weight_learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "dual_learning_rate": [Interval(Real, 0, None, closed="neither")],
         "clip_norm": [Interval(Real, 0, None, closed="neither")],
         "check_every": [Interval(Integral, 1, None, closed="left")],
         "step_rule": [StrOptions({"log", "2/(t+2)"})],
@@ -181,7 +78,7 @@ class _BADRBase(BaseEstimator):
     def _fit_badr(self, data, loss: str, y_num: np.ndarray, task: str):
         n = data.X.shape[0]
         num_groups = len(data.group_labels)
-        metric, rho = build_metric_spec(self.metric, self.metric_params, task, loss, n)
+        metric, temperature = build_metric_spec(self.metric, self.metric_params, task, loss, n)
         penalize = self.penalize_intercept
         if penalize is None:
             penalize = loss == "squared_hinge"  # spec section 2: liblinear's convention
@@ -192,7 +89,7 @@ class _BADRBase(BaseEstimator):
         history = {}
         with jax.enable_x64(True):
             problem = make_problem(
-                data, y_num, self.alpha, penalize, rho, self.inner_tol, self.inner_max_iter,
+                data, y_num, self.alpha, penalize, temperature, self.inner_tol, self.inner_max_iter,
                 reference_compat=self.reference_compat,
             )
             theta0 = jax.device_put(np.zeros(data.X.shape[1] + 1))
@@ -240,11 +137,11 @@ class _BADRBase(BaseEstimator):
                 ConvergenceWarning,
                 stacklevel=3,
             )
-        if self.verbose:
-            logger.info(
-                "BADR %s: %d outer iterations, %d oracle calls, train unfairness %.6g (%s)",
-                self.solver, n_iter, orc.nfev, value, selected,
-            )
+        log_fit(
+            self,
+            "BADR %s: %d outer iterations, %d oracle calls, train unfairness %.6g (%s)",
+            self.solver, n_iter, orc.nfev, value, selected,
+        )
         self._set_linear_parameters(theta)
         self.group_weights_ = np.asarray(lam, dtype=np.float64)
         self.n_iter_ = int(n_iter) if num_groups > 1 else int(out.inner_iter)
@@ -256,7 +153,7 @@ class _BADRBase(BaseEstimator):
         self.baseline_unfairness_ = dict(candidates)
         self.selected_ = selected
         if self.record_history:
-            self.history_ = history
+            self.history_ = as_history(history)
         return self
 
     def _fit_one_group(self, loss, problem, theta0):
@@ -282,7 +179,7 @@ class _BADRBase(BaseEstimator):
         self.baseline_unfairness_ = {}
         self.selected_ = "one group"
         if self.record_history:
-            self.history_ = {}
+            self.history_ = as_history({})
         return self
 
     def _restart_points(self, candidates, totals) -> list[np.ndarray]:
@@ -389,7 +286,7 @@ class _BADRBase(BaseEstimator):
             jnp.float64(orc.evaluate(lam0)[0]),
             jax.random.key(seed),
             jnp.float64(rate),
-            jnp.float64(self.weight_learning_rate),
+            jnp.float64(self.dual_learning_rate),
             jnp.float64(self.clip_norm),
             jnp.int32(check_every),
             n_chunks=n_chunks,
@@ -424,10 +321,10 @@ _DOC_PARAMS = """
         (JAX-differentiable in ``scores``; ``y`` in {0, 1} for classifiers, ``groups``
         int codes in the order of ``groups_``) returning a scalar.
     metric_params : dict, default=None
-        ``rho`` (default 1.0): smoothing of demographic parity, equal opportunity and
-        equalized odds, both sigmoid temperature and log-sum-exp temperature; the smooth
-        value exceeds the exact one by up to ``log(G)/rho`` (DP) or ``2 log(G)/rho``
-        (EO, EOdds). ``encoding`` (``"index"``, default, or ``"onehot"``): group variable
+        ``temperature`` (default 1.0): smoothing of demographic parity, equal opportunity
+        and equalized odds, both sigmoid temperature and log-sum-exp temperature; larger is
+        closer to the exact metric, whose value the smooth one exceeds by up to
+        ``log(G)/temperature`` (DP) or ``2 log(G)/temperature`` (EO, EOdds). ``encoding`` (``"index"``, default, or ``"onehot"``): group variable
         of disparate mistreatment / HSIC; ``"onehot"`` makes them invariant to the group
         numbering.
     alpha : float, default=1e-3
@@ -450,10 +347,12 @@ _DOC_PARAMS = """
         Minibatch size ``B >= G`` of badr-sgd (``solver="sgd"``), split evenly over the
         groups; ``None`` means ``max(G, min(n, 256))``. Ignored by the other solvers.
     learning_rate : float or "auto", default=0.1
-        Step ``rho`` of theta and v in badr-gd / badr-sgd; ``"auto"`` is
+        Step size of the model parameters theta and of the adjoint v in badr-gd /
+        badr-sgd; ``"auto"`` is
         ``1 / lambda_max(H)`` at the start.
-    weight_learning_rate : float, default=1.0
-        Step ``gamma`` of the group weights in badr-gd / badr-sgd.
+    dual_learning_rate : float, default=1.0
+        Step size ``gamma`` of the group weights ``lambda`` in badr-gd / badr-sgd: the
+        second time-scale of the single-loop solvers.
     clip_norm : float, default=1.0
         Clipping threshold of the weight direction in badr-sgd.
     check_every : int, default=25
@@ -486,7 +385,8 @@ _DOC_PARAMS = """
     random_state : int, RandomState instance or None, default=None
         Seeds badr-sgd's minibatches.
     verbose : int, default=0
-        Log a summary through :mod:`logging` (logger ``fairest.reweighting._badr``).
+        Log a summary of the fit through :mod:`logging` (logger
+        ``fairest.reweighting._badr``, INFO, ``[ClassName] ...``) when at least 1.
     record_history : bool, default=False
         Store ``history_`` (per outer iteration / oracle call / check).
 """
@@ -514,7 +414,8 @@ _DOC_ATTRS = """
         ``solver``, or the name of the baseline (``"uniform"``, ``"balanced"``,
         ``"group_<k>"``) whose weights are returned.
     history_ : dict of ndarray
-        Only with ``record_history=True``.
+        Only with ``record_history=True``: one value per recorded outer iteration / oracle
+        call / check, keyed by quantity (``"unfairness"``, ``"group_weights"``, ...).
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features_in_,)
 """
@@ -570,7 +471,7 @@ class BADRClassifier(LinearClassifierMixin, _BADRBase):
         tol=None,
         batch_size=None,
         learning_rate=_defaults.LEARNING_RATE,
-        weight_learning_rate=_defaults.WEIGHT_LEARNING_RATE,
+        dual_learning_rate=_defaults.DUAL_LEARNING_RATE,
         clip_norm=_defaults.CLIP_NORM,
         check_every=_defaults.CHECK_EVERY,
         step_rule="log",
@@ -593,7 +494,7 @@ class BADRClassifier(LinearClassifierMixin, _BADRBase):
         self.tol = tol
         self.batch_size = batch_size
         self.learning_rate = learning_rate
-        self.weight_learning_rate = weight_learning_rate
+        self.dual_learning_rate = dual_learning_rate
         self.clip_norm = clip_norm
         self.check_every = check_every
         self.step_rule = step_rule
@@ -672,7 +573,7 @@ class BADRRegressor(LinearRegressorMixin, _BADRBase):
         tol=None,
         batch_size=None,
         learning_rate=_defaults.LEARNING_RATE,
-        weight_learning_rate=_defaults.WEIGHT_LEARNING_RATE,
+        dual_learning_rate=_defaults.DUAL_LEARNING_RATE,
         clip_norm=_defaults.CLIP_NORM,
         check_every=_defaults.CHECK_EVERY,
         step_rule="log",
@@ -694,7 +595,7 @@ class BADRRegressor(LinearRegressorMixin, _BADRBase):
         self.tol = tol
         self.batch_size = batch_size
         self.learning_rate = learning_rate
-        self.weight_learning_rate = weight_learning_rate
+        self.dual_learning_rate = dual_learning_rate
         self.clip_norm = clip_norm
         self.check_every = check_every
         self.step_rule = step_rule

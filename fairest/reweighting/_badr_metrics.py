@@ -82,10 +82,10 @@ def _callable_value(spec: MetricSpec, s, y, groups):
     return jnp.asarray(spec.fn(s[:n], y[:n], groups[:n]), dtype=s.dtype).reshape(())
 
 
-def smooth_unfairness(spec: MetricSpec, s, y, groups, weight, num_groups: int, rho):
+def smooth_unfairness(spec: MetricSpec, s, y, groups, weight, num_groups: int, temperature):
     """Smooth (differentiable, jittable) unfairness: the BADR upper-level objective.
 
-    ``rho`` (traced) is the sigmoid and smooth-max temperature of DP / EO / EOdds;
+    ``temperature`` (traced) is the sigmoid and smooth-max temperature of DP / EO / EOdds;
     individual fairness uses the O(n) cell algorithm for classification labels {0, 1} and
     the O(n log n) scan for real labels.
     """
@@ -99,15 +99,15 @@ def smooth_unfairness(spec: MetricSpec, s, y, groups, weight, num_groups: int, r
         kind = "binary" if spec.task == "classification" else "continuous"
         return smooth_individual_fairness(*data, weights=weight, label_kind=kind)
     if name == "demographic_parity":
-        return smooth_demographic_parity(*data, rho=rho, weights=weight, task=spec.task)
+        return smooth_demographic_parity(*data, temperature=temperature, weights=weight, task=spec.task)
     if name == "disparate_mistreatment":
         return smooth_disparate_mistreatment(*data, weights=weight, encoding=spec.encoding)
     if name == "hsic":
         return smooth_hsic_linear(*data, weights=weight, encoding=spec.encoding)
     if name == "equal_opportunity":
-        return smooth_equal_opportunity(*data, rho=rho, weights=weight)
+        return smooth_equal_opportunity(*data, temperature=temperature, weights=weight)
     if name == "equalized_odds":
-        return smooth_equalized_odds(*data, rho=rho, weights=weight)
+        return smooth_equalized_odds(*data, temperature=temperature, weights=weight)
     raise ValueError(f"Unknown metric {name!r}.")
 
 

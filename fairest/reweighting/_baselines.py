@@ -46,7 +46,7 @@ class _GroupWeightedLinearModel(BaseEstimator):
 
     def _adaptive_weights(self, loss, y01, data):
         """``"minimax"`` (spec 6.3) or ``"best_single_group"`` (spec 6.4) weights."""
-        from fairest.reweighting._badr import best_single_group, make_problem
+        from fairest.reweighting._common import best_single_group, make_problem
 
         penalize = bool(self.penalize_intercept)
         num_groups = len(data.group_labels)
@@ -172,7 +172,8 @@ class GroupWeightedClassifier(LinearClassifierMixin, _GroupWeightedLinearModel):
         Only for ``weights="best_single_group"``: the train unfairness that picks the
         group (names and callables as in :class:`BADRClassifier` / :class:`BADRRegressor`).
     metric_params : dict, default=None
-        Only for ``weights="best_single_group"``: ``rho`` / ``encoding`` of the metric.
+        Only for ``weights="best_single_group"``: ``temperature`` / ``encoding`` of the metric
+        (see :class:`BADRClassifier`).
     minimax_solver : {"auto", "cvxpy", "dual"}, default="auto"
         Only for ``weights="minimax"``: the epigraph program with Clarabel (``"cvxpy"``),
         or SLSQP on the concave dual with Newton lower-level solves (``"dual"``, for large
@@ -292,7 +293,8 @@ class GroupWeightedRegressor(LinearRegressorMixin, _GroupWeightedLinearModel):
         Only for ``weights="best_single_group"``: the train unfairness that picks the
         group (names and callables as in :class:`BADRClassifier` / :class:`BADRRegressor`).
     metric_params : dict, default=None
-        Only for ``weights="best_single_group"``: ``rho`` / ``encoding`` of the metric.
+        Only for ``weights="best_single_group"``: ``temperature`` / ``encoding`` of the metric
+        (see :class:`BADRClassifier`).
     minimax_solver : {"auto", "cvxpy", "dual"}, default="auto"
         Only for ``weights="minimax"``: the epigraph program with Clarabel (``"cvxpy"``),
         or SLSQP on the concave dual with Newton lower-level solves (``"dual"``, for large

@@ -99,7 +99,7 @@ class Problem(NamedTuple):
     weight: jax.Array  # (n,) sample weights, 0 on padding
     alpha: jax.Array
     penalize_intercept: jax.Array  # 0.0 / 1.0
-    rho: jax.Array  # metric smoothing
+    temperature: jax.Array  # metric smoothing (metric_params["temperature"])
     inner_tol: jax.Array
     inner_max_iter: jax.Array
     X_hessian: jax.Array | None = None  # float32 copy of X for the Hessian block (large n)
@@ -135,7 +135,7 @@ def metric_value(loss_metric: MetricSpec, theta, problem: Problem, num_groups: i
         problem.groups,
         problem.weight,
         num_groups,
-        problem.rho,
+        problem.temperature,
     )
 
 
@@ -203,7 +203,8 @@ def _adjoint(loss, metric, num_groups, lam, theta, cholesky, problem):
     s = scores(theta, problem.X)
     dropped = (1.0 - problem.metric_intercept) * theta[0]  # 0 unless reference_compat
     value, grad_s = jax.value_and_grad(smooth_unfairness, argnums=1)(
-        metric, s - dropped, problem.y, problem.groups, problem.weight, num_groups, problem.rho
+        metric, s - dropped, problem.y, problem.groups, problem.weight, num_groups,
+        problem.temperature,
     )
     pointwise, d1, _ = loss_derivatives(loss, s, problem.y)
     seg = partial(jax.ops.segment_sum, segment_ids=problem.groups, num_segments=num_groups)

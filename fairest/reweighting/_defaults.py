@@ -5,7 +5,7 @@ NEWTON_TOL = 1e-10  # badr spec section 2: relative inner tolerance
 NEWTON_MAX_ITER = 100  # spec caps at 50 inside BADR's loop; a standalone fit may take more
 
 # --- BADR (badr spec sections 3-5) ---
-RHO = 1.0  # spec 3.0: smoothing of DP / EO / EOdds (reference default)
+TEMPERATURE = 1.0  # spec 3.0 (rho there): smoothing of DP / EO / EOdds (reference default)
 INNER_MAX_ITER = 50  # spec 2: Newton steps per lower-level solve inside BADR
 # From this n d^2 on, BADR's Newton steps assemble the Hessian block from a float32 copy of
 # X: about 15 % less CPU time per fit on the data of benchmarks/badr_profile.py (n = 160,000,
@@ -27,7 +27,7 @@ TOL = {  # spec 4.4 (SLSQP ftol), 4.6 (trust-constr gtol), 4.5 (FW gap)
     "sgd": 0.0,
 }
 LEARNING_RATE = 0.1  # spec 5.5: rho, step of theta and v
-WEIGHT_LEARNING_RATE = 1.0  # spec 5.5: gamma, step of lambda
+DUAL_LEARNING_RATE = 1.0  # spec 5.5: gamma, step of lambda
 CLIP_NORM = 1.0  # spec 5.3: clipping threshold c of badr-sgd
 BATCH_SIZE = 256  # spec 5.5: B = max(G, min(n, 256))
 CHECK_EVERY = 25  # spec 5.5: exact Phi every k iterations, best lambda returned

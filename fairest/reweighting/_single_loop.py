@@ -152,7 +152,7 @@ def single_loop(
     value0,
     key,
     learning_rate,
-    weight_learning_rate,
+    dual_learning_rate,
     clip_norm,
     check_every,
     *,
@@ -168,7 +168,7 @@ def single_loop(
     ``||grad F||_inf``.
     """
     dtype = lam0.dtype
-    hyper = (learning_rate, weight_learning_rate, clip_norm)
+    hyper = (learning_rate, dual_learning_rate, clip_norm)
     step = partial(_step, loss, metric, num_groups, problem, hyper, stochastic, batch_size, sampler)
 
     def inner(_, carry):

@@ -14,12 +14,12 @@ GOLDEN_Y_REAL = np.array([1.2, -0.3, 0.5, 2.1, -1.0, 0.8, 0.1, -0.6])
 GOLDEN_CODES = np.array([0, 0, 0, 0, 1, 1, 1, 1], dtype=np.int32)
 
 GOLDEN_SMOOTH = [
-    (fm.smooth_demographic_parity, GOLDEN_Y, {"rho": 1.0}, 0.7320007992),
-    (fm.smooth_demographic_parity, GOLDEN_Y, {"rho": 10.0}, 0.2452514308),
-    (fm.smooth_equal_opportunity, GOLDEN_Y, {"rho": 1.0}, 1.403479179),
-    (fm.smooth_equal_opportunity, GOLDEN_Y, {"rho": 10.0}, 0.7057611301),
-    (fm.smooth_equalized_odds, GOLDEN_Y, {"rho": 1.0}, 1.396322412),
-    (fm.smooth_equalized_odds, GOLDEN_Y, {"rho": 10.0}, 0.4221995763),
+    (fm.smooth_demographic_parity, GOLDEN_Y, {"temperature": 1.0}, 0.7320007992),
+    (fm.smooth_demographic_parity, GOLDEN_Y, {"temperature": 10.0}, 0.2452514308),
+    (fm.smooth_equal_opportunity, GOLDEN_Y, {"temperature": 1.0}, 1.403479179),
+    (fm.smooth_equal_opportunity, GOLDEN_Y, {"temperature": 10.0}, 0.7057611301),
+    (fm.smooth_equalized_odds, GOLDEN_Y, {"temperature": 1.0}, 1.396322412),
+    (fm.smooth_equalized_odds, GOLDEN_Y, {"temperature": 10.0}, 0.4221995763),
     (fm.smooth_demographic_parity, GOLDEN_Y_REAL, {"task": "regression"}, 0.8431505139),
     (fm.smooth_individual_fairness, GOLDEN_Y, {"label_kind": "binary"}, 0.657203376),
     (fm.smooth_individual_fairness, GOLDEN_Y, {}, 0.657203376),
@@ -150,14 +150,19 @@ def test_smoothed_parity_tends_to_exact(smooth, exact, log_factor, offset):
     with jax.enable_x64(True):
         for rho in (1.0, 10.0, 100.0, 1000.0):
             value = float(
-                smooth(scores, y, codes, 3, rho_sigmoid=rho, rho_max=rho, weights=weights)
+                smooth(
+                    scores, y, codes, 3, temperature_sigmoid=rho, temperature_max=rho,
+                    weights=weights,
+                )
             )
             errors.append(abs(value - expected))
             if rho >= 100:
                 # sigmoid(rho * 0.5) is saturated: only the smooth-max offset is left
                 assert expected - 1e-9 <= value <= expected + log_factor * log_groups / rho + offset
-        # with a sharp sigmoid, the smooth max alone obeys the bound, here at rho_max = 1
-        value = float(smooth(scores, y, codes, 3, rho_sigmoid=1e4, rho_max=1.0, weights=weights))
+        # with a sharp sigmoid, the smooth max alone obeys the bound, here at temperature_max = 1
+        value = float(smooth(
+            scores, y, codes, 3, temperature_sigmoid=1e4, temperature_max=1.0, weights=weights
+        ))
         assert expected - 1e-9 <= value <= expected + log_factor * log_groups + offset
     assert errors[-1] < 3e-3
     assert errors == sorted(errors, reverse=True)
@@ -170,9 +175,9 @@ def test_smoothed_parity_tends_to_exact(smooth, exact, log_factor, offset):
 # one entry per code path; the same keyword arguments everywhere, so that compiled
 # functions are shared between tests (n = 40 rows, 3 groups, float64, explicit weights)
 SURROGATES = [
-    (fm.smooth_demographic_parity, {"rho_sigmoid": 3.0, "rho_max": 3.0}),
-    (fm.smooth_equal_opportunity, {"rho_sigmoid": 2.0, "rho_max": 20.0}),
-    (fm.smooth_equalized_odds, {"rho_sigmoid": 5.0, "rho_max": 5.0}),
+    (fm.smooth_demographic_parity, {"temperature_sigmoid": 3.0, "temperature_max": 3.0}),
+    (fm.smooth_equal_opportunity, {"temperature_sigmoid": 2.0, "temperature_max": 20.0}),
+    (fm.smooth_equalized_odds, {"temperature_sigmoid": 5.0, "temperature_max": 5.0}),
     (fm.smooth_group_loss_variance, {"loss": "logistic"}),
     (fm.smooth_individual_fairness, {}),
     (fm.smooth_individual_fairness, {"label_kind": "binary"}),
@@ -247,24 +252,25 @@ def test_individual_fairness_gradient_matches_the_spec_formula():
     np.testing.assert_allclose(np.asarray(gradient), expected, rtol=1e-10, atol=1e-14)
 
 
-def test_rho_is_traced_and_surrogates_compose_under_jit():
+def test_temperature_is_traced_and_surrogates_compose_under_jit():
     scores = jnp.asarray(GOLDEN_SCORES, jnp.float32)
     y = jnp.asarray(GOLDEN_Y, jnp.float32)
-    fm.smooth_equalized_odds(scores, y, GOLDEN_CODES, 2, rho=1.0)
+    fm.smooth_equalized_odds(scores, y, GOLDEN_CODES, 2, temperature=1.0)
     size = fm.smooth_equalized_odds._cache_size()
     for rho in (2.0, 10.0, 100.0):
-        fm.smooth_equalized_odds(scores, y, GOLDEN_CODES, 2, rho=rho)
+        fm.smooth_equalized_odds(scores, y, GOLDEN_CODES, 2, temperature=rho)
     assert fm.smooth_equalized_odds._cache_size() == size
 
     @jax.jit
     def objective(s, rho):
-        parity = fm.smooth_demographic_parity(s, y, GOLDEN_CODES, 2, rho=rho)
+        parity = fm.smooth_demographic_parity(s, y, GOLDEN_CODES, 2, temperature=rho)
         return parity + fm.smooth_individual_fairness(s, y, GOLDEN_CODES, 2, label_kind="binary")
 
     value, gradient = jax.value_and_grad(objective)(scores, 5.0)
     assert value.dtype == jnp.float32 and gradient.shape == scores.shape
     assert float(value) == pytest.approx(
-        float(fm.smooth_demographic_parity(scores, y, GOLDEN_CODES, 2, rho=5.0)) + 0.657203376,
+        float(fm.smooth_demographic_parity(scores, y, GOLDEN_CODES, 2, temperature=5.0))
+        + 0.657203376,
         rel=1e-5,
     )
 

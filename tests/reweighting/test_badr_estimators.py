@@ -1,5 +1,6 @@
 """BADR estimators: scikit-learn compatibility, routing, lower-level references (spec 10.2-10.4)."""
 
+import logging
 import pickle
 import warnings
 
@@ -92,6 +93,20 @@ def test_fitted_attributes_and_pickle():
     np.testing.assert_array_equal(clone.decision_function(X), est.decision_function(X))
 
 
+def test_verbose_logs_a_summary_and_history_is_numpy(caplog):
+    X, y, g = _data("regression")
+    with caplog.at_level(logging.INFO, logger="fairest"):
+        BADRRegressor(metric="group_variance").fit(X, y, sensitive_features=g)
+    assert not caplog.records
+    with caplog.at_level(logging.INFO, logger="fairest"):
+        est = BADRRegressor(metric="group_variance", solver="gd", max_iter=50, verbose=1,
+                            record_history=True).fit(X, y, sensitive_features=g)
+    lines = [r.getMessage() for r in caplog.records if r.name == "fairest.reweighting._badr"]
+    assert len(lines) == 1 and lines[0].startswith("[BADRRegressor] BADR gd:")
+    assert all(isinstance(v, np.ndarray) for v in est.history_.values())
+    assert est.history_["unfairness"].shape == (2,)
+
+
 def test_string_groups_and_callable_metric():
     import jax
     import jax.numpy as jnp
@@ -117,8 +132,8 @@ def test_string_groups_and_callable_metric():
     "params,match",
     [
         ({"metric": "equal_opportunity"}, "not available for regression"),
-        ({"metric_params": {"rho": -1.0}}, "positive"),
-        ({"metric_params": {"temperature": 1.0}}, "accepts"),
+        ({"metric_params": {"temperature": -1.0}}, "positive"),
+        ({"metric_params": {"rho": 1.0}}, "accepts"),
     ],
 )
 def test_bad_parameters(params, match):

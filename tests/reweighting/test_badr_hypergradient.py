@@ -252,9 +252,9 @@ def test_reference_compat_hypergradient_drops_the_intercept(name):
         out = oracle("logistic", spec, G, jnp.asarray(lam), theta0, problem)
         assert abs(float(out.theta[0])) > 1e-3
         dropped = smooth_unfairness(spec, problem.X @ out.theta[1:], problem.y, problem.groups,
-                                    problem.weight, G, problem.rho)
+                                    problem.weight, G, problem.temperature)
         kept = smooth_unfairness(spec, problem.X @ out.theta[1:] + out.theta[0], problem.y,
-                                 problem.groups, problem.weight, G, problem.rho)
+                                 problem.groups, problem.weight, G, problem.temperature)
         np.testing.assert_allclose(float(out.value), float(dropped), rtol=1e-12)
         assert abs(float(kept) - float(dropped)) > 1e-6  # the switch changes the metric
         grad = np.asarray(out.grad)

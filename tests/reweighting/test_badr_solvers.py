@@ -55,8 +55,8 @@ def test_every_solver_reaches_the_slsqp_optimum_on_a_convex_two_group_problem():
     settings = {
         "trust-constr": {},
         "frank-wolfe": {"tol": 1e-8},
-        "gd": {"learning_rate": "auto", "weight_learning_rate": 0.2, "max_iter": 1000},
-        "sgd": {"learning_rate": "auto", "weight_learning_rate": 0.05, "max_iter": 1000, "batch_size": 200},
+        "gd": {"learning_rate": "auto", "dual_learning_rate": 0.2, "max_iter": 1000},
+        "sgd": {"learning_rate": "auto", "dual_learning_rate": 0.05, "max_iter": 1000, "batch_size": 200},
     }
     for solver, extra in settings.items():
         with warnings.catch_warnings():

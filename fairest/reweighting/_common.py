@@ -1,0 +1,134 @@
+"""Shared pieces of the reweighting family: metric options, device problem, baselines.
+
+Used by the BADR estimators and by the group-weighted baselines; no estimator lives here,
+so the baselines never import an estimator module.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from fairest._kernels._buckets import pad_rows
+from fairest.reweighting import _defaults
+from fairest.reweighting._badr_metrics import (
+    CLASSIFICATION_METRICS,
+    REGRESSION_METRICS,
+    MetricSpec,
+)
+from fairest.reweighting._bilevel import ImplicitOracle, Problem
+from fairest.reweighting._group_weights import resolve_group_weights
+
+__all__ = [
+    "baseline_weights",
+    "best_single_group",
+    "build_metric_spec",
+    "make_problem",
+    "single_class_groups",
+]
+
+
+def build_metric_spec(metric, metric_params, task: str, loss: str, n_valid: int):
+    """Validate ``metric`` / ``metric_params``; return ``(MetricSpec, temperature)``."""
+    params = dict(metric_params or {})
+    unknown = set(params) - {"temperature", "encoding"}
+    if unknown:
+        raise ValueError(
+            f"metric_params accepts 'temperature' and 'encoding'; got {sorted(unknown)}."
+        )
+    temperature = float(params.get("temperature", _defaults.TEMPERATURE))
+    if not np.isfinite(temperature) or temperature <= 0:
+        raise ValueError(
+            f"metric_params['temperature'] must be a positive number; got {temperature!r}."
+        )
+    encoding = params.get("encoding", "index")
+    if encoding not in ("index", "onehot"):
+        raise ValueError(f"metric_params['encoding'] must be 'index' or 'onehot'; got {encoding!r}.")
+    if callable(metric):
+        spec = MetricSpec("callable", task, loss, encoding, fn=metric, n_valid=n_valid)
+        return spec, temperature
+    allowed = CLASSIFICATION_METRICS if task == "classification" else REGRESSION_METRICS
+    if metric not in allowed:
+        raise ValueError(
+            f"metric={metric!r} is not available for {task}; use one of {allowed} or a callable."
+        )
+    if metric in ("disparate_mistreatment", "hsic"):
+        return MetricSpec(metric, task, loss, encoding), temperature
+    return MetricSpec(metric, task, loss), temperature  # one compiled kernel whatever the encoding
+
+
+def baseline_weights(totals: np.ndarray) -> dict[str, np.ndarray]:
+    """Uniform, balanced (inverse size) and one-group weights (spec section 6)."""
+    num_groups = totals.size
+    labels = np.arange(num_groups)
+    candidates = {
+        name: resolve_group_weights(name, totals, labels) for name in ("uniform", "balanced")
+    }
+    for g in range(num_groups):
+        candidates[f"group_{g}"] = np.eye(num_groups)[g]
+    return candidates
+
+
+def make_problem(
+    data, y_num, alpha, penalize, temperature, inner_tol, inner_max_iter, *, reference_compat=False
+) -> Problem:
+    """Padded float64 device arrays of a fit (call inside ``jax.enable_x64(True)``), plus a
+    float32 copy of X for the Newton Hessian blocks when the fit is large.
+    ``reference_compat`` drops the intercept from the scores the metrics see."""
+    n = data.X.shape[0]
+    X_pad, y_pad, g_pad, w_pad = pad_rows(n, data.X, y_num, data.groups, data.sample_weight)
+    return Problem(
+        X=_on_device(X_pad, np.float64),
+        y=_on_device(y_pad, np.float64),
+        groups=_on_device(g_pad, np.int32),
+        weight=_on_device(w_pad, np.float64),
+        alpha=_on_device(alpha, np.float64),
+        penalize_intercept=_on_device(penalize, np.float64),
+        temperature=_on_device(temperature, np.float64),
+        inner_tol=_on_device(inner_tol, np.float64),
+        inner_max_iter=_on_device(inner_max_iter, np.int32),
+        X_hessian=(
+            _on_device(X_pad, np.float32)
+            if n * data.X.shape[1] ** 2 >= _defaults.FLOAT32_HESSIAN_WORK
+            else None
+        ),
+        metric_intercept=_on_device(0.0 if reference_compat else 1.0, np.float64),
+    )
+
+
+def _on_device(value, dtype):
+    """Device copy with the dtype converted on the host (a conversion on the device would
+    compile a kernel on the first fit)."""
+    return jax.device_put(np.asarray(value, dtype=dtype))
+
+
+def single_class_groups(loss, penalize, y_num, groups, num_groups) -> np.ndarray:
+    """Groups whose one-group fit has no minimiser (logistic, free intercept, one class)."""
+    mask = np.zeros(num_groups, dtype=bool)
+    if loss == "logistic" and not penalize:
+        positives = np.bincount(groups, weights=y_num, minlength=num_groups)
+        counts = np.bincount(groups, minlength=num_groups)
+        mask = (positives == 0) | (positives == counts)
+    return mask
+
+
+def best_single_group(loss, data, y_num, *, alpha, penalize, metric, metric_params, task):
+    """One-group fitting baseline (spec 6.4): the vertex ``e_g`` with the smallest smooth
+    train unfairness. Returns ``(weights, unfairness per group (inf where skipped))``."""
+    num_groups = len(data.group_labels)
+    spec, temperature = build_metric_spec(metric, metric_params, task, loss, data.X.shape[0])
+    skip = single_class_groups(loss, penalize, y_num, data.groups, num_groups)
+    values = np.full(num_groups, np.inf)
+    with jax.enable_x64(True):
+        problem = make_problem(
+            data, y_num, alpha, penalize, temperature, _defaults.NEWTON_TOL, _defaults.NEWTON_MAX_ITER
+        )
+        orc = ImplicitOracle(
+            loss, spec, num_groups, problem, jnp.zeros(data.X.shape[1] + 1), data.groups
+        )
+        for g in np.flatnonzero(~skip):
+            values[g] = orc.evaluate(np.eye(num_groups)[g])[0]
+    if not np.any(np.isfinite(values)):
+        raise ValueError("No group admits a one-group fit (every group has a single class).")
+    return np.eye(num_groups)[int(np.argmin(values))], values
