@@ -197,6 +197,10 @@ def load_split(name, seed, home, n_train):
 # ----------------------------------------------------------------------------- scoring
 
 
+# the estimators' ``metric`` of each fairness notion of the frontier
+METRIC = {"psp": "partial_statistical_parity", "pdp": "partial_demographic_parity"}
+
+
 def score(scores, y, g, interval):
     return {
         "accuracy": float(np.mean((scores > 0).astype(int) == y)),
@@ -217,13 +221,13 @@ def fit_quiet(model, X, y, g):
 
 def run_idca(kind, kappa, split, interval, args):
     (Xtr, ytr, gtr), (Xva, yva, gva), (Xte, yte, gte) = split
-    constraint = "statistical" if kind == "psp" else "demographic"
+    metric = METRIC[kind]
     eps_grid = [5e-4, 1e-3, 2e-3, 5e-3] if args.tune_eps else [args.eps]
     seconds = 0.0
     if len(eps_grid) > 1:  # paper stage 1: best validation accuracy after K_max / 8
         best = (-1.0, args.eps)
         for eps in eps_grid:
-            m = PartialParityClassifier(constraint, interval=interval, tolerance=kappa,
+            m = PartialParityClassifier(metric, interval=interval, tolerance=kappa,
                                         init=args.init, max_iter=max(args.outer // 8, 1),
                                         inner_max_iter=args.inner, inner_tol=eps)
             seconds += fit_quiet(m, Xtr, ytr, gtr)
@@ -232,7 +236,7 @@ def run_idca(kind, kappa, split, interval, args):
         eps = best[1]
     else:
         eps = args.eps
-    m = PartialParityClassifier(constraint, interval=interval, tolerance=kappa, init=args.init,
+    m = PartialParityClassifier(metric, interval=interval, tolerance=kappa, init=args.init,
                                 max_iter=args.outer, inner_max_iter=args.inner, inner_tol=eps,
                                 inner_solver=args.inner_solver, record_history=True)
     seconds += fit_quiet(m, Xtr, ytr, gtr)
@@ -253,8 +257,7 @@ def run_penalty(kind, lam, split, interval, args):
     (Xtr, ytr, gtr), (Xva, yva, gva), (Xte, yte, gte) = split
     best, seconds = None, 0.0
     for step in args.penalty_steps:
-        m = PartialParityPenaltyClassifier("statistical" if kind == "psp" else "demographic",
-                                           interval=interval, fairness_weight=lam,
+        m = PartialParityPenaltyClassifier(METRIC[kind], interval=interval, fairness_weight=lam,
                                            learning_rate=step, max_iter=args.outer * args.inner)
         try:
             seconds += fit_quiet(m, Xtr, ytr, gtr)

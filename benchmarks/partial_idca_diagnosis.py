@@ -62,7 +62,8 @@ _anchor = jax.jit(anchor, static_argnames="cfg")
 
 def problem(kind, kappa, init, X, y, g):
     """(cfg, data, x0) exactly as ``PartialParityClassifier.fit`` builds them."""
-    clf = PartialParityClassifier(kind, interval=INTERVAL, tolerance=kappa, init=init)
+    clf = PartialParityClassifier(f"partial_{kind}_parity", interval=INTERVAL, tolerance=kappa,
+                                  init=init)
     codes = (g - 1).astype(np.int32)
     return clf._problem(X, y.astype(float), codes, np.ones(len(y)), 2, INTERVAL)
 

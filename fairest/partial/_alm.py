@@ -131,7 +131,7 @@ def _pdp_constraints(s, data: Data, cfg: Config, delta):
     per-sample functions: ramp ``M1 = B``, ``c1 = a``, ``M2 = A`` (``relu(z -+ 1/2)``
     smoothed); sigmoid ``M1 = -S``, ``M2 = 0``, ``c2 = -a``. ``smax`` is the log-sum-exp
     majorant of the max with width ``delta``. Pair ``(k, k')`` is ``P^alpha_k +
-    P^beta_k' + extra_k + extra_k' - c`` (``extra = A`` for ``pdp_dc="paper"``)."""
+    P^beta_k' + extra_k + extra_k' - c`` (``extra = A`` for ``dc_split="paper"``)."""
     G, tau = cfg.num_groups, data.width
     z = (s - data.threshold) / tau
     levels = jnp.stack([data.lo, data.hi])
@@ -150,7 +150,7 @@ def _pdp_constraints(s, data: Data, cfg: Config, delta):
     P = delta * jnp.logaddexp(u[..., 0] / delta, u[..., 1] / delta)  # (level, G)
     pi = jax.nn.sigmoid((u[..., 0] - u[..., 1]) / delta)  # weight of the first piece
     JP = pi[..., None] * JM[0][None] + (1.0 - pi[..., None]) * JM[1][None]  # (level, G, D)
-    paper = float(cfg.surrogate == "ramp" and cfg.pdp_dc == "paper")
+    paper = float(cfg.surrogate == "ramp" and cfg.dc_split == "paper")
     extra, Jextra = paper * M[:, 1], paper * JM[1]
     eye = jnp.eye(G, dtype=bool)
     first_part = P[0] + extra  # group k of pair (k, k')

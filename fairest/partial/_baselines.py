@@ -30,8 +30,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from threadpoolctl import threadpool_limits
 
 from fairest.partial import _defaults, _qcqp
+from fairest.partial._common import METRICS, build_data, check_interval
 from fairest.partial._dc import Config, Data, matvec, objective, split
-from fairest.partial._estimator import build_data, check_interval
 from fairest.partial._idca import level_grid
 from fairest.partial._linear import _LinearClassifierMixin
 from fairest.utils._estimator import encode_binary_target, validate_fit_data
@@ -83,10 +83,10 @@ def _penalty_descent(x0, data: Data, cfg: Config, weight, step, n_iter):
 class PartialParityPenaltyClassifier(_LinearClassifierMixin, BaseEstimator):
     r"""Logistic regression with a partial-parity penalty (the paper's regularisation baseline).
 
-    ``constraint="statistical"`` minimises (114),
+    ``metric="partial_statistical_parity"`` minimises (114),
     :math:`f_0(w) + \frac{2\lambda}{\beta-\alpha}\max_{p}\max_k
     |\frac1{n_k}\sum_{i\in k}\sigma(s_i-\theta_p)-p|` over ``(b, w, theta)`` with the levels
-    ``p_j = alpha + j (beta - alpha) / J``; ``"demographic"`` minimises (119),
+    ``p_j = alpha + j (beta - alpha) / J``; ``"partial_demographic_parity"`` minimises (119),
     :math:`f_0(w)+\frac{\lambda}{\beta-\alpha}\max_{k,k'}|T_k-T_{k'}|` with
     :math:`T_k=\min(S_k,\beta)-\min(S_k,\alpha)`. :math:`\sigma` is the ramp. Trained by
     full-batch subgradient descent with a constant step from ``w = 0``,
@@ -94,7 +94,7 @@ class PartialParityPenaltyClassifier(_LinearClassifierMixin, BaseEstimator):
 
     Parameters
     ----------
-    constraint : {"statistical", "demographic"}, default="statistical"
+    metric : {"partial_statistical_parity", "partial_demographic_parity"}, default="partial_statistical_parity"
         Penalise partial statistical parity (pSP, problem (114)) or partial demographic
         parity (pDP, problem (119)).
     interval : tuple (alpha, beta), default=(0.0, 1.0)
@@ -130,7 +130,7 @@ class PartialParityPenaltyClassifier(_LinearClassifierMixin, BaseEstimator):
     __metadata_request__fit = {"sensitive_features": True}
 
     _parameter_constraints: dict = {
-        "constraint": [StrOptions({"statistical", "demographic"})],
+        "metric": [StrOptions(set(METRICS))],
         "interval": [tuple, list, np.ndarray],
         "fairness_weight": [Interval(Real, 0, None, closed="left")],
         "n_grid": [Interval(Integral, 1, None, closed="left")],
@@ -142,7 +142,7 @@ class PartialParityPenaltyClassifier(_LinearClassifierMixin, BaseEstimator):
 
     def __init__(
         self,
-        constraint="statistical",
+        metric="partial_statistical_parity",
         *,
         interval=(0.0, 1.0),
         fairness_weight=_defaults.PENALTY_WEIGHT,
@@ -152,7 +152,7 @@ class PartialParityPenaltyClassifier(_LinearClassifierMixin, BaseEstimator):
         learning_rate=_defaults.PENALTY_STEP,
         max_iter=_defaults.PENALTY_MAX_ITER,
     ):
-        self.constraint = constraint
+        self.metric = metric
         self.interval = interval
         self.fairness_weight = fairness_weight
         self.n_grid = n_grid
@@ -187,8 +187,8 @@ class PartialParityPenaltyClassifier(_LinearClassifierMixin, BaseEstimator):
         X, codes, sw = fit_data.X, fit_data.groups, fit_data.sample_weight
         G = len(fit_data.group_labels)
         lo, hi = check_interval(self.interval)
-        statistical = self.constraint == "statistical"
-        kind = self.constraint if G >= 2 else "none"
+        statistical = METRICS[self.metric] == "statistical"
+        kind = METRICS[self.metric] if G >= 2 else "none"
         grid = level_grid((lo, hi), 0.0, self.n_grid, "interval") if statistical else np.zeros(0)
         cfg = Config(kind, "ramp", "minimal", G, X.shape[1], grid.size)
         with jax.enable_x64(True):

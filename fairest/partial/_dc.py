@@ -135,7 +135,7 @@ class Config(NamedTuple):
 
     constraint: str  # "statistical" (15), "demographic" (21) or "none" (plain ERM)
     surrogate: str  # "ramp" or "sigmoid"
-    pdp_dc: str  # "minimal" or "paper" (spec section 4.7)
+    dc_split: str  # "minimal" or "paper" (spec section 4.7)
     num_groups: int
     num_features: int  # d (without intercept)
     num_levels: int  # J (0 for pDP / no constraint)
@@ -156,7 +156,7 @@ class Data(NamedTuple):
     hi: jax.Array  # beta of the interval
     threshold: jax.Array  # theta_hat (pDP)
     alpha: jax.Array  # L2 strength on w inside f_0
-    mu: jax.Array  # strong-convexity add-on (spec section 4.4)
+    mu: jax.Array  # strong-convexity add-on proximal_strength (spec section 4.4)
     rho: jax.Array  # weak-convexity constant of the sigmoid DC split (spec 4.6, 4.8)
     width: jax.Array  # surrogate width tau
 
@@ -304,7 +304,7 @@ def _pdp_group_pieces(z, data: Data, cfg: Config):
             use_b = B + level >= A  # tie rule of spec section 4.7
             pieces.append(jnp.maximum(B + level, A))
             derivs.append(jnp.where(use_b[data.groups], dB, dA))
-        if cfg.pdp_dc == "paper":
+        if cfg.dc_split == "paper":
             extra, dextra = A, dA
         else:
             extra, dextra = jnp.zeros_like(A), jnp.zeros_like(dA)

@@ -20,7 +20,7 @@ SURROGATE_WIDTH = 1.0  # tau of sigma(z / tau); the paper always has 1 (spec sec
 THRESHOLD = 0.0
 
 # DC split of (21) (spec section 4.7, [derived, default] "minimal").
-PDP_DC = "minimal"
+DC_SPLIT = "minimal"
 
 # Starting model ([default], spec section 5.1 has the paper's h = 0, "zero"): "auto" takes
 # the best constant model h = logit(share of positives) for pDP, whose in-band terms are
@@ -38,7 +38,7 @@ MAX_ITER = 200  # IDCA outer iterations K
 # Cap on the iterations of the ALM inner solver ([default], not in the paper): it stops at
 # convergence, after 50-400 Newton steps and multiplier updates on the a9a subproblems.
 ALM_MAX_ITER = 1000
-MU = 0.0  # strong-convexity add-on (spec section 4.4, [default] 0)
+PROXIMAL_STRENGTH = 0.0  # strong-convexity add-on mu (spec section 4.4, [default] 0)
 ALPHA = 0.0  # optional L2 on the coefficients, not part of the paper (spec section 3.2)
 
 # Grid search of the paper's tuning protocol (spec section 5.3, paper G.2.2).

@@ -13,11 +13,11 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from fairest._kernels._buckets import pad_rows
 from fairest._solvers._newton import solve_weighted_glm
 from fairest.metrics import suggest_interval
 from fairest.partial import _defaults
-from fairest.partial._dc import Config, Data, SparseRows, objective, sparse_rows
+from fairest.partial._common import METRICS, build_data, check_interval
+from fairest.partial._dc import Config, objective
 from fairest.partial._idca import (
     constant_intercept,
     initial_point,
@@ -28,49 +28,11 @@ from fairest.partial._idca import (
 )
 from fairest.partial._linear import _LinearClassifierMixin
 from fairest.utils._estimator import encode_binary_target, validate_fit_data
+from fairest.utils._reporting import as_history, log_fit
 
 __all__ = ["PartialParityClassifier"]
 
 _AUTO_RIDGE = 1e-6  # tiny ridge of the unconstrained model behind interval="auto"
-
-
-def check_interval(interval) -> tuple[float, float]:
-    """``(alpha, beta)`` as floats with ``0 <= alpha < beta <= 1``."""
-    try:
-        lo, hi = (float(v) for v in interval)
-    except (TypeError, ValueError) as error:
-        raise ValueError(
-            f"interval must be 'auto' or a pair (alpha, beta); got {interval!r}."
-        ) from error
-    if not (0.0 <= lo < hi <= 1.0):
-        raise ValueError(f"interval must satisfy 0 <= alpha < beta <= 1; got {interval!r}.")
-    return lo, hi
-
-
-def build_data(X, y01, codes, sample_weight, num_groups, sparse=True, **hyper):
-    """Padded float64 :class:`Data` with objective and within-group weights; ``X`` is
-    stored as :class:`SparseRows` when at most a quarter of every row is non-zero (and
-    ``sparse``)."""
-    n = X.shape[0]
-    totals = np.bincount(codes, weights=sample_weight, minlength=num_groups)
-    c0 = sample_weight / sample_weight.sum()
-    cg = sample_weight / np.where(totals > 0, totals, 1.0)[codes]
-    Xp, yp, gp, c0p, cgp = pad_rows(n, X, y01, codes, c0, cg)
-    as64 = lambda a: jnp.asarray(a, dtype=jnp.float64)  # noqa: E731
-    ell = sparse_rows(Xp) if sparse else None
-    if ell is None:
-        X_data = as64(Xp)
-    else:  # mostly zeros (one-hot data): gather / scatter over the non-zeros only
-        X_data = SparseRows(jnp.asarray(ell[0]), as64(ell[1]), Xp.shape[1])
-    return Data(
-        X=X_data,
-        y=as64(yp),
-        groups=jnp.asarray(gp, dtype=jnp.int32),
-        c0=as64(c0p),
-        cg=as64(cgp),
-        membership=as64((gp[:, None] == np.arange(num_groups)[None, :]) * cgp[:, None]),
-        **{key: as64(value) for key, value in hyper.items()},
-    )
 
 
 def unconstrained_scores(X, y01, sample_weight, alpha):
@@ -89,14 +51,15 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
     :math:`\mathcal I = [\alpha, \beta)` of every group's own scores (:math:`\alpha = 0`
     is the top of each group):
 
-    * ``constraint="statistical"`` (pSP, problem (15) of [1]_): inside their bands the
-      groups' score distributions differ by at most ``tolerance`` in Kolmogorov-Smirnov
-      distance. Trained with ``J = n_grid`` shared thresholds :math:`\theta_p`:
+    * ``metric="partial_statistical_parity"`` (pSP, problem (15) of [1]_): inside their
+      bands the groups' score distributions differ by at most ``tolerance`` in
+      Kolmogorov-Smirnov distance. Trained with ``J = n_grid`` shared thresholds
+      :math:`\theta_p`:
       :math:`p \le \frac1{n_k}\sum_{i\in k}\sigma(s_i-\theta_p) \le p+\kappa(\beta-\alpha)`
       for every level ``p`` and group ``k`` (2 G J constraints, Lemma 5.1 of [1]_).
-    * ``constraint="demographic"`` (pDP, problem (21)): the in-band positive rates at the
-      decision ``threshold`` differ by at most ``tolerance`` for every ordered pair of
-      groups (G (G - 1) constraints, Lemma 5.2).
+    * ``metric="partial_demographic_parity"`` (pDP, problem (21)): the in-band positive
+      rates at the decision ``threshold`` differ by at most ``tolerance`` for every
+      ordered pair of groups (G (G - 1) constraints, Lemma 5.2).
 
     The step :math:`1[z > 0]` is replaced by a surrogate :math:`\sigma` (the ramp
     :math:`\mathrm{clip}(z + 1/2, 0, 1)` by default), which makes the constraints
@@ -115,8 +78,10 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
 
     Parameters
     ----------
-    constraint : {"statistical", "demographic"}, default="statistical"
-        Partial statistical parity (pSP) or partial demographic parity (pDP).
+    metric : {"partial_statistical_parity", "partial_demographic_parity"}, default="partial_statistical_parity"
+        Constrain partial statistical parity (pSP) or partial demographic parity (pDP),
+        as :func:`fairest.metrics.partial_statistical_parity` and
+        :func:`fairest.metrics.partial_demographic_parity` measure them.
     interval : "auto" or tuple (alpha, beta), default="auto"
         Percentile interval in CCDF units, ``0 <= alpha < beta <= 1``. ``"auto"`` follows
         the paper's guideline (its Appendix B): fit the unconstrained model, take its
@@ -140,16 +105,18 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
     threshold : float, default=0.0
         Decision threshold: ``predict`` returns ``classes_[1]`` where the score is
         strictly above it, and pDP compares positive rates at it.
-    pdp_dc : {"minimal", "paper"}, default="minimal"
+    dc_split : {"minimal", "paper"}, default="minimal"
         DC split of the pDP constraints; ``"paper"`` adds the paper's cancelling terms
         (Example D.5), which makes the convex subproblems more conservative.
     alpha : float, default=0.0
         L2 strength on the coefficients added to the loss (``alpha / 2 ||w||^2``); the
         paper has none.
-    mu : float, default=0.0
-        Strong-convexity add-on: ``mu / 2 ||x||^2`` on both sides of every DC split, i.e.
-        a proximal term ``mu / 2 ||x - x_k||^2`` in every subproblem. The convergence
-        theory needs ``mu > 0``; the values of the problem do not change.
+    proximal_strength : float, default=0.0
+        Weight of the strong-convexity add-on (:math:`\mu` of the paper),
+        ``proximal_strength / 2 ||x||^2`` on both sides of every DC split, i.e. a
+        proximal term ``proximal_strength / 2 ||x - x_k||^2`` in every subproblem. The
+        convergence theory needs ``proximal_strength > 0``; the values of the problem do
+        not change.
     solver : {"idca", "ssg_direct"}, default="idca"
         IDCA, or SSG applied directly to the non-convex problem (the paper's Algorithm 3,
         for comparison) with ``max_iter * inner_max_iter`` iterations.
@@ -175,9 +142,10 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
     schedule : {"practical", "theory"}, default="practical"
         ``"practical"``: constant ``inner_tol`` and ``inner_max_iter`` for ``max_iter``
         outer iterations (the paper's experiments). ``"theory"``: ``K``, ``eps_k`` and
-        ``T_k`` of Theorem 6.5 for target accuracy ``inner_tol`` (needs ``mu > 0``), with
-        the Lipschitz constant estimated from the data and the Slater margin of the
-        starting point; ``K`` and ``T_k`` are capped (a warning says so).
+        ``T_k`` of Theorem 6.5 for target accuracy ``inner_tol`` (needs
+        ``proximal_strength > 0``), with the Lipschitz constant estimated from the data and
+        the Slater margin of the starting point; ``K`` and ``T_k`` are capped (a warning
+        says so).
     max_iter : int, default=200
         Outer (IDCA) iterations ``K``.
     inner_max_iter : int or "auto", default="auto"
@@ -190,7 +158,10 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
     random_state : int, RandomState instance or None, default=None
         Unused: the algorithm is deterministic. Accepted for API uniformity.
     verbose : int, default=0
-        Print a summary of the outer iterations after the fit.
+        Log the fit through :mod:`logging` (``"fairest.partial._estimator"``, INFO): 1 a
+        summary after the fit (outer iterations, final objective and largest surrogate
+        constraint, whether it is met up to ``inner_tol``), 2 also one line per outer
+        iteration.
     record_history : bool, default=False
         Store ``history_``.
 
@@ -274,7 +245,7 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
     __metadata_request__fit = {"sensitive_features": True}
 
     _parameter_constraints: dict = {
-        "constraint": [StrOptions({"statistical", "demographic"})],
+        "metric": [StrOptions(set(METRICS))],
         "interval": [StrOptions({"auto"}), tuple, list, np.ndarray],
         "tolerance": [Interval(Real, 0, None, closed="left")],
         "surrogate": [StrOptions({"ramp", "sigmoid"})],
@@ -282,9 +253,9 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
         "n_grid": [Interval(Integral, 1, None, closed="left")],
         "grid": [StrOptions({"lemma", "interval", "linspace"})],
         "threshold": [Real],
-        "pdp_dc": [StrOptions({"minimal", "paper"})],
+        "dc_split": [StrOptions({"minimal", "paper"})],
         "alpha": [Interval(Real, 0, None, closed="left")],
-        "mu": [Interval(Real, 0, None, closed="left")],
+        "proximal_strength": [Interval(Real, 0, None, closed="left")],
         "solver": [StrOptions({"idca", "ssg_direct"})],
         "inner_solver": [StrOptions({"ssg", "alm"})],
         "init": [StrOptions({"auto", "zero", "intercept"})],
@@ -299,7 +270,7 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
 
     def __init__(
         self,
-        constraint="statistical",
+        metric="partial_statistical_parity",
         *,
         interval="auto",
         tolerance=_defaults.TOLERANCE,
@@ -308,9 +279,9 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
         n_grid=_defaults.N_GRID,
         grid=_defaults.GRID,
         threshold=_defaults.THRESHOLD,
-        pdp_dc=_defaults.PDP_DC,
+        dc_split=_defaults.DC_SPLIT,
         alpha=_defaults.ALPHA,
-        mu=_defaults.MU,
+        proximal_strength=_defaults.PROXIMAL_STRENGTH,
         solver="idca",
         inner_solver="ssg",
         init=_defaults.INIT,
@@ -322,7 +293,7 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
         verbose=0,
         record_history=False,
     ):
-        self.constraint = constraint
+        self.metric = metric
         self.interval = interval
         self.tolerance = tolerance
         self.surrogate = surrogate
@@ -330,9 +301,9 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
         self.n_grid = n_grid
         self.grid = grid
         self.threshold = threshold
-        self.pdp_dc = pdp_dc
+        self.dc_split = dc_split
         self.alpha = alpha
-        self.mu = mu
+        self.proximal_strength = proximal_strength
         self.solver = solver
         self.inner_solver = inner_solver
         self.init = init
@@ -366,7 +337,7 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
         tolerance = float(self.tolerance)
         slack = tolerance * (hi - lo)
         active = num_groups >= 2
-        if self.constraint == "statistical":
+        if METRICS[self.metric] == "statistical":
             grid = np.zeros(0)
             if active:
                 grid = level_grid(interval, tolerance, self.n_grid, self.grid)
@@ -385,7 +356,7 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
         cfg = Config(
             constraint=kind,
             surrogate=self.surrogate,
-            pdp_dc=self.pdp_dc,
+            dc_split=self.dc_split,
             num_groups=num_groups,
             num_features=X.shape[1],
             num_levels=grid.size if kind == "statistical" else 0,
@@ -402,7 +373,7 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
             hi=hi,
             threshold=float(self.threshold),
             alpha=float(self.alpha),
-            mu=float(self.mu),
+            mu=float(self.proximal_strength),
             rho=rho,
             width=width,
         )
@@ -414,7 +385,7 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
         """Intercept of the constant starting model (``init``)."""
         init = self.init
         if init == "auto":
-            init = "intercept" if self.constraint == "demographic" else "zero"
+            init = "intercept" if METRICS[self.metric] == "demographic" else "zero"
         return constant_intercept(y01, sample_weight) if init == "intercept" else 0.0
 
     def _inner(self, cfg) -> str:
@@ -435,14 +406,18 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
     def _schedule(self, X, cfg, data, x0):
         if self.schedule == "practical":
             return int(self.max_iter), float(self.inner_tol), self._inner_iterations()
-        if self.mu <= 0:
-            raise ValueError("schedule='theory' needs mu > 0 (Assumption 6.3A).")
+        if self.proximal_strength <= 0:
+            raise ValueError(
+                "schedule='theory' needs proximal_strength > 0 (Assumption 6.3A)."
+            )
         # M ~ max_i ||(phi_i, 1)|| for the ramp pieces with a linear score (spec 5.4);
         # nu: the Slater margin c/2 of the starting point (spec 5.1).
         lipschitz = float(np.sqrt(2.0 + np.max(np.einsum("ij,ij->i", X, X))))
         slater = 0.5 * float(data.slack) if float(data.slack) > 0 else 1.0
         gap = float(objective(jnp.asarray(x0), data, cfg))  # f_lb = 0 (logistic loss)
-        K, eps_k, T = theory_schedule(float(self.inner_tol), float(self.mu), lipschitz, slater, gap)
+        K, eps_k, T = theory_schedule(
+            float(self.inner_tol), float(self.proximal_strength), lipschitz, slater, gap
+        )
         capped_K, capped_T = min(K, _defaults.THEORY_MAX_OUTER), min(T, _defaults.THEORY_MAX_INNER)
         if (capped_K, capped_T) != (K, T):
             warnings.warn(
@@ -516,13 +491,13 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
         self.constraint_violation_ = violation
         self.schedule_ = {"max_iter": K, "inner_tol": eps, "inner_max_iter": T}
         if self.record_history:
-            self.history_ = history
+            self.history_ = as_history(history)
         capped = int(np.sum(history["n_feasible"] >= T)) if self._alm_ran(cfg) else 0
         if capped:
             warnings.warn(
                 f"the ALM inner solver stopped at inner_max_iter={T} on {capped} of {K} "
-                "subproblems; raise inner_max_iter, or set alpha > 0 or mu > 0 when the "
-                "loss has no minimiser (e.g. a group whose labels are separable).",
+                "subproblems; raise inner_max_iter, or set alpha > 0 or proximal_strength > 0 "
+                "when the loss has no minimiser (e.g. a group whose labels are separable).",
                 ConvergenceWarning,
                 stacklevel=2,
             )
@@ -534,19 +509,20 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
                 ConvergenceWarning,
                 stacklevel=2,
             )
-        if self.verbose and history:
-            self._print_history(history)
+        self._log_fit(history, K, T, objective_value, violation, eps, stuck)
         return self
 
-    def _print_history(self, history):
-        K = len(history["objective"]) - 1
-        every = max(1, K // 10)
-        print(f"{'iter':>6} {'objective':>12} {'max violation':>14}")
-        for k in list(range(0, K, every)) + [K]:
-            print(
-                f"{k:>6d} {history['objective'][k]:>12.6f} "
-                f"{history['max_violation'][k]:>14.3e}"
-            )
+    def _log_fit(self, history, K, T, objective_value, violation, eps, stuck):
+        """``verbose``: a line per outer iteration (2), then the summary (1)."""
+        if history:  # entry 0 is the starting point
+            for k in range(1, len(history["objective"])):
+                log_fit(self, "outer iteration %d/%d: objective %.6f, max violation %.3e",
+                        k, K, history["objective"][k], history["max_violation"][k], level=2)
+        feasible = violation <= eps and not stuck
+        run = f"idca, {K} outer iterations" if self.solver == "idca" else (
+            f"ssg_direct, {K * T} iterations")
+        log_fit(self, "%s: objective %.6f, max violation %.3e (%s inner_tol=%.3g)", run,
+                objective_value, violation, "within" if feasible else "NOT within", eps)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -7,6 +7,8 @@ import pytest
 
 from fairest.partial._estimator import PartialParityClassifier
 
+PSP, PDP = "partial_statistical_parity", "partial_demographic_parity"  # the metric values
+
 
 def make_data(n=120, d=3, seed=0, shift=0.8, n_groups=2):
     """Two (or more) groups whose scores differ: group g shifts every feature by g*shift."""
@@ -17,16 +19,16 @@ def make_data(n=120, d=3, seed=0, shift=0.8, n_groups=2):
     return X, y, g
 
 
-def make_problem(constraint="statistical", surrogate="ramp", pdp_dc="minimal", tolerance=0.2,
-                 interval=(0.0, 0.5), n=120, d=3, n_grid=4, mu=0.0, seed=0, n_groups=2,
-                 sample_weight=None, alpha=0.0):
+def make_problem(metric=PSP, surrogate="ramp", dc_split="minimal", tolerance=0.2,
+                 interval=(0.0, 0.5), n=120, d=3, n_grid=4, proximal_strength=0.0, seed=0,
+                 n_groups=2, sample_weight=None, alpha=0.0):
     """(cfg, data, x0, X, y, g) of a small problem, built the way the estimator builds it.
 
     Call inside ``jax.enable_x64(True)``."""
     X, y, g = make_data(n, d, seed, n_groups=n_groups)
     clf = PartialParityClassifier(
-        constraint, interval=interval, tolerance=tolerance, surrogate=surrogate,
-        pdp_dc=pdp_dc, n_grid=n_grid, mu=mu, alpha=alpha,
+        metric, interval=interval, tolerance=tolerance, surrogate=surrogate,
+        dc_split=dc_split, n_grid=n_grid, proximal_strength=proximal_strength, alpha=alpha,
     )
     weights = np.ones(n) if sample_weight is None else sample_weight
     codes = g.astype(np.int32)

@@ -7,7 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from _partial_helpers import cvxpy_subproblem, make_data, make_problem, x64  # noqa: F401
+from _partial_helpers import PDP, PSP, cvxpy_subproblem, make_data, make_problem, x64  # noqa: F401
 
 from sklearn.exceptions import ConvergenceWarning
 
@@ -33,20 +33,21 @@ def _anchor_after(cfg, data, x0, iterations):
     return xk, _anchor(xk, data, cfg)
 
 
-PROBLEMS = [("statistical", "ramp", "minimal"), ("statistical", "sigmoid", "minimal"),
-            ("demographic", "ramp", "minimal"), ("demographic", "ramp", "paper"),
-            ("demographic", "sigmoid", "minimal")]
+PROBLEMS = [(PSP, "ramp", "minimal"), (PSP, "sigmoid", "minimal"),
+            (PDP, "ramp", "minimal"), (PDP, "ramp", "paper"),
+            (PDP, "sigmoid", "minimal")]
 
 
-@pytest.mark.parametrize("constraint,surrogate,pdp_dc", PROBLEMS)
-def test_newton_matrix_and_jacobian_equal_autodiff(x64, constraint, surrogate, pdp_dc):
+@pytest.mark.parametrize("metric,surrogate,dc_split", PROBLEMS)
+def test_newton_matrix_and_jacobian_equal_autodiff(x64, metric, surrogate, dc_split):
     """The assembled Newton matrix is the Hessian of the augmented Lagrangian (where every
     constraint is strictly active or inactive) and the Jacobian that of the constraints,
     with sample weights, L2, the proximal add-on and three groups."""
     weights = np.random.default_rng(1).uniform(0.5, 2.0, 50)
-    pdp = constraint == "demographic"
-    cfg, data, x0, *_ = make_problem(constraint, surrogate, pdp_dc, n=50, d=3, n_grid=3,
-                                     mu=0.3, alpha=0.2, n_groups=3, sample_weight=weights,
+    pdp = metric == PDP
+    cfg, data, x0, *_ = make_problem(metric, surrogate, dc_split, n=50, d=3, n_grid=3,
+                                     proximal_strength=0.3, alpha=0.2, n_groups=3,
+                                     sample_weight=weights,
                                      tolerance=0.05 if pdp else 0.2,
                                      interval=(0.2, 0.7) if pdp else (0.0, 0.5))
     data = dense_data(data)
@@ -69,7 +70,7 @@ def test_newton_matrix_and_jacobian_equal_autodiff(x64, constraint, surrogate, p
     pieces = _pieces(v, anc, data, cfg, delta)
     _, shifted, grad = _lagrangian(pieces, lam, rho)
     assert 0 < int(jnp.sum(shifted > 0)) < m  # some active, some not
-    if constraint == "demographic":
+    if metric == PDP:
         assert int(jnp.sum(shifted > 0)) < m - cfg.num_groups  # the diagonal is never active
     assert np.min(np.abs(np.asarray(lam + rho * pieces.gcon))) > 1e-6  # no kink at v
     np.testing.assert_allclose(grad, jax.jit(jax.grad(lagrangian))(v), rtol=1e-10, atol=1e-12)
@@ -80,13 +81,13 @@ def test_newton_matrix_and_jacobian_equal_autodiff(x64, constraint, surrogate, p
     np.testing.assert_allclose(pieces.jac, jax.jit(constraints)(v), rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.parametrize("constraint,surrogate,pdp_dc", PROBLEMS)
-def test_smoothed_constraints_majorise_the_exact_ones(x64, constraint, surrogate, pdp_dc):
+@pytest.mark.parametrize("metric,surrogate,dc_split", PROBLEMS)
+def test_smoothed_constraints_majorise_the_exact_ones(x64, metric, surrogate, dc_split):
     """The smoothed constraints never lie below the exact ones, and by at most delta log 2
     per smoothed piece above, so a point feasible for them is feasible for the
     subproblem."""
-    cfg, data, x0, *_ = make_problem(constraint, surrogate, pdp_dc, n=200, d=3, n_grid=4,
-                                     tolerance=0.2 if constraint == "statistical" else 0.05)
+    cfg, data, x0, *_ = make_problem(metric, surrogate, dc_split, n=200, d=3, n_grid=4,
+                                     tolerance=0.2 if metric == PSP else 0.05)
     data = dense_data(data)
     xk, anc = _anchor_after(cfg, data, x0, 3)
     smoothed = jax.jit(lambda v, delta: _pieces(v, anc, data, cfg, delta).gcon)
@@ -102,8 +103,8 @@ def test_smoothed_constraints_majorise_the_exact_ones(x64, constraint, surrogate
             assert np.all(smooth[keep] >= exact[keep] - 1e-14)
             # relu majorants: one per pSP constraint; pDP: 2 per max, a max and (paper) an
             # A per group of the pair; the sigmoid pDP only smooths the max
-            per_group = {"ramp": 2 + (pdp_dc == "paper"), "sigmoid": 1}[surrogate]
-            bound = 1 if constraint == "statistical" else 2 * per_group
+            per_group = {"ramp": 2 + (dc_split == "paper"), "sigmoid": 1}[surrogate]
+            bound = 1 if metric == PSP else 2 * per_group
             assert np.all(smooth[keep] <= exact[keep] + bound * delta * np.log(2.0) + 1e-14)
 
 
@@ -153,7 +154,7 @@ def _cvxpy_pdp_subproblem(xk, anc, X, y, g, data, constrained=True):
 def test_alm_matches_cvxpy_on_small_pdp_subproblem(x64):
     """Same for pDP (ramp, minimal split): the optimum of cvxpy + Clarabel within 2e-6,
     feasible to 1e-8, at an anchor where the pDP constraint binds."""
-    cfg, data, x0, X, y, g = make_problem("demographic", n=80, d=2, tolerance=0.02,
+    cfg, data, x0, X, y, g = make_problem(PDP, n=80, d=2, tolerance=0.02,
                                           interval=(0.2, 0.7))
     xk, anc = _anchor_after(cfg, data, x0, 3)
     out = _alm(xk, anc, dense_data(data), cfg, 1e-3, 500)
@@ -177,14 +178,14 @@ def test_alm_keeps_the_anchor_when_stopped_early(x64):
     assert float(jnp.max(first.gcon)) <= max(float(anc.fmax), 1e-9)
 
 
-@pytest.mark.parametrize("constraint", ["statistical", "demographic"])
-def test_idca_with_alm_invariants_and_progress(x64, constraint):
+@pytest.mark.parametrize("metric", [PSP, PDP])
+def test_idca_with_alm_invariants_and_progress(x64, metric):
     """IDCA with exact subproblem solves keeps the invariants of spec 5.1 (objective
     non-increasing, iterates eps-feasible) and, being a plain DCA, gets further in 5
     outer iterations than IDCA with SSG (T = 200) does."""
     eps = 1e-3
-    cfg, data, x0, *_ = make_problem(constraint, n=300, d=3, n_grid=4, tolerance=0.1,
-                                     interval=(0.0, 0.5) if constraint == "statistical"
+    cfg, data, x0, *_ = make_problem(metric, n=300, d=3, n_grid=4, tolerance=0.1,
+                                     interval=(0.0, 0.5) if metric == PSP
                                      else (0.2, 0.7))
     exact = run_idca(jnp.asarray(x0), data, cfg, eps, 300, 5, inner="alm")
     objective = np.asarray(exact.objective)
@@ -223,7 +224,7 @@ def test_estimator_with_alm(x64):
                                     inner_max_iter=3)
     with pytest.warns(ConvergenceWarning, match="stopped at inner_max_iter=3 on 2 of 2"):
         short.fit(X, y, sensitive_features=g)
-    pdp = PartialParityClassifier("demographic", interval=(0.2, 0.7), tolerance=0.05,
+    pdp = PartialParityClassifier(PDP, interval=(0.2, 0.7), tolerance=0.05,
                                   max_iter=5, inner_solver="alm")
     pdp.fit(X, y, sensitive_features=g)
     assert pdp.constraint_violation_ <= pdp.inner_tol

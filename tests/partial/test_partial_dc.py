@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from _partial_helpers import make_problem, x64  # noqa: F401  (fixture)
+from _partial_helpers import PDP, PSP, make_problem, x64  # noqa: F401  (fixture)
 
 from fairest.partial._dc import anchor, constraint_values, dc_pieces, evaluate, objective
 from fairest.partial._idca import (
@@ -17,11 +17,11 @@ from fairest.partial._idca import (
 )
 
 CASES = [
-    ("statistical", "ramp", "minimal"),
-    ("statistical", "sigmoid", "minimal"),
-    ("demographic", "ramp", "minimal"),
-    ("demographic", "ramp", "paper"),
-    ("demographic", "sigmoid", "minimal"),
+    (PSP, "ramp", "minimal"),
+    (PSP, "sigmoid", "minimal"),
+    (PDP, "ramp", "minimal"),
+    (PDP, "ramp", "paper"),
+    (PDP, "sigmoid", "minimal"),
 ]
 
 
@@ -29,14 +29,14 @@ def _random_points(x0, rng, count=5, scale=0.7):
     return [np.asarray(x0) + scale * rng.normal(size=np.shape(x0)) for _ in range(count)]
 
 
-def _numpy_constraints(x, X, g, weights, grid, slack, interval, surrogate, constraint, G=2):
+def _numpy_constraints(x, X, g, weights, grid, slack, interval, surrogate, metric, G=2):
     """NumPy reference of the constraints of (15) / (21), straight from the spec formulas."""
     d = X.shape[1]
     s = X @ x[1 : 1 + d] + x[0]
     sigma = (lambda z: np.clip(z + 0.5, 0, 1)) if surrogate == "ramp" else (
         lambda z: 1 / (1 + np.exp(-z)))
     lo, hi = interval
-    if constraint == "statistical":
+    if metric == PSP:
         theta = x[1 + d :]
         means = np.array([
             [np.average(sigma(s[g == k] - t), weights=weights[g == k]) for t in theta]
@@ -50,21 +50,21 @@ def _numpy_constraints(x, X, g, weights, grid, slack, interval, surrogate, const
     return out.ravel()
 
 
-@pytest.mark.parametrize("constraint,surrogate,pdp_dc", CASES)
-def test_dc_pieces_sum_to_constraints_and_match_numpy(x64, constraint, surrogate, pdp_dc):
+@pytest.mark.parametrize("metric,surrogate,dc_split", CASES)
+def test_dc_pieces_sum_to_constraints_and_match_numpy(x64, metric, surrogate, dc_split):
     """Oracle 7 (f+ - f- equals the directly computed constraint) and oracle 9 (NumPy)."""
     rng = np.random.default_rng(1)
     weights = rng.uniform(0.5, 2.0, 120)
-    cfg, data, x0, X, y, g = make_problem(constraint, surrogate, pdp_dc, mu=0.3,
+    cfg, data, x0, X, y, g = make_problem(metric, surrogate, dc_split, proximal_strength=0.3,
                                           sample_weight=weights)
-    off_diagonal = ~np.eye(2, dtype=bool).ravel() if constraint == "demographic" else slice(None)
+    off_diagonal = ~np.eye(2, dtype=bool).ravel() if metric == PDP else slice(None)
     for x in _random_points(x0, rng):
         direct = np.asarray(constraint_values(jnp.asarray(x), data, cfg))
         plus, minus = (np.asarray(a) for a in dc_pieces(jnp.asarray(x), data, cfg))
         np.testing.assert_allclose((plus - minus)[off_diagonal], direct[off_diagonal],
                                    rtol=0, atol=1e-12)
         reference = _numpy_constraints(x, X, g, weights, np.asarray(data.grid),
-                                       float(data.slack), (0.0, 0.5), surrogate, constraint)
+                                       float(data.slack), (0.0, 0.5), surrogate, metric)
         np.testing.assert_allclose(direct[off_diagonal], reference[off_diagonal],
                                    rtol=0, atol=1e-12)
 
@@ -83,11 +83,11 @@ def test_ramp_identities():
         assert abs(min(A - B, a) - (A + a - max(B + a, A))) < 1e-14
 
 
-@pytest.mark.parametrize("constraint,surrogate,pdp_dc", CASES)
-def test_subproblem_majorises(x64, constraint, surrogate, pdp_dc):
+@pytest.mark.parametrize("metric,surrogate,dc_split", CASES)
+def test_subproblem_majorises(x64, metric, surrogate, dc_split):
     """Oracle 8: g_i(x_k) = f_i(x_k) and g_i(v) >= f_i(v) (also for i = 0)."""
     rng = np.random.default_rng(2)
-    cfg, data, x0, *_ = make_problem(constraint, surrogate, pdp_dc, mu=0.1)
+    cfg, data, x0, *_ = make_problem(metric, surrogate, dc_split, proximal_strength=0.1)
     for xk in _random_points(x0, rng, count=3):
         anc = anchor(jnp.asarray(xk), data, cfg)
         ev = evaluate(jnp.asarray(xk), anc, data, cfg)
@@ -102,12 +102,12 @@ def test_subproblem_majorises(x64, constraint, surrogate, pdp_dc):
             assert float(ev.g0) >= float(objective(jnp.asarray(v), data, cfg)) - 1e-12
 
 
-@pytest.mark.parametrize("constraint,surrogate,pdp_dc", CASES)
-def test_subgradients_match_finite_differences(x64, constraint, surrogate, pdp_dc):
+@pytest.mark.parametrize("metric,surrogate,dc_split", CASES)
+def test_subgradients_match_finite_differences(x64, metric, surrogate, dc_split):
     """Oracle 9: subgradients of g_0 and of every g_i equal central differences (the
     points are random, so no ramp kink lies within the difference step)."""
     rng = np.random.default_rng(3)
-    cfg, data, x0, *_ = make_problem(constraint, surrogate, pdp_dc, mu=0.2, alpha=0.05)
+    cfg, data, x0, *_ = make_problem(metric, surrogate, dc_split, proximal_strength=0.2, alpha=0.05)
     xk = _random_points(x0, rng, count=1)[0]
     anc = anchor(jnp.asarray(xk), data, cfg)
     v = xk + 0.3 * rng.normal(size=xk.shape)
@@ -139,30 +139,28 @@ def test_subgradients_match_finite_differences(x64, constraint, surrogate, pdp_d
 def test_initial_point_is_feasible_with_margin(x64):
     """Oracle 10: w = 0 with theta_p = 1/2 - min(p + c/2, 1) has every (15) constraint at
     exactly -c/2 for grid="lemma"; w = 0 is feasible for (21)."""
-    cfg, data, x0, *_ = make_problem("statistical", tolerance=0.3, n_grid=10)
+    cfg, data, x0, *_ = make_problem(PSP, tolerance=0.3, n_grid=10)
     values = np.asarray(constraint_values(jnp.asarray(x0), data, cfg))
     assert values.shape == (2 * 2 * 10,)
     np.testing.assert_allclose(values, -0.5 * float(data.slack), atol=1e-15)
-    cfg, data, x0, *_ = make_problem("statistical", tolerance=0.0, n_grid=10)
+    cfg, data, x0, *_ = make_problem(PSP, tolerance=0.0, n_grid=10)
     assert np.max(np.asarray(constraint_values(jnp.asarray(x0), data, cfg))) <= 1e-15
     for rule in ("interval", "linspace"):  # the min(., 1) keeps other grids feasible
         grid = level_grid((0.5, 1.0), 0.2, 10, rule)
         x_start = initial_point(3, grid, 0.2 * 0.5, "ramp", 1.0)
         sigma = np.clip(-x_start[4:] + 0.5, 0, 1)
         assert np.all(grid <= sigma + 1e-15)
-    cfg, data, x0, *_ = make_problem("demographic", tolerance=0.3)
+    cfg, data, x0, *_ = make_problem(PDP, tolerance=0.3)
     values = np.asarray(constraint_values(jnp.asarray(x0), data, cfg))
     np.testing.assert_allclose(values[np.isfinite(values)], -float(data.slack), atol=1e-15)
 
 
-@pytest.mark.parametrize("constraint,surrogate", [("statistical", "ramp"),
-                                                  ("statistical", "sigmoid"),
-                                                  ("demographic", "ramp"),
-                                                  ("demographic", "sigmoid")])
-def test_constant_start_is_feasible_with_margin(x64, constraint, surrogate):
+@pytest.mark.parametrize("metric,surrogate", [(PSP, "ramp"), (PSP, "sigmoid"),
+                                              (PDP, "ramp"), (PDP, "sigmoid")])
+def test_constant_start_is_feasible_with_margin(x64, metric, surrogate):
     """Any constant model h = b is feasible: theta shifted by b keeps every (15) constraint
     at -c/2 (the same values as b = 0), and every (21) constraint equals -c."""
-    cfg, data, x_zero, *_ = make_problem(constraint, surrogate, tolerance=0.3, n_grid=6)
+    cfg, data, x_zero, *_ = make_problem(metric, surrogate, tolerance=0.3, n_grid=6)
     grid, slack = np.asarray(data.grid), float(data.slack)
     x_b = initial_point(cfg.num_features, grid, slack, surrogate, 1.0, intercept=1.7)
     assert x_b[0] == 1.7 and not np.any(x_b[1 : 1 + cfg.num_features])
@@ -171,8 +169,8 @@ def test_constant_start_is_feasible_with_margin(x64, constraint, surrogate):
         initial_point(cfg.num_features, grid, slack, surrogate, 1.0)), data, cfg))
     finite = np.isfinite(at_b)
     np.testing.assert_allclose(at_b[finite], at_zero[finite], atol=1e-12)
-    expected = -0.5 * slack if constraint == "statistical" else -slack
-    if surrogate == "ramp" or constraint == "demographic":
+    expected = -0.5 * slack if metric == PSP else -slack
+    if surrogate == "ramp" or metric == PDP:
         np.testing.assert_allclose(at_b[finite], expected, atol=1e-12)
 
 
@@ -214,7 +212,7 @@ def test_theory_schedule_numbers():
 
 def test_kappa_one_pdp_constraints_never_violated(x64):
     """Oracle 13: with kappa >= 1 the pDP constraints cannot be violated."""
-    cfg, data, x0, *_ = make_problem("demographic", tolerance=1.0)
+    cfg, data, x0, *_ = make_problem(PDP, tolerance=1.0)
     rng = np.random.default_rng(5)
     for x in _random_points(x0, rng, count=20, scale=3.0):
         assert np.max(np.asarray(constraint_values(jnp.asarray(x), data, cfg))) <= 1e-15
@@ -225,8 +223,8 @@ def test_no_global_x64_change():
     assert not jax.config.jax_enable_x64
 
 
-@pytest.mark.parametrize("constraint,surrogate,pdp_dc", CASES)
-def test_sparse_rows_match_dense(x64, constraint, surrogate, pdp_dc):
+@pytest.mark.parametrize("metric,surrogate,dc_split", CASES)
+def test_sparse_rows_match_dense(x64, metric, surrogate, dc_split):
     """Mostly-zero X is stored in ELL form (gather / scatter-add over the non-zeros): the
     anchor, the subproblem values and every subgradient equal the dense computation."""
     from fairest.partial._dc import SparseRows, matvec, rmatvec
@@ -240,9 +238,9 @@ def test_sparse_rows_match_dense(x64, constraint, surrogate, pdp_dc):
         X[i, rng.choice(d - G, 2, replace=False)] = rng.normal(size=2)
         X[i, d - G + g[i]] = 1.0
     y = (X[:, 0] + rng.normal(size=n) > 0).astype(float)
-    clf = PartialParityClassifier(constraint, interval=(0.1, 0.6), tolerance=0.2,
-                                  surrogate=surrogate, pdp_dc=pdp_dc, n_grid=4,
-                                  surrogate_width=0.7, mu=0.1)
+    clf = PartialParityClassifier(metric, interval=(0.1, 0.6), tolerance=0.2,
+                                  surrogate=surrogate, dc_split=dc_split, n_grid=4,
+                                  surrogate_width=0.7, proximal_strength=0.1)
     codes = g.astype(np.int32)
     cfg, sparse, x0 = clf._problem(X, y, codes, np.ones(n), G, (0.1, 0.6))
     assert isinstance(sparse.X, SparseRows)

@@ -1,12 +1,13 @@
 """PartialParityClassifier: reference limits, fairness guarantees, sklearn compatibility
 (spec oracles 13-17 and the issue's estimator tests)."""
 
+import logging
 import pickle
 
 import numpy as np
 import pytest
 import sklearn
-from _partial_helpers import make_data
+from _partial_helpers import PDP, PSP, make_data
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import log_loss
@@ -32,15 +33,15 @@ def data():
     return make_data(400, 3, 0)
 
 
-@pytest.mark.parametrize("constraint", ["statistical", "demographic"])
-def test_tolerance_one_equals_logistic_regression(data, constraint):
+@pytest.mark.parametrize("metric", [PSP, PDP])
+def test_tolerance_one_equals_logistic_regression(data, metric):
     """Oracles 13/14: kappa = 1 gives unconstrained logistic regression (scikit-learn):
     mean log-loss within 1e-4 and >= 99 % of the predicted signs equal."""
     X, y, g = data
     reference = LogisticRegression(C=1e12, tol=1e-14, max_iter=10_000).fit(X, y)
-    clf = PartialParityClassifier(constraint, interval=INTERVAL, tolerance=1.0, **FAST)
+    clf = PartialParityClassifier(metric, interval=INTERVAL, tolerance=1.0, **FAST)
     clf.fit(X, y, sensitive_features=g)
-    if constraint == "statistical":
+    if metric == PSP:
         assert clf.grid_.size == 0 and clf.thresholds_.size == 0  # no constraint at all
     gap = clf.objective_ - log_loss(y, reference.predict_proba(X))
     assert -1e-9 <= gap <= 1e-4
@@ -94,13 +95,13 @@ def test_psp_within_documented_bound_and_monotone(data):
 def test_pdp_close_to_tolerance(data):
     """Oracle 16, pDP: training pDP <= kappa + surrogate gap + 2 eps / (beta - alpha)."""
     X, y, g = data
-    unconstrained = PartialParityClassifier("demographic", interval=INTERVAL, tolerance=1.0,
+    unconstrained = PartialParityClassifier(PDP, interval=INTERVAL, tolerance=1.0,
                                             **FAST).fit(X, y, sensitive_features=g)
     before = partial_demographic_parity(
         None, unconstrained.decision_function(X), sensitive_features=g, interval=INTERVAL
     )
     kappa = 0.05
-    clf = PartialParityClassifier("demographic", interval=INTERVAL, tolerance=kappa, **FAST)
+    clf = PartialParityClassifier(PDP, interval=INTERVAL, tolerance=kappa, **FAST)
     clf.fit(X, y, sensitive_features=g)
     s = clf.decision_function(X)
     value = partial_demographic_parity(None, s, sensitive_features=g, interval=INTERVAL)
@@ -134,6 +135,24 @@ def test_sigmoid_surrogate_and_weights(data):
     assert np.all(history["max_violation"][1:] <= clf.inner_tol)
 
 
+@pytest.mark.parametrize("verbose,n_lines", [(0, 0), (1, 1), (2, 4 + 1)])
+def test_verbose_logs_a_summary_and_outer_iterations(data, caplog, verbose, n_lines):
+    """verbose=1 logs one summary line, verbose=2 also one line per outer iteration
+    k = 1..K; history_ (record_history=True) is a dict of numpy arrays."""
+    X, y, g = data
+    clf = PartialParityClassifier(interval=INTERVAL, tolerance=0.2, max_iter=4,
+                                  inner_max_iter=20, verbose=verbose, record_history=True)
+    with caplog.at_level(logging.INFO, logger="fairest"):
+        clf.fit(X, y, sensitive_features=g)
+    lines = [r.getMessage() for r in caplog.records if r.name.startswith("fairest.partial")]
+    assert len(lines) == n_lines
+    assert all(line.startswith("[PartialParityClassifier] ") for line in lines)
+    if verbose:
+        assert "4 outer iterations" in lines[-1] and "max violation" in lines[-1]
+    assert all(isinstance(value, np.ndarray) for value in clf.history_.values())
+    assert clf.history_["objective"].shape == (5,)
+
+
 def test_interval_auto_follows_guideline(data):
     X, y, g = data
     clf = PartialParityClassifier(interval="auto", tolerance=0.2, max_iter=2, inner_max_iter=10)
@@ -152,14 +171,15 @@ def test_ssg_direct_solver(data):
     assert clf.constraint_violation_ <= clf.inner_tol
 
 
-def test_theory_schedule_caps_and_needs_mu(data, monkeypatch):
+def test_theory_schedule_caps_and_needs_proximal_strength(data, monkeypatch):
     X, y, g = data
-    with pytest.raises(ValueError, match="mu > 0"):
+    with pytest.raises(ValueError, match="proximal_strength > 0"):
         PartialParityClassifier(interval=INTERVAL, schedule="theory").fit(
             X, y, sensitive_features=g)
     monkeypatch.setattr(_defaults, "THEORY_MAX_OUTER", 3)
     monkeypatch.setattr(_defaults, "THEORY_MAX_INNER", 20)
-    clf = PartialParityClassifier(interval=INTERVAL, schedule="theory", mu=0.1, inner_tol=0.1)
+    clf = PartialParityClassifier(interval=INTERVAL, schedule="theory", proximal_strength=0.1,
+                                  inner_tol=0.1)
     with pytest.warns(ConvergenceWarning, match="capped"):
         clf.fit(X, y, sensitive_features=g)
     assert clf.schedule_["max_iter"] == 3 and clf.schedule_["inner_max_iter"] == 20
@@ -225,9 +245,9 @@ def test_init_starts_from_a_constant_model(data):
     X, y, g = data
     base = np.log(y.mean() / (1 - y.mean()))
     starts = {}
-    for constraint in ("statistical", "demographic"):
+    for metric in (PSP, PDP):
         for init in ("zero", "intercept", "auto"):
-            clf = PartialParityClassifier(constraint, interval=INTERVAL, tolerance=0.1,
+            clf = PartialParityClassifier(metric, interval=INTERVAL, tolerance=0.1,
                                           init=init, max_iter=3, inner_max_iter=50,
                                           record_history=True)
             history = clf.fit(X, y, sensitive_features=g).history_
@@ -235,12 +255,12 @@ def test_init_starts_from_a_constant_model(data):
             assert not np.any(start[1 : 1 + X.shape[1]])
             assert np.all(np.diff(history["objective"]) <= 1e-12)
             assert history["max_violation"][0] < 0
-            starts[constraint, init] = (start[0], history["objective"][0])
-        assert starts[constraint, "zero"] == (0.0, pytest.approx(np.log(2.0)))
-        assert starts[constraint, "intercept"][0] == pytest.approx(base)
-        assert starts[constraint, "intercept"][1] < np.log(2.0)
-    assert starts["statistical", "auto"] == starts["statistical", "zero"]
-    assert starts["demographic", "auto"] == starts["demographic", "intercept"]
+            starts[metric, init] = (start[0], history["objective"][0])
+        assert starts[metric, "zero"] == (0.0, pytest.approx(np.log(2.0)))
+        assert starts[metric, "intercept"][0] == pytest.approx(base)
+        assert starts[metric, "intercept"][1] < np.log(2.0)
+    assert starts[PSP, "auto"] == starts[PSP, "zero"]
+    assert starts[PDP, "auto"] == starts[PDP, "intercept"]
 
 
 def test_intercept_start_escapes_the_pdp_trap_of_the_zero_start():
@@ -253,7 +273,7 @@ def test_intercept_start_escapes_the_pdp_trap_of_the_zero_start():
     y = (X[:, 0] + 0.5 * X[:, 1] + rng.normal(size=400) > -1.0).astype(int)
     fits = {}
     for init in ("zero", "intercept"):
-        clf = PartialParityClassifier("demographic", interval=(0.7, 1.0), tolerance=0.05,
+        clf = PartialParityClassifier(PDP, interval=(0.7, 1.0), tolerance=0.05,
                                       init=init, max_iter=30, inner_max_iter=100)
         fits[init] = clf.fit(X, y, sensitive_features=g)
     assert fits["intercept"].objective_ < fits["zero"].objective_ - 0.1

@@ -5,7 +5,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from _partial_helpers import cvxpy_subproblem, make_problem, x64  # noqa: F401  (fixture)
+from _partial_helpers import PDP, cvxpy_subproblem, make_problem, x64  # noqa: F401  (fixture)
 
 from fairest.partial._dc import anchor, evaluate
 from fairest.partial._idca import run_idca, run_ssg_direct
@@ -69,7 +69,7 @@ def test_idca_invariants_and_determinism(x64):
 
 def test_idca_invariants_pdp(x64):
     eps = 1e-3
-    cfg, data, x0, *_ = make_problem("demographic", n=120, d=3, tolerance=0.05)
+    cfg, data, x0, *_ = make_problem(PDP, n=120, d=3, tolerance=0.05)
     result = run_idca(jnp.asarray(x0), data, cfg, eps, 100, 15)
     assert np.all(np.diff(np.asarray(result.objective)) <= 1e-15)
     assert np.all(np.asarray(result.max_violation)[1:] <= eps)
