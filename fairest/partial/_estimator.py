@@ -327,6 +327,7 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
             scores,
             sensitive_features=codes,
             threshold=float(self.threshold),
+            sample_weight=sample_weight,
             widths=_defaults.AUTO_WIDTHS,
             step=_defaults.AUTO_STEP,
         )

@@ -3,6 +3,7 @@
 
 import logging
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -279,3 +280,23 @@ def test_intercept_start_escapes_the_pdp_trap_of_the_zero_start():
     assert fits["intercept"].objective_ < fits["zero"].objective_ - 0.1
     assert fits["intercept"].score(X, y) > fits["zero"].score(X, y) + 0.05
     assert fits["intercept"].score(X, y) >= y.mean()
+
+
+def test_auto_interval_uses_sample_weight_like_repeated_rows():
+    """interval='auto' picks the interval on the weighted training data: integer weights
+    give the interval of the data with rows repeated (regression: weights were ignored)."""
+    rng = np.random.default_rng(1)
+    n = 400
+    X = rng.normal(size=(n, 3))
+    A = rng.integers(0, 2, n)
+    y = ((X[:, 0] + A + rng.normal(size=n)) > 0.8).astype(int)
+    w = np.where(X[:, 0] > 0.3, 4, 1)
+    repeat = np.repeat(np.arange(n), w)
+    params = dict(max_iter=2, inner_max_iter=10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        weighted = PartialParityClassifier(**params).fit(X, y, sensitive_features=A, sample_weight=w)
+        repeated = PartialParityClassifier(**params).fit(X[repeat], y[repeat], sensitive_features=A[repeat])
+        unweighted = PartialParityClassifier(**params).fit(X, y, sensitive_features=A)
+    assert weighted.interval_ == repeated.interval_
+    assert weighted.interval_ != unweighted.interval_  # the weights matter on this data
