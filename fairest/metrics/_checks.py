@@ -13,7 +13,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from fairest.utils._validation import encode_groups
+from fairest.utils._validation import encode_groups, raise_if_weightless_group
 
 __all__ = [
     "MetricInputs",
@@ -185,20 +185,7 @@ def group_mass(codes: np.ndarray, weights: np.ndarray, n_groups: int) -> np.ndar
     return np.bincount(codes, weights=weights, minlength=n_groups)
 
 
-def raise_if_weightless_group(mass: np.ndarray, groups: np.ndarray) -> None:
-    """Raise ``ValueError`` naming the groups whose total sample weight is zero."""
-    empty = np.flatnonzero(~(mass > 0))
-    if empty.size:
-        names = ", ".join(repr(_as_python(groups[g])) for g in empty[:5])
-        more = f" and {empty.size - 5} more" if empty.size > 5 else ""
-        raise ValueError(
-            "every group needs a positive total sample_weight; zero total weight for: "
-            f"{names}{more}."
-        )
 
-
-def _as_python(value):
-    return value.item() if isinstance(value, np.generic) else value
 
 
 def as_binary_labels(values: np.ndarray, name: str) -> np.ndarray:

@@ -8,7 +8,7 @@ import numpy as np
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, validate_data
 
-from fairest.utils._validation import check_sensitive_features
+from fairest.utils._validation import check_sensitive_features, raise_if_weightless_group
 
 __all__ = ["FitData", "validate_fit_data", "encode_binary_target"]
 
@@ -84,9 +84,12 @@ def validate_fit_data(
     sample_weight = _check_sample_weight(
         sample_weight, X, dtype=np.float64, ensure_non_negative=True
     )
+    if not sample_weight.sum() > 0:
+        raise ValueError("sample_weight sums to zero; at least one sample needs a positive weight.")
     codes, labels = check_sensitive_features(
         sensitive_features, X.shape[0], min_groups=min_groups
     )
+    raise_if_weightless_group(np.bincount(codes, sample_weight, minlength=len(labels)), labels)
     return FitData(X, y, codes, labels, sample_weight)
 
 

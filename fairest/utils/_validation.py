@@ -16,6 +16,7 @@ __all__ = [
     "FairnessWarning",
     "encode_groups",
     "check_sensitive_features",
+    "raise_if_weightless_group",
 ]
 
 
@@ -235,9 +236,38 @@ def check_sensitive_features(
             stacklevel=3,
         )
         return np.zeros(n_samples, dtype=np.int32), np.array([None], dtype=object)
-    return encode_groups(
+    codes, groups = encode_groups(
         sensitive_features,
         n_samples=n_samples,
         min_groups=min_groups,
         min_group_size=min_group_size,
     )
+    if len(groups) == 1:
+        warnings.warn(
+            f"sensitive_features holds a single group ({_as_python(groups[0])!r}): the "
+            "fairness part of this estimator is vacuous and the plain model is fitted.",
+            FairnessWarning,
+            stacklevel=3,
+        )
+    return codes, groups
+
+
+def raise_if_weightless_group(mass: np.ndarray, groups: np.ndarray) -> None:
+    """Raise ``ValueError`` naming the groups whose total sample weight is zero.
+
+    Parameters
+    ----------
+    mass : ndarray of shape (G,)
+        Total sample weight of every group.
+    groups : ndarray of shape (G,)
+        The group labels, in the order of ``mass``.
+    """
+    empty = np.flatnonzero(~(mass > 0))
+    if empty.size:
+        names = ", ".join(repr(_as_python(groups[g])) for g in empty[:5])
+        more = f" and {empty.size - 5} more" if empty.size > 5 else ""
+        raise ValueError(
+            "every group needs a positive total sample_weight; zero total weight for: "
+            f"{names}{more}. Drop these rows or give them weight; no group is dropped "
+            "silently."
+        )
