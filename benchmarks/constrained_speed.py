@@ -233,14 +233,17 @@ def fairest_estimator(method: str, epochs: int, seed: int):
 
     cfg = SETTINGS[method]
     if method == "ssl-alm":
-        params = {"lr": cfg["lr"], "dual_lr": cfg["dual_lr"], "rho": cfg["rho"],
-                  "mu": cfg["mu"], "beta": cfg["beta"], "dual_bound": cfg["dual_bound"]}
+        params = {"learning_rate": cfg["lr"], "dual_learning_rate": cfg["dual_lr"],
+                  "penalty_strength": cfg["rho"], "proximal_strength": cfg["mu"],
+                  "anchor_rate": cfg["beta"], "dual_radius": cfg["dual_bound"]}
     else:
-        params = {"f_lr": cfg["f_lr"], "c_lr": cfg["c_lr"], "ctol": cfg["ctol"]}
+        params = {"learning_rate": cfg["f_lr"], "constraint_learning_rate": cfg["c_lr"],
+                  "constraint_tol": cfg["ctol"]}
+    # record_history: run_fairest reads the per-iteration clock of history_
     return LossGapConstrainedClassifier(
         HIDDEN, solver=method, tolerance=DELTA, batch_size=cfg["batch_size"],
         constraint_batch_size=CONSTRAINT_BATCH, n_epochs=epochs, solver_params=params,
-        random_state=seed)
+        random_state=seed, record_history=True)
 
 
 def forward(params, X):
@@ -277,7 +280,7 @@ def run_fairest(method, epochs, seed, data) -> dict:
     hist = est.history_
     return {"side": "fairest", "method": method, "seed": seed, "epochs": epochs,
             "s_per_epoch": wall / epochs, "fit_wall_s": wall,
-            "history_s_per_epoch": float(hist["time"].iloc[-1]) / epochs,
+            "history_s_per_epoch": float(hist["time"][-1]) / epochs,
             "loadavg": load, "loadavg_after": os.getloadavg(), "n_iter": int(est.n_iter_),
             "step_counts": est.step_counts_, **score(est.params_, data)}
 

@@ -130,7 +130,7 @@ def make_estimator(method, seed, max_time, sgd_epochs, ghost_backend, epochs=Non
     """The paper's budget (``max_time`` s, SGD baselines also <= ``sgd_epochs``), or a
     deterministic one (``epochs`` for every method but Ghost, ``ghost_iters`` for Ghost)."""
     kw = dict(solver=method, tolerance=DELTA, preset="paper", random_state=seed,
-              max_time=max_time, n_epochs=None)
+              max_time=max_time, n_epochs=None, record_history=True)  # rows_seen
     if method in ("sgd", "penalty"):
         kw["n_epochs"] = sgd_epochs  # spec 3.8: <= 10 epochs within the 30 s
     if method == "ghost":
@@ -351,7 +351,7 @@ def main(argv=None):
             est.fit(Xtr, ytr, sensitive_features=str_)
             fit_time = time.perf_counter() - start
             hist = est.history_
-            rows_seen = float(hist["n_samples"].iloc[-1]) if len(hist) else 0.0
+            rows_seen = float(hist["n_samples"][-1]) if len(hist["iter"]) else 0.0
             run = {"method": method, "seed": seed, "fit_time": fit_time,
                    "loadavg_before": load, "loadavg_after": os.getloadavg(),
                    "n_iter": int(est.n_iter_), "epochs": float(est.n_epochs_done_),

@@ -8,13 +8,19 @@ from numbers import Integral
 import jax.numpy as jnp
 import numpy as np
 import pandas as pd
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from fairest.constrained._engine import MLP, group_means, per_sample_stats, weighted_mean
-from fairest.utils._validation import check_sensitive_features
+from fairest.utils._estimator import validate_fit_data
 
-__all__ = ["prepare_fit", "ModelProblem", "ravel_params", "unravel_params"]
+__all__ = [
+    "prepare_fit",
+    "validate_constrained_fit",
+    "split_sensitive_columns",
+    "ModelProblem",
+    "ravel_params",
+    "unravel_params",
+]
 
 
 def ravel_params(params) -> np.ndarray:
@@ -33,47 +39,81 @@ def unravel_params(model: MLP, x):
     return params
 
 
-def _is_column_names(sensitive_features) -> bool:
+def _column_names(X, sensitive_features):
+    """The column names ``sensitive_features`` stands for, or ``None`` for group labels.
+
+    A str or a list / tuple of str names columns only when ``X`` is a DataFrame and every
+    entry is a distinct column of ``X``; anything else (a plain list of group labels, of
+    length n_samples, included) is group labels. A single str that is not a column of a
+    DataFrame ``X``, or a str with a non-DataFrame ``X``, raises (it cannot be labels).
+    """
     if isinstance(sensitive_features, str):
-        return True
-    return (
-        isinstance(sensitive_features, (list, tuple))
+        if not isinstance(X, pd.DataFrame):
+            raise ValueError(
+                "sensitive_features given as a column name needs X to be a pandas "
+                "DataFrame."
+            )
+        if sensitive_features not in X.columns:
+            raise ValueError(
+                f"sensitive feature column {sensitive_features!r} is not a column of X."
+            )
+        return [sensitive_features]
+    if not (
+        isinstance(X, pd.DataFrame)
+        and isinstance(sensitive_features, (list, tuple))
         and len(sensitive_features) > 0
         and all(isinstance(s, str) for s in sensitive_features)
-        and not isinstance(sensitive_features, np.ndarray)
-    )
+    ):
+        return None
+    names = list(sensitive_features)
+    if len(set(names)) != len(names) or not all(name in X.columns for name in names):
+        return None  # repeated entries or non-columns: group labels
+    return names
 
 
 def split_sensitive_columns(X, sensitive_features):
-    """Column name(s) of a DataFrame ``X`` as sensitive features: take them out of X."""
-    if sensitive_features is None or not _is_column_names(sensitive_features):
+    """Column name(s) of a DataFrame ``X`` as sensitive features: take them out of X.
+
+    Returns ``(X, sensitive_features, columns)``; ``columns`` is ``None`` when
+    ``sensitive_features`` are group labels (see :func:`_column_names`).
+    """
+    if sensitive_features is None:
+        return X, None, None
+    cols = _column_names(X, sensitive_features)
+    if cols is None:
         return X, sensitive_features, None
-    if not isinstance(X, pd.DataFrame):
-        raise ValueError(
-            "sensitive_features given as column name(s) needs X to be a pandas DataFrame."
-        )
-    cols = [sensitive_features] if isinstance(sensitive_features, str) else list(sensitive_features)
-    missing = [c for c in cols if c not in X.columns]
-    if missing:
-        raise ValueError(f"sensitive feature column(s) {missing} are not columns of X.")
     return X.drop(columns=cols), X[cols], tuple(cols)
 
 
-def prepare_fit(estimator, X, y, sensitive_features):
-    """Validate ``X, y``, sensitive features; encode labels. Returns
-    ``(X, y_codes, classes, groups, group_labels)``."""
+def validate_constrained_fit(estimator, X, y, sensitive_features, sample_weight=None):
+    """Validate the inputs of a constrained ``fit`` through the shared estimator validation.
+
+    Sensitive feature columns of a DataFrame ``X`` are split off first (``estimator``
+    gets ``sensitive_columns_``); then :func:`fairest.utils._estimator.validate_fit_data`
+    checks ``X``, ``y``, the weights and the groups. Returns ``(X, y_codes, classes,
+    groups, group_labels, sample_weight)``; the rows of positive weight must hold at
+    least two classes.
+    """
     X, sensitive_features, cols = split_sensitive_columns(X, sensitive_features)
     estimator.sensitive_columns_ = cols
-    X, y = validate_data(estimator, X, y, dtype=np.float64)
-    check_classification_targets(y)
+    X, y, groups, labels, sample_weight = validate_fit_data(
+        estimator, X, y, sensitive_features, sample_weight, min_groups=1
+    )
     classes, y_codes = np.unique(y, return_inverse=True)
-    if classes.size < 2:
+    weighted_classes = np.unique(y_codes[sample_weight > 0])
+    if weighted_classes.size < 2:
         raise ValueError(
             "This solver needs samples of at least 2 classes in the data, but the data "
-            f"contains only one class: {classes[0]!r}."
+            f"contains only one class: {classes[weighted_classes[0]]!r}"
+            + (" among the rows of positive sample_weight." if classes.size > 1 else ".")
         )
-    groups, labels = check_sensitive_features(sensitive_features, X.shape[0], min_groups=1)
-    return X, y_codes.astype(np.int32), classes, groups, labels
+    return X, y_codes.astype(np.int32), classes, groups, labels, sample_weight
+
+
+def prepare_fit(estimator, X, y, sensitive_features, sample_weight=None):
+    """Validate ``X, y``, sensitive features (and weights); encode labels. Returns
+    ``(X, y_codes, classes, groups, group_labels)``."""
+    return validate_constrained_fit(estimator, X, y, sensitive_features, sample_weight)[:5]
 
 
 def prepare_predict(estimator, X):
@@ -95,6 +135,8 @@ def validate_hidden(hidden) -> tuple:
 class ModelProblem:
     """Objective = mean loss of the MLP; constraints = ``A @ L_cells - delta`` (loss gaps);
     penalty = fairret-style ``sum_g |acc_g / acc - 1|`` of soft accuracies (spec 3.8).
+    Sample weights enter through ``batch.s`` (loss scales, see ``_engine.Batch``); the
+    penalty's accuracies are weighted means.
 
     Frozen and hashable on its configuration, so fits of the same shape reuse the
     compiled solver chunk. ``aux`` holds the traced ``A`` (m, n_cells) and ``delta``.
@@ -108,19 +150,23 @@ class ModelProblem:
     def logits(self, x, X):
         return MLP.apply(unravel_params(self.model, x), X)
 
-    def objective(self, x, batch, aux):
+    def losses(self, x, batch):
+        """Per-row losses, times the rows' sample-weight scales ``batch.s`` if any."""
         loss, _, _ = per_sample_stats(self.logits(x, batch.X), batch.y)
-        return weighted_mean(loss, batch.w)
+        return loss if batch.s is None else loss * batch.s
+
+    def objective(self, x, batch, aux):
+        return weighted_mean(self.losses(x, batch), batch.w)
 
     def cell_losses(self, x, batch):
-        loss, _, _ = per_sample_stats(self.logits(x, batch.X), batch.y)
-        return group_means(loss, batch.g, batch.w, self.n_cells)[0]
+        return group_means(self.losses(x, batch), batch.g, batch.w, self.n_cells)[0]
 
     def constraints(self, x, batch, aux):
         return aux["A"] @ self.cell_losses(x, batch) - aux["delta"]
 
     def penalty(self, x, batch, aux):
         _, _, p_true = per_sample_stats(self.logits(x, batch.X), batch.y)
-        acc_g, _, present = group_means(p_true, batch.g, batch.w, self.n_groups)
-        acc = weighted_mean(p_true, batch.w)
+        w = batch.w if batch.s is None else batch.w * batch.s  # weighted soft accuracies
+        acc_g, _, present = group_means(p_true, batch.g, w, self.n_groups)
+        acc = weighted_mean(p_true, w)
         return jnp.sum(jnp.where(present, jnp.abs(acc_g / acc - 1.0), 0.0))

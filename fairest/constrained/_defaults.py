@@ -16,15 +16,16 @@ MIN_CHUNK = 256  # [F] iterations per jitted scan chunk (at least); see _engine.
 AUTO_BATCH_SIZE = {"ssw": 16}
 AUTO_BATCH_SIZE_DEFAULT = 8
 
-# Solver defaults, preset "paper" (spec 4.2, sections 3.5-3.8).
+# Solver defaults, preset "paper" (spec 4.2, sections 3.5-3.8); the keys are the public
+# solver_params names (docs/conventions.md), the comments give the spec's symbols.
 SOLVER_DEFAULTS = {
     "ssl-alm": {
-        "lr": 0.01,  # tau [P] 3.5
-        "dual_lr": 0.05,  # eta [P]
-        "rho": 1.0,  # [P]
-        "mu": 2.0,  # [P]
-        "beta": 0.5,  # [P]
-        "dual_bound": 10.0,  # M_y [P]
+        "learning_rate": 0.01,  # tau [P] 3.5
+        "dual_learning_rate": 0.05,  # eta [P]
+        "penalty_strength": 1.0,  # rho [P]
+        "proximal_strength": 2.0,  # mu [P]
+        "anchor_rate": 0.5,  # beta [P]
+        "dual_radius": 10.0,  # M_y [P]
         "slack_init": "zero",  # s_0 = 0 [C]
         "final_full_step": True,  # [C]
         # penalty value c(x; zeta2) on a draw independent of the Jacobian's zeta1 [P];
@@ -32,58 +33,60 @@ SOLVER_DEFAULTS = {
         "constraint_draw": "independent",
     },
     "alm": {
-        "lr": 0.01,
-        "dual_lr": 0.05,
-        "rho": 1.0,
-        "mu": 0.0,  # ALM = SSL-ALM with mu = 0 [P]
-        "beta": 0.5,
-        "dual_bound": 10.0,
+        "learning_rate": 0.01,
+        "dual_learning_rate": 0.05,
+        "penalty_strength": 1.0,
+        "proximal_strength": 0.0,  # ALM = SSL-ALM with mu = 0 [P]
+        "anchor_rate": 0.5,
+        "dual_radius": 10.0,
         "slack_init": "zero",
         "final_full_step": True,
         "constraint_draw": "independent",
     },
     "ssw": {
-        "f_lr": 0.5,  # [P] 3.6
-        "c_lr": 0.05,  # [P]
-        "f_lr_rule": "const",
-        "c_lr_rule": "const",
-        "ctol": 1e-4,  # [P]
-        "ctol_decay": 0.97,  # [P]
-        "ctol_decay_start": 500,  # [P]
+        "learning_rate": 0.5,  # eta^f [P] 3.6
+        "constraint_learning_rate": 0.05,  # eta^c [P]
+        "learning_rate_rule": "const",
+        "constraint_learning_rate_rule": "const",
+        "constraint_tol": 1e-4,  # epsilon_0 [P]
+        "constraint_tol_decay": 0.97,  # [P]
+        "constraint_tol_decay_start": 500,  # t_decay [P]
         "reset_each_epoch": True,  # [C]
         "output": "last",  # [C] save_iter = null
-        "k0": 0,
+        "output_start": 0,  # k0
         # constraint step on a draw independent of the switching test's [P]; "shared"
         # steps on the tested draw (humancompatible-train 0.4 SSG) [F]
         "constraint_draw": "independent",
     },
     "ghost": {
-        "p0": 0.4,  # [P] 3.7
-        "step0": 0.05,  # alpha_0 [P]
-        "step_decay": 0.05,  # alpha-hat [P]
-        "step_rule": "dimin",
-        "kappa_lambda": 0.5,  # [P]
-        "kappa_box": 0.8,  # rho_kappa [P]
-        "tau": 1.0,  # [P]
-        "box": 10.0,  # beta [P]
+        "mlmc_probability": 0.4,  # p0 [P] 3.7
+        "learning_rate": 0.05,  # alpha_0 = gamma_0 [P]
+        "learning_rate_decay_rate": 0.05,  # alpha-hat = zeta_gamma [P]
+        "learning_rate_rule": "dimin",
+        "relaxation_weight": 0.5,  # lambda_kappa [P]
+        "relaxation_radius": 0.8,  # rho_kappa [P]
+        "proximal_strength": 1.0,  # tau [P]
+        "trust_radius": 10.0,  # beta [P]
         "max_iter": 1000,  # spec 4.2
         "sampling": "mlmc",
         "qp_backend": "cvxpy",
     },
     "penalty": {
-        "lr": 0.05,  # [C] 3.8
+        "learning_rate": 0.05,  # [C] 3.8
         "penalty": "accuracy_parity_l1",
-        "penalty_weight": 0.5,  # [C]
+        "fairness_weight": 0.5,  # [C]
         "balanced_batches": True,  # [C]
     },
-    "sgd": {"lr": 0.005},  # [C] 3.8
-    "gda": {"lr": 0.01, "dual_lr": 0.01},  # [F] generic proxy GDA (spec 1.5)
+    "sgd": {"learning_rate": 0.005},  # [C] 3.8
+    "gda": {"learning_rate": 0.01, "dual_learning_rate": 0.01},  # [F] generic proxy GDA (1.5)
 }
 
 # preset "release" (spec 3.6, 3.7, 4.2): the humancompatible/train configs [C].
 RELEASE_OVERRIDES = {
-    "ssw": {"f_lr": 0.2, "c_lr": 0.02, "ctol_decay_start": 800},
-    "ghost": {"step0": 0.02, "step_decay": 0.001, "kappa_lambda": 0.8, "kappa_box": 0.5},
+    "ssw": {"learning_rate": 0.2, "constraint_learning_rate": 0.02,
+            "constraint_tol_decay_start": 800},
+    "ghost": {"learning_rate": 0.02, "learning_rate_decay_rate": 0.001,
+              "relaxation_weight": 0.8, "relaxation_radius": 0.5},
 }
 
 # --- paper A, sections 2.4-2.9 / 4.3 --------------------------------------------------------

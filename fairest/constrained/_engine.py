@@ -18,7 +18,10 @@ Problems are objects with ``objective(x, batch, aux) -> scalar`` (mean over the 
 rows of ``batch``) and ``constraints(x, batch, aux) -> (m,)`` (written ``C(x) <= 0``);
 ``batch.g`` holds group codes for objective batches and constraint *cells* for constraint
 draws. ``aux`` carries traced problem data (bounds, constraint matrices), so changing a
-tolerance never recompiles.
+tolerance never recompiles. Sample weights reach a problem as per-row loss scales
+``batch.s`` (``None`` when unweighted, which runs the unweighted code unchanged); the
+samplers stay uniform. Solver parameters (``hyper``) use the public ``solver_params``
+names of ``LossGapConstrainedClassifier``.
 """
 
 from __future__ import annotations
@@ -31,11 +34,11 @@ from typing import Callable, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pandas as pd
 from jax import lax
 
 from fairest._kernels import bucket_size
 from fairest.constrained import _defaults
+from fairest.utils._reporting import as_history
 
 __all__ = [
     "Batch",
@@ -47,6 +50,7 @@ __all__ = [
     "spawn_rngs",
     "GenericProblem",
     "run_solver",
+    "loss_scales",
     "RunResult",
     "ghost_subproblem",
     "ghost_kappa",
@@ -59,12 +63,19 @@ __all__ = [
 
 
 class Batch(NamedTuple):
-    """Rows of one sample; ``w`` is 0 on padding rows."""
+    """Rows of one sample; ``w`` is 0 on padding rows.
+
+    ``s`` (``None`` for unweighted data) scales each row's loss: its sample weight divided
+    by the mean weight of the population the row was drawn from (all rows for objective
+    batches, its constraint cell for constraint draws), so a uniform draw's mean of the
+    scaled losses is an unbiased estimate of the weighted mean loss.
+    """
 
     X: jax.Array
     y: jax.Array
     g: jax.Array  # group codes (objective) or constraint cells (constraint draws)
     w: jax.Array
+    s: jax.Array | None = None
 
 
 @dataclass(frozen=True)
@@ -321,7 +332,7 @@ class GenericProblem:
 class RunResult(NamedTuple):
     x: np.ndarray
     state: dict
-    history: pd.DataFrame
+    history: dict | None  # dict of numpy arrays; None without record_history
     n_iter: int
     n_epochs: float
     extras: dict
@@ -330,6 +341,11 @@ class RunResult(NamedTuple):
 # ------------------------------------------------------------------------------------------
 # solvers (scan-based): each is init(x0, s0, ctx) / step(state, inp, ctx) / finalize
 # ------------------------------------------------------------------------------------------
+
+
+def _rows(values, idx):
+    """``values[idx]``, or ``None`` when there are no per-row values (unweighted data)."""
+    return None if values is None else values[idx]
 
 
 class _Ctx:
@@ -341,23 +357,25 @@ class _Ctx:
 
     def full_obj_batch(self):
         d = self.data
-        return Batch(d["X"], d["y"], d["groups"], d["w"])
+        return Batch(d["X"], d["y"], d["groups"], d["w"], d.get("s"))
 
     def full_con_batch(self):
         d = self.data
-        return Batch(d["X"], d["y"], d["cells"], d["cw"])
+        return Batch(d["X"], d["y"], d["cells"], d["cw"], d.get("cs"))
 
     def obj_batch(self, inp):
         if self.obj_full:
             return self.full_obj_batch()
         d, idx = self.data, inp["obj_idx"]
-        return Batch(d["X"][idx], d["y"][idx], d["groups"][idx], inp["obj_w"])
+        return Batch(d["X"][idx], d["y"][idx], d["groups"][idx], inp["obj_w"],
+                     _rows(d.get("s"), idx))
 
     def con_batch(self, inp, k: int):
         if self.con_full:
             return self.full_con_batch()
         d, idx = self.data, inp[f"con_idx{k}"]
-        return Batch(d["X"][idx], d["y"][idx], d["cells"][idx], inp[f"con_w{k}"])
+        return Batch(d["X"][idx], d["y"][idx], d["cells"][idx], inp[f"con_w{k}"],
+                     _rows(d.get("cs"), idx))
 
     def f(self, x, batch):
         return self.problem.objective(x, batch, self.aux)
@@ -367,14 +385,14 @@ class _Ctx:
 
 
 def _step_sgd(state, inp, ctx):
-    lr = ctx.hyper["lr"]
+    lr = ctx.hyper["learning_rate"]
     f, g = jax.value_and_grad(ctx.f)(state["x"], ctx.obj_batch(inp))
     return {"x": state["x"] - lr * g}, {"objective": f, "step_size": lr}
 
 
 def _step_penalty(state, inp, ctx):
-    lr = ctx.hyper["lr"]
-    weight = ctx.hyper["penalty_weight"]
+    lr = ctx.hyper["learning_rate"]
+    weight = ctx.hyper["fairness_weight"]
     batch = ctx.obj_batch(inp)
 
     def loss(x):
@@ -395,14 +413,16 @@ def _step_ssw(state, inp, ctx, *, f_rule: str, c_rule: str, reset: bool,
     new_epoch = jnp.logical_and(reset, inp["t"] == 0)
     n_f = jnp.where(new_epoch, 0, state["n_f"])
     n_c = jnp.where(new_epoch, 0, state["n_c"])
-    # tolerance eps_t = ctol * decay^max(0, t - start + 1) (spec 3.6 step 1)
-    exponent = jnp.maximum(counter_index - h["ctol_decay_start"] + 1, 0).astype(x.dtype)
-    eps = h["ctol"] * h["ctol_decay"] ** exponent
+    # tolerance eps_t = eps_0 * decay^max(0, t - start + 1) (spec 3.6 step 1)
+    exponent = jnp.maximum(counter_index - h["constraint_tol_decay_start"] + 1,
+                           0).astype(x.dtype)
+    eps = h["constraint_tol"] * h["constraint_tol_decay"] ** exponent
     batch1 = ctx.con_batch(inp, 1)
     c1 = ctx.c(x, batch1)
     c_hat = jnp.max(c1)
     take_constraint = c_hat >= eps
-    f_lr = h["f_lr"] / jnp.sqrt(n_f + 1.0) if f_rule == "dimin" else h["f_lr"]
+    f_lr = (h["learning_rate"] / jnp.sqrt(n_f + 1.0) if f_rule == "dimin"
+            else h["learning_rate"])
 
     def constraint_step(_):
         batch2 = batch1 if shared_draw else ctx.con_batch(inp, 2)
@@ -410,11 +430,11 @@ def _step_ssw(state, inp, ctx, *, f_rule: str, c_rule: str, reset: bool,
         i_star = jnp.argmax(c2)
         (d,) = vjp(jax.nn.one_hot(i_star, c2.shape[0], dtype=x.dtype))
         if c_rule == "dimin":
-            eta = h["c_lr"] / jnp.sqrt(n_c + 1.0)
+            eta = h["constraint_learning_rate"] / jnp.sqrt(n_c + 1.0)
         elif c_rule == "adaptive":
             eta = c_hat / jnp.maximum(jnp.sum(d * d), jnp.finfo(x.dtype).tiny)
         else:
-            eta = h["c_lr"]
+            eta = h["constraint_learning_rate"]
         return x - eta * d, eta, jnp.nan * c_hat
 
     def objective_step(_):
@@ -423,7 +443,7 @@ def _step_ssw(state, inp, ctx, *, f_rule: str, c_rule: str, reset: bool,
 
     x_new, eta, f = lax.cond(take_constraint, constraint_step, objective_step, None)
     # random output (spec 3.6 step 6): weighted reservoir over k >= k0, weights eta^f_k
-    eligible = inp["it"] >= h["k0"]
+    eligible = inp["it"] >= h["output_start"]
     weight = jnp.where(eligible, f_lr, 0.0)
     total = state["w_total"] + weight
     replace = jnp.logical_and(eligible, inp["u"] * total < weight)
@@ -439,16 +459,16 @@ def _step_ssw(state, inp, ctx, *, f_rule: str, c_rule: str, reset: bool,
         "c": c1,
         "step_size": eta,
         "constraint_step": take_constraint,
-        "ctol": eps,
+        "constraint_tol": eps,
     }
     return state, log
 
 
 def _alm_direction(x, s, y, z_x, z_s, f_grad, c_vjp, h2, h):
-    w = y + h["rho"] * h2
+    w = y + h["penalty_strength"] * h2
     (jt_w,) = c_vjp(w)
-    G_x = f_grad + jt_w + h["mu"] * (x - z_x)
-    G_s = w + h["mu"] * (s - z_s)
+    G_x = f_grad + jt_w + h["proximal_strength"] * (x - z_x)
+    G_s = w + h["proximal_strength"] * (s - z_s)
     return G_x, G_s
 
 
@@ -463,18 +483,19 @@ def _step_ssl_alm(state, inp, ctx, *, shared_draw: bool = False):
     f, f_grad = jax.value_and_grad(ctx.f)(x, ctx.obj_batch(inp))
     batch1 = ctx.con_batch(inp, 1)
     c1, c_vjp = jax.vjp(lambda z: ctx.c(z, batch1), x)
-    y_new = y + h["dual_lr"] * (c1 + s)
-    y_new = jnp.where(jnp.linalg.norm(y_new) >= h["dual_bound"], 0.0, y_new)
+    y_new = y + h["dual_learning_rate"] * (c1 + s)
+    y_new = jnp.where(jnp.linalg.norm(y_new) >= h["dual_radius"], 0.0, y_new)
     h2 = (c1 if shared_draw else ctx.c(x, ctx.con_batch(inp, 2))) + s
     G_x, G_s = _alm_direction(x, s, y_new, z_x, z_s, f_grad, c_vjp, h2, h)
     state = {
-        "x": x - h["lr"] * G_x,
-        "s": jnp.maximum(s - h["lr"] * G_s, 0.0),
+        "x": x - h["learning_rate"] * G_x,
+        "s": jnp.maximum(s - h["learning_rate"] * G_s, 0.0),
         "y": y_new,
-        "z_x": z_x + h["beta"] * (x - z_x),
-        "z_s": z_s + h["beta"] * (s - z_s),
+        "z_x": z_x + h["anchor_rate"] * (x - z_x),
+        "z_s": z_s + h["anchor_rate"] * (s - z_s),
     }
-    log = {"objective": f, "c": c1, "lambda": y_new, "slack": s, "step_size": h["lr"]}
+    log = {"objective": f, "c": c1, "lambda": y_new, "slack": s,
+           "step_size": h["learning_rate"]}
     return state, log
 
 
@@ -487,7 +508,8 @@ def _ssl_alm_final_step(state, ctx):
     c_full, c_vjp = jax.vjp(lambda z: ctx.c(z, full), x)
     G_x, G_s = _alm_direction(x, s, state["y"], state["z_x"], state["z_s"], f_grad, c_vjp,
                               c_full + s, h)
-    return {**state, "x": x - h["lr"] * G_x, "s": jnp.maximum(s - h["lr"] * G_s, 0.0)}
+    lr = h["learning_rate"]
+    return {**state, "x": x - lr * G_x, "s": jnp.maximum(s - lr * G_s, 0.0)}
 
 
 def _step_gda(state, inp, ctx):
@@ -497,7 +519,7 @@ def _step_gda(state, inp, ctx):
     x = state["x"]
     batch_c = ctx.con_batch(inp, 1)
     c_val = ctx.c(x, batch_c)
-    lam = jnp.maximum(state["lam"] + h["dual_lr"] * c_val, 0.0)
+    lam = jnp.maximum(state["lam"] + h["dual_learning_rate"] * c_val, 0.0)
     surrogate = ctx.problem.surrogate_or_value()
     batch_f = ctx.obj_batch(inp)
 
@@ -506,8 +528,9 @@ def _step_gda(state, inp, ctx):
         return f + jnp.dot(lam, surrogate(z, batch_c, ctx.aux)), f
 
     (_, f), g = jax.value_and_grad(lagrangian, has_aux=True)(x)
-    state = {"x": x - h["lr"] * g, "lam": lam}
-    return state, {"objective": f, "c": c_val, "lambda": lam, "step_size": h["lr"]}
+    lr = h["learning_rate"]
+    state = {"x": x - lr * g, "lam": lam}
+    return state, {"objective": f, "c": c_val, "lambda": lam, "step_size": lr}
 
 
 _STEPS = {
@@ -535,11 +558,20 @@ def _init_state(solver, x0, s0, m):
 
 @lru_cache(maxsize=64)
 def _chunk_function(solver: str, static: tuple, problem, obj_full: bool, con_full: bool,
-                    eval_every: int):
-    """Jitted ``scan`` over one chunk of iterations; cached on the static configuration."""
+                    eval_every: int, log_keys: tuple | None = None):
+    """Jitted ``scan`` over one chunk of iterations; cached on the static configuration.
+
+    ``log_keys`` (``None`` = all) are the per-iteration log entries the scan returns.
+    """
     step = _STEPS[solver]
     if static:
         step = partial(step, **dict(static))
+    if log_keys is not None:
+        full_step = step
+
+        def step(state, inp, ctx):
+            state, log = full_step(state, inp, ctx)
+            return state, {key: log[key] for key in log_keys}
 
     def chunk(state, data, aux, hyper, inputs):
         ctx = _Ctx(problem, data, aux, hyper, obj_full, con_full)
@@ -587,8 +619,12 @@ def _full_values_function(problem):
     return jax.jit(values)
 
 
-def _device_data(X, y, groups, cells, dtype):
-    """Pad rows to a bucket (weight 0) so nearby n share compiled code."""
+def _device_data(X, y, groups, cells, dtype, loss_scale=None, cell_scale=None):
+    """Pad rows to a bucket (weight 0) so nearby n share compiled code.
+
+    ``loss_scale`` / ``cell_scale`` (``None`` for unweighted data) are the per-row loss
+    scales of objective batches and constraint draws (see :class:`Batch`).
+    """
     n = X.shape[0]
     n_pad = bucket_size(n)
     pad = n_pad - n
@@ -600,7 +636,7 @@ def _device_data(X, y, groups, cells, dtype):
 
     w = padded(np.ones(n))
     cw = padded((cells >= 0).astype(np.float64))
-    return {
+    data = {
         "X": jnp.asarray(padded(X), dtype=dtype),
         "y": jnp.asarray(padded(y)),
         "groups": jnp.asarray(padded(groups.astype(np.int32))),
@@ -608,12 +644,59 @@ def _device_data(X, y, groups, cells, dtype):
         "w": jnp.asarray(w, dtype=dtype),
         "cw": jnp.asarray(cw, dtype=dtype),
     }
+    if loss_scale is not None:
+        data["s"] = jnp.asarray(padded(np.asarray(loss_scale, dtype=np.float64)), dtype=dtype)
+        data["cs"] = jnp.asarray(padded(np.asarray(cell_scale, dtype=np.float64)), dtype=dtype)
+    return data
+
+
+def _population_scale(sample_weight, population, n_populations: int) -> np.ndarray:
+    """``w_i`` divided by the mean weight of row i's population (0 outside any: code < 0)."""
+    inside = population >= 0
+    codes = np.where(inside, population, 0)
+    total = np.bincount(codes[inside], sample_weight[inside], minlength=n_populations)
+    count = np.bincount(codes[inside], minlength=n_populations)
+    mean = total / np.maximum(count, 1)
+    safe = np.where(mean > 0, mean, 1.0)
+    return np.where(inside, sample_weight / safe[codes], 0.0)
+
+
+def loss_scales(sample_weight, groups, cells, n_cells: int, *, by_group: bool = False):
+    """Per-row loss scales of objective batches and constraint draws, or ``(None, None)``.
+
+    A row's scale is its weight divided by the mean weight of the population it is drawn
+    from uniformly: all rows for the objective (its group when ``by_group``, for the
+    group-balanced batches of the penalty baseline), its cell for constraint draws. Unit
+    weights (or ``sample_weight=None``) give ``(None, None)``: the unweighted code path.
+    """
+    if sample_weight is None:
+        return None, None
+    sample_weight = np.asarray(sample_weight, dtype=np.float64)
+    groups = np.asarray(groups)
+    if by_group:
+        loss_scale = _population_scale(sample_weight, groups, int(groups.max()) + 1)
+    else:
+        loss_scale = _population_scale(sample_weight, np.zeros(groups.size, np.int64), 1)
+    cell_scale = _population_scale(sample_weight, np.asarray(cells), n_cells)
+    in_cell = np.asarray(cells) >= 0
+    if np.all(loss_scale == 1.0) and np.all(cell_scale[in_cell] == 1.0):
+        return None, None
+    return loss_scale, cell_scale
 
 
 def full_values(problem, x, data, aux):
     """Full-training-set objective and constraint values (one jitted pass)."""
     f, c = _full_values_function(problem)(x, data, aux)
     return float(f), np.asarray(c)
+
+
+def _record_period(record_history) -> int:
+    """Recording period of ``record_history`` (True -> 1, an int k -> k); 0 is off."""
+    if record_history is True:
+        return 1
+    if not record_history:
+        return 0
+    return int(record_history)
 
 
 def run_solver(
@@ -634,10 +717,12 @@ def run_solver(
     max_iter: int | None = None,
     max_time: float | None = None,
     rngs: list | None = None,
-    log_every: int = 1,
+    record_history: bool | int = True,
     eval_every: int | None = None,
     constraint_names: list | None = None,
     dtype=jnp.float32,
+    sample_weight=None,
+    progress: Callable | None = None,
 ) -> RunResult:
     """Run one solver of spec 1.5 on ``(X, y)`` with objective groups ``groups`` and
     constraint cells ``cells`` (``-1`` = row not in any constraint cell).
@@ -645,20 +730,32 @@ def run_solver(
     ``x0`` is the flat initial parameter vector; ``hyper`` the solver's parameters (traced
     numbers and static option strings). Stops on the first of ``n_epochs`` (epochs of the
     objective sampler), ``max_iter`` and ``max_time`` (checked between jitted chunks).
+    ``record_history`` (True, or an int k for every k-th iteration) fills
+    ``RunResult.history`` (a dict of numpy arrays; ``None`` when off); ``eval_every``
+    adds full-training-set values to it. ``sample_weight`` scales every row's loss
+    (:func:`loss_scales`; the problem reads ``batch.s``). ``progress(n_iter, n_epochs)``
+    is called after every chunk of iterations.
     """
     aux = {} if aux is None else aux
     rngs = spawn_rngs(None) if rngs is None else rngs
+    period = _record_period(record_history)
+    if eval_every and not period:
+        raise ValueError("eval_every adds values to the history: it needs record_history.")
     X = np.asarray(X)
     n = X.shape[0]
     m = problem.m
     names = constraint_names or [str(i) for i in range(m)]
-    data = _device_data(X, np.asarray(y), np.asarray(groups), np.asarray(cells), dtype)
+    balanced = solver == "penalty" and hyper.get("balanced_batches", False)
+    loss_scale, cell_scale = loss_scales(sample_weight, groups, cells, problem.n_cells,
+                                         by_group=balanced)
+    data = _device_data(X, np.asarray(y), np.asarray(groups), np.asarray(cells), dtype,
+                        loss_scale, cell_scale)
     x0 = jnp.asarray(x0, dtype=dtype)
     if solver == "ghost":
         return _run_ghost(problem, data, n, x0, hyper, aux, rngs, max_iter, max_time,
-                          log_every, names, dtype)
+                          period, names, dtype, progress)
 
-    if solver == "penalty" and hyper.get("balanced_batches", False):
+    if balanced:
         n_groups = int(np.max(groups)) + 1
         obj_sampler = _BalancedEpochSampler(np.asarray(groups), n_groups,
                                             batch_size or n, rngs[1])
@@ -682,8 +779,10 @@ def run_solver(
     n_draws = _constraint_draws(solver, hyper) if m > 0 else 0
     traced = {k: jnp.asarray(v, dtype=dtype) for k, v in hyper.items()
               if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    # without a history only SSw's step types leave the device (for step_counts)
+    log_keys = None if period else (("constraint_step",) if solver == "ssw" else ())
     chunk_fn = _chunk_function(solver, static, problem, obj_sampler.full, con_sampler.full,
-                               int(eval_every or 0))
+                               int(eval_every or 0), log_keys)
 
     s0 = jnp.zeros(m, dtype=dtype)
     if solver in ("ssl-alm", "alm") and hyper.get("slack_init", "zero") == "feasible":
@@ -714,31 +813,39 @@ def run_solver(
                 inputs[f"con_idx{k}"] = jnp.asarray(idx)
                 inputs[f"con_w{k}"] = jnp.asarray(w, dtype=dtype)
         state, log = chunk_fn(state, data, aux, traced, inputs)
-        log = jax.tree_util.tree_map(np.asarray, log)  # one host sync per chunk
-        now = time.perf_counter() - start
-        frac = (np.arange(1, n_active + 1) / n_active)
-        log = jax.tree_util.tree_map(lambda a: a[:n_active], log)
-        log["time"] = chunk_start + frac * (now - chunk_start)
-        log["epoch"] = epoch[:n_active] + (t[:n_active] + 1) / T
-        log["iter"] = np.arange(done, done + n_active)
+        if period:
+            log = jax.tree_util.tree_map(np.asarray, log)  # one host sync per chunk
+            now = time.perf_counter() - start
+            frac = (np.arange(1, n_active + 1) / n_active)
+            log = jax.tree_util.tree_map(lambda a: a[:n_active], log)
+            log["time"] = chunk_start + frac * (now - chunk_start)
+            log["epoch"] = epoch[:n_active] + (t[:n_active] + 1) / T
+            log["iter"] = np.arange(done, done + n_active)
+            chunk_start = now
+        else:  # device arrays, read once after the loop
+            log = {key: value[:n_active] for key, value in log.items()}
+            if max_time is not None:  # the clock must see the chunk's work
+                jax.block_until_ready(state)
         logs.append(log)
-        chunk_start = now
         done += n_active
+        if progress is not None:
+            progress(done, done / T)
 
     extras = {}
     if solver in ("ssl-alm", "alm") and hyper.get("final_full_step", False) and done > 0:
         state = _final_function(problem)(state, data, aux, traced)
     x = state["x"]
     if solver == "ssw":
-        steps = np.concatenate([lg["constraint_step"] for lg in logs]) if logs else np.zeros(0)
+        steps = (np.concatenate([np.asarray(lg["constraint_step"]) for lg in logs])
+                 if logs else np.zeros(0))
         extras["step_counts"] = {"objective": int((~steps.astype(bool)).sum()),
                                  "constraint": int(steps.astype(bool).sum())}
         if hyper.get("output", "last") == "random" and float(state["w_total"]) > 0:
             x = state["x_out"]
     state_np = {k: np.asarray(v) for k, v in state.items()}
     epochs_done = done / T
-    history = _history_frame(solver, logs, names, log_every, n_draws, obj_sampler,
-                             con_sampler)
+    history = (_history_dict(solver, logs, names, period, n_draws, obj_sampler, con_sampler)
+               if period else None)
     return RunResult(np.asarray(x), state_np, history, done, epochs_done, extras)
 
 
@@ -746,7 +853,8 @@ def _static_options(solver: str, hyper: dict) -> tuple:
     """Option strings of ``hyper`` that select code paths (compiled in, not traced)."""
     shared = (("shared_draw", True),) if hyper.get("constraint_draw") == "shared" else ()
     if solver == "ssw":
-        return (("f_rule", hyper["f_lr_rule"]), ("c_rule", hyper["c_lr_rule"]),
+        return (("f_rule", hyper["learning_rate_rule"]),
+                ("c_rule", hyper["constraint_learning_rate_rule"]),
                 ("reset", bool(hyper["reset_each_epoch"]))) + shared
     if solver in ("ssl-alm", "alm"):
         return shared
@@ -760,11 +868,12 @@ def _constraint_draws(solver: str, hyper: dict) -> int:
     return 1 if solver == "gda" else 0
 
 
-def _history_frame(solver, logs, names, log_every, n_draws, obj_sampler, con_sampler):
+def _history_dict(solver, logs, names, period, n_draws, obj_sampler, con_sampler):
+    """``history_`` of a scan solver: every ``period``-th iteration, dict of numpy arrays."""
     if not logs:
-        return pd.DataFrame({"iter": np.zeros(0, int)})
+        return as_history({"iter": np.zeros(0, int)})
     merged = {k: np.concatenate([lg[k] for lg in logs]) for k in logs[0] if k != "full"}
-    keep = merged["iter"] % log_every == 0
+    keep = merged["iter"] % period == 0
     cols = {"iter": merged["iter"][keep], "epoch": merged["epoch"][keep],
             "time": merged["time"][keep]}
     rows_f = obj_sampler.batch_width
@@ -785,14 +894,14 @@ def _history_frame(solver, logs, names, log_every, n_draws, obj_sampler, con_sam
     cols["step_size"] = merged["step_size"][keep]
     if solver == "ssw":
         cols["step_type"] = np.where(merged["constraint_step"][keep], "constraint", "objective")
-        cols["ctol"] = merged["ctol"][keep]
+        cols["constraint_tol"] = merged["constraint_tol"][keep]
     if "full" in logs[0]:
         full_f = np.concatenate([lg["full"][0] for lg in logs])[keep]
         full_c = np.concatenate([lg["full"][1] for lg in logs])[keep]
         cols["full_objective"] = full_f
         for j, name in enumerate(names):
             cols["full_c_" + name] = full_c[:, j]
-    return pd.DataFrame(cols)
+    return as_history(cols)
 
 
 # ------------------------------------------------------------------------------------------
@@ -921,9 +1030,9 @@ def _ghost_derivatives(problem):
     def derivs(x, data, aux, obj_idx, con_idx):
         d = data
         bf = Batch(d["X"][obj_idx], d["y"][obj_idx], d["groups"][obj_idx],
-                   jnp.ones(obj_idx.shape, x.dtype))
+                   jnp.ones(obj_idx.shape, x.dtype), _rows(d.get("s"), obj_idx))
         bc = Batch(d["X"][con_idx], d["y"][con_idx], d["cells"][con_idx],
-                   jnp.ones(con_idx.shape, x.dtype))
+                   jnp.ones(con_idx.shape, x.dtype), _rows(d.get("cs"), con_idx))
         f, g = jax.value_and_grad(problem.objective)(x, bf, aux)
         c = problem.constraints(x, bc, aux)
         J = jax.jacrev(problem.constraints)(x, bc, aux)
@@ -949,20 +1058,26 @@ def ghost_step_size(k: int, step0: float, decay: float, rule: str) -> float:
     return gamma
 
 
-def _run_ghost(problem, data, n, x0, hyper, aux, rngs, max_iter, max_time, log_every, names,
-               dtype):
+def _run_ghost(problem, data, n, x0, hyper, aux, rngs, max_iter, max_time, period, names,
+               dtype, progress=None):
+    """Stochastic Ghost (spec 3.7); ``hyper`` holds the public ``solver_params`` names,
+    mapped here to the spec's symbols (p0, gamma_0, zeta_gamma, tau, beta, lambda_kappa,
+    rho_kappa). ``period`` records every ``period``-th iteration (0: no history)."""
     derivs, full = _ghost_derivatives(problem)
     obj_rng, con_rng, solver_rng = rngs[1], rngs[2], rngs[3]
     cells = np.asarray(data["cells"])[:n]
     cw = np.asarray(data["cw"])[:n]
     members = [np.flatnonzero((cells == c) & (cw > 0)) for c in range(problem.n_cells)]
     largest = max(mm.size for mm in members)
-    p0 = hyper["p0"]
-    sub = {k: hyper[k] for k in ("tau", "box", "kappa_lambda", "kappa_box")}
+    p0 = hyper["mlmc_probability"]
+    step0, decay = hyper["learning_rate"], hyper["learning_rate_decay_rate"]
+    sub = {"tau": hyper["proximal_strength"], "box": hyper["trust_radius"],
+           "kappa_lambda": hyper["relaxation_weight"],
+           "kappa_box": hyper["relaxation_radius"]}
     backend = hyper["qp_backend"]
     iters = hyper["max_iter"] if max_iter is None else max_iter
     x = np.asarray(x0, dtype=np.float64)
-    gamma = hyper["step0"]
+    gamma = step0
     rows, failures, start = [], 0, time.perf_counter()
     n_samples = 0
     k = 0
@@ -970,10 +1085,10 @@ def _run_ghost(problem, data, n, x0, hyper, aux, rngs, max_iter, max_time, log_e
         if max_time is not None and time.perf_counter() - start >= max_time:
             break
         xj = jnp.asarray(x, dtype=dtype)
-        if hyper["step_rule"] == "inv_iter":
-            gamma = hyper["step0"] / (k + 1) ** hyper["step_decay"]
+        if hyper["learning_rate_rule"] == "inv_iter":
+            gamma = step0 / (k + 1) ** decay
         elif k > 0:
-            gamma = gamma * (1.0 - hyper["step_decay"] * gamma)
+            gamma = gamma * (1.0 - decay * gamma)
 
         def solve(f_g_c_J):
             nonlocal failures
@@ -1012,7 +1127,7 @@ def _run_ghost(problem, data, n, x0, hyper, aux, rngs, max_iter, max_time, log_e
             d_k = d1 + (d_big - 0.5 * d_odd - 0.5 * d_even) / weight
             n_samples += 3 * (1 + size)
         x = x + gamma * d_k
-        if k % log_every == 0:
+        if period and k % period == 0:
             row = {"iter": k, "epoch": np.nan, "time": time.perf_counter() - start,
                    "n_samples": n_samples, "objective": float(f_val)}
             for j, name in enumerate(names):
@@ -1020,6 +1135,11 @@ def _run_ghost(problem, data, n, x0, hyper, aux, rngs, max_iter, max_time, log_e
             row.update({"step_size": gamma, "kappa": kappa, "N_geom": N})
             rows.append(row)
         k += 1
-    history = pd.DataFrame(rows) if rows else pd.DataFrame({"iter": np.zeros(0, int)})
+        if progress is not None and (k % 100 == 0 or k == iters):
+            progress(k, np.nan)
+    history = None
+    if period:
+        history = as_history({key: [row[key] for row in rows] for key in rows[0]} if rows
+                             else {"iter": np.zeros(0, int)})
     return RunResult(x.astype(np.dtype(dtype)), {"x": x}, history, k, np.nan,
                      {"n_qp_failures": failures})

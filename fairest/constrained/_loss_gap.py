@@ -19,14 +19,15 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from fairest.constrained import _defaults
 from fairest.constrained._common import (
     ModelProblem,
-    prepare_fit,
     prepare_predict,
     ravel_params,
     unravel_params,
+    validate_constrained_fit,
     validate_hidden,
 )
 from fairest.constrained._engine import MLP, numpy_forward, run_solver, spawn_rngs
 from fairest.utils._linear import ScoreClassifierMixin
+from fairest.utils._reporting import log_fit
 
 __all__ = [
     "LossGapConstrainedClassifier",
@@ -34,16 +35,19 @@ __all__ = [
 
 SOLVERS = ("ssl-alm", "alm", "ssw", "ghost", "sgd", "penalty")
 _ALIASES = {"ssl_alm": "ssl-alm", "penalty_sgd": "penalty"}
-_STRING_OPTIONS = {
-    "slack_init": {"zero", "feasible"},
-    "constraint_draw": {"independent", "shared"},
-    "f_lr_rule": {"const", "dimin"},
-    "c_lr_rule": {"const", "dimin", "adaptive"},
-    "output": {"last", "random"},
-    "step_rule": {"dimin", "inv_iter"},
-    "sampling": {"mlmc", "full"},
-    "qp_backend": {"cvxpy", "dual"},
-    "penalty": {"accuracy_parity_l1"},
+_STRING_OPTIONS = {  # per solver: the allowed values of its option strings
+    "ssl-alm": {"slack_init": {"zero", "feasible"},
+                "constraint_draw": {"independent", "shared"}},
+    "alm": {"slack_init": {"zero", "feasible"},
+            "constraint_draw": {"independent", "shared"}},
+    "ssw": {"learning_rate_rule": {"const", "dimin"},
+            "constraint_learning_rate_rule": {"const", "dimin", "adaptive"},
+            "output": {"last", "random"},
+            "constraint_draw": {"independent", "shared"}},
+    "ghost": {"learning_rate_rule": {"dimin", "inv_iter"},
+              "sampling": {"mlmc", "full"},
+              "qp_backend": {"cvxpy", "dual"}},
+    "penalty": {"penalty": {"accuracy_parity_l1"}},
 }
 
 
@@ -59,8 +63,8 @@ def resolve_solver_params(solver: str, preset: str, solver_params) -> dict:
                 f"valid keys: {sorted(params)}."
             )
         params[key] = value
-    for key, options in _STRING_OPTIONS.items():
-        if key in params and params[key] not in options:
+    for key, options in _STRING_OPTIONS.get(solver, {}).items():
+        if params[key] not in options:
             raise ValueError(f"solver_params[{key!r}] must be one of {sorted(options)}; "
                              f"got {params[key]!r}.")
     return params
@@ -122,9 +126,9 @@ class LossGapConstrainedClassifier(ScoreClassifierMixin, BaseEstimator):
     tolerance`` for every pair of groups (``constraint_pairs="all"``; two inequality
     constraints per pair) or for every group against the mean group loss (``"vs_mean"``),
     where ``L`` is the mean cross-entropy of a small MLP (or a linear model for
-    ``hidden_layer_sizes=()``) and ``L_g`` the mean over group g. Constraint estimates use
-    group-balanced draws of ``constraint_batch_size`` rows per group. Prediction is
-    group-blind.
+    ``hidden_layer_sizes=()``) and ``L_g`` the mean over group g (means weighted by
+    ``sample_weight`` when given). Constraint estimates use group-balanced draws of
+    ``constraint_batch_size`` rows per group. Prediction is group-blind.
 
     Parameters
     ----------
@@ -133,14 +137,14 @@ class LossGapConstrainedClassifier(ScoreClassifierMixin, BaseEstimator):
         initialisation ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))``.
     solver : {"ssl-alm", "alm", "ssw", "ghost", "sgd", "penalty"}, default="ssl-alm"
         ``"ssl-alm"`` stochastic smoothed linearised augmented Lagrangian, ``"alm"`` the
-        same with ``mu = 0``, ``"ssw"`` stochastic switching subgradient, ``"ghost"``
-        Stochastic Ghost (SQP with unbiased multilevel Monte Carlo directions), ``"sgd"``
-        unconstrained ERM, ``"penalty"`` SGD on ``loss + penalty_weight * P`` with the
-        fairret accuracy-parity penalty. ``"ssl_alm"`` and ``"penalty_sgd"`` are accepted
-        as aliases.
+        same with no proximal term (``proximal_strength=0``), ``"ssw"`` stochastic
+        switching subgradient, ``"ghost"`` Stochastic Ghost (SQP with unbiased multilevel
+        Monte Carlo directions), ``"sgd"`` unconstrained ERM, ``"penalty"`` SGD on
+        ``loss + fairness_weight * P`` with the fairret accuracy-parity penalty.
+        ``"ssl_alm"`` and ``"penalty_sgd"`` are accepted as aliases.
     tolerance : float, default=0.005
         Bound ``delta`` on the loss gaps.
-    constraint : {"loss_parity", "loss_equal_opportunity", "loss_equalized_odds"}, \
+    metric : {"loss_parity", "loss_equal_opportunity", "loss_equalized_odds"}, \
 default="loss_parity"
         Loss gaps on all rows, on rows with ``y = 1``, or the sum over both labels of the
         absolute gaps (4 linear inequalities per pair).
@@ -167,11 +171,16 @@ default="loss_parity"
     random_state : int, Generator or None, default=None
         Seeds the initialisation, the samplers and the solver's own randomness.
     verbose : int, default=0
-        Print a one-line summary after the fit.
-    log_every : int, default=1
-        Keep every ``log_every``-th iteration in ``history_``.
+        Logging of the fit (:mod:`logging` at INFO, on a child of the ``fairest``
+        logger): 1 a one-line summary after the fit, 2 also a line after every jitted
+        chunk of iterations (every 100 iterations for ``"ghost"``).
+    record_history : bool or int, default=False
+        Store ``history_``: ``True`` records every iteration, an int ``k`` every
+        ``k``-th. Off, the per-iteration values never leave the device.
     eval_every : int or None, default=None
-        Also log full-training-set objective and constraints every ``eval_every`` iterations.
+        Also record the full-training-set objective and constraints in ``history_``
+        every ``eval_every`` iterations; needs ``record_history`` (``ValueError``
+        otherwise).
 
     Attributes
     ----------
@@ -187,7 +196,7 @@ default="loss_parity"
     constraint_values_ : ndarray of shape (n_constraints,)
         Full-training-set ``C(theta)`` of the returned model (``<= 0`` is feasible).
     group_losses_ : ndarray of shape (n_groups,)
-        Training mean loss of every group.
+        Training mean loss of every group (weighted by ``sample_weight``).
     loss_gaps_ : ndarray of shape (n_groups, n_groups)
         ``L_g - L_h`` on the training set.
     is_feasible_ : bool
@@ -196,9 +205,13 @@ default="loss_parity"
         Dual variables ``y`` of SSL-ALM / ALM (not sign-constrained); ``None`` otherwise.
     slacks_ : ndarray of shape (n_constraints,) or None
         Slack variables of SSL-ALM / ALM.
-    history_ : pandas.DataFrame
-        One row per logged iteration (``iter, epoch, time, n_samples, objective,
-        c_<name>, ...``).
+    history_ : dict of str to ndarray
+        Only with ``record_history``: one value per recorded iteration under ``iter``,
+        ``epoch``, ``time``, ``n_samples``, ``objective``, ``c_<name>`` (the iteration's
+        constraint estimates), ``step_size`` and the solver's own (``lambda_<name>``,
+        ``slack_<name>`` for SSL-ALM / ALM; ``step_type``, ``constraint_tol`` for SSw;
+        ``kappa``, ``N_geom`` for Ghost; ``full_objective``, ``full_c_<name>`` with
+        ``eval_every``).
     n_iter_ : int
     n_epochs_done_ : float
     step_counts_ : dict or None
@@ -210,17 +223,57 @@ default="loss_parity"
 
     Notes
     -----
-    Solver parameters (``preset="paper"``): ``ssl-alm``: ``lr=0.01, dual_lr=0.05, rho=1,
-    mu=2, beta=0.5, dual_bound=10, slack_init="zero", final_full_step=True,
-    constraint_draw="independent"``; ``alm``: the same with ``mu=0``; ``ssw``:
-    ``f_lr=0.5, c_lr=0.05, f_lr_rule="const", c_lr_rule="const", ctol=1e-4,
-    ctol_decay=0.97, ctol_decay_start=500, reset_each_epoch=True, output="last", k0=0,
-    constraint_draw="independent"``; ``ghost``: ``p0=0.4, step0=0.05, step_decay=0.05,
-    step_rule="dimin", kappa_lambda=0.5, kappa_box=0.8, tau=1, box=10, max_iter=1000,
-    sampling="mlmc", qp_backend="cvxpy"``; ``penalty``: ``lr=0.05, penalty_weight=0.5,
-    balanced_batches=True``; ``sgd``: ``lr=0.005``.
-    ``preset="release"`` sets SSw ``f_lr=0.2, c_lr=0.02, ctol_decay_start=800`` and Ghost
-    ``step0=0.02, step_decay=0.001, kappa_lambda=0.8, kappa_box=0.5``.
+    ``solver_params`` keys (defaults of ``preset="paper"``; spec symbols in brackets):
+
+    - ``"ssl-alm"``: ``learning_rate=0.01`` (primal step [tau]),
+      ``dual_learning_rate=0.05`` (multiplier step [eta]), ``penalty_strength=1``
+      (augmented Lagrangian penalty [rho]), ``proximal_strength=2`` (weight of the
+      proximal term ``||u - z||^2 / 2`` [mu]), ``anchor_rate=0.5`` (rate at which the
+      proximal anchor ``z`` moves to the iterate, ``z += anchor_rate (u - z)`` [beta]),
+      ``dual_radius=10`` (the multipliers are reset to 0 when their norm reaches it
+      [M_y]), ``slack_init="zero"`` (or ``"feasible"``), ``final_full_step=True`` (a last
+      primal step on the full data), ``constraint_draw="independent"``.
+    - ``"alm"``: the same with ``proximal_strength=0``.
+    - ``"ssw"``: ``learning_rate=0.5`` (objective step [eta^f]),
+      ``constraint_learning_rate=0.05`` (constraint step [eta^c]),
+      ``learning_rate_rule="const"`` (or ``"dimin"``: divided by the square root of the
+      number of objective steps), ``constraint_learning_rate_rule="const"`` (or
+      ``"dimin"``, or ``"adaptive"``: Polyak's step), ``constraint_tol=1e-4`` (a
+      constraint step is taken when the estimated largest constraint reaches it
+      [epsilon_0]), ``constraint_tol_decay=0.97`` and ``constraint_tol_decay_start=500``
+      (it is multiplied by the decay every iteration from that in-epoch index on),
+      ``reset_each_epoch=True`` (the counters restart every epoch), ``output="last"``
+      (or ``"random"``: an iterate drawn with probability proportional to its step),
+      ``output_start=0`` (first iteration eligible for the random output [k0]),
+      ``constraint_draw="independent"``.
+    - ``"ghost"``: ``mlmc_probability=0.4`` (parameter of the geometric law of the
+      multilevel Monte Carlo level, ``P(N = j) = (1 - p) ^ j p`` [p0]),
+      ``learning_rate=0.05`` (first step size [gamma_0]),
+      ``learning_rate_decay_rate=0.05`` (``"dimin"``: ``gamma_k = gamma_(k-1) (1 - rate
+      gamma_(k-1))``; ``"inv_iter"``: ``gamma_k = learning_rate / (k + 1) ^ rate``
+      [zeta_gamma]), ``learning_rate_rule="dimin"``, ``relaxation_weight=0.5`` (weight
+      of the LP value ``t*`` in the constraint relaxation ``kappa`` [lambda_kappa]),
+      ``relaxation_radius=0.8`` (box of the LP's direction [rho_kappa]),
+      ``proximal_strength=1`` (weight of ``||d||^2 / 2`` in the direction subproblem
+      [tau]), ``trust_radius=10`` (box ``||d||_inf <= trust_radius`` of the direction
+      [beta]), ``max_iter=1000``, ``sampling="mlmc"`` (or ``"full"``: exact directions),
+      ``qp_backend="cvxpy"`` (or ``"dual"``).
+    - ``"penalty"``: ``learning_rate=0.05``, ``penalty="accuracy_parity_l1"``,
+      ``fairness_weight=0.5``, ``balanced_batches=True`` (objective batches with equal
+      rows per group).
+    - ``"sgd"``: ``learning_rate=0.005``.
+
+    ``preset="release"`` sets SSw ``learning_rate=0.2, constraint_learning_rate=0.02,
+    constraint_tol_decay_start=800`` and Ghost ``learning_rate=0.02,
+    learning_rate_decay_rate=0.001, relaxation_weight=0.8, relaxation_radius=0.5``.
+
+    ``sample_weight`` multiplies every row's loss in the objective and in its group's
+    (cell's) loss of the constraints. The samplers stay uniform: a drawn row's loss is
+    scaled by its weight divided by the mean weight of the rows it was drawn from (all
+    rows for objective batches, its group or cell for constraint draws; its group for
+    the group-balanced batches of ``"penalty"``), so minibatch estimates are unbiased
+    for the weighted means, and full-batch ones are exact. Unit weights run the
+    unweighted computation unchanged.
 
     ``constraint_draw`` (SSL-ALM, ALM, SSw): ``"independent"`` is the paper's algorithm,
     which uses two independent constraint draws in an iteration: SSL-ALM evaluates the
@@ -229,10 +282,10 @@ default="loss_parity"
     step on a draw independent of the one that triggered it. ``"shared"`` (a fairest
     option; humancompatible-train 0.4 does the same) reuses the first draw: one
     constraint draw per iteration. For SSL-ALM the step is then biased (its penalty part
-    is the gradient of ``rho/2 ||h(x; zeta1)||^2``, which in expectation adds the variance
-    of the draw's estimate) but the loss gaps of its iterates fluctuate less: on the
-    paper's ACSIncome task its models violate the loss-gap bound several times less than
-    with the paper's estimator after the same number of epochs (see
+    is the gradient of ``penalty_strength/2 ||h(x; zeta1)||^2``, which in expectation
+    adds the variance of the draw's estimate) but the loss gaps of its iterates fluctuate
+    less: on the paper's ACSIncome task its models violate the loss-gap bound several
+    times less than with the paper's estimator after the same number of epochs (see
     ``benchmarks/results/constrained_speed_epochs.md``).
 
     References
@@ -251,8 +304,8 @@ default="loss_parity"
         "hidden_layer_sizes": ["array-like"],
         "solver": [StrOptions(set(SOLVERS) | set(_ALIASES))],
         "tolerance": [Interval(Real, 0, None, closed="left")],
-        "constraint": [StrOptions({"loss_parity", "loss_equal_opportunity",
-                                   "loss_equalized_odds"})],
+        "metric": [StrOptions({"loss_parity", "loss_equal_opportunity",
+                               "loss_equalized_odds"})],
         "constraint_pairs": [StrOptions({"all", "vs_mean"})],
         "batch_size": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"}), None],
         "constraint_batch_size": [Interval(Integral, 1, None, closed="left"), None],
@@ -265,7 +318,7 @@ default="loss_parity"
         "dtype": [StrOptions({"float32", "float64"})],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
-        "log_every": [Interval(Integral, 1, None, closed="left")],
+        "record_history": ["boolean", Interval(Integral, 1, None, closed="left")],
         "eval_every": [Interval(Integral, 1, None, closed="left"), None],
     }
 
@@ -275,7 +328,7 @@ default="loss_parity"
         *,
         solver="ssl-alm",
         tolerance=_defaults.TOLERANCE,
-        constraint="loss_parity",
+        metric="loss_parity",
         constraint_pairs="all",
         batch_size="auto",
         constraint_batch_size=_defaults.CONSTRAINT_BATCH_SIZE,
@@ -288,13 +341,13 @@ default="loss_parity"
         dtype="float32",
         random_state=None,
         verbose=0,
-        log_every=1,
+        record_history=False,
         eval_every=None,
     ):
         self.hidden_layer_sizes = hidden_layer_sizes
         self.solver = solver
         self.tolerance = tolerance
-        self.constraint = constraint
+        self.metric = metric
         self.constraint_pairs = constraint_pairs
         self.batch_size = batch_size
         self.constraint_batch_size = constraint_batch_size
@@ -307,14 +360,14 @@ default="loss_parity"
         self.dtype = dtype
         self.random_state = random_state
         self.verbose = verbose
-        self.log_every = log_every
+        self.record_history = record_history
         self.eval_every = eval_every
 
     def _solver_name(self):
         return _ALIASES.get(self.solver, self.solver)
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, *, sensitive_features=None):
+    def fit(self, X, y, *, sensitive_features=None, sample_weight=None):
         """Fit the constrained model.
 
         Parameters
@@ -323,12 +376,17 @@ default="loss_parity"
             Training data. Columns named by ``sensitive_features`` are removed from the
             features.
         y : array-like of shape (n_samples,)
-            Target labels; the constraints other than ``"loss_parity"`` need two classes.
+            Target labels; the metrics other than ``"loss_parity"`` need two classes.
         sensitive_features : array-like of shape (n_samples,) or (n_samples, k), str, \
 list of str or None, default=None
             Group membership, or column name(s) of the DataFrame ``X`` (removed from the
-            features). ``None`` means one group (every constraint is ``-tolerance``; the
-            fit is the solver's plain ERM), with a warning.
+            features; a str or list of str names columns only when every entry is a
+            distinct column of ``X``, otherwise a list is read as group labels). ``None``
+            means one group (every constraint is ``-tolerance``; the fit is the solver's
+            plain ERM), with a warning.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weights of the rows' losses in the objective and in their
+            groups' losses of the constraints (see Notes); ``None`` is unit weights.
 
         Returns
         -------
@@ -338,20 +396,35 @@ list of str or None, default=None
         solver = self._solver_name()
         hidden = validate_hidden(self.hidden_layer_sizes)
         hyper = resolve_solver_params(solver, self.preset, self.solver_params)
-        X, y_codes, classes, groups, labels = prepare_fit(self, X, y, sensitive_features)
+        if self.eval_every is not None and not self.record_history:
+            raise ValueError(
+                "eval_every records full-training-set values in history_; it needs "
+                "record_history=True (or an int)."
+            )
+        X, y_codes, classes, groups, labels, sample_weight = validate_constrained_fit(
+            self, X, y, sensitive_features, sample_weight)
         n_classes, n_groups = classes.size, labels.size
-        if n_classes > 2 and self.constraint != "loss_parity":
-            raise ValueError(f"constraint={self.constraint!r} needs a binary target; y has "
+        if n_classes > 2 and self.metric != "loss_parity":
+            raise ValueError(f"metric={self.metric!r} needs a binary target; y has "
                              f"{n_classes} classes.")
         cells = self._cells(groups, y_codes, n_groups)
-        n_cells = 2 * n_groups if self.constraint == "loss_equalized_odds" else n_groups
+        n_cells = 2 * n_groups if self.metric == "loss_equalized_odds" else n_groups
         counts = np.bincount(cells[cells >= 0], minlength=n_cells)
         if np.any(counts == 0):
             raise ValueError(
-                f"constraint={self.constraint!r} needs rows in every (group, label) cell; "
+                f"metric={self.metric!r} needs rows in every (group, label) cell; "
                 f"empty cells: {np.flatnonzero(counts == 0).tolist()}."
             )
-        A, names = constraint_matrix(self.constraint, self.constraint_pairs, labels, n_groups)
+        in_cell = cells >= 0
+        cell_weight = np.bincount(cells[in_cell], sample_weight[in_cell], minlength=n_cells)
+        if np.any(cell_weight == 0):
+            raise ValueError(
+                f"metric={self.metric!r} needs positive sample_weight in every "
+                f"(group, label) cell; weightless cells: "
+                f"{np.flatnonzero(cell_weight == 0).tolist()}."
+            )
+        unit = bool(np.all(sample_weight == 1.0))
+        A, names = constraint_matrix(self.metric, self.constraint_pairs, labels, n_groups)
         model = MLP(X.shape[1], hidden, 1 if n_classes == 2 else n_classes)
         problem = ModelProblem(model, n_cells, A.shape[0], n_groups)
         batch_size = self.batch_size
@@ -359,6 +432,10 @@ list of str or None, default=None
             batch_size = _defaults.AUTO_BATCH_SIZE.get(solver, _defaults.AUTO_BATCH_SIZE_DEFAULT)
         dtype = jnp.float64 if self.dtype == "float64" else jnp.float32
         rngs = spawn_rngs(self.random_state)
+
+        def progress(n_iter, n_epochs):
+            log_fit(self, "iteration %d, epoch %.2f", n_iter, n_epochs, level=2)
+
         with jax.enable_x64(self.dtype == "float64"):
             params0 = model.init(rngs[0], dtype)
             x0 = ravel_params(params0)
@@ -370,19 +447,27 @@ list of str or None, default=None
                 constraint_sampler=self.constraint_sampler,
                 n_epochs=None if solver == "ghost" else self.n_epochs,
                 max_iter=self.max_iter, max_time=self.max_time, rngs=rngs,
-                log_every=self.log_every, eval_every=self.eval_every,
+                record_history=self.record_history, eval_every=self.eval_every,
                 constraint_names=names, dtype=dtype,
+                sample_weight=None if unit else sample_weight,
+                progress=progress if self.verbose and self.verbose >= 2 else None,
             )
             x = jnp.asarray(result.x, dtype=dtype)
             self.params_ = [(np.asarray(W), np.asarray(b)) for W, b in unravel_params(model, x)]
         # training-set statistics of the returned model, on the host in float64
         loss = sample_losses(numpy_forward(self.params_, X), y_codes)
-        in_cell = cells >= 0
-        cell_losses = (np.bincount(cells[in_cell], loss[in_cell], minlength=n_cells)
-                       / np.bincount(cells[in_cell], minlength=n_cells))
+        if unit:
+            cell_losses = (np.bincount(cells[in_cell], loss[in_cell], minlength=n_cells)
+                           / np.bincount(cells[in_cell], minlength=n_cells))
+            group_losses = np.bincount(groups, loss, minlength=n_groups) / np.bincount(
+                groups, minlength=n_groups)
+        else:
+            weighted = sample_weight * loss
+            cell_losses = (np.bincount(cells[in_cell], weighted[in_cell], minlength=n_cells)
+                           / cell_weight)
+            group_losses = (np.bincount(groups, weighted, minlength=n_groups)
+                            / np.bincount(groups, sample_weight, minlength=n_groups))
         c_full = A @ cell_losses - self.tolerance
-        group_losses = np.bincount(groups, loss, minlength=n_groups) / np.bincount(
-            groups, minlength=n_groups)
         self.classes_ = classes
         self.groups_ = labels
         self.constraint_names_ = names
@@ -393,7 +478,10 @@ list of str or None, default=None
         alm = solver in ("ssl-alm", "alm")
         self.multipliers_ = result.state["y"] if alm else None
         self.slacks_ = result.state["s"] if alm else None
-        self.history_ = result.history
+        if result.history is not None:
+            self.history_ = result.history
+        elif hasattr(self, "history_"):
+            del self.history_  # a refit without record_history keeps no stale history
         self.n_iter_ = result.n_iter
         self.n_epochs_done_ = result.n_epochs
         self.step_counts_ = result.extras.get("step_counts")
@@ -401,15 +489,14 @@ list of str or None, default=None
         if not hidden:
             W, b = self.params_[0]
             self.coef_, self.intercept_ = W.T.copy(), b.copy()
-        if self.verbose:
-            print(f"[{type(self).__name__}] solver={solver} iterations={self.n_iter_} "
-                  f"max constraint={c_full.max():.4g} feasible={self.is_feasible_}")
+        log_fit(self, "solver=%s iterations=%d max constraint=%.4g feasible=%s", solver,
+                self.n_iter_, c_full.max(), self.is_feasible_)
         return self
 
     def _cells(self, groups, y_codes, n_groups):
-        if self.constraint == "loss_equal_opportunity":
+        if self.metric == "loss_equal_opportunity":
             return np.where(y_codes == 1, groups, -1).astype(np.int32)
-        if self.constraint == "loss_equalized_odds":
+        if self.metric == "loss_equalized_odds":
             return (2 * groups + y_codes).astype(np.int32)
         return groups.astype(np.int32)
 

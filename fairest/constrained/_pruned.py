@@ -4,11 +4,21 @@ Pipeline: dense training, gradual magnitude pruning (cubic schedule) to the targ
 sparsity, then fine-tuning under ``psi_g <= tolerance`` for every group by the
 proxy-Lagrangian (excess *loss* gap surrogate in the primal step, true excess accuracy gaps
 from replay buffers in the dual step; dual ascent projected to >= 0). Baselines: naive
-fine-tuning (``mitigation="none"``) and equalized loss (``"equalized_loss"``).
+fine-tuning (``metric=None``) and loss parity (equalized loss, ``"loss_parity"``).
 
 One jitted ``scan`` step serves every phase: the constrained phase is a traced flag, so
 the multipliers stay exactly 0 and the buffers empty before it (the phases share one
 compilation).
+
+Sample weights (only when they are not uniform) enter the step as two per-row scales:
+``s_i / mean(s)`` multiplies a row's loss (or correctness) in the overall minibatch means
+and ``s_i / mean_g(s)`` (mean over the row's group) in the group means and the replay
+buffers. Both estimates stay unbiased under the uniform epoch sampler, and with uniform
+weights the step is exactly the unweighted one (the scales are left out).
+
+The momentum SGD of the primal player and the dual Adam are hand-written (one flat
+parameter vector, traced hyper-parameters); ``optax.sgd(momentum, nesterov)`` and
+``optax.adam`` could replace them.
 """
 
 from __future__ import annotations
@@ -27,9 +37,9 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from fairest.constrained import _defaults
 from fairest.constrained._common import (
-    prepare_fit,
     prepare_predict,
     ravel_params,
+    split_sensitive_columns,
     unravel_params,
     validate_hidden,
 )
@@ -43,7 +53,10 @@ from fairest.constrained._engine import (
     weighted_mean,
 )
 from fairest.constrained._loss_gap import sample_losses
+from fairest.utils._estimator import validate_fit_data
 from fairest.utils._linear import ScoreClassifierMixin
+from fairest.utils._validation import raise_if_weightless_group
+from fairest.utils._reporting import as_history, log_fit
 
 __all__ = ["PrunedFairClassifier", "gmp_schedule", "prune_layer", "buffer_push"]
 
@@ -165,64 +178,89 @@ def buffer_means(buf, count):
 # ------------------------------------------------------------------------------------------
 
 
-def _make_epoch_fn(model: MLP, num_groups: int, mitigation: str, use_buffer: bool,
-                   balanced: bool, el_abs: bool, dual_opt: str, nesterov: bool):
+def _make_epoch_fn(model: MLP, num_groups: int, metric, use_buffer: bool, balanced: bool,
+                   absolute_gaps: bool, dual_opt: str, nesterovs_momentum: bool,
+                   record: bool = True):
+    """Jitted epoch (a ``lax.scan`` of steps) for one static configuration.
+
+    ``metric`` is a public metric name or ``None`` (no mitigation); ``record`` makes the
+    scan also return the per-step log (objective, multipliers, dual estimates, full
+    buffers), which is otherwise neither computed nor transferred.
+    """
+    accuracy_gaps = metric == "excess_accuracy_gap"
+    loss_parity = metric == "loss_parity"
+
     def step(state, inp, data, ref, hyper, flags):
         x, v, lam = state["x"], state["v"], state["lam"]
         mask = data["mask"]
         idx, w = inp["idx"], inp["w"]
         Xb, yb, gb = data["X"][idx], data["y"][idx], data["groups"][idx]
         constrained = flags["constrained"]
+        # sample weights: per-row scales of the overall and of the group means (absent
+        # for uniform weights, which keeps the unweighted step exactly)
+        if "row_scale" in data:
+            r_all, r_grp = data["row_scale"][idx], data["group_row_scale"][idx]
+        else:
+            r_all = r_grp = None
+
+        def overall_mean(values):
+            return weighted_mean(values if r_all is None else r_all * values, w)
+
+        def group_mean(values):
+            return group_means(values if r_grp is None else r_grp * values, gb, w,
+                               num_groups)
 
         logits = MLP.apply(unravel_params(model, x * mask), Xb)
         loss_i, correct_i, _ = per_sample_stats(logits, yb)
         valid = w > 0
-        acc_g_batch, _, present = group_means(correct_i, gb, w, num_groups)
-        loss_g_batch, _, _ = group_means(loss_i, gb, w, num_groups)
-        loss_batch = weighted_mean(loss_i, w)
-        acc_batch = weighted_mean(correct_i, w)
+        acc_g_batch, _, present = group_mean(correct_i)
+        loss_g_batch, _, _ = group_mean(loss_i)
+        loss_batch = overall_mean(loss_i)
+        acc_batch = overall_mean(correct_i)
 
         buf, count = state["buf"], state["count"]
-        if mitigation != "none" and use_buffer:
-            pushed = correct_i if mitigation == "ceag" else loss_i
+        if metric is not None and use_buffer:
+            pushed = correct_i if accuracy_gaps else loss_i
+            if r_grp is not None:
+                pushed = r_grp * pushed
             new_buf, new_count = buffer_push(buf, count, lax.stop_gradient(pushed), gb,
                                              valid, num_groups)
             buf = jnp.where(constrained, new_buf, buf)
             count = jnp.where(constrained, new_count, count)
 
         # dual estimates on eligible groups
-        if mitigation == "none":
+        if metric is None:
             estimate = jnp.zeros(num_groups, x.dtype)
             eligible = jnp.zeros(num_groups, bool)
         else:
             if use_buffer:
                 stat_g, eligible = buffer_means(buf, count)
                 n_full = jnp.sum(eligible)
-                if balanced or mitigation == "equalized_loss":
+                if balanced or loss_parity:
                     overall = jnp.sum(stat_g) / jnp.maximum(n_full, 1)
                 else:
                     pi = jnp.where(eligible, ref["pi"], 0.0)
                     overall = jnp.sum(pi * stat_g) / jnp.maximum(jnp.sum(pi), 1e-30)
             else:
                 eligible = present
-                if mitigation == "ceag":
+                if accuracy_gaps:
                     stat_g, overall = acc_g_batch, acc_batch
                 else:
                     stat_g, overall = loss_g_batch, loss_batch
-            if mitigation == "ceag":  # psi_g = (Ad_g - A_g) - (Ad - A)
+            if accuracy_gaps:  # psi_g = (Ad_g - A_g) - (Ad - A)
                 estimate = (ref["acc_g"] - stat_g) - (ref["acc"] - overall)
-            elif mitigation == "excess_loss_gap":  # (L_g - Ld_g) - (L - Ld)
+            elif metric == "excess_loss_gap":  # (L_g - Ld_g) - (L - Ld)
                 estimate = (stat_g - ref["loss_g"]) - (overall - ref["loss"])
-            else:  # equalized loss h_g = L_g - L
+            else:  # loss parity (equalized loss) h_g = L_g - L
                 estimate = stat_g - overall
-                if el_abs:
+                if absolute_gaps:
                     estimate = jnp.abs(estimate)
             eligible = eligible & constrained
             estimate = jnp.where(eligible, estimate, 0.0)
 
         # dual step first (spec 2.4 step 3)
         eps = hyper["tolerance"]
-        if mitigation == "equalized_loss":
+        if loss_parity:
             ascent = estimate
         else:
             ascent = estimate - eps
@@ -238,8 +276,8 @@ def _make_epoch_fn(model: MLP, num_groups: int, mitigation: str, use_buffer: boo
         else:
             upd = ascent
             t_dual = state["t_dual"]
-        lam_new = lam + hyper["dual_lr"] * upd
-        if mitigation != "equalized_loss":
+        lam_new = lam + hyper["dual_learning_rate"] * upd
+        if not loss_parity:
             lam_new = jnp.maximum(lam_new, 0.0)
         lam = jnp.where(eligible, lam_new, lam)
 
@@ -247,14 +285,14 @@ def _make_epoch_fn(model: MLP, num_groups: int, mitigation: str, use_buffer: boo
         def lagrangian(z):
             lg = MLP.apply(unravel_params(model, z * mask), Xb)
             li, _, _ = per_sample_stats(lg, yb)
-            L_B = weighted_mean(li, w)
-            value = L_B + 0.5 * hyper["weight_decay"] * jnp.sum((z * mask) ** 2)
-            if mitigation == "none":
+            L_B = overall_mean(li)
+            value = L_B + 0.5 * hyper["alpha"] * jnp.sum((z * mask) ** 2)
+            if metric is None:
                 return value, L_B
-            L_g, _, pres = group_means(li, gb, w, num_groups)
-            if mitigation == "equalized_loss":
+            L_g, _, pres = group_mean(li)
+            if loss_parity:
                 term = L_g - L_B
-                if el_abs:
+                if absolute_gaps:
                     term = jnp.abs(term)
             else:  # excess loss gap surrogate; dense constants only shift the value
                 term = (L_g - ref["loss_g"]) - (L_B - ref["loss"])
@@ -262,12 +300,14 @@ def _make_epoch_fn(model: MLP, num_groups: int, mitigation: str, use_buffer: boo
 
         (_, objective), grad = jax.value_and_grad(lagrangian, has_aux=True)(x)
         v = hyper["momentum"] * v + grad
-        direction = grad + hyper["momentum"] * v if nesterov else v
-        x = (x - inp["lr"] * direction) * mask
+        direction = grad + hyper["momentum"] * v if nesterovs_momentum else v
+        x = (x - inp["learning_rate"] * direction) * mask
         new_state = {"x": x, "v": v, "lam": lam, "buf": buf, "count": count, "m1": m1,
                      "m2": m2, "t_dual": t_dual}
+        if not record:
+            return new_state, None
         log = {"objective": objective, "lam": lam, "psi_hat": estimate,
-               "buffer_full": count >= buf.shape[1], "acc_batch": acc_batch}
+               "buffer_full": count >= buf.shape[1]}
         return new_state, log
 
     def epoch(state, data, ref, hyper, flags, inputs):
@@ -285,9 +325,26 @@ def _epoch_fn(*key):
     return _EPOCH_CACHE[key]
 
 
-def _lr_at(epoch: int, lr: float, milestones, gamma: float, total: int) -> float:
+def _learning_rate_at(epoch: int, learning_rate: float, milestones, decay: float,
+                      total: int) -> float:
     passed = sum(epoch >= int(frac * total) for frac in milestones)
-    return lr * gamma**passed
+    return learning_rate * decay**passed
+
+
+def _mean(values, sample_weight):
+    """Mean of ``values``, weighted by ``sample_weight`` unless it is None."""
+    if sample_weight is None:
+        return values.mean()
+    return np.average(values, weights=sample_weight)
+
+
+def _group_means(values, groups, sample_weight, num_groups):
+    """Per-group means of ``values``, weighted by ``sample_weight`` unless it is None."""
+    if sample_weight is None:
+        return (np.bincount(groups, values, minlength=num_groups)
+                / np.bincount(groups, minlength=num_groups))
+    return (np.bincount(groups, sample_weight * values, minlength=num_groups)
+            / np.bincount(groups, sample_weight, minlength=num_groups))
 
 
 # ------------------------------------------------------------------------------------------
@@ -301,7 +358,8 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
     A dense network is trained (or taken from ``dense_model``), pruned by gradual
     magnitude pruning to ``target_sparsity``, then fine-tuned under the constraints
     ``psi_g <= tolerance`` on the excess accuracy gaps
-    ``psi_g = (A_dense - A_dense,g) - (A_sparse - A_sparse,g)`` of every group (CEAG).
+    ``psi_g = (A_dense - A_dense,g) - (A_sparse - A_sparse,g)`` of every group (CEAG,
+    ``metric="excess_accuracy_gap"``).
     The constrained problem is solved by alternating dual-then-primal gradient steps on a
     proxy-Lagrangian: the primal player descends the excess *loss* gap surrogate, the dual
     player ascends on the true excess accuracy gaps estimated from per-group replay buffers
@@ -315,18 +373,18 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
     dense_model : fitted estimator or None, default=None
         Estimator exposing ``params_`` of the same architecture (for example a fitted
         ``PrunedFairClassifier`` or ``LossGapConstrainedClassifier``) used as the dense
-        reference; ``None`` pretrains a dense network for ``dense_epochs`` epochs.
-    dense_epochs : int, default=50
+        reference; ``None`` pretrains a dense network for ``dense_n_epochs`` epochs.
+    dense_n_epochs : int, default=50
         Epochs of dense pre-training (SGD with momentum, learning rate scheduled by
-        ``lr_milestones`` and ``lr_gamma`` over these epochs). Ignored when
-        ``dense_model`` is given.
-    dense_lr : float, default=0.01
+        ``learning_rate_milestones`` and ``learning_rate_decay`` over these epochs).
+        Ignored when ``dense_model`` is given.
+    dense_learning_rate : float, default=0.01
         Initial learning rate of dense pre-training.
     dense_momentum : float, default=0.9
         Momentum of dense pre-training, in [0, 1).
-    dense_weight_decay : float, default=1e-4
-        L2 coefficient ``wd`` of dense pre-training, added to the loss as
-        ``(wd / 2) * ||theta||^2`` (weights and biases).
+    dense_alpha : float, default=1e-4
+        L2 coefficient of dense pre-training, added to the loss as
+        ``(dense_alpha / 2) * ||theta||^2`` (weights and biases).
     target_sparsity : float, default=0.9
         Final sparsity ``s_f``: fraction of the entries of every prunable weight matrix
         set to zero, reached at the start of epoch ``pruning_epochs``. In [0, 1].
@@ -335,22 +393,23 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
     pruning_epochs : int, default=15
         Last pruning epoch ``T_end``: magnitude pruning events at the start of epochs
         ``0..T_end`` (cubic schedule from ``initial_sparsity`` to ``target_sparsity``).
-        The mitigation starts at epoch ``T_end`` unless ``apply_mitigation_while_pruning``.
+        The constraints apply from epoch ``T_end`` on unless ``constrain_while_pruning``.
     prune_layers : {"all", "hidden"}, default="all"
         Weight matrices that are pruned: all layers, or ``"hidden"`` keeps the first and
         last layers dense (networks with at most two layers prune every layer). Biases
         are never pruned.
     n_epochs : int, default=60
         Fine-tuning epochs, pruning epochs included.
-    mitigation : {"ceag", "equalized_loss", "excess_loss_gap", "none"}, default="ceag"
-        Fairness mitigation of the fine-tuning: ``"ceag"`` bounds the excess accuracy
-        gaps ``psi_g``, ``"excess_loss_gap"`` bounds the excess loss gaps,
-        ``"equalized_loss"`` imposes ``L_g - L = 0`` with free-sign multipliers (Tran et
-        al.) and ``"none"`` is naive fine-tuning (NFT).
+    metric : str or None, default="excess_accuracy_gap"
+        Unfairness constrained in the fine-tuning: ``"excess_accuracy_gap"`` bounds the
+        excess accuracy gaps ``psi_g`` (CEAG), ``"excess_loss_gap"`` bounds the excess
+        loss gaps, ``"loss_parity"`` imposes equalized loss ``L_g - L = 0`` with
+        free-sign multipliers (Tran et al.) and ``None`` is naive fine-tuning (NFT, no
+        mitigation).
     tolerance : float, default=0.01
         Bound ``epsilon`` on every excess gap, as a fraction (0.01 is one accuracy
         point); also the feasibility threshold of ``train_disparity_``. Not used in the
-        training of ``"equalized_loss"`` and ``"none"``.
+        training of ``"loss_parity"`` and ``None``.
     use_buffer : bool, default=True
         Estimate the gaps of the dual step from per-group replay buffers of the
         ``buffer_size`` most recent training rows; ``False`` uses the groups present in
@@ -361,41 +420,43 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
     buffer_overall : {"balanced", "weighted"}, default="balanced"
         Overall buffered accuracy as the unweighted or population-weighted mean of full
         buffers.
-    el_abs : bool, default=True
-        Equalized loss on absolute gaps ``|L_g - L|`` (released configuration; the
-        multipliers never decrease). Only used with ``mitigation="equalized_loss"``.
-    dual_lr : float, default=1e-3
+    absolute_gaps : bool, default=True
+        Loss parity on absolute gaps ``|L_g - L|`` (released configuration; the
+        multipliers never decrease). Only used with ``metric="loss_parity"``.
+    dual_learning_rate : float, default=1e-3
         Step size ``eta_lambda`` of the dual ascent on the multipliers.
     dual_optimizer : {"sgd", "adam"}, default="sgd"
         Plain stochastic gradient ascent on the multipliers, or ascent with Adam moments;
-        both are followed by the projection to >= 0 (except for equalized loss).
-    lr : float, default=0.01
+        both are followed by the projection to >= 0 (except for loss parity).
+    learning_rate : float, default=0.01
         Initial learning rate of the fine-tuning SGD (pruning epochs included).
     momentum : float, default=0.9
         Momentum of the fine-tuning SGD (``v <- momentum * v + grad``, no dampening), in
         [0, 1).
-    nesterov : bool, default=False
+    nesterovs_momentum : bool, default=False
         Use Nesterov momentum, in dense pre-training and in fine-tuning.
-    weight_decay : float, default=1e-4
-        L2 coefficient ``wd`` of fine-tuning, added to the loss as
-        ``(wd / 2) * ||theta * mask||^2`` (unmasked weights and biases).
-    lr_milestones : tuple of float, default=(0.6, 0.8, 0.9)
-        Fractions of the epochs (``dense_epochs`` in pre-training, ``n_epochs`` in
-        fine-tuning) at which the learning rate is multiplied by ``lr_gamma``.
-    lr_gamma : float, default=0.1
-        Factor applied to the learning rate at every milestone of ``lr_milestones``.
+    alpha : float, default=1e-4
+        L2 coefficient of fine-tuning, added to the loss as
+        ``(alpha / 2) * ||theta * mask||^2`` (unmasked weights and biases).
+    learning_rate_milestones : tuple of float, default=(0.6, 0.8, 0.9)
+        Fractions of the epochs (``dense_n_epochs`` in pre-training, ``n_epochs`` in
+        fine-tuning) at which the learning rate is multiplied by
+        ``learning_rate_decay``.
+    learning_rate_decay : float, default=0.1
+        Factor applied to the learning rate at every milestone of
+        ``learning_rate_milestones``.
     batch_size : int, default=128
         Minibatch size of dense pre-training and fine-tuning (the last batch of an
         epoch may be shorter).
-    apply_mitigation_while_pruning : bool, default=False
-        Run the mitigation (multipliers and buffers) during the pruning epochs too; by
+    constrain_while_pruning : bool, default=False
+        Apply the constraints (multipliers and buffers) during the pruning epochs too; by
         default those epochs are plain ERM on the masked weights.
     early_stopping : bool, default=False
         Hold out ``validation_fraction`` of the training rows (stratified by group and
         label) and return, among the epoch-end iterates at the final sparsity (epochs
         ``>= pruning_epochs``), the one with the best validation accuracy instead of the
-        last iterate. With ``mitigation="none"`` this is the NFT+ES baseline of [1]_,
-        which picked the iterate on test accuracy; the held-out split avoids that.
+        last iterate. With ``metric=None`` this is the NFT+ES baseline of [1]_, which
+        picked the iterate on test accuracy; the held-out split avoids that.
     validation_fraction : float, default=0.1
         Share of the training rows held out when ``early_stopping`` is True.
     dtype : {"float32", "float64"}, default="float32"
@@ -404,10 +465,12 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
         Seeds the initialisation of the dense network and the minibatch sampler. Pass
         an int for reproducible results.
     verbose : int, default=0
-        Print a one-line summary (sparsity, maximum excess accuracy gap, accuracy) after
-        the fit when nonzero.
-    log_every : int, default=1
-        Keep every ``log_every``-th fine-tuning iteration in ``history_``.
+        Log the fit (logger ``fairest.constrained._pruned``, INFO): 1 a summary
+        (sparsity, maximum excess accuracy gap, accuracy) after the fit, 2 also one line
+        per dense pre-training and fine-tuning epoch.
+    record_history : bool or int, default=False
+        Store ``history_``: True records every fine-tuning iteration, an int ``k`` every
+        ``k``-th (iterations 0, k, 2k, ...).
 
     Attributes
     ----------
@@ -426,18 +489,22 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
     layer_sparsity_ : ndarray of shape (n_layers,)
         Fraction of zeros of every weight matrix.
     multipliers_ : ndarray of shape (n_groups,)
-        Final Lagrange multipliers (all 0 for ``mitigation="none"``).
+        Final Lagrange multipliers (all 0 for ``metric=None``).
     dense_accuracy_, dense_loss_ : float
-        Training accuracy and mean loss of the dense model.
+        Training accuracy and mean loss of the dense model (weighted by
+        ``sample_weight``).
     dense_group_accuracy_, dense_group_loss_ : ndarray of shape (n_groups,)
-        Training accuracy and mean loss of the dense model in every group.
+        Training accuracy and mean loss of the dense model in every group (weighted by
+        ``sample_weight``).
     train_eags_ : pandas.Series
-        Excess accuracy gaps ``psi_g`` on the training set.
+        Excess accuracy gaps ``psi_g`` on the training set (weighted accuracies).
     train_disparity_ : dict
-        ``acc``, ``psi_pw``, ``max_eag``, ``delta``, ``is_feasible`` on the training set.
-    history_ : pandas.DataFrame
-        One row per logged fine-tuning iteration (``iter, epoch, objective, lr,
-        sparsity, lambda_g*, psi_hat_g*, buffer_full_g*``).
+        ``acc``, ``psi_pw``, ``max_eag``, ``delta``, ``is_feasible`` on the training set
+        (weighted accuracies).
+    history_ : dict of ndarray
+        One value per recorded fine-tuning iteration (only with ``record_history``):
+        ``iter``, ``epoch``, ``objective``, ``learning_rate``, ``sparsity`` and, for every
+        group code ``g``, ``lambda_g<g>``, ``psi_hat_g<g>``, ``buffer_full_g<g>``.
     best_epoch_ : int or None
         The fine-tuning epoch whose iterate was returned (``early_stopping`` only).
     validation_score_ : float or None
@@ -458,37 +525,38 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
     _parameter_constraints: dict = {
         "hidden_layer_sizes": ["array-like"],
         "dense_model": "no_validation",
-        "dense_epochs": [Interval(Integral, 0, None, closed="left")],
-        "dense_lr": [Interval(Real, 0, None, closed="neither")],
+        "dense_n_epochs": [Interval(Integral, 0, None, closed="left")],
+        "dense_learning_rate": [Interval(Real, 0, None, closed="neither")],
         "dense_momentum": [Interval(Real, 0, 1, closed="left")],
-        "dense_weight_decay": [Interval(Real, 0, None, closed="left")],
+        "dense_alpha": [Interval(Real, 0, None, closed="left")],
         "target_sparsity": [Interval(Real, 0, 1, closed="both")],
         "initial_sparsity": [Interval(Real, 0, 1, closed="both")],
         "pruning_epochs": [Interval(Integral, 0, None, closed="left")],
         "prune_layers": [StrOptions({"all", "hidden"})],
         "n_epochs": [Interval(Integral, 0, None, closed="left")],
-        "mitigation": [StrOptions({"ceag", "equalized_loss", "excess_loss_gap", "none"})],
+        "metric": [StrOptions({"excess_accuracy_gap", "excess_loss_gap", "loss_parity"}),
+                   None],
         "tolerance": [Interval(Real, 0, None, closed="left")],
         "use_buffer": ["boolean"],
         "buffer_size": [Interval(Integral, 1, None, closed="left")],
         "buffer_overall": [StrOptions({"balanced", "weighted"})],
-        "el_abs": ["boolean"],
-        "dual_lr": [Interval(Real, 0, None, closed="left")],
+        "absolute_gaps": ["boolean"],
+        "dual_learning_rate": [Interval(Real, 0, None, closed="left")],
         "dual_optimizer": [StrOptions({"sgd", "adam"})],
-        "lr": [Interval(Real, 0, None, closed="neither")],
+        "learning_rate": [Interval(Real, 0, None, closed="neither")],
         "momentum": [Interval(Real, 0, 1, closed="left")],
-        "nesterov": ["boolean"],
-        "weight_decay": [Interval(Real, 0, None, closed="left")],
-        "lr_milestones": ["array-like"],
-        "lr_gamma": [Interval(Real, 0, None, closed="neither")],
+        "nesterovs_momentum": ["boolean"],
+        "alpha": [Interval(Real, 0, None, closed="left")],
+        "learning_rate_milestones": ["array-like"],
+        "learning_rate_decay": [Interval(Real, 0, None, closed="neither")],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
-        "apply_mitigation_while_pruning": ["boolean"],
+        "constrain_while_pruning": ["boolean"],
         "early_stopping": ["boolean"],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
         "dtype": [StrOptions({"float32", "float64"})],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
-        "log_every": [Interval(Integral, 1, None, closed="left")],
+        "record_history": ["boolean", Interval(Integral, 1, None, closed="left")],
     }
 
     def __init__(
@@ -496,71 +564,71 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
         hidden_layer_sizes=_defaults.HIDDEN_LAYER_SIZES,
         *,
         dense_model=None,
-        dense_epochs=_defaults.DENSE_EPOCHS,
-        dense_lr=_defaults.PRIMAL_LR,
+        dense_n_epochs=_defaults.DENSE_EPOCHS,
+        dense_learning_rate=_defaults.PRIMAL_LR,
         dense_momentum=_defaults.MOMENTUM,
-        dense_weight_decay=_defaults.WEIGHT_DECAY,
+        dense_alpha=_defaults.WEIGHT_DECAY,
         target_sparsity=_defaults.TARGET_SPARSITY,
         initial_sparsity=0.0,
         pruning_epochs=_defaults.PRUNING_EPOCHS,
         prune_layers="all",
         n_epochs=_defaults.FINETUNE_EPOCHS,
-        mitigation="ceag",
+        metric="excess_accuracy_gap",
         tolerance=_defaults.CEAG_TOLERANCE,
         use_buffer=True,
         buffer_size=_defaults.BUFFER_SIZE,
         buffer_overall="balanced",
-        el_abs=True,
-        dual_lr=_defaults.DUAL_LR,
+        absolute_gaps=True,
+        dual_learning_rate=_defaults.DUAL_LR,
         dual_optimizer="sgd",
-        lr=_defaults.PRIMAL_LR,
+        learning_rate=_defaults.PRIMAL_LR,
         momentum=_defaults.MOMENTUM,
-        nesterov=False,
-        weight_decay=_defaults.WEIGHT_DECAY,
-        lr_milestones=_defaults.LR_MILESTONES,
-        lr_gamma=_defaults.LR_GAMMA,
+        nesterovs_momentum=False,
+        alpha=_defaults.WEIGHT_DECAY,
+        learning_rate_milestones=_defaults.LR_MILESTONES,
+        learning_rate_decay=_defaults.LR_GAMMA,
         batch_size=_defaults.PRUNED_BATCH_SIZE,
-        apply_mitigation_while_pruning=False,
+        constrain_while_pruning=False,
         early_stopping=False,
         validation_fraction=0.1,
         dtype="float32",
         random_state=None,
         verbose=0,
-        log_every=1,
+        record_history=False,
     ):
         self.hidden_layer_sizes = hidden_layer_sizes
         self.dense_model = dense_model
-        self.dense_epochs = dense_epochs
-        self.dense_lr = dense_lr
+        self.dense_n_epochs = dense_n_epochs
+        self.dense_learning_rate = dense_learning_rate
         self.dense_momentum = dense_momentum
-        self.dense_weight_decay = dense_weight_decay
+        self.dense_alpha = dense_alpha
         self.target_sparsity = target_sparsity
         self.initial_sparsity = initial_sparsity
         self.pruning_epochs = pruning_epochs
         self.prune_layers = prune_layers
         self.n_epochs = n_epochs
-        self.mitigation = mitigation
+        self.metric = metric
         self.tolerance = tolerance
         self.use_buffer = use_buffer
         self.buffer_size = buffer_size
         self.buffer_overall = buffer_overall
-        self.el_abs = el_abs
-        self.dual_lr = dual_lr
+        self.absolute_gaps = absolute_gaps
+        self.dual_learning_rate = dual_learning_rate
         self.dual_optimizer = dual_optimizer
-        self.lr = lr
+        self.learning_rate = learning_rate
         self.momentum = momentum
-        self.nesterov = nesterov
-        self.weight_decay = weight_decay
-        self.lr_milestones = lr_milestones
-        self.lr_gamma = lr_gamma
+        self.nesterovs_momentum = nesterovs_momentum
+        self.alpha = alpha
+        self.learning_rate_milestones = learning_rate_milestones
+        self.learning_rate_decay = learning_rate_decay
         self.batch_size = batch_size
-        self.apply_mitigation_while_pruning = apply_mitigation_while_pruning
+        self.constrain_while_pruning = constrain_while_pruning
         self.early_stopping = early_stopping
         self.validation_fraction = validation_fraction
         self.dtype = dtype
         self.random_state = random_state
         self.verbose = verbose
-        self.log_every = log_every
+        self.record_history = record_history
 
     def _prunable(self, n_layers: int) -> list[bool]:
         if self.prune_layers == "all" or n_layers <= 2:
@@ -568,7 +636,7 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
         return [0 < i < n_layers - 1 for i in range(n_layers)]
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, *, sensitive_features=None):
+    def fit(self, X, y, *, sensitive_features=None, sample_weight=None):
         """Train dense, prune, fine-tune under the excess accuracy gap constraints.
 
         Parameters
@@ -579,8 +647,16 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
         y : array-like of shape (n_samples,)
             Target labels (two or more classes).
         sensitive_features : array-like, str, list of str or None, default=None
-            Group membership (or column names of the DataFrame ``X``); ``None`` means one
-            group (every ``psi_g`` is 0), with a warning.
+            Group membership, one label per row, or the column name(s) of the DataFrame
+            ``X`` holding it (a list of str is read as column names only when every
+            entry is a column of ``X``); ``None`` means one group (every ``psi_g`` is 0),
+            with a warning.
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            Non-negative row weights. They multiply every row's loss in the dense
+            pre-training and fine-tuning minibatch losses (divided by the mean weight,
+            which keeps the uniform minibatches unbiased) and weight the group
+            accuracies and losses of the excess gaps, the replay buffers and the fitted
+            training statistics. ``None`` (or uniform weights) is the unweighted fit.
 
         Returns
         -------
@@ -588,22 +664,46 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
             The fitted estimator.
         """
         hidden = validate_hidden(self.hidden_layer_sizes)
-        X, y_codes, classes, groups, labels = prepare_fit(self, X, y, sensitive_features)
+        X, sensitive_features, self.sensitive_columns_ = split_sensitive_columns(
+            X, sensitive_features)
+        fit_data = validate_fit_data(self, X, y, sensitive_features, sample_weight)
+        X, groups, labels = fit_data.X, fit_data.groups, fit_data.group_labels
+        classes, y_codes = np.unique(fit_data.y, return_inverse=True)
+        if classes.size < 2:
+            raise ValueError(
+                "This solver needs samples of at least 2 classes in the data, but the data "
+                f"contains only one class: {classes[0]!r}."
+            )
+        y_codes = y_codes.astype(np.int32)
+        sw = fit_data.sample_weight
+        sw = None if np.all(sw == sw[0]) else sw  # uniform weights: the unweighted fit
         # model init, minibatches, (unused here), (unused here), validation split
         rngs = spawn_rngs(self.random_state, 5)
         validation = None
         if self.early_stopping:
-            X, y_codes, groups, validation = self._hold_out(X, y_codes, groups, rngs[4])
+            X, y_codes, groups, sw, validation = self._hold_out(X, y_codes, groups, sw,
+                                                                rngs[4])
         n, G = X.shape[0], labels.size
+        if sw is not None:
+            totals = np.bincount(groups, sw, minlength=G)
+            raise_if_weightless_group(totals, labels)  # also after the early-stopping split
+            pi = totals / totals.sum()
+        else:
+            pi = np.bincount(groups, minlength=G) / n
         model = MLP(X.shape[1], hidden, 1 if classes.size == 2 else classes.size)
         dtype = jnp.float64 if self.dtype == "float64" else jnp.float32
-        key = (model, G, self.mitigation, bool(self.use_buffer),
-               self.buffer_overall == "balanced", bool(self.el_abs), self.dual_optimizer,
-               bool(self.nesterov))
+        record_every = int(self.record_history)  # True records every iteration
+        key = (model, G, self.metric, bool(self.use_buffer),
+               self.buffer_overall == "balanced", bool(self.absolute_gaps),
+               self.dual_optimizer, bool(self.nesterovs_momentum), record_every > 0)
         with jax.enable_x64(self.dtype == "float64"):
             epoch_fn = _epoch_fn(*key)
             data = {"X": jnp.asarray(X, dtype), "y": jnp.asarray(y_codes),
                     "groups": jnp.asarray(groups)}
+            if sw is not None:
+                group_mean_weight = totals / np.bincount(groups, minlength=G)
+                data["row_scale"] = jnp.asarray(sw / sw.mean(), dtype)
+                data["group_row_scale"] = jnp.asarray(sw / group_mean_weight[groups], dtype)
             n_layers = len(model.sizes) - 1
             ones = [(np.ones((a, b)), np.ones(b)) for a, b in
                     zip(model.sizes[:-1], model.sizes[1:])]
@@ -616,7 +716,7 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
             zeros_g = jnp.zeros(G, dtype)
             ref_zero = {"acc": jnp.asarray(0.0, dtype), "acc_g": zeros_g,
                         "loss": jnp.asarray(0.0, dtype), "loss_g": zeros_g,
-                        "pi": jnp.asarray(np.bincount(groups, minlength=G) / n, dtype)}
+                        "pi": jnp.asarray(pi, dtype)}
 
             def new_state(x):
                 return {"x": x, "v": jnp.zeros_like(x), "lam": zeros_g,
@@ -637,13 +737,16 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
             else:
                 x0 = ravel_params(model.init(rngs[0], dtype))
                 state = new_state(x0)
-                hyper = self._hyper(dtype, self.dense_momentum, self.dense_weight_decay)
+                hyper = self._hyper(dtype, self.dense_momentum, self.dense_alpha)
                 dense_mask = {**data, "mask": jnp.ones_like(x0)}
-                for epoch in range(self.dense_epochs):
-                    lr = _lr_at(epoch, self.dense_lr, self.lr_milestones, self.lr_gamma,
-                                self.dense_epochs)
+                for epoch in range(self.dense_n_epochs):
+                    lr = _learning_rate_at(epoch, self.dense_learning_rate,
+                                           self.learning_rate_milestones,
+                                           self.learning_rate_decay, self.dense_n_epochs)
                     state, _ = self._run_epoch(epoch_fn, state, dense_mask, ref_zero, hyper,
                                                False, sampler, lr, dtype)
+                    log_fit(self, "dense epoch %d/%d: learning_rate=%.4g", epoch + 1,
+                            self.dense_n_epochs, lr, level=2)
                 x_dense = state["x"]
             dense_list = [(np.asarray(W), np.asarray(b))
                           for W, b in unravel_params(model, x_dense)]
@@ -652,20 +755,20 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
             z_dense = numpy_forward(dense_list, X)
             correct_d = self._correct(z_dense, y_codes)
             loss_d = sample_losses(z_dense, y_codes)
-            counts = np.bincount(groups, minlength=G)
-            acc_g = np.bincount(groups, correct_d, minlength=G) / counts
-            loss_g = np.bincount(groups, loss_d, minlength=G) / counts
-            ref = {**ref_zero, "acc": jnp.asarray(correct_d.mean(), dtype),
+            acc_g = _group_means(correct_d, groups, sw, G)
+            loss_g = _group_means(loss_d, groups, sw, G)
+            acc_d, mean_loss_d = _mean(correct_d, sw), _mean(loss_d, sw)
+            ref = {**ref_zero, "acc": jnp.asarray(acc_d, dtype),
                    "acc_g": jnp.asarray(acc_g, dtype),
-                   "loss": jnp.asarray(loss_d.mean(), dtype),
+                   "loss": jnp.asarray(mean_loss_d, dtype),
                    "loss_g": jnp.asarray(loss_g, dtype)}
 
             # 3-4. GMP + fine-tuning, one primal optimiser state throughout
             prunable = self._prunable(n_layers)
             masks = [np.ones(W.shape) for W, _ in dense_list]
             state = new_state(x_dense)
-            hyper = self._hyper(dtype, self.momentum, self.weight_decay)
-            logs, sparsity_log = [], []
+            hyper = self._hyper(dtype, self.momentum, self.alpha)
+            logs = []
             best = (-np.inf, None, None, None)  # validation accuracy, x, masks, epoch
             for epoch in range(self.n_epochs):
                 if epoch <= self.pruning_epochs:
@@ -676,17 +779,25 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
                              for (W, _), m, p in zip(current, masks, prunable)]
                 mask = flat_mask(masks)
                 state = {**state, "x": state["x"] * mask}
-                constrained = (epoch >= self.pruning_epochs
-                               or self.apply_mitigation_while_pruning)
-                constrained = constrained and self.mitigation != "none"
-                lr = _lr_at(epoch, self.lr, self.lr_milestones, self.lr_gamma, self.n_epochs)
+                constrained = epoch >= self.pruning_epochs or self.constrain_while_pruning
+                constrained = constrained and self.metric is not None
+                lr = _learning_rate_at(epoch, self.learning_rate,
+                                       self.learning_rate_milestones,
+                                       self.learning_rate_decay, self.n_epochs)
                 state, log = self._run_epoch(epoch_fn, state, {**data, "mask": mask}, ref,
                                              hyper, constrained, sampler, lr, dtype)
-                log["lr"] = np.full(log["objective"].shape[0], lr)
-                log["epoch"] = np.full(log["objective"].shape[0], epoch)
-                sparsity_log.append(self._sparsity(masks, prunable)[0])
-                log["sparsity"] = np.full(log["objective"].shape[0], sparsity_log[-1])
-                logs.append(log)
+                if record_every:
+                    log = jax.tree_util.tree_map(np.asarray, log)
+                    steps = log["objective"].shape[0]
+                    log["learning_rate"] = np.full(steps, lr)
+                    log["epoch"] = np.full(steps, epoch)
+                    log["sparsity"] = np.full(steps, self._sparsity(masks, prunable)[0])
+                    logs.append(log)
+                if self.verbose and self.verbose >= 2:
+                    log_fit(self, "epoch %d/%d: sparsity=%.3f learning_rate=%.4g "
+                            "max_multiplier=%.4g", epoch + 1, self.n_epochs,
+                            self._sparsity(masks, prunable)[0], lr,
+                            float(jnp.max(state["lam"], initial=0.0)), level=2)
                 if validation is not None and epoch >= self.pruning_epochs:
                     score = self._accuracy(model, state["x"], *validation)
                     if score > best[0]:
@@ -703,33 +814,35 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
         self.dense_params_ = dense_list
         self.sparsity_, self.layer_sparsity_ = self._sparsity(masks, prunable)
         self.multipliers_ = np.asarray(state["lam"])
-        self.dense_accuracy_ = float(correct_d.mean())
+        self.dense_accuracy_ = float(acc_d)
         self.dense_group_accuracy_ = acc_g
-        self.dense_loss_ = float(loss_d.mean())
+        self.dense_loss_ = float(mean_loss_d)
         self.dense_group_loss_ = loss_g
         correct_s = self._correct(numpy_forward(params, X), y_codes)
-        acc_s_g = np.bincount(groups, correct_s, minlength=G) / counts
+        acc_s_g = _group_means(correct_s, groups, sw, G)
+        acc_s = _mean(correct_s, sw)
         delta_g = acc_g - acc_s_g
-        delta = correct_d.mean() - correct_s.mean()
+        delta = acc_d - acc_s
         psi = delta_g - delta
         self.train_eags_ = pd.Series(psi, index=pd.Index(list(labels), tupleize_cols=False),
                                      name="excess_accuracy_gap")
         self.train_disparity_ = {
-            "acc": float(correct_s.mean()), "psi_pw": float(delta_g.max() - delta_g.min()),
+            "acc": float(acc_s), "psi_pw": float(delta_g.max() - delta_g.min()),
             "max_eag": float(psi.max()), "delta": float(delta),
             "is_feasible": bool(psi.max() <= self.tolerance),
         }
-        self.history_ = self._history(logs, G)
-        self.n_iter_ = int(sum(lg["objective"].shape[0] for lg in logs))
+        if record_every:
+            self.history_ = self._history(logs, G, record_every)
+        elif hasattr(self, "history_"):
+            del self.history_  # a previous fit's record
+        self.n_iter_ = int(self.n_epochs * sampler.iters_per_epoch)
         self.best_epoch_ = best[3]
         self.validation_score_ = None if best[1] is None else float(best[0])
-        if self.verbose:
-            print(f"[PrunedFairClassifier] sparsity={self.sparsity_:.3f} "
-                  f"max_eag={psi.max():.4f} acc={correct_s.mean():.4f}")
+        log_fit(self, "sparsity=%.3f max_eag=%.4f acc=%.4f", self.sparsity_, psi.max(), acc_s)
         return self
 
-    def _hold_out(self, X, y_codes, groups, rng):
-        """Training rows and the ``(X, y)`` validation split of ``early_stopping``."""
+    def _hold_out(self, X, y_codes, groups, sample_weight, rng):
+        """Training rows and the ``(X, y, sample_weight)`` split of ``early_stopping``."""
         from sklearn.model_selection import train_test_split
 
         strata = groups.astype(np.int64) * (int(y_codes.max()) + 1) + y_codes
@@ -738,25 +851,30 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
         seed = int(rng.integers(2**31 - 1))
         train, val = train_test_split(np.arange(X.shape[0]), test_size=self.validation_fraction,
                                       stratify=strata, random_state=seed)
-        return X[train], y_codes[train], groups[train], (X[val], y_codes[val])
+        if sample_weight is None:
+            sw_train = sw_val = None
+        else:
+            sw_train, sw_val = sample_weight[train], sample_weight[val]
+        return (X[train], y_codes[train], groups[train], sw_train,
+                (X[val], y_codes[val], sw_val))
 
-    def _accuracy(self, model, x, X, y_codes):
+    def _accuracy(self, model, x, X, y_codes, sample_weight=None):
         params = [(np.asarray(W), np.asarray(b)) for W, b in unravel_params(model, x)]
-        return float(self._correct(numpy_forward(params, X), y_codes).mean())
+        return float(_mean(self._correct(numpy_forward(params, X), y_codes), sample_weight))
 
-    def _hyper(self, dtype, momentum, weight_decay):
+    def _hyper(self, dtype, momentum, alpha):
         return {k: jnp.asarray(v, dtype) for k, v in (
-            ("momentum", momentum), ("weight_decay", weight_decay),
-            ("tolerance", self.tolerance), ("dual_lr", self.dual_lr))}
+            ("momentum", momentum), ("alpha", alpha), ("tolerance", self.tolerance),
+            ("dual_learning_rate", self.dual_learning_rate))}
 
     @staticmethod
     def _run_epoch(epoch_fn, state, data, ref, hyper, constrained, sampler, lr, dtype):
+        """One epoch on device; the log stays on device (None unless recorded)."""
         idx, w = sampler.epoch()
         inputs = {"idx": jnp.asarray(idx), "w": jnp.asarray(w, dtype),
-                  "lr": jnp.full(idx.shape[0], lr, dtype)}
+                  "learning_rate": jnp.full(idx.shape[0], lr, dtype)}
         flags = {"constrained": jnp.asarray(constrained)}
-        state, log = epoch_fn(state, data, ref, hyper, flags, inputs)
-        return state, jax.tree_util.tree_map(np.asarray, log)
+        return epoch_fn(state, data, ref, hyper, flags, inputs)
 
     @staticmethod
     def _correct(z, y_codes):
@@ -770,20 +888,27 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
         zeros = sum((m == 0).sum() for m, p in zip(masks, prunable) if p)
         return float(zeros / max(total, 1)), layer
 
-    def _history(self, logs, G):
-        if not logs:
-            return pd.DataFrame({"iter": np.zeros(0, int)})
-        merged = {k: np.concatenate([lg[k] for lg in logs]) for k in logs[0]}
+    @staticmethod
+    def _history(logs, G, every):
+        """``history_``: every ``every``-th fine-tuning iteration, as numpy arrays."""
+        keys = ("objective", "learning_rate", "epoch", "sparsity", "lam", "psi_hat",
+                "buffer_full")
+        if logs:
+            merged = {k: np.concatenate([lg[k] for lg in logs]) for k in keys}
+        else:
+            merged = {k: np.zeros((0, G) if k in ("lam", "psi_hat", "buffer_full") else 0)
+                      for k in keys}
         it = np.arange(merged["objective"].shape[0])
-        keep = it % self.log_every == 0
-        cols = {"iter": it[keep], "epoch": merged["epoch"][keep],
-                "objective": merged["objective"][keep], "lr": merged["lr"][keep],
-                "sparsity": merged["sparsity"][keep]}
+        keep = it % every == 0
+        records = {"iter": it[keep], "epoch": merged["epoch"][keep].astype(int),
+                   "objective": merged["objective"][keep],
+                   "learning_rate": merged["learning_rate"][keep],
+                   "sparsity": merged["sparsity"][keep]}
         for g in range(G):
-            cols[f"lambda_g{g}"] = merged["lam"][keep, g]
-            cols[f"psi_hat_g{g}"] = merged["psi_hat"][keep, g]
-            cols[f"buffer_full_g{g}"] = merged["buffer_full"][keep, g]
-        return pd.DataFrame(cols)
+            records[f"lambda_g{g}"] = merged["lam"][keep, g]
+            records[f"psi_hat_g{g}"] = merged["psi_hat"][keep, g]
+            records[f"buffer_full_g{g}"] = merged["buffer_full"][keep, g].astype(bool)
+        return as_history(records)
 
     def decision_function(self, X):
         """Return the logits of the sparse model.

@@ -29,24 +29,25 @@ def test_constrained_spec_solver_names_are_aliases():
     ref = LossGapConstrainedClassifier(hidden_layer_sizes=(), solver="ssl-alm", n_epochs=1, random_state=0)
     np.testing.assert_array_equal(est.fit(X, y, sensitive_features=g).coef_,
                                   ref.fit(X, y, sensitive_features=g).coef_)
-    ghost = LossGapConstrainedClassifier(hidden_layer_sizes=(), solver="ghost", max_iter=3, random_state=0,
-                                         solver_params={"qp_backend": "dual"})
+    ghost = LossGapConstrainedClassifier(hidden_layer_sizes=(), solver="ghost", max_iter=3,
+                                         random_state=0, solver_params={"qp_backend": "dual"},
+                                         record_history=True)
     ghost.fit(X, y, sensitive_features=g)
     assert ghost.n_iter_ == 3 and ghost.n_qp_failures_ == 0
-    assert {"kappa", "N_geom"} <= set(ghost.history_.columns)
+    assert {"kappa", "N_geom"} <= set(ghost.history_)
 
 
 def test_constrained_dataframe_column_sensitive_features_and_pickle():
     X, y, g = _data()
     df = pd.DataFrame(X, columns=["a", "b", "c", "d"]).assign(group=np.where(g, "u", "v"))
     est = LossGapConstrainedClassifier(hidden_layer_sizes=(4,), n_epochs=1, random_state=0,
-                                       log_every=7)
+                                       record_history=7)
     est.fit(df, y, sensitive_features="group")
     assert list(est.feature_names_in_) == ["a", "b", "c", "d"]
     assert list(est.groups_) == ["u", "v"]
     pred = est.predict(df)  # the sensitive column is dropped again, not needed
     np.testing.assert_array_equal(pred, est.predict(df.drop(columns="group")))
-    assert len(est.history_) == int(np.ceil(est.n_iter_ / 7))
+    assert len(est.history_["iter"]) == int(np.ceil(est.n_iter_ / 7))
     clone = pickle.loads(pickle.dumps(est))
     np.testing.assert_array_equal(clone.predict_proba(df), est.predict_proba(df))
     assert est.multipliers_.shape == est.slacks_.shape == (2,)
@@ -81,13 +82,13 @@ def test_constrained_clear_errors():
     y3 = y.copy()
     y3[:10] = 2
     with pytest.raises(ValueError, match="binary"):
-        LossGapConstrainedClassifier(hidden_layer_sizes=(), constraint="loss_equal_opportunity"
+        LossGapConstrainedClassifier(hidden_layer_sizes=(), metric="loss_equal_opportunity"
                                      ).fit(X, y3, sensitive_features=g)
     with pytest.raises(ValueError, match="unknown solver_params"):
-        LossGapConstrainedClassifier(solver="ssw", solver_params={"lr": 1.0}).fit(
+        LossGapConstrainedClassifier(solver="ssw", solver_params={"dual_learning_rate": 1.0}).fit(
             X, y, sensitive_features=g)
     with pytest.raises(ValueError, match="cell"):
-        LossGapConstrainedClassifier(hidden_layer_sizes=(), constraint="loss_equal_opportunity"
+        LossGapConstrainedClassifier(hidden_layer_sizes=(), metric="loss_equal_opportunity"
                                      ).fit(X, np.where(g == 1, 0, y), sensitive_features=g)
     with pytest.raises(ValueError, match="hidden_layer_sizes"):
         LossGapConstrainedClassifier(hidden_layer_sizes=(0,)).fit(X, y, sensitive_features=g)
@@ -109,7 +110,7 @@ def test_constrained_multiclass_and_more_groups():
                                rtol=1e-5, atol=1e-6)
     yb = (y > 0).astype(int)
     eo = LossGapConstrainedClassifier(hidden_layer_sizes=(), n_epochs=1, random_state=0,
-                                      constraint="loss_equalized_odds", dtype="float64")
+                                      metric="loss_equalized_odds", dtype="float64")
     eo.fit(X, yb, sensitive_features=g)
     assert len(eo.constraint_names_) == 12
     z = eo.decision_function(X)
@@ -125,3 +126,52 @@ def test_constrained_predict_without_groups_warns_only_at_fit():
         est = LossGapConstrainedClassifier(hidden_layer_sizes=(), n_epochs=1,
                                            random_state=0).fit(X, y)
     assert est.predict(X).shape == y.shape
+
+
+@pytest.mark.parametrize("frame", [True, False], ids=["dataframe", "numpy"])
+def test_constrained_list_of_str_labels_are_groups_not_columns(frame):
+    """A plain list of group labels (length n_samples) is labels, even when its entries
+    are column names of a DataFrame X (repeated entries cannot name columns)."""
+    X, y, g = _data()
+    labels = ["a" if v else "b" for v in g]
+    Xf = pd.DataFrame(X, columns=["a", "b", "c", "d"]) if frame else X
+    kw = dict(hidden_layer_sizes=(), n_epochs=1, random_state=0)
+    est = LossGapConstrainedClassifier(**kw).fit(Xf, y, sensitive_features=labels)
+    ref = LossGapConstrainedClassifier(**kw).fit(X, y, sensitive_features=np.array(labels))
+    assert list(est.groups_) == ["a", "b"] and est.n_features_in_ == 4
+    assert est.sensitive_columns_ is None
+    np.testing.assert_array_equal(est.coef_, ref.coef_)
+    if frame:  # a list of distinct column names still names columns
+        cols = LossGapConstrainedClassifier(**kw).fit(Xf.assign(s=labels), y,
+                                                      sensitive_features=["s"])
+        assert cols.sensitive_columns_ == ("s",) and list(cols.groups_) == ["a", "b"]
+        np.testing.assert_array_equal(cols.coef_, ref.coef_)
+
+
+def test_constrained_history_only_with_record_history(caplog):
+    import logging
+
+    X, y, g = _data()
+    kw = dict(hidden_layer_sizes=(), n_epochs=1, random_state=0)
+    est = LossGapConstrainedClassifier(**kw).fit(X, y, sensitive_features=g)
+    assert not hasattr(est, "history_")
+    est.set_params(record_history=True, eval_every=10).fit(X, y, sensitive_features=g)
+    assert isinstance(est.history_, dict)
+    assert all(isinstance(v, np.ndarray) for v in est.history_.values())
+    assert len(est.history_["iter"]) == est.n_iter_
+    full = est.history_["full_objective"]
+    assert np.isfinite(full[9::10]).all() and np.isnan(full[:9]).all()
+    est.set_params(record_history=False)
+    with pytest.raises(ValueError, match="eval_every.*record_history"):
+        est.fit(X, y, sensitive_features=g)
+    est.set_params(eval_every=None).fit(X, y, sensitive_features=g)
+    assert not hasattr(est, "history_")  # no stale history from the previous fit
+    with caplog.at_level(logging.INFO, logger="fairest"):
+        est.set_params(verbose=1).fit(X, y, sensitive_features=g)
+    lines = [r.getMessage() for r in caplog.records if r.name.startswith("fairest")]
+    assert len(lines) == 1 and lines[0].startswith("[LossGapConstrainedClassifier] solver=")
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="fairest"):
+        est.set_params(verbose=2).fit(X, y, sensitive_features=g)
+    lines = [r.getMessage() for r in caplog.records if r.name.startswith("fairest")]
+    assert len(lines) == 2 and "iteration" in lines[0]

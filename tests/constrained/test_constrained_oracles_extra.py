@@ -64,29 +64,32 @@ class _Dense:
 # ------------------------------------------------------------------------------------------
 
 VARIANTS = {
-    "ceag-rb-balanced": dict(mitigation="ceag", use_buffer=True, buffer_overall="balanced"),
-    "ceag-rb-weighted": dict(mitigation="ceag", use_buffer=True, buffer_overall="weighted"),
-    "ceag-no-rb": dict(mitigation="ceag", use_buffer=False),
-    "excess-loss-rb": dict(mitigation="excess_loss_gap", use_buffer=True),
-    "el-free-rb": dict(mitigation="equalized_loss", use_buffer=True, el_abs=False),
-    "el-abs-no-rb": dict(mitigation="equalized_loss", use_buffer=False, el_abs=True),
+    "ceag-rb-balanced": dict(metric="excess_accuracy_gap", use_buffer=True,
+                             buffer_overall="balanced"),
+    "ceag-rb-weighted": dict(metric="excess_accuracy_gap", use_buffer=True,
+                             buffer_overall="weighted"),
+    "ceag-no-rb": dict(metric="excess_accuracy_gap", use_buffer=False),
+    "excess-loss-rb": dict(metric="excess_loss_gap", use_buffer=True),
+    "el-free-rb": dict(metric="loss_parity", use_buffer=True, absolute_gaps=False),
+    "el-abs-no-rb": dict(metric="loss_parity", use_buffer=False, absolute_gaps=True),
 }
 
 COMMON = dict(hidden_layer_sizes=(), target_sparsity=0.5, initial_sparsity=0.0,
-              pruning_epochs=1, n_epochs=4, batch_size=8, lr=0.2, momentum=0.9,
-              weight_decay=1e-3, lr_milestones=(0.75,), lr_gamma=0.1, tolerance=0.02,
-              dual_lr=0.5, buffer_size=5, dtype="float64", random_state=3)
+              pruning_epochs=1, n_epochs=4, batch_size=8, learning_rate=0.2, momentum=0.9,
+              alpha=1e-3, learning_rate_milestones=(0.75,), learning_rate_decay=0.1,
+              tolerance=0.02, dual_learning_rate=0.5, buffer_size=5, dtype="float64",
+              random_state=3, record_history=True)
 
 
 def _reference(X, y, g, W0, b0, kw, *, primal_first=False):
     """Hand-rolled proxy-GDA (spec 2.3-2.7) for a logistic model; returns x and per-step logs."""
     n, p = X.shape
     G = int(g.max()) + 1
-    mitigation, use_buffer = kw["mitigation"], kw["use_buffer"]
-    el_abs = kw.get("el_abs", True)
+    metric, use_buffer = kw["metric"], kw["use_buffer"]
+    absolute_gaps = kw.get("absolute_gaps", True)
     weighted = kw.get("buffer_overall", "balanced") == "weighted"
-    k, eta, eps, mu, wd = kw["buffer_size"], kw["dual_lr"], kw["tolerance"], kw["momentum"], \
-        kw["weight_decay"]
+    k, eta, eps, mu, wd = kw["buffer_size"], kw["dual_learning_rate"], kw["tolerance"], \
+        kw["momentum"], kw["alpha"]
     Xt = np.hstack([X, np.ones((n, 1))])  # flat order: W then b
     pi = np.bincount(g, minlength=G) / n
 
@@ -115,8 +118,8 @@ def _reference(X, y, g, W0, b0, kw, *, primal_first=False):
             mask[:p][order[:n_zero]] = 0.0  # bias (last entry) is never pruned
             x = x * mask
         constrained = epoch >= kw["pruning_epochs"]
-        lr = kw["lr"] * kw["lr_gamma"] ** sum(epoch >= int(f * kw["n_epochs"])
-                                              for f in kw["lr_milestones"])
+        lr = kw["learning_rate"] * kw["learning_rate_decay"] ** sum(
+            epoch >= int(f * kw["n_epochs"]) for f in kw["learning_rate_milestones"])
         idx, w = sampler.epoch()
         for rows, wt in zip(idx, w):
             rows = rows[wt > 0]
@@ -125,7 +128,7 @@ def _reference(X, y, g, W0, b0, kw, *, primal_first=False):
             corr, loss = ((z > 0) == (yb == 1)).astype(float), _bce(z, yb)
             present = np.array([np.any(gb == c) for c in range(G)])
             b_g = np.array([np.sum(gb == c) for c in range(G)])
-            stat_src = corr if mitigation == "ceag" else loss
+            stat_src = corr if metric == "excess_accuracy_gap" else loss
             if constrained and use_buffer:
                 for val, gi in zip(stat_src, gb):
                     bufs[gi].append(val)
@@ -134,7 +137,7 @@ def _reference(X, y, g, W0, b0, kw, *, primal_first=False):
                 stat = np.array([np.mean(bb) if len(bb) == k else 0.0 for bb in bufs])
                 if not eligible.any():
                     overall = 0.0
-                elif weighted and mitigation != "equalized_loss":
+                elif weighted and metric != "loss_parity":
                     overall = np.sum(pi[eligible] * stat[eligible]) / np.sum(pi[eligible])
                 else:
                     overall = stat[eligible].mean()
@@ -143,24 +146,24 @@ def _reference(X, y, g, W0, b0, kw, *, primal_first=False):
                 stat = np.array([stat_src[gb == c].mean() if present[c] else 0.0
                                  for c in range(G)])
                 overall = stat_src.mean()
-            if mitigation == "ceag":
+            if metric == "excess_accuracy_gap":
                 est = (Ad_g - stat) - (Ad - overall)
-            elif mitigation == "excess_loss_gap":
+            elif metric == "excess_loss_gap":
                 est = (stat - Ld_g) - (overall - Ld)
             else:
                 est = stat - overall
-                est = np.abs(est) if el_abs else est
+                est = np.abs(est) if absolute_gaps else est
             est = np.where(eligible, est, 0.0)
             lam_old = lam.copy()
-            new = lam + eta * (est - (0.0 if mitigation == "equalized_loss" else eps))
-            if mitigation != "equalized_loss":
+            new = lam + eta * (est - (0.0 if metric == "loss_parity" else eps))
+            if metric != "loss_parity":
                 new = np.maximum(new, 0.0)
             lam = np.where(eligible, new, lam)
             lam_primal = lam_old if primal_first else lam
 
             # spec 2.3 closed form: w_i = 1/|B| + s_g lam_g / b_g - sum_h s_h lam_h / |B|
             sign = np.ones(G)
-            if mitigation == "equalized_loss" and el_abs:
+            if metric == "loss_parity" and absolute_gaps:
                 L_g = np.array([loss[gb == c].mean() if present[c] else 0.0 for c in range(G)])
                 sign = np.sign(L_g - loss.mean())
             coef = np.where(present, sign * lam_primal, 0.0) if constrained else np.zeros(G)
@@ -193,9 +196,9 @@ def test_constrained_proxy_gda_matches_hand_rolled_loop(problem, variant):
     est = PrunedFairClassifier(dense_model=_Dense(W0, b0), **kw).fit(X, y, sensitive_features=g)
     x_ref, mask_ref, logs = _reference(X, y, g, W0, b0, kw)
 
-    lam = est.history_[[f"lambda_g{c}" for c in range(3)]].to_numpy()
-    psi = est.history_[[f"psi_hat_g{c}" for c in range(3)]].to_numpy()
-    assert lam.shape == logs["lam"].shape  # log_every = 1: one row per iteration
+    lam = np.column_stack([est.history_[f"lambda_g{c}"] for c in range(3)])
+    psi = np.column_stack([est.history_[f"psi_hat_g{c}"] for c in range(3)])
+    assert lam.shape == logs["lam"].shape  # record_history=True: one row per iteration
     np.testing.assert_allclose(psi, logs["psi_hat"], rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(lam, logs["lam"], rtol=1e-10, atol=1e-12)
     W, b = est.params_[0]
@@ -203,7 +206,7 @@ def test_constrained_proxy_gda_matches_hand_rolled_loop(problem, variant):
     np.testing.assert_array_equal(est.masks_[0][:, 0], mask_ref[:-1])
     assert np.all(W[est.masks_[0] == 0] == 0.0) and b[0] != 0.0
     assert lam.max() > 0  # the constraints were active: the comparison is not vacuous
-    if VARIANTS[variant]["mitigation"] != "equalized_loss":
+    if VARIANTS[variant]["metric"] != "loss_parity":
         assert np.all(lam >= 0.0)
     # update order matters here: the primal-first loop is measurably different
     x_wrong, _, _ = _reference(X, y, g, W0, b0, kw, primal_first=True)
@@ -216,8 +219,8 @@ def test_constrained_absent_group_untouched_without_buffers(problem):
     X, y, g, W0, b0 = problem
     kw = {**COMMON, **VARIANTS["ceag-no-rb"]}
     est = PrunedFairClassifier(dense_model=_Dense(W0, b0), **kw).fit(X, y, sensitive_features=g)
-    lam = est.history_[[f"lambda_g{c}" for c in range(3)]].to_numpy()
-    psi = est.history_[[f"psi_hat_g{c}" for c in range(3)]].to_numpy()
+    lam = np.column_stack([est.history_[f"lambda_g{c}"] for c in range(3)])
+    psi = np.column_stack([est.history_[f"psi_hat_g{c}"] for c in range(3)])
     _, _, logs = _reference(X, y, g, W0, b0, kw)
     absent = logs["absent"]
     prev = np.vstack([np.zeros((1, 3)), lam[:-1]])
@@ -250,8 +253,8 @@ def _direct_step_setup(X, y, g, lr):
             "mask": jnp.ones_like(x)}
     T, n = 6, X.shape[0]
     inputs = {"idx": jnp.tile(jnp.arange(n, dtype=jnp.int32), (T, 1)),
-              "w": jnp.ones((T, n)), "lr": jnp.full(T, lr)}
-    fn = _epoch_fn(model, G, "ceag", False, True, True, "sgd", False)
+              "w": jnp.ones((T, n)), "learning_rate": jnp.full(T, lr)}
+    fn = _epoch_fn(model, G, "excess_accuracy_gap", False, True, True, "sgd", False)
     return fn, state, data, inputs, np.asarray(x)
 
 
@@ -262,8 +265,8 @@ def test_constrained_dual_uses_true_values_not_the_surrogate(problem):
     with jax.enable_x64(True):
         # (a) surrogate (L_g - Ld_g) - (L_B - Ld) ~ 1e6 while the true estimate is negative
         fn, state, data, inputs, x0 = _direct_step_setup(X, y, g, lr=0.3)
-        hyper = {"momentum": jnp.asarray(0.9), "weight_decay": jnp.asarray(0.0),
-                 "dual_lr": jnp.asarray(0.5)}
+        hyper = {"momentum": jnp.asarray(0.9), "alpha": jnp.asarray(0.0),
+                 "dual_learning_rate": jnp.asarray(0.5)}
         flags = {"constrained": jnp.asarray(True)}
         ref = {"acc": jnp.asarray(0.8), "acc_g": jnp.asarray([0.8, 0.7, 0.9]),
                "loss": jnp.asarray(0.0), "loss_g": jnp.full(3, -1e6),
@@ -308,18 +311,20 @@ def test_constrained_dual_uses_true_values_not_the_surrogate(problem):
 
 def test_constrained_pruned_determinism_and_history_length():
     X, y, g = _data(n=200, seed=4)
-    kw = dict(hidden_layer_sizes=(8,), dense_epochs=3, n_epochs=4, pruning_epochs=2,
-              target_sparsity=0.6, batch_size=32, buffer_size=5, log_every=3)
+    kw = dict(hidden_layer_sizes=(8,), dense_n_epochs=3, n_epochs=4, pruning_epochs=2,
+              target_sparsity=0.6, batch_size=32, buffer_size=5, record_history=3)
     a = PrunedFairClassifier(random_state=7, **kw).fit(X, y, sensitive_features=g)
     b = PrunedFairClassifier(random_state=7, **kw).fit(X, y, sensitive_features=g)
     c = PrunedFairClassifier(random_state=8, **kw).fit(X, y, sensitive_features=g)
     for (W1, b1), (W2, b2) in zip(a.params_, b.params_):
         np.testing.assert_array_equal(W1, W2)
         np.testing.assert_array_equal(b1, b2)
-    assert a.history_.equals(b.history_)
+    assert a.history_.keys() == b.history_.keys()
+    for key in a.history_:
+        np.testing.assert_array_equal(a.history_[key], b.history_[key])
     assert not np.allclose(a.params_[0][0], c.params_[0][0])
     assert a.n_iter_ == 4 * math.ceil(200 / 32)
-    assert len(a.history_) == math.ceil(a.n_iter_ / 3)
+    assert len(a.history_["iter"]) == math.ceil(a.n_iter_ / 3)
 
 
 # ------------------------------------------------------------------------------------------
@@ -345,8 +350,9 @@ def test_constrained_ghost_mlmc_combination_is_exact(monkeypatch):
     def con(x, batch, aux):
         return jnp.array([x @ x - 1.0])
 
-    hyper = dict(p0=0.4, step0=0.1, step_decay=0.3, step_rule="dimin", kappa_lambda=0.5,
-                 kappa_box=0.8, tau=1.0, box=10.0, max_iter=25, sampling="mlmc",
+    hyper = dict(mlmc_probability=0.4, learning_rate=0.1, learning_rate_decay_rate=0.3,
+                 learning_rate_rule="dimin", relaxation_weight=0.5, relaxation_radius=0.8,
+                 proximal_strength=1.0, trust_radius=10.0, max_iter=25, sampling="mlmc",
                  qp_backend="dual")
     with jax.enable_x64(True):
         res = run_solver("ghost", GenericProblem(mse, con, m=1, n_cells=2), X, y, cells,

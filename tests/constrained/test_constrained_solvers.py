@@ -57,15 +57,18 @@ def _norm_constraint(x, batch, aux):
 NORM_BALL = GenericProblem(_mse, _norm_constraint, m=1)
 
 CONVEX_RUNS = {
-    "ssw": dict(f_lr=0.05, c_lr=0.05, f_lr_rule="dimin", c_lr_rule="dimin", ctol=0.0,
-                ctol_decay=1.0, ctol_decay_start=10**9, reset_each_epoch=False,
-                output="last", k0=0),
-    "alm": dict(lr=0.05, dual_lr=0.05, rho=1.0, mu=0.0, beta=0.5, dual_bound=1e6,
+    "ssw": dict(learning_rate=0.05, constraint_learning_rate=0.05, learning_rate_rule="dimin",
+                constraint_learning_rate_rule="dimin", constraint_tol=0.0,
+                constraint_tol_decay=1.0, constraint_tol_decay_start=10**9,
+                reset_each_epoch=False, output="last", output_start=0),
+    "alm": dict(learning_rate=0.05, dual_learning_rate=0.05, penalty_strength=1.0,
+                proximal_strength=0.0, anchor_rate=0.5, dual_radius=1e6,
                 slack_init="zero", final_full_step=False),
-    "gda": dict(lr=0.05, dual_lr=0.05),
-    "ghost": dict(p0=0.4, step0=0.5, step_decay=0.0, step_rule="inv_iter", kappa_lambda=0.5,
-                  kappa_box=0.8, tau=2.0, box=10.0, max_iter=300, sampling="full",
-                  qp_backend="dual"),
+    "gda": dict(learning_rate=0.05, dual_learning_rate=0.05),
+    "ghost": dict(mlmc_probability=0.4, learning_rate=0.5, learning_rate_decay_rate=0.0,
+                  learning_rate_rule="inv_iter", relaxation_weight=0.5,
+                  relaxation_radius=0.8, proximal_strength=2.0, trust_radius=10.0,
+                  max_iter=300, sampling="full", qp_backend="dual"),
 }
 
 
@@ -128,7 +131,8 @@ def _ssl_alm_context():
     """An SSL-ALM step context on the small two-constraint problem (call under x64);
     returns the context, its hyper-parameters and the group codes."""
     X, y, g = _small_data()
-    hyper_np = dict(lr=0.05, dual_lr=0.5, rho=1.0, mu=2.0, beta=0.5, dual_bound=10.0)
+    hyper_np = dict(learning_rate=0.05, dual_learning_rate=0.5, penalty_strength=1.0,
+                    proximal_strength=2.0, anchor_rate=0.5, dual_radius=10.0)
     hyper = {k: jnp.asarray(v) for k, v in hyper_np.items()}
     data = {"X": jnp.asarray(X), "y": jnp.asarray(y), "groups": jnp.asarray(g),
             "cells": jnp.asarray(g), "w": jnp.ones(len(y)), "cw": jnp.ones(len(y))}
@@ -155,22 +159,24 @@ def test_constrained_ssl_alm_step_invariants():
         b1, b2, bf = ctx.con_batch(inp, 1), ctx.con_batch(inp, 2), ctx.obj_batch(inp)
         J = jax.jacrev(lambda z: ctx.c(z, b1))(x)
         h1 = ctx.c(x, b1) + s
-        y_ref = state["y"] + hyper["dual_lr"] * h1
+        y_ref = state["y"] + hyper["dual_learning_rate"] * h1
         assert np.linalg.norm(y_ref) < 10.0
         h2 = ctx.c(x, b2) + s
-        G_x = (jax.grad(ctx.f)(x, bf) + J.T @ y_ref + hyper["rho"] * J.T @ h2
-               + hyper["mu"] * (x - state["z_x"]))
-        G_s = y_ref + hyper["rho"] * h2 + hyper["mu"] * (s - state["z_s"])
+        G_x = (jax.grad(ctx.f)(x, bf) + J.T @ y_ref + hyper["penalty_strength"] * J.T @ h2
+               + hyper["proximal_strength"] * (x - state["z_x"]))
+        G_s = (y_ref + hyper["penalty_strength"] * h2
+               + hyper["proximal_strength"] * (s - state["z_s"]))
         np.testing.assert_allclose(new["y"], y_ref, rtol=1e-12)
-        np.testing.assert_allclose(new["x"], x - hyper["lr"] * G_x, rtol=1e-12, atol=1e-14)
-        np.testing.assert_allclose(new["s"], np.maximum(s - hyper["lr"] * G_s, 0), atol=1e-14)
+        lr = hyper["learning_rate"]
+        np.testing.assert_allclose(new["x"], x - lr * G_x, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(new["s"], np.maximum(s - lr * G_s, 0), atol=1e-14)
         np.testing.assert_allclose(new["z_x"], 0.5 * state["z_x"] + 0.5 * x, rtol=1e-14)
         np.testing.assert_allclose(new["z_s"], 0.5 * state["z_s"] + 0.5 * s, rtol=1e-14)
         assert np.all(np.asarray(new["s"]) >= 0)
 
         # safeguard: ||y + eta h1|| >= M_y stores exactly 0
         big = {**state, "y": jnp.asarray([9.99, 0.5])}
-        assert np.linalg.norm(big["y"] + hyper["dual_lr"] * h1) >= 10.0
+        assert np.linalg.norm(big["y"] + hyper["dual_learning_rate"] * h1) >= 10.0
         new_big, _ = _step_ssl_alm(big, inp, ctx)
         assert np.all(np.asarray(new_big["y"]) == 0.0)
 
@@ -178,19 +184,20 @@ def test_constrained_ssl_alm_step_invariants():
 def test_constrained_ssl_alm_history_invariants():
     X, y, g = _small_data()
     problem = _two_constraint_problem()
-    hyper = dict(lr=0.05, dual_lr=2.0, rho=1.0, mu=2.0, beta=0.5, dual_bound=1.0,
+    hyper = dict(learning_rate=0.05, dual_learning_rate=2.0, penalty_strength=1.0,
+                 proximal_strength=2.0, anchor_rate=0.5, dual_radius=1.0,
                  slack_init="zero", final_full_step=True)
     with jax.enable_x64(True):
         res = run_solver("ssl-alm", problem, X, y, g, g, np.zeros(4), hyper=hyper,
                          aux={"delta": jnp.asarray(0.0)}, batch_size=8,
                          constraint_batch_size=4, n_epochs=3, rngs=spawn_rngs(5),
                          dtype=jnp.float64)
-    lam = res.history[["lambda_0", "lambda_1"]].to_numpy()
-    slack = res.history[["slack_0", "slack_1"]].to_numpy()
+    lam = np.column_stack([res.history["lambda_0"], res.history["lambda_1"]])
+    slack = np.column_stack([res.history["slack_0"], res.history["slack_1"]])
     assert np.all(slack >= 0) and np.all(res.state["s"] >= 0)
     assert np.all(np.linalg.norm(lam, axis=1) < 1.0)
     assert np.any(np.all(lam == 0.0, axis=1)[1:])  # the safeguard fired at least once
-    assert res.n_iter == 3 * 15 == len(res.history)
+    assert res.n_iter == 3 * 15 == len(res.history["iter"])
 
 
 # ------------------------------------------------------------------------------------------
@@ -257,8 +264,9 @@ def test_constrained_ghost_reduces_to_sgd():
     """Oracle 20: delta, beta huge -> d = -g/tau and x_{k+1} = x_k - gamma_k/tau grad f(1 row)."""
     X, y, g = _small_data()
     problem = _two_constraint_problem()
-    hyper = dict(p0=0.4, step0=0.05, step_decay=0.05, step_rule="dimin", kappa_lambda=0.5,
-                 kappa_box=0.8, tau=2.0, box=1e6, max_iter=20, sampling="mlmc",
+    hyper = dict(mlmc_probability=0.4, learning_rate=0.05, learning_rate_decay_rate=0.05,
+                 learning_rate_rule="dimin", relaxation_weight=0.5, relaxation_radius=0.8,
+                 proximal_strength=2.0, trust_radius=1e6, max_iter=20, sampling="mlmc",
                  qp_backend="dual")
     with jax.enable_x64(True):
         res = run_solver("ghost", problem, X, y, g, g, np.zeros(4), hyper=hyper,
@@ -313,18 +321,21 @@ def test_constrained_ssl_alm_shared_draw_step_uses_zeta1_only():
         b1, bf = ctx.con_batch(inp, 1), ctx.obj_batch(inp)
         J = jax.jacrev(lambda z: ctx.c(z, b1))(x)
         h1 = ctx.c(x, b1) + s
-        y_ref = state["y"] + hyper["dual_lr"] * h1
-        G_x = (jax.grad(ctx.f)(x, bf) + J.T @ (y_ref + hyper["rho"] * h1)
-               + hyper["mu"] * (x - state["z_x"]))
-        G_s = y_ref + hyper["rho"] * h1 + hyper["mu"] * (s - state["z_s"])
+        y_ref = state["y"] + hyper["dual_learning_rate"] * h1
+        G_x = (jax.grad(ctx.f)(x, bf) + J.T @ (y_ref + hyper["penalty_strength"] * h1)
+               + hyper["proximal_strength"] * (x - state["z_x"]))
+        G_s = (y_ref + hyper["penalty_strength"] * h1
+               + hyper["proximal_strength"] * (s - state["z_s"]))
         np.testing.assert_allclose(new["y"], y_ref, rtol=1e-12)
-        np.testing.assert_allclose(new["x"], x - hyper["lr"] * G_x, rtol=1e-12, atol=1e-14)
-        np.testing.assert_allclose(new["s"], np.maximum(s - hyper["lr"] * G_s, 0), atol=1e-14)
+        lr = hyper["learning_rate"]
+        np.testing.assert_allclose(new["x"], x - lr * G_x, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(new["s"], np.maximum(s - lr * G_s, 0), atol=1e-14)
 
 
 def _ssl_alm_run(constraint_draw, constraint_batch_size):
     X, y, g = _small_data()
-    hyper = dict(lr=0.05, dual_lr=0.5, rho=1.0, mu=2.0, beta=0.5, dual_bound=10.0,
+    hyper = dict(learning_rate=0.05, dual_learning_rate=0.5, penalty_strength=1.0,
+                 proximal_strength=2.0, anchor_rate=0.5, dual_radius=10.0,
                  slack_init="zero", final_full_step=True, constraint_draw=constraint_draw)
     with jax.enable_x64(True):
         return run_solver("ssl-alm", _two_constraint_problem(), X, y, g, g, np.zeros(4),
@@ -349,8 +360,8 @@ def test_constrained_ssl_alm_shared_draw_runs():
 def test_constrained_ssw_shared_draw_steps_on_the_tested_draw():
     problem = _two_constraint_problem()
     X, y, g = _small_data()
-    hyper_np = dict(f_lr=0.5, c_lr=0.05, ctol=1e-4, ctol_decay=0.97, ctol_decay_start=500,
-                    k0=0)
+    hyper_np = dict(learning_rate=0.5, constraint_learning_rate=0.05, constraint_tol=1e-4,
+                    constraint_tol_decay=0.97, constraint_tol_decay_start=500, output_start=0)
     with jax.enable_x64(True):
         hyper = {k: jnp.asarray(v) for k, v in hyper_np.items()}
         data = {"X": jnp.asarray(X), "y": jnp.asarray(y), "groups": jnp.asarray(g),
