@@ -76,7 +76,12 @@ def validate_fit_data(
     FitData
         The validated ``X``, ``y``, group codes, group labels and sample weights.
     """
-    X, y = validate_data(estimator, X, y, dtype=np.float64, y_numeric=regression)
+    X, y = validate_data(
+        estimator, X, y, dtype=np.float64, y_numeric=regression, ensure_all_finite=False
+    )
+    _check_finite(X, "X")
+    if regression:
+        _check_finite(np.asarray(y, dtype=np.float64), "y")
     if regression:
         y = np.asarray(y, dtype=np.float64)
     else:
@@ -86,11 +91,24 @@ def validate_fit_data(
     )
     if not sample_weight.sum() > 0:
         raise ValueError("sample_weight sums to zero; at least one sample needs a positive weight.")
-    codes, labels = check_sensitive_features(
-        sensitive_features, X.shape[0], min_groups=min_groups
-    )
+    codes, labels = check_sensitive_features(sensitive_features, X.shape[0], min_groups=min_groups)
     raise_if_weightless_group(np.bincount(codes, sample_weight, minlength=len(labels)), labels)
     return FitData(X, y, codes, labels, sample_weight)
+
+
+def _check_finite(array: np.ndarray, name: str) -> None:
+    """A short error naming the first NaN or infinite entry (scikit-learn's is 600
+    characters of advice)."""
+    if np.isfinite(array).all():
+        return
+    bad = np.argwhere(~np.isfinite(array))[0]
+    value = array[tuple(bad)]
+    kind = "NaN" if np.isnan(value) else "infinity"
+    where = f"row {bad[0]}" + (f", column {bad[1]}" if array.ndim == 2 else "")
+    raise ValueError(
+        f"Input {name} contains {kind} (first at {where}). Impute or drop missing values "
+        "first (e.g. sklearn.impute.SimpleImputer) and replace infinite ones."
+    )
 
 
 def encode_binary_target(estimator_name: str, y) -> tuple[np.ndarray, np.ndarray]:

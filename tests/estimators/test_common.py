@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import polars as pl
 import pytest
+from _fast_params import fast_instance
 from sklearn import config_context
 from sklearn.base import clone, is_classifier
 from sklearn.model_selection import GridSearchCV, cross_validate
@@ -16,30 +17,11 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from fairest.utils.discovery import all_estimators
 
-# Cheaper settings for the common checks (like scikit-learn's own checking parameters):
-# the checks test the API, the family tests test the algorithms.
-CHECK_PARAMS = {
-    "PartialParityClassifier": {"max_iter": 10, "inner_max_iter": 100},
-    "PartialParityPenaltyClassifier": {"max_iter": 300, "learning_rate": 0.5},
-    "GroupAUCConstrainedClassifier": {"max_iter": 100},
-    "InterGroupPairwiseConstrainedClassifier": {"max_iter": 100},
-    "IntraGroupPairwiseConstrainedClassifier": {"max_iter": 100},
-    "LossGapConstrainedClassifier": {"hidden_layer_sizes": (), "n_epochs": 20, "solver_params": {"learning_rate": 0.1}, "random_state": 0},
-    "PrunedFairClassifier": {
-        "hidden_layer_sizes": (8,), "dense_n_epochs": 30, "n_epochs": 4, "pruning_epochs": 2,
-        "target_sparsity": 0.5, "batch_size": 16, "learning_rate": 0.05, "dense_learning_rate": 0.05,
-        "random_state": 0,
-    },
-}
-
-
-def _instance(cls):
-    return cls(**CHECK_PARAMS.get(cls.__name__, {}))
-
-
 ALL_ESTIMATORS = [cls for _, cls in all_estimators()]
 # Fairness-aware estimators: their fit takes sensitive_features (transformers do not).
-ESTIMATORS = [cls for cls in ALL_ESTIMATORS if "sensitive_features" in inspect.signature(cls.fit).parameters]
+ESTIMATORS = [
+    cls for cls in ALL_ESTIMATORS if "sensitive_features" in inspect.signature(cls.fit).parameters
+]
 IDS = [cls.__name__ for cls in ESTIMATORS]
 
 
@@ -82,7 +64,9 @@ def _expected_failed_checks(estimator):
 
 @pytest.mark.filterwarnings("ignore::fairest.utils.FairnessWarning")
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
-@parametrize_with_checks([_instance(cls) for cls in ALL_ESTIMATORS], expected_failed_checks=_expected_failed_checks)
+@parametrize_with_checks(
+    [fast_instance(cls) for cls in ALL_ESTIMATORS], expected_failed_checks=_expected_failed_checks
+)
 def test_sklearn_compatible(estimator, check):
     check(estimator)
 
@@ -111,12 +95,14 @@ def _grid_parameter(estimator):
 @pytest.mark.parametrize("routing", [True, False], ids=["routing", "legacy"])
 @pytest.mark.parametrize("cls", ESTIMATORS, ids=IDS)
 def test_sensitive_features_through_pipeline_and_search(cls, routing):
-    estimator = _instance(cls)
+    estimator = fast_instance(cls)
     X, y, groups = _data(estimator)
     with config_context(enable_metadata_routing=routing):
         pipe = make_pipeline(StandardScaler(), clone(estimator))
         step = pipe.steps[-1][0]
-        fit_params = {"sensitive_features": groups} if routing else {f"{step}__sensitive_features": groups}
+        fit_params = (
+            {"sensitive_features": groups} if routing else {f"{step}__sensitive_features": groups}
+        )
         pipe.fit(X, y, **fit_params)
         assert len(pipe[-1].groups_) == 3
         name, values = _grid_parameter(estimator)
@@ -129,7 +115,7 @@ def test_sensitive_features_through_pipeline_and_search(cls, routing):
 
 @pytest.mark.parametrize("cls", ESTIMATORS, ids=IDS)
 def test_pickle_clone_and_group_blind_predict(cls):
-    estimator = _instance(cls)
+    estimator = fast_instance(cls)
     X, y, groups = _data(estimator)
     fitted = clone(estimator).fit(X, y, sensitive_features=groups)
     restored = pickle.loads(pickle.dumps(fitted))
@@ -146,7 +132,7 @@ def test_pickle_clone_and_group_blind_predict(cls):
 @pytest.mark.parametrize("frame", ["pandas", "polars"])
 @pytest.mark.parametrize("cls", ESTIMATORS, ids=IDS)
 def test_dataframe_input(cls, frame):
-    estimator = _instance(cls)
+    estimator = fast_instance(cls)
     X, y, groups = _data(estimator)
     columns = [f"feature_{j}" for j in range(X.shape[1])]
     if frame == "pandas":
@@ -156,7 +142,9 @@ def test_dataframe_input(cls, frame):
     fitted = clone(estimator).fit(X_frame, y, sensitive_features=s_frame)
     np.testing.assert_array_equal(fitted.feature_names_in_, columns)
     reference = clone(estimator).fit(X, y, sensitive_features=groups)
-    np.testing.assert_allclose(_scores(fitted, X_frame), _scores(reference, X), rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(
+        _scores(fitted, X_frame), _scores(reference, X), rtol=1e-8, atol=1e-10
+    )
 
 
 def _scores(estimator, X):
@@ -166,7 +154,7 @@ def _scores(estimator, X):
 
 @pytest.mark.parametrize("cls", ESTIMATORS, ids=IDS)
 def test_bad_sensitive_features_raise(cls):
-    estimator = _instance(cls)
+    estimator = fast_instance(cls)
     X, y, groups = _data(estimator)
     with pytest.raises(ValueError, match="same length"):
         clone(estimator).fit(X, y, sensitive_features=groups[:-1])
@@ -191,9 +179,11 @@ def test_pipeline_import_is_sklearn():
 @pytest.mark.parametrize("cls", ESTIMATORS, ids=IDS)
 def test_grid_search_does_not_recompile(cls, count_compilations):
     """After a warm-up fit, CV folds of nearby sizes and new grid values compile nothing."""
-    estimator = _instance(cls)
+    estimator = fast_instance(cls)
     X, y, groups = _data(estimator, n=300)
     name, values = _grid_parameter(estimator)
-    clone(estimator).set_params(**{name: values[0]}).fit(X[:200], y[:200], sensitive_features=groups[:200])
+    clone(estimator).set_params(**{name: values[0]}).fit(
+        X[:200], y[:200], sensitive_features=groups[:200]
+    )
     search = GridSearchCV(clone(estimator), {name: values}, cv=3, refit=False)
     assert count_compilations(lambda: search.fit(X, y, sensitive_features=groups)) == 0
