@@ -29,7 +29,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results"
-SHARED_DATASETS = Path(os.environ.get("FAIREST_SHARED_DATASETS", ROOT.parent / "shared" / "datasets"))
+SHARED_DATASETS = Path(
+    os.environ.get("FAIREST_SHARED_DATASETS", ROOT.parent / "shared" / "datasets")
+)
 
 
 # --------------------------------------------------------------------------------------
@@ -120,7 +122,9 @@ def ratio_row(case: str, ours: Timing, anchor: Timing, **extra) -> dict:
 # --------------------------------------------------------------------------------------
 
 
-def run_worker(script: str | Path, args: list[str], timeout: float, python: str | None = None) -> dict:
+def run_worker(
+    script: str | Path, args: list[str], timeout: float, python: str | None = None
+) -> dict:
     """Run ``python script --worker OUT args...`` in a fresh process and return its JSON.
 
     The worker writes a JSON object to the path after ``--worker`` (use
@@ -183,8 +187,12 @@ def adult_numeric(sensitive: str = "sex"):
     X_train, X_test = both.iloc[: len(train.data)], both.iloc[len(train.data) :]
     scaler = StandardScaler().fit(X_train)
     return (
-        scaler.transform(X_train), np.asarray(train.target), train.sensitive[sensitive].to_numpy(),
-        scaler.transform(X_test), np.asarray(test.target), test.sensitive[sensitive].to_numpy(),
+        scaler.transform(X_train),
+        np.asarray(train.target),
+        train.sensitive[sensitive].to_numpy(),
+        scaler.transform(X_test),
+        np.asarray(test.target),
+        test.sensitive[sensitive].to_numpy(),
     )
 
 
@@ -243,7 +251,10 @@ def markdown_table(rows: list[dict], columns: list[str]) -> str:
     """A markdown table of ``rows`` (floats to 4 significant digits)."""
     lines = ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
     for row in rows:
-        cells = [f"{row.get(c):.4g}" if isinstance(row.get(c), float) else str(row.get(c, "")) for c in columns]
+        cells = [
+            f"{row.get(c):.4g}" if isinstance(row.get(c), float) else str(row.get(c, ""))
+            for c in columns
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -253,7 +264,11 @@ def write_results(name: str, rows: list[dict], columns: list[str], notes: str = 
     RESULTS.mkdir(exist_ok=True)
     payload = {"machine": machine(), "rows": rows, "notes": notes}
     (RESULTS / f"{name}.json").write_text(json.dumps(payload, indent=2, default=_jsonable))
-    text = f"# {name}\n\n{notes}\n\nMachine: {payload['machine']}\n\n" + markdown_table(rows, columns) + "\n"
+    text = (
+        f"# {name}\n\n{notes}\n\nMachine: {payload['machine']}\n\n"
+        + markdown_table(rows, columns)
+        + "\n"
+    )
     path = RESULTS / f"{name}.md"
     path.write_text(text)
     return path

@@ -69,8 +69,14 @@ class Probe:
         self._wrap(_badr._BADRBase, "_run_solver", "solver_s", runs=True)
 
     def reset(self):
-        self.times = {"lower_s": 0.0, "adjoint_s": 0.0, "oracle_s": 0.0, "baselines_s": 0.0,
-                      "solver_s": 0.0, "restarts_s": 0.0}
+        self.times = {
+            "lower_s": 0.0,
+            "adjoint_s": 0.0,
+            "oracle_s": 0.0,
+            "baselines_s": 0.0,
+            "solver_s": 0.0,
+            "restarts_s": 0.0,
+        }
         self.steps = []  # Newton steps of each oracle call
         self.solver_runs = 0
 
@@ -112,8 +118,13 @@ def worker(n_samples: int, num_groups: int, metric: str, repeats: int, out_path:
         load = list(os.getloadavg())
         cpu, start = time.process_time(), time.perf_counter()
         model = BADRClassifier(metric=metric).fit(X, y, sensitive_features=groups)
-        fits.append({"wall_s": time.perf_counter() - start, "cpu_s": time.process_time() - cpu,
-                     "loadavg": load})
+        fits.append(
+            {
+                "wall_s": time.perf_counter() - start,
+                "cpu_s": time.process_time() - cpu,
+                "loadavg": load,
+            }
+        )
     times = dict(probe.times)
     total = fits[-1]["wall_s"]
     row = {
@@ -179,17 +190,42 @@ def main() -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     for num_groups in args.groups:
         subprocess.run(
-            [sys.executable, __file__, "--worker", str(args.n_samples), str(num_groups),
-             args.metric, str(args.repeats), str(out)],
+            [
+                sys.executable,
+                __file__,
+                "--worker",
+                str(args.n_samples),
+                str(num_groups),
+                args.metric,
+                str(args.repeats),
+                str(out),
+            ],
             check=True,
         )
         row = json.loads(out.read_text())
         rows.append(row)
-        print({k: v for k, v in row.items() if k not in ("fits", "newton_steps_per_call")},
-              flush=True)
-    columns = ["n", "G", "metric", "cold_s", "warm_s", "warm_cpu_s", "slsqp_iter",
-               "oracle_calls", "newton_steps", "lower_s", "adjoint_s", "oracle_host_s",
-               "baselines_s", "solver_s", "restarts_s", "rest_of_fit_s", "unfairness"]
+        print(
+            {k: v for k, v in row.items() if k not in ("fits", "newton_steps_per_call")}, flush=True
+        )
+    columns = [
+        "n",
+        "G",
+        "metric",
+        "cold_s",
+        "warm_s",
+        "warm_cpu_s",
+        "slsqp_iter",
+        "oracle_calls",
+        "newton_steps",
+        "lower_s",
+        "adjoint_s",
+        "oracle_host_s",
+        "baselines_s",
+        "solver_s",
+        "restarts_s",
+        "rest_of_fit_s",
+        "unfairness",
+    ]
     notes = NOTES + ("\n" + args.extra_notes if args.extra_notes else "")
     print(write_results(args.name, rows, columns, notes))
 

@@ -69,9 +69,19 @@ TEMPERATURE = 1.0
 GRID = 101
 GRID_ALL_SPLITS_MAX_ND = 500_000  # larger n * d: the grid runs on the first GRID_SPLITS splits
 GRID_SPLITS = 3
-SMOOTH_TIE = 1e-8  # regression: smooth temperature=1 DP values this close count as a tie (see report)
-METHODS = ("badr", "uniform", "balanced", "minimax", "best_single_group", "pooled", "grid",
-           "badr_tight")
+SMOOTH_TIE = (
+    1e-8  # regression: smooth temperature=1 DP values this close count as a tie (see report)
+)
+METHODS = (
+    "badr",
+    "uniform",
+    "balanced",
+    "minimax",
+    "best_single_group",
+    "pooled",
+    "grid",
+    "badr_tight",
+)
 TIGHT_TOL = 1e-16  # badr_tight: SLSQP ftol (default 1e-10), see the report's check section
 PAPER_METHODS = ("badr", "uniform", "balanced", "minimax", "best_single_group")
 # experiment 3's small ACS states (spec 7.4-7.5) that ../shared/datasets has, as ACSIncome
@@ -86,7 +96,7 @@ FETCHED = {
     "student": "student_performance",
     "communities": "communities_crime",
     "parkinsons": "parkinsons",
-    **{name: "acs_income" for name in ACS},
+    **dict.fromkeys(ACS, "acs_income"),
 }
 
 
@@ -105,8 +115,17 @@ def _compas(home):
     from fairest.datasets import load_compas
 
     b = load_compas(propublica_filter=True, as_frame=True)  # 6,172 rows as in the paper
-    cols = ["sex", "age", "age_cat", "race", "juv_fel_count", "juv_misd_count",
-            "juv_other_count", "priors_count", "c_charge_degree"]  # the paper's d = 9
+    cols = [
+        "sex",
+        "age",
+        "age_cat",
+        "race",
+        "juv_fel_count",
+        "juv_misd_count",
+        "juv_other_count",
+        "priors_count",
+        "c_charge_degree",
+    ]  # the paper's d = 9
     return b.frame[cols], b.target, b.frame["sex"].astype(str).to_numpy()
 
 
@@ -232,9 +251,16 @@ def smooth_dp(scores, groups) -> float:
 
     labels, codes = np.unique(groups, return_inverse=True)
     with jax.enable_x64(True):
-        return float(smooth_demographic_parity(
-            np.asarray(scores, np.float64), np.zeros(len(scores)), codes.astype(np.int32),
-            len(labels), temperature=TEMPERATURE, task="regression"))
+        return float(
+            smooth_demographic_parity(
+                np.asarray(scores, np.float64),
+                np.zeros(len(scores)),
+                codes.astype(np.int32),
+                len(labels),
+                temperature=TEMPERATURE,
+                task="regression",
+            )
+        )
 
 
 def outputs(task, model, X):
@@ -366,7 +392,7 @@ def run_dataset(name, home, n_splits, grid_points, grid_splits, methods=METHODS,
         use_grid = grid_points if (cheap or seed < grid_splits) else 0
         rows = run_split(task, *parts, use_grid, methods)
         if previous is not None:  # --only: add these methods to the stored splits
-            merged = {k: v for k, v in previous["splits"][seed]["methods"].items()}
+            merged = dict(previous["splits"][seed]["methods"])
             merged.update(rows)
             rows = merged
         info["splits"].append({"seed": seed, "methods": rows})
@@ -407,14 +433,21 @@ def check_badr(info, target="badr"):
                     kind = "tolerance"
                 else:
                     kind = "material"
-                misses.append({
-                    "kind": kind,
-                    "seed": sp["seed"], "beaten_by": method, "badr": b, "other": row["train_U"],
-                    "relative_gap": gap / max(abs(row["train_U"]), 1e-300),
-                    "smooth_gap": smooth_gap,
-                    "badr_lambda": mine["lambda"], "other_lambda": row["lambda"],
-                    "badr_selected": mine["selected"], "badr_n_iter": mine["n_iter"],
-                })
+                misses.append(
+                    {
+                        "kind": kind,
+                        "seed": sp["seed"],
+                        "beaten_by": method,
+                        "badr": b,
+                        "other": row["train_U"],
+                        "relative_gap": gap / max(abs(row["train_U"]), 1e-300),
+                        "smooth_gap": smooth_gap,
+                        "badr_lambda": mine["lambda"],
+                        "other_lambda": row["lambda"],
+                        "badr_selected": mine["selected"],
+                        "badr_n_iter": mine["n_iter"],
+                    }
+                )
     return misses
 
 
@@ -427,8 +460,16 @@ def report(payload) -> str:
     datasets = payload["datasets"]
     lines = [f"# {NAME}", "", payload["notes"], ""]
     lines += ["## Results (mean ± std over splits)", ""]
-    head = ["dataset", "method", "train U", "test U", "train acc/RMSE", "test acc/RMSE",
-            "lambda (mean)", "sec/fit"]
+    head = [
+        "dataset",
+        "method",
+        "train U",
+        "test U",
+        "train acc/RMSE",
+        "test acc/RMSE",
+        "lambda (mean)",
+        "sec/fit",
+    ]
     lines += ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     for name, info in datasets.items():
         for method in METHODS:
@@ -445,15 +486,21 @@ def report(payload) -> str:
                 f"{fmt([r['train_perf'] for r in rows])} | {fmt([r['test_perf'] for r in rows])} | "
                 f"{lam_txt} | {np.mean([r['seconds'] for r in rows]):.2g} |"
             )
-    lines += ["", "## Check: BADR has the lowest exact TRAIN unfairness", "",
-              "badr = BADR defaults (SLSQP ftol 1e-10); badr_tight = the same with "
-              f"tol={TIGHT_TOL:g} (diagnostic). Compared with every non-BADR row of the same "
-              "split (the four paper baselines, pooled ERM, and the 101-point grid where run).",
-              ""]
-    lines += ["| dataset | variant | splits | lowest vs the 4 paper baselines | "
-              "≤ grid (101 points) | no material miss | selection (solver / safeguard) | "
-              "SLSQP iterations (mean, min) | worst relative gap |",
-              "|---|---|---|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "## Check: BADR has the lowest exact TRAIN unfairness",
+        "",
+        "badr = BADR defaults (SLSQP ftol 1e-10); badr_tight = the same with "
+        f"tol={TIGHT_TOL:g} (diagnostic). Compared with every non-BADR row of the same "
+        "split (the four paper baselines, pooled ERM, and the 101-point grid where run).",
+        "",
+    ]
+    lines += [
+        "| dataset | variant | splits | lowest vs the 4 paper baselines | "
+        "≤ grid (101 points) | no material miss | selection (solver / safeguard) | "
+        "SLSQP iterations (mean, min) | worst relative gap |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for name, info in datasets.items():
         for target in ("badr", "badr_tight"):
             splits = [sp for sp in info["splits"] if target in sp["methods"]]
@@ -478,18 +525,27 @@ def report(payload) -> str:
                 f"{np.mean(iters):.1f}, {min(iters)} | {worst:.2g} |"
             )
     lines += ["", DIAGNOSIS]
-    all_misses = [(name, t, m) for name, info in datasets.items()
-                  for t in ("badr", "badr_tight") for m in check_badr(info, t)]
+    all_misses = [
+        (name, t, m)
+        for name, info in datasets.items()
+        for t in ("badr", "badr_tight")
+        for m in check_badr(info, t)
+    ]
     if all_misses:
         lines += ["", "Every split where another method has a lower exact train U than BADR:", ""]
-        lines += ["Kinds: 'smoothing floor' = regression, the smooth temperature = 1 DP values that BADR "
-                  f"minimises differ by less than {SMOOTH_TIE:g} (for G = 2 the smooth DP is "
-                  "log 2 + sqrt(delta^2 + 1e-6), flat, ~ 500 delta^2, once |delta| << 1e-3), so "
-                  "the exact values differ below the objective's resolution; "
-                  "'tolerance' = relative gap below 1e-6; 'material' = anything else.", ""]
-        lines += ["| dataset | variant | seed | kind | beaten by | BADR train U | other train U | "
-                  "rel. gap | BADR lambda | other lambda | BADR selected | SLSQP iter |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        lines += [
+            "Kinds: 'smoothing floor' = regression, the smooth temperature = 1 DP values that BADR "
+            f"minimises differ by less than {SMOOTH_TIE:g} (for G = 2 the smooth DP is "
+            "log 2 + sqrt(delta^2 + 1e-6), flat, ~ 500 delta^2, once |delta| << 1e-3), so "
+            "the exact values differ below the objective's resolution; "
+            "'tolerance' = relative gap below 1e-6; 'material' = anything else.",
+            "",
+        ]
+        lines += [
+            "| dataset | variant | seed | kind | beaten by | BADR train U | other train U | "
+            "rel. gap | BADR lambda | other lambda | BADR selected | SLSQP iter |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
         for name, t, m in all_misses:
             lines.append(
                 f"| {name} | {t} | {m['seed']} | {m['kind']} | {m['beaten_by']} | "
@@ -498,11 +554,18 @@ def report(payload) -> str:
                 f"{np.round(m['other_lambda'], 4).tolist()} | {m['badr_selected']} | "
                 f"{m['badr_n_iter']} |"
             )
-    lines += ["", "## Lowest TEST unfairness (count of splits, among the paper's five methods)", "",
-              "Ties (relative 1e-6, e.g. BADR on the same vertex as best_single_group) count "
-              "for every tied method, so a row can sum to more than the number of splits.", ""]
-    lines += ["| dataset | " + " | ".join(PAPER_METHODS) + " |",
-              "|---|" + "|".join("---" for _ in PAPER_METHODS) + "|"]
+    lines += [
+        "",
+        "## Lowest TEST unfairness (count of splits, among the paper's five methods)",
+        "",
+        "Ties (relative 1e-6, e.g. BADR on the same vertex as best_single_group) count "
+        "for every tied method, so a row can sum to more than the number of splits.",
+        "",
+    ]
+    lines += [
+        "| dataset | " + " | ".join(PAPER_METHODS) + " |",
+        "|---|" + "|".join("---" for _ in PAPER_METHODS) + "|",
+    ]
     for name, info in datasets.items():
         wins = dict.fromkeys(PAPER_METHODS, 0)
         for sp in info["splits"]:
@@ -513,11 +576,17 @@ def report(payload) -> str:
         lines.append(f"| {name} | " + " | ".join(str(wins[m]) for m in PAPER_METHODS) + " |")
     reg = [n for n, i in datasets.items() if i["task"] == "regression"]
     if reg:
-        lines += ["", "## Regression, pooled over datasets and splits (paper Table 2 layout)", "",
-                  "Test DP as the paper reports it (smooth temperature = 1, includes + log 2 for G = 2) "
-                  "and exact; test RMSE in target units.", "",
-                  "| method | test RMSE | test DP smooth (temperature=1) | test DP exact | "
-                  "paper: test RMSE | paper: test DP |", "|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            "## Regression, pooled over datasets and splits (paper Table 2 layout)",
+            "",
+            "Test DP as the paper reports it (smooth temperature = 1, includes + log 2 for G = 2) "
+            "and exact; test RMSE in target units.",
+            "",
+            "| method | test RMSE | test DP smooth (temperature=1) | test DP exact | "
+            "paper: test RMSE | paper: test DP |",
+            "|---|---|---|---|---|---|",
+        ]
         paper = payload.get("paper_table2_regression", {})
         for method in PAPER_METHODS:
             rows = [sp["methods"][method] for n in reg for sp in datasets[n]["splits"]]
@@ -529,10 +598,14 @@ def report(payload) -> str:
             )
     cls = [n for n, i in datasets.items() if i["task"] == "classification"]
     if cls:
-        lines += ["", "## Classification, pooled over datasets and splits (paper Table 2 layout; "
-                  "the paper's runs are ACS states, not these datasets)", "",
-                  "| method | test accuracy | test IF | paper: test accuracy | paper: test IF |",
-                  "|---|---|---|---|---|"]
+        lines += [
+            "",
+            "## Classification, pooled over datasets and splits (paper Table 2 layout; "
+            "the paper's runs are ACS states, not these datasets)",
+            "",
+            "| method | test accuracy | test IF | paper: test accuracy | paper: test IF |",
+            "|---|---|---|---|---|",
+        ]
         paper = payload.get("paper_table2_classification", {})
         for method in PAPER_METHODS:
             rows = [sp["methods"][method] for n in cls for sp in datasets[n]["splits"]]
@@ -541,10 +614,17 @@ def report(payload) -> str:
                 f"| {method} | {fmt([r['test_perf'] for r in rows])} | "
                 f"{fmt([r['test_U'] for r in rows])} | {p[0]} | {p[1]} |"
             )
-    lines += ["", "## Datasets", "", "| dataset | task | n | d (after encoding) | groups |",
-              "|---|---|---|---|---|"]
+    lines += [
+        "",
+        "## Datasets",
+        "",
+        "| dataset | task | n | d (after encoding) | groups |",
+        "|---|---|---|---|---|",
+    ]
     for name, info in datasets.items():
-        lines.append(f"| {name} | {info['task']} | {info['n']} | {info['d']} | {info['group_sizes']} |")
+        lines.append(
+            f"| {name} | {info['task']} | {info['n']} | {info['d']} | {info['group_sizes']} |"
+        )
     lines += ["", f"Machine: {payload['machine']}", ""]
     return "\n".join(lines)
 
@@ -587,7 +667,8 @@ NOTES = (
     "ND, SD, MT, ME, ID; the paper used ACSEmployment / ACSTravelTime, not available here, and "
     "the reference's bucket grouping, here sex; ACS occupation coarsened to its two leading "
     "digits, place of birth to its hundreds; 3 splits per state with --splits 3; WY, VT and ND "
-    "ran at load 10-16, SD, MT, ME and ID on a quiet machine), law school is the bar-passage table (20,798 rows) without the target leak, "
+    "ran at load 10-16, SD, MT, ME and ID on a quiet machine), law school is the "
+    "bar-passage table (20,798 rows) without the target leak, "
     "so the paper's numbers are a qualitative reference only. Extra diagnostic row badr_tight = "
     "BADR with SLSQP tol=1e-16 instead of the default 1e-10 (see the check section). Timings "
     "(sec/fit) were taken on 2 cores shared with other jobs (load average 10-15, recorded per fit "
@@ -623,21 +704,35 @@ def load_payload():
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--datasets", nargs="+", default=list(CLASSIFICATION + REGRESSION),
-                        choices=list(LOADERS))
+    parser.add_argument(
+        "--datasets", nargs="+", default=list(CLASSIFICATION + REGRESSION), choices=list(LOADERS)
+    )
     parser.add_argument("--splits", type=int, default=10)
     parser.add_argument("--grid", type=int, default=GRID, help="grid points (0: no grid row)")
-    parser.add_argument("--grid-splits", type=int, default=GRID_SPLITS,
-                        help=f"splits with a grid row when n * d > {GRID_ALL_SPLITS_MAX_ND}")
-    parser.add_argument("--only", nargs="+", choices=METHODS, default=None,
-                        help="run only these methods and merge them into the stored splits")
+    parser.add_argument(
+        "--grid-splits",
+        type=int,
+        default=GRID_SPLITS,
+        help=f"splits with a grid row when n * d > {GRID_ALL_SPLITS_MAX_ND}",
+    )
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        choices=METHODS,
+        default=None,
+        help="run only these methods and merge them into the stored splits",
+    )
     parser.add_argument("--report", action="store_true", help="only rebuild the markdown")
     parser.add_argument("--fresh", action="store_true", help="drop previous results")
     args = parser.parse_args()
 
     payload = {"datasets": {}} if args.fresh else load_payload()
-    payload.update(machine=machine(), notes=NOTES, paper_table2_regression=PAPER_REG,
-                   paper_table2_classification=PAPER_CLS)
+    payload.update(
+        machine=machine(),
+        notes=NOTES,
+        paper_table2_regression=PAPER_REG,
+        paper_table2_classification=PAPER_CLS,
+    )
     if args.report:
         write(payload)
         return
@@ -657,8 +752,15 @@ def main():
         if args.only:
             previous = payload["datasets"][name]
             assert len(previous["splits"]) == args.splits, "--only needs the same --splits"
-        info = run_dataset(name, home, args.splits, args.grid, args.grid_splits,
-                           tuple(args.only) if args.only else METHODS, previous)
+        info = run_dataset(
+            name,
+            home,
+            args.splits,
+            args.grid,
+            args.grid_splits,
+            tuple(args.only) if args.only else METHODS,
+            previous,
+        )
         info["wall_seconds"] = time.perf_counter() - start
         if previous is not None:
             info["wall_seconds_only"] = {" ".join(args.only): info["wall_seconds"]}

@@ -125,18 +125,17 @@ def worker_erm(num_groups: int) -> list[dict]:
     X, y, groups = make_data(ERM_N, num_groups)
     rows = []
     for metric in ERM_METRICS:
+
         def sk_fit():
             load = os.getloadavg()
             start = time.perf_counter()
             LogisticRegression(C=1.0 / (ALPHA * ERM_N), max_iter=1000).fit(X, y)
             return time.perf_counter() - start, list(load)
 
-        def badr_fit():
+        def badr_fit(metric=metric):
             load = os.getloadavg()
             start = time.perf_counter()
-            model = BADRClassifier(metric=metric, alpha=ALPHA).fit(
-                X, y, sensitive_features=groups
-            )
+            model = BADRClassifier(metric=metric, alpha=ALPHA).fit(X, y, sensitive_features=groups)
             return time.perf_counter() - start, list(load), model
 
         sk = [sk_fit()]
@@ -148,25 +147,27 @@ def worker_erm(num_groups: int) -> list[dict]:
         sk_best = min(t for t, _ in sk)
         warm_best = min(t for t, _, _ in warm)
         model = cold[2]
-        rows.append({
-            "n": ERM_N,
-            "G": num_groups,
-            "metric": metric,
-            "sklearn_s": sk_best,
-            "badr_cold_s": cold[0],
-            "badr_warm_s": warm_best,
-            "ratio_cold": cold[0] / sk_best,
-            "ratio_warm": warm_best / sk_best,
-            "goal_warm_le_10x": bool(warm_best / sk_best <= 10),
-            "badr_n_iter": int(model.n_iter_),
-            "badr_n_evaluations": int(model.n_evaluations_),
-            "badr_selected": str(model.selected_),
-            "badr_train_U_exact": float(model.unfairness_exact_),
-            "sklearn_all_s": [t for t, _ in sk],
-            "badr_warm_all_s": [t for t, _, _ in warm],
-            "loadavg_sklearn": [load for _, load in sk],
-            "loadavg_badr": [cold[1]] + [load for _, load, _ in warm],
-        })
+        rows.append(
+            {
+                "n": ERM_N,
+                "G": num_groups,
+                "metric": metric,
+                "sklearn_s": sk_best,
+                "badr_cold_s": cold[0],
+                "badr_warm_s": warm_best,
+                "ratio_cold": cold[0] / sk_best,
+                "ratio_warm": warm_best / sk_best,
+                "goal_warm_le_10x": bool(warm_best / sk_best <= 10),
+                "badr_n_iter": int(model.n_iter_),
+                "badr_n_evaluations": int(model.n_evaluations_),
+                "badr_selected": str(model.selected_),
+                "badr_train_U_exact": float(model.unfairness_exact_),
+                "sklearn_all_s": [t for t, _ in sk],
+                "badr_warm_all_s": [t for t, _, _ in warm],
+                "loadavg_sklearn": [load for _, load in sk],
+                "loadavg_badr": [cold[1]] + [load for _, load, _ in warm],
+            }
+        )
     return rows
 
 
@@ -203,34 +204,40 @@ def worker_sgd(n: int, num_groups: int, iterations: int = SGD_ITER) -> list[dict
     load = os.getloadavg()
     start = time.perf_counter()
     model = BADRClassifier(
-        metric="demographic_parity", solver="sgd", max_iter=iterations, safeguard=False,
-        random_state=SEED, record_history=True,
+        metric="demographic_parity",
+        solver="sgd",
+        max_iter=iterations,
+        safeguard=False,
+        random_state=SEED,
+        record_history=True,
     ).fit(X, y, sensitive_features=groups)
     fit_s = time.perf_counter() - start
     per_1000 = (timing["loop_s"] - timing["compile_s"]) * 1000 / iterations
     history = model.history_["unfairness"]
-    return [{
-        "n": n,
-        "G": num_groups,
-        "iterations": iterations,
-        "smallest_group": int(np.bincount(groups).min()),
-        "fit_s": fit_s,
-        "loop_s": timing["loop_s"],
-        "compile_s": timing["compile_s"],
-        "loop_cpu_s": timing["loop_cpu_s"],
-        "per_1000_s": per_1000,
-        "per_1000_per_1e6_rows_s": per_1000 / (n / 1e6),
-        "peak_rss_gb": rss_gb(),
-        "data_rss_gb": data_rss,
-        "data_gb": (X.nbytes + y.nbytes + groups.nbytes) / 1024**3,
-        "uniform_U": float(timing["uniform_U"]),
-        "final_U": float(model.unfairness_),
-        "final_U_exact": float(model.unfairness_exact_),
-        "best_check_U": float(np.nanmin(history)),
-        "last_check_U": float(history[-1]),
-        "group_weights_max": float(model.group_weights_.max()),
-        "loadavg": [list(load), list(os.getloadavg())],
-    }]
+    return [
+        {
+            "n": n,
+            "G": num_groups,
+            "iterations": iterations,
+            "smallest_group": int(np.bincount(groups).min()),
+            "fit_s": fit_s,
+            "loop_s": timing["loop_s"],
+            "compile_s": timing["compile_s"],
+            "loop_cpu_s": timing["loop_cpu_s"],
+            "per_1000_s": per_1000,
+            "per_1000_per_1e6_rows_s": per_1000 / (n / 1e6),
+            "peak_rss_gb": rss_gb(),
+            "data_rss_gb": data_rss,
+            "data_gb": (X.nbytes + y.nbytes + groups.nbytes) / 1024**3,
+            "uniform_U": float(timing["uniform_U"]),
+            "final_U": float(model.unfairness_),
+            "final_U_exact": float(model.unfairness_exact_),
+            "best_check_U": float(np.nanmin(history)),
+            "last_check_U": float(history[-1]),
+            "group_weights_max": float(model.group_weights_.max()),
+            "loadavg": [list(load), list(os.getloadavg())],
+        }
+    ]
 
 
 def _solver_trace(model, events, timing, solver):
@@ -284,25 +291,31 @@ def worker_groups(num_groups: int) -> list[dict]:
             load = os.getloadavg()
             timing["fit_start"] = time.perf_counter()
             model = BADRClassifier(
-                metric="disparate_mistreatment", solver=solver, alpha=ALPHA, safeguard=False,
-                random_state=SEED, record_history=True,
+                metric="disparate_mistreatment",
+                solver=solver,
+                alpha=ALPHA,
+                safeguard=False,
+                random_state=SEED,
+                record_history=True,
             ).fit(X, y, sensitive_features=groups)
             fit_s = time.perf_counter() - timing["fit_start"]
             if attempt == "cold":
                 cold_s = fit_s
         trace = _solver_trace(model, events, timing, solver)
-        rows.append({
-            "G": num_groups,
-            "n": GROUPS_N,
-            "solver": solver,
-            "fit_cold_s": cold_s,
-            "fit_warm_s": fit_s,
-            "n_iter": int(model.n_iter_),
-            "converged": bool(model.converged_),
-            "final_U": float(model.unfairness_),
-            "trace": trace,
-            "loadavg": list(load),
-        })
+        rows.append(
+            {
+                "G": num_groups,
+                "n": GROUPS_N,
+                "solver": solver,
+                "fit_cold_s": cold_s,
+                "fit_warm_s": fit_s,
+                "n_iter": int(model.n_iter_),
+                "converged": bool(model.converged_),
+                "final_U": float(model.unfairness_),
+                "trace": trace,
+                "loadavg": list(load),
+            }
+        )
     return rows
 
 
@@ -366,7 +379,8 @@ badr-sgd (solver="sgd", demographic parity temperature = 1, `iterations` iterati
 1,000 iterations (the default) were run on a QUIET machine (1-min load below 1.5, nothing else
 running) with `--sgd-cases 1000000:4 1000000:36 --sgd-iter 1000` and `--sgd-cases 100000:36
 10000000:36 --sgd-iter 1000 --timeout 900`; the rows with 100 iterations are an earlier
-REDUCED run at a load of about 15, where the process got about 10% of a core), batch 256 balanced over groups, exact Phi every 25
+REDUCED run at a load of about 15, where the process got about 10% of a core), batch 256
+balanced over groups, exact Phi every 25
 iterations through a warm-started Newton solve on the full data, best lambda returned,
 safeguard=False) on ACS-like synthetic data: float32 features
 (`make_grouped_classification(..., dtype=np.float32)`, d = 10 like ACSIncome; the estimator
@@ -407,14 +421,49 @@ fairest/reweighting code after the second round of oracle speed work (see the er
 }
 
 COLUMNS = {
-    "erm": ["n", "G", "metric", "sklearn_s", "badr_cold_s", "badr_warm_s", "ratio_cold",
-            "ratio_warm", "goal_warm_le_10x", "badr_n_iter", "badr_n_evaluations",
-            "badr_train_U_exact"],
-    "sgd": ["n", "G", "iterations", "fit_s", "loop_s", "compile_s", "loop_cpu_s", "per_1000_s",
-            "per_1000_per_1e6_rows_s", "per_1000_cpu_s", "per_1000_cpu_per_1e6_rows_s",
-            "peak_rss_gb", "data_rss_gb", "uniform_U", "final_U", "final_U_exact"],
-    "groups": ["G", "solver", "fit_warm_s", "n_iter", "converged", "best_U",
-               "best_U_all_solvers", "time_to_1e-5_s", "time_to_rel_s"],
+    "erm": [
+        "n",
+        "G",
+        "metric",
+        "sklearn_s",
+        "badr_cold_s",
+        "badr_warm_s",
+        "ratio_cold",
+        "ratio_warm",
+        "goal_warm_le_10x",
+        "badr_n_iter",
+        "badr_n_evaluations",
+        "badr_train_U_exact",
+    ],
+    "sgd": [
+        "n",
+        "G",
+        "iterations",
+        "fit_s",
+        "loop_s",
+        "compile_s",
+        "loop_cpu_s",
+        "per_1000_s",
+        "per_1000_per_1e6_rows_s",
+        "per_1000_cpu_s",
+        "per_1000_cpu_per_1e6_rows_s",
+        "peak_rss_gb",
+        "data_rss_gb",
+        "uniform_U",
+        "final_U",
+        "final_U_exact",
+    ],
+    "groups": [
+        "G",
+        "solver",
+        "fit_warm_s",
+        "n_iter",
+        "converged",
+        "best_U",
+        "best_U_all_solvers",
+        "time_to_1e-5_s",
+        "time_to_rel_s",
+    ],
 }
 
 
@@ -447,13 +496,19 @@ def report(part: str, extra_notes: str = "") -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--part", nargs="*", default=["erm", "sgd", "groups"],
-                        choices=["erm", "sgd", "groups"])
+    parser.add_argument(
+        "--part", nargs="*", default=["erm", "sgd", "groups"], choices=["erm", "sgd", "groups"]
+    )
     parser.add_argument("--erm-groups", type=int, nargs="*", default=list(ERM_GROUPS))
-    parser.add_argument("--sgd-cases", nargs="*", default=[f"{n}:{g}" for n, g in SGD_CASES],
-                        help="N:G pairs")
-    parser.add_argument("--sgd-iter", type=int, default=SGD_ITER,
-                        help="badr-sgd iterations per case (per_1000_s is scaled to 1,000)")
+    parser.add_argument(
+        "--sgd-cases", nargs="*", default=[f"{n}:{g}" for n, g in SGD_CASES], help="N:G pairs"
+    )
+    parser.add_argument(
+        "--sgd-iter",
+        type=int,
+        default=SGD_ITER,
+        help="badr-sgd iterations per case (per_1000_s is scaled to 1,000)",
+    )
     parser.add_argument("--groups-list", type=int, nargs="*", default=list(GROUPS_LIST))
     parser.add_argument("--timeout", type=float, default=CASE_TIMEOUT)
     parser.add_argument("--report", action="store_true", help="only rewrite the results")
@@ -478,8 +533,11 @@ def main() -> None:
                 out = WORKDIR / f"{part}_{'_'.join(case)}.json"
                 start = time.perf_counter()
                 result = run_worker([part, *case], out, args.timeout)
-                print(f"{part} {case}: {time.perf_counter() - start:.1f} s "
-                      f"{result if isinstance(result, str) else 'ok'}", flush=True)
+                print(
+                    f"{part} {case}: {time.perf_counter() - start:.1f} s "
+                    f"{result if isinstance(result, str) else 'ok'}",
+                    flush=True,
+                )
                 report(part)
         report(part)
 

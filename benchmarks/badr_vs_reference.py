@@ -153,10 +153,15 @@ def code_version() -> str:
     """HEAD commit, plus '+dirty' when fairest/reweighting has uncommitted changes."""
     root = HERE.parent
     try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root,
-                              capture_output=True, text=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "fairest/reweighting"],
-                               cwd=root, capture_output=True, text=True).stdout.strip()
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "fairest/reweighting"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
     except OSError:
         return "unknown"
     return head + ("+dirty" if dirty else "")
@@ -192,7 +197,10 @@ def run_subprocess(args: list[str], timeout: float = TIMEOUT) -> float:
 
 
 def run_case(
-    num_groups: int, metric: str, workdir: Path, reference_timeout: float,
+    num_groups: int,
+    metric: str,
+    workdir: Path,
+    reference_timeout: float,
     n_samples: int = N_SAMPLES,
 ) -> dict:
     tag = case_tag(n_samples, num_groups)
@@ -203,20 +211,32 @@ def run_case(
     fairest_out = workdir / f"fairest_{tag}_{metric}.json"
     reference_out = workdir / f"reference_{tag}_{metric}.json"
     run_subprocess(
-        [sys.executable, str(Path(__file__).resolve()), "--worker", str(problem), metric,
-         str(fairest_out)]
+        [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--worker",
+            str(problem),
+            metric,
+            str(fairest_out),
+        ]
     )
     ours = json.loads(fairest_out.read_text())
     load_before = os.getloadavg()
     try:
         reference_process = run_subprocess(
-            [str(VENV_PYTHON), str(HERE / "badr_reference_runner.py"), str(problem), metric,
-             str(reference_out)],
+            [
+                str(VENV_PYTHON),
+                str(HERE / "badr_reference_runner.py"),
+                str(problem),
+                metric,
+                str(reference_out),
+            ],
             timeout=reference_timeout,
         )
     except subprocess.TimeoutExpired:
-        return timed_out_row(num_groups, metric, data, ours, load_before, reference_timeout,
-                             n_samples)
+        return timed_out_row(
+            num_groups, metric, data, ours, load_before, reference_timeout, n_samples
+        )
     ref = json.loads(reference_out.read_text())
 
     row = {
@@ -346,17 +366,32 @@ def _fmt(value) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--n-samples", type=int, nargs="*", default=list(N_GRID),
-                        help="total rows before the 80/20 split (issue grid: 20000 200000)")
+    parser.add_argument(
+        "--n-samples",
+        type=int,
+        nargs="*",
+        default=list(N_GRID),
+        help="total rows before the 80/20 split (issue grid: 20000 200000)",
+    )
     parser.add_argument("--groups", type=int, nargs="*", default=list(G_GRID))
     parser.add_argument("--metrics", nargs="*", default=list(METRICS), choices=METRICS)
-    parser.add_argument("--report", action="store_true",
-                        help="run nothing: collect the cached per-case rows into the results")
-    parser.add_argument("--no-write", action="store_true",
-                        help="run the cases and cache their rows, do not write the results")
-    parser.add_argument("--reference-timeout", type=float, default=REFERENCE_TIMEOUT,
-                        help="kill the reference run after this many seconds (recorded as a "
-                             "lower bound '> X' on its time and on the ratios)")
+    parser.add_argument(
+        "--report",
+        action="store_true",
+        help="run nothing: collect the cached per-case rows into the results",
+    )
+    parser.add_argument(
+        "--no-write",
+        action="store_true",
+        help="run the cases and cache their rows, do not write the results",
+    )
+    parser.add_argument(
+        "--reference-timeout",
+        type=float,
+        default=REFERENCE_TIMEOUT,
+        help="kill the reference run after this many seconds (recorded as a "
+        "lower bound '> X' on its time and on the ratios)",
+    )
     parser.add_argument("--worker", nargs=3, metavar=("PROBLEM", "METRIC", "OUT"))
     args = parser.parse_args()
     if args.worker:
@@ -400,8 +435,13 @@ def smooth_objective(metric: str, coef, intercept, X, y, groups) -> float:
     with jax.enable_x64(True):
         s = jnp.asarray(X @ np.asarray(coef) + intercept)
         value = smooth_unfairness(
-            spec, s, jnp.asarray(y, jnp.float64), jnp.asarray(groups, jnp.int32),
-            jnp.ones(y.size), int(groups.max()) + 1, temperature,
+            spec,
+            s,
+            jnp.asarray(y, jnp.float64),
+            jnp.asarray(groups, jnp.int32),
+            jnp.ones(y.size),
+            int(groups.max()) + 1,
+            temperature,
         )
     return float(value)
 
@@ -437,10 +477,22 @@ def write_report(write_results) -> Path:
                     row.setdefault("n", n_samples)
                     add_smooth_objective(row, n_samples)
                     rows.append(row)
-    columns = ["n", "G", "metric", "fairest_cold_s", "fairest_warm_s", "reference_s",
-               "ratio_cold", "ratio_warm", "fairest_train_U", "reference_train_U",
-               "fairest_train_smooth_U", "reference_train_smooth_U",
-               "fairest_train_accuracy", "reference_train_accuracy"]
+    columns = [
+        "n",
+        "G",
+        "metric",
+        "fairest_cold_s",
+        "fairest_warm_s",
+        "reference_s",
+        "ratio_cold",
+        "ratio_warm",
+        "fairest_train_U",
+        "reference_train_U",
+        "fairest_train_smooth_U",
+        "reference_train_smooth_U",
+        "fairest_train_accuracy",
+        "reference_train_accuracy",
+    ]
     return write_results("badr_vs_reference", rows, columns, NOTES)
 
 

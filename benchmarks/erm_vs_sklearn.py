@@ -16,9 +16,9 @@ import argparse
 import time
 
 import numpy as np
+from _common import best_time, write_results
 from sklearn.linear_model import LogisticRegression
 
-from _common import best_time, write_results
 from fairest._solvers._newton import solve_weighted_glm
 
 ALPHA = 1e-3
@@ -55,7 +55,9 @@ def run(sizes, repeats):
         cold = time.perf_counter() - start
         X_other = X[: n - n // 50]  # another row count in the same bucket: no recompilation
         solve_weighted_glm("logistic", X_other, y[: len(X_other)], c[: len(X_other)], ALPHA)
-        warm = best_time(lambda: solve_weighted_glm("logistic", X, y, c, ALPHA), repeats)
+        warm = best_time(
+            lambda X=X, y=y, c=c: solve_weighted_glm("logistic", X, y, c, ALPHA), repeats
+        )
         thetas = {"fairest newton": ours["theta"]}
         times = {}
         for label, solver, tol in [
@@ -64,7 +66,10 @@ def run(sizes, repeats):
             ("sklearn newton-cholesky tol=1e-8", "newton-cholesky", 1e-8),
         ]:
             thetas[label] = _sklearn(X, y, c, solver, tol)
-            times[label] = best_time(lambda: _sklearn(X, y, c, solver, tol), repeats)
+            times[label] = best_time(
+                lambda X=X, y=y, c=c, solver=solver, tol=tol: _sklearn(X, y, c, solver, tol),
+                repeats,
+            )
         objectives = {k: _objective(t, X, y, c) for k, t in thetas.items()}
         best = min(objectives.values())
         row = {
@@ -92,12 +97,25 @@ def main():
     if args.quick:
         sizes = [(10_000, 20), (10_000, 100)]
     else:
-        sizes = [(10_000, 20), (10_000, 100), (100_000, 20), (100_000, 100), (1_000_000, 20), (1_000_000, 100)]
+        sizes = [
+            (10_000, 20),
+            (10_000, 100),
+            (100_000, 20),
+            (100_000, 100),
+            (1_000_000, 20),
+            (1_000_000, 100),
+        ]
     rows = run(sizes, args.repeats)
     columns = [
-        "n", "d", "fairest cold (s)", "fairest warm (s)", "fairest newton iters",
-        "sklearn lbfgs tol=1e-4 ratio", "sklearn lbfgs tol=1e-4 rel. gap",
-        "sklearn lbfgs tol=1e-8 ratio", "sklearn newton-cholesky tol=1e-8 ratio",
+        "n",
+        "d",
+        "fairest cold (s)",
+        "fairest warm (s)",
+        "fairest newton iters",
+        "sklearn lbfgs tol=1e-4 ratio",
+        "sklearn lbfgs tol=1e-4 rel. gap",
+        "sklearn lbfgs tol=1e-8 ratio",
+        "sklearn newton-cholesky tol=1e-8 ratio",
     ]
     notes = (
         "Weighted L2 logistic regression (alpha=1e-3, 4 groups, uniform group weights). "

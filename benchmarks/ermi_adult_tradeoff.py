@@ -45,8 +45,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
 from _common import RESULTS, write_results
+
 from fairest.datasets import fetch_credit_default, fetch_parkinsons, load_adult, seed_data_home
 from fairest.ermi import ERMIClassifier
 from fairest.metrics import demographic_parity_violation, equalized_odds_violation
@@ -74,22 +74,34 @@ PAPER_LAMS = {
 
 # Spec 9.5: the authors' stored DP-FERMI means of 15 runs, (test error, test violation).
 _ADULT_DP = {
-    0.0: [(.1664, .1956), (.1585, .2017), (.1574, .1964), (.1571, .1932), (.1555, .1980)],
-    0.25: [(.1671, .1458), (.1604, .1417), (.1599, .1398), (.1587, .1417), (.1576, .1399)],
-    0.5: [(.1718, .1001), (.1663, .0983), (.1672, .0881), (.1663, .0937), (.1648, .0895)],
-    0.75: [(.1794, .0590), (.1763, .0455), (.1779, .0432), (.1751, .0455), (.1764, .0417)],
-    1.0: [(.1876, .0287), (.1869, .0099), (.1880, .0118), (.1885, .0071), (.1869, .0055)],
+    0.0: [(0.1664, 0.1956), (0.1585, 0.2017), (0.1574, 0.1964), (0.1571, 0.1932), (0.1555, 0.1980)],
+    0.25: [
+        (0.1671, 0.1458),
+        (0.1604, 0.1417),
+        (0.1599, 0.1398),
+        (0.1587, 0.1417),
+        (0.1576, 0.1399),
+    ],
+    0.5: [(0.1718, 0.1001), (0.1663, 0.0983), (0.1672, 0.0881), (0.1663, 0.0937), (0.1648, 0.0895)],
+    0.75: [
+        (0.1794, 0.0590),
+        (0.1763, 0.0455),
+        (0.1779, 0.0432),
+        (0.1751, 0.0455),
+        (0.1764, 0.0417),
+    ],
+    1.0: [(0.1876, 0.0287), (0.1869, 0.0099), (0.1880, 0.0118), (0.1885, 0.0071), (0.1869, 0.0055)],
 }
 _PARK_DP = {
-    0.0: [(.0473, .0733), (.0473, .0733), (.0440, .0706), (.0421, .0643), (.0419, .0622)],
-    0.5: [(.0588, .0470), (.0588, .0472), (.0578, .0432), (.0576, .0412), (.0585, .0397)],
-    1.0: [(.0865, .0182), (.0865, .0183), (.0844, .0175), (.0840, .0165), (.0844, .0159)],
+    0.0: [(0.0473, 0.0733), (0.0473, 0.0733), (0.0440, 0.0706), (0.0421, 0.0643), (0.0419, 0.0622)],
+    0.5: [(0.0588, 0.0470), (0.0588, 0.0472), (0.0578, 0.0432), (0.0576, 0.0412), (0.0585, 0.0397)],
+    1.0: [(0.0865, 0.0182), (0.0865, 0.0183), (0.0844, 0.0175), (0.0840, 0.0165), (0.0844, 0.0159)],
 }
 _CREDIT_DP = {  # epsilon 0.5, 3, 9, inf (epsilon = 1 is "virtually identical" to 0.5)
-    0.0: [(.1892, .0214), (.1895, .0216), (.1898, .0214), (.1897, .0213)],
-    0.5: [(.1908, .0153), (.1905, .0145), (.1899, .0137), (.1898, .0139)],
-    1.0: [(.1934, .0114), (.1935, .0117), (.1937, .0121), (.1938, .0123)],
-    2.0: [(.1997, .0049), (.1997, .0049), (.1997, .0057), (.1998, .0057)],
+    0.0: [(0.1892, 0.0214), (0.1895, 0.0216), (0.1898, 0.0214), (0.1897, 0.0213)],
+    0.5: [(0.1908, 0.0153), (0.1905, 0.0145), (0.1899, 0.0137), (0.1898, 0.0139)],
+    1.0: [(0.1934, 0.0114), (0.1935, 0.0117), (0.1937, 0.0121), (0.1938, 0.0123)],
+    2.0: [(0.1997, 0.0049), (0.1997, 0.0049), (0.1997, 0.0057), (0.1998, 0.0057)],
 }
 
 
@@ -105,11 +117,20 @@ def _reference():
         for eps, cell in zip([0.5, 3.0, 9.0, INF], cells):
             ref["credit", "dp", eps, lam] = cell
     # EO, Adult: epsilon 0.5 and 1 identical, epsilon 3 within +-0.005 (values given at 0.5)
-    for lam, cell in {0.0: (.165, .229), 0.125: (.170, .139), 0.25: (.182, .034),
-                      0.375: (.234, .010), 0.5: (.2375, .0017)}.items():
+    for lam, cell in {
+        0.0: (0.165, 0.229),
+        0.125: (0.170, 0.139),
+        0.25: (0.182, 0.034),
+        0.375: (0.234, 0.010),
+        0.5: (0.2375, 0.0017),
+    }.items():
         ref["adult", "eo", 0.5, lam] = ref["adult", "eo", 1.0, lam] = cell
-    for lam, cell in {0.0: (.1924, .0383), 0.5: (.2004, .0266), 1.0: (.2141, .0048),
-                      1.5: (.2160, .0003)}.items():
+    for lam, cell in {
+        0.0: (0.1924, 0.0383),
+        0.5: (0.2004, 0.0266),
+        1.0: (0.2141, 0.0048),
+        1.5: (0.2160, 0.0003),
+    }.items():
         ref["credit", "eo", 0.5, lam] = cell
     return ref
 
@@ -133,27 +154,40 @@ def _split_and_encode(frame, target, sensitive, categorical, numeric):
     return {
         "X_train": features.loc[train.index].to_numpy(np.float64),
         "X_test": features.loc[test.index].to_numpy(np.float64),
-        "y_train": target[train.index], "y_test": target[test.index],
-        "s_train": sensitive[train.index], "s_test": sensitive[test.index],
+        "y_train": target[train.index],
+        "y_test": target[test.index],
+        "s_train": sensitive[train.index],
+        "s_test": sensitive[test.index],
     }
 
 
 def load_adult_protocol():
     frame = load_adult(subset="all", as_frame=True).frame.dropna()  # 45,222 rows
     frame = frame.reset_index(drop=True)
-    categorical = ["workclass", "education", "marital_status", "occupation", "relationship",
-                   "race", "native_country"]
+    categorical = [
+        "workclass",
+        "education",
+        "marital_status",
+        "occupation",
+        "relationship",
+        "race",
+        "native_country",
+    ]
     numeric = ["age", "fnlwgt", "education_num", "capital_gain", "capital_loss", "hours_per_week"]
-    return _split_and_encode(frame, frame["income"].to_numpy(),
-                             frame["sex"].astype(str).to_numpy(), categorical, numeric)
+    return _split_and_encode(
+        frame, frame["income"].to_numpy(), frame["sex"].astype(str).to_numpy(), categorical, numeric
+    )
 
 
 def load_credit_protocol(home):
     frame = fetch_credit_default(data_home=home, as_frame=True).frame
     target = frame["default payment next month"].to_numpy()
     categorical = ["EDUCATION", "MARRIAGE", "PAY_0", "PAY_2", "PAY_3", "PAY_4", "PAY_5", "PAY_6"]
-    numeric = ["LIMIT_BAL", "AGE"] + [f"BILL_AMT{i}" for i in range(1, 7)] + [
-        f"PAY_AMT{i}" for i in range(1, 7)]
+    numeric = (
+        ["LIMIT_BAL", "AGE"]
+        + [f"BILL_AMT{i}" for i in range(1, 7)]
+        + [f"PAY_AMT{i}" for i in range(1, 7)]
+    )
     return _split_and_encode(frame, target, frame["SEX"].to_numpy(), categorical, numeric)
 
 
@@ -179,9 +213,18 @@ def fit_one(data, fairness, eps, lam, seed, epochs, solver="sgda", max_iter=500,
     model = ERMIClassifier(
         lam,
         metric="equalized_odds" if fairness == "eo" else "demographic_parity",
-        solver=solver, alpha=0.0, batch_size=1024, n_epochs=epochs, max_iter=max_iter,
-        learning_rate=0.005, dual_learning_rate=0.01, dual_radius=bound, clip_norm=bound,
-        lipschitz_constant=bound, dp_epsilon=None if eps == INF else eps, random_state=seed,
+        solver=solver,
+        alpha=0.0,
+        batch_size=1024,
+        n_epochs=epochs,
+        max_iter=max_iter,
+        learning_rate=0.005,
+        dual_learning_rate=0.01,
+        dual_radius=bound,
+        clip_norm=bound,
+        lipschitz_constant=bound,
+        dp_epsilon=None if eps == INF else eps,
+        random_state=seed,
         dtype=dtype,
     )
     with warnings.catch_warnings():
@@ -194,12 +237,24 @@ def fit_one(data, fairness, eps, lam, seed, epochs, solver="sgda", max_iter=500,
         "error": float(np.mean(pred != y)),
         "dp": float(demographic_parity_violation(y, pred, sensitive_features=s)),
         "eo": float(equalized_odds_violation(y, pred, sensitive_features=s)),
-        "sigma_theta": model.sigma_theta_, "sigma_w": model.sigma_w_, "n_iter": model.n_iter_,
+        "sigma_theta": model.sigma_theta_,
+        "sigma_w": model.sigma_w_,
+        "n_iter": model.n_iter_,
     }
 
 
-def run_dataset(name, data, fairness_list, eps_filter, lam_filter, seeds, epochs, solver="sgda",
-                dtype="float64", on_row=None):
+def run_dataset(
+    name,
+    data,
+    fairness_list,
+    eps_filter,
+    lam_filter,
+    seeds,
+    epochs,
+    solver="sgda",
+    dtype="float64",
+    on_row=None,
+):
     """All grid points of one data set; ``on_row(rows)`` is called after every point
     (partial result files: an interrupted run still leaves data)."""
     rows = []
@@ -213,19 +268,29 @@ def run_dataset(name, data, fairness_list, eps_filter, lam_filter, seeds, epochs
         for eps in epsilons:
             for lam in lams:
                 start = time.perf_counter()
-                runs = [fit_one(data, fairness, eps, lam, seed, epochs, solver, dtype=dtype)
-                        for seed in range(seeds)]
+                runs = [
+                    fit_one(data, fairness, eps, lam, seed, epochs, solver, dtype=dtype)
+                    for seed in range(seeds)
+                ]
                 seconds = (time.perf_counter() - start) / seeds
                 err = np.array([r["error"] for r in runs])
                 viol = np.array([r[fairness] for r in runs])
                 ref = REFERENCE.get((name, fairness, eps, lam))
                 row = {
-                    "solver": solver, "fairness": fairness, "epsilon": "inf" if eps == INF else eps, "lambda": lam,
+                    "solver": solver,
+                    "fairness": fairness,
+                    "epsilon": "inf" if eps == INF else eps,
+                    "lambda": lam,
                     "paper grid": lam in PAPER_LAMS[name, fairness],
-                    "error": float(err.mean()), "error std": float(err.std()),
-                    "violation": float(viol.mean()), "violation std": float(viol.std()),
-                    "other violation": float(np.mean([r["eo" if fairness == "dp" else "dp"] for r in runs])),
-                    "sigma_theta": runs[0]["sigma_theta"], "sigma_w": runs[0]["sigma_w"],
+                    "error": float(err.mean()),
+                    "error std": float(err.std()),
+                    "violation": float(viol.mean()),
+                    "violation std": float(viol.std()),
+                    "other violation": float(
+                        np.mean([r["eo" if fairness == "dp" else "dp"] for r in runs])
+                    ),
+                    "sigma_theta": runs[0]["sigma_theta"],
+                    "sigma_w": runs[0]["sigma_w"],
                     "n_iter": int(runs[0]["n_iter"]),
                     "ref error": ref[0] if ref else "",
                     "ref violation": ref[1] if ref else "",
@@ -235,8 +300,11 @@ def run_dataset(name, data, fairness_list, eps_filter, lam_filter, seeds, epochs
                 }
                 rows.append(row)
                 row["load avg"] = str(tuple(round(v, 2) for v in os.getloadavg()))
-                print(f"{name} {fairness} eps={row['epsilon']} lam={lam}: error {row['error']:.4f}"
-                      f" viol {row['violation']:.4f} (ref {ref}) {seconds:.1f} s/fit", flush=True)
+                print(
+                    f"{name} {fairness} eps={row['epsilon']} lam={lam}: error {row['error']:.4f}"
+                    f" viol {row['violation']:.4f} (ref {ref}) {seconds:.1f} s/fit",
+                    flush=True,
+                )
                 if on_row is not None:
                     on_row(rows)
     return rows
@@ -257,16 +325,35 @@ def plot(name, rows, path):
         for k, eps in enumerate(dict.fromkeys(r["epsilon"] for r in part)):
             cur = [r for r in part if r["epsilon"] == eps]
             color = f"C{k}"
-            ax.errorbar([r["error"] for r in cur], [r["violation"] for r in cur],
-                        xerr=[r["error std"] for r in cur], yerr=[r["violation std"] for r in cur],
-                        marker="o", color=color, label=f"fairest eps={eps}", capsize=2)
+            ax.errorbar(
+                [r["error"] for r in cur],
+                [r["violation"] for r in cur],
+                xerr=[r["error std"] for r in cur],
+                yerr=[r["violation std"] for r in cur],
+                marker="o",
+                color=color,
+                label=f"fairest eps={eps}",
+                capsize=2,
+            )
             for r in cur:
-                ax.annotate(f"{r['lambda']:g}", (r["error"], r["violation"]), fontsize=6,
-                            xytext=(2, 2), textcoords="offset points")
+                ax.annotate(
+                    f"{r['lambda']:g}",
+                    (r["error"], r["violation"]),
+                    fontsize=6,
+                    xytext=(2, 2),
+                    textcoords="offset points",
+                )
             ref = [r for r in cur if r["ref error"] != ""]
             if ref:
-                ax.plot([r["ref error"] for r in ref], [r["ref violation"] for r in ref],
-                        ls="--", marker="x", color=color, alpha=0.6, label=f"paper eps={eps}")
+                ax.plot(
+                    [r["ref error"] for r in ref],
+                    [r["ref violation"] for r in ref],
+                    ls="--",
+                    marker="x",
+                    color=color,
+                    alpha=0.6,
+                    label=f"paper eps={eps}",
+                )
         ax.set_xlabel("test misclassification error")
         ax.set_ylabel(f"test {fairness.upper()} violation")
         ax.set_title(f"{name}: DP-FERMI, {fairness.upper()} (labels: lambda)")
@@ -281,13 +368,17 @@ def write_dataset(name, data, rows, args, total, load_before, final):
     """Result files of one data set (rewritten after every grid point while running)."""
     n_train, d = data["X_train"].shape
     if args.solver == "full-batch":
-        run = ("EXACT NON-PRIVATE FERMI (solver='full-batch', L-BFGS to convergence or 500 "
-               "iterations, see n_iter; deterministic, one run; not the paper's algorithm: "
-               "it shows what the full ERMI regulariser gives at the optimum)")
+        run = (
+            "EXACT NON-PRIVATE FERMI (solver='full-batch', L-BFGS to convergence or 500 "
+            "iterations, see n_iter; deterministic, one run; not the paper's algorithm: "
+            "it shows what the full ERMI regulariser gives at the optimum)"
+        )
     else:
         reduced = args.seeds < 15 or args.epochs < 200
-        run = (f"{'REDUCED RUN: ' if reduced else 'PAPER PROTOCOL: '}{args.seeds} seeds (paper 15), "
-               f"{args.epochs} epochs (paper 200; the noise is calibrated to the epochs actually run)")
+        run = (
+            f"{'REDUCED RUN: ' if reduced else 'PAPER PROTOCOL: '}{args.seeds} seeds (paper 15), "
+            f"{args.epochs} epochs (paper 200; the noise is calibrated to the epochs actually run)"
+        )
     status = "complete" if final else f"PARTIAL (still running: {len(rows)} grid points so far)"
     notes = (
         f"DP-FERMI trade-off on {name} (spec ermi.md 9.1). {run}. Status: {status}. "
@@ -301,21 +392,51 @@ def write_dataset(name, data, rows, args, total, load_before, final):
         "runs (spec 9.5) from a TRUNCATED binary regulariser, shuffling, batch clipping and "
         "theta-noise also at lambda = 0 (spec 13); d = fairest - ref, reported, not tuned. "
         "'paper grid' = False marks lambdas added beyond the paper's grid. "
-        + ("Rows were added to an earlier run's file (--append): 'Total' and the load averages "
-           "below are those of the latest run only; every row has its own s/fit and load avg. "
-           if args.append else "")
+        + (
+            "Rows were added to an earlier run's file (--append): 'Total' and the load averages "
+            "below are those of the latest run only; every row has its own s/fit and load avg. "
+            if args.append
+            else ""
+        )
         + f"Total {total / 60:.1f} min; load average before {tuple(round(v, 2) for v in load_before)}, "
         f"now {tuple(round(v, 2) for v in os.getloadavg())} (2 shared cores; per-row load in 'load avg')."
     )
-    columns = ["solver", "fairness", "epsilon", "lambda", "paper grid", "error", "error std", "violation",
-               "violation std", "other violation", "ref error", "ref violation", "d error",
-               "d violation", "sigma_theta", "sigma_w", "n_iter", "s/fit", "load avg"]
+    columns = [
+        "solver",
+        "fairness",
+        "epsilon",
+        "lambda",
+        "paper grid",
+        "error",
+        "error std",
+        "violation",
+        "violation std",
+        "other violation",
+        "ref error",
+        "ref violation",
+        "d error",
+        "d violation",
+        "sigma_theta",
+        "sigma_w",
+        "n_iter",
+        "s/fit",
+        "load avg",
+    ]
     stem = f"ermi_tradeoff_{name}" + (f"_{args.tag}" if args.tag else "")
     path = write_results(stem, rows, columns, notes)
     payload = json.loads((RESULTS / f"{stem}.json").read_text())
-    payload["config"] = {"solver": args.solver, "seeds": args.seeds, "epochs": args.epochs, "n_train": n_train,
-                         "n_test": int(len(data["y_test"])), "n_features": d, "dtype": args.dtype,
-                         "fairness": args.fairness, "total_seconds": total, "complete": final}
+    payload["config"] = {
+        "solver": args.solver,
+        "seeds": args.seeds,
+        "epochs": args.epochs,
+        "n_train": n_train,
+        "n_test": int(len(data["y_test"])),
+        "n_features": d,
+        "dtype": args.dtype,
+        "fairness": args.fairness,
+        "total_seconds": total,
+        "complete": final,
+    }
     (RESULTS / f"{stem}.json").write_text(json.dumps(payload, indent=2))
     png = plot(name, rows, RESULTS / f"{stem}.png")
     if final:
@@ -349,8 +470,10 @@ def previous_rows(name, args):
     config = payload.get("config", {})
     for field in ("solver", "seeds", "epochs", "dtype"):
         if config.get(field) != getattr(args, field):
-            raise SystemExit(f"--append: {path.name} has {field}={config.get(field)!r}, "
-                             f"this run {getattr(args, field)!r}")
+            raise SystemExit(
+                f"--append: {path.name} has {field}={config.get(field)!r}, "
+                f"this run {getattr(args, field)!r}"
+            )
     return payload["rows"]
 
 
@@ -361,17 +484,29 @@ def main():
     parser.add_argument("--datasets", nargs="+", default=["adult", "parkinsons", "credit"])
     parser.add_argument("--fairness", nargs="+", default=["dp", "eo"], choices=["dp", "eo"])
     parser.add_argument("--eps", nargs="+", type=float, default=None, help="subset of epsilons")
-    parser.add_argument("--lams", nargs="+", type=float, default=None,
-                        help="lambdas to run instead of the grid")
+    parser.add_argument(
+        "--lams", nargs="+", type=float, default=None, help="lambdas to run instead of the grid"
+    )
     parser.add_argument("--tag", default="", help="suffix of the result files")
-    parser.add_argument("--solver", default="sgda", choices=["sgda", "full-batch"],
-                        help="full-batch: exact non-private FERMI (L-BFGS, max_iter 500), one run")
-    parser.add_argument("--dtype", default="float64", choices=["float64", "float32"],
-                        help="ERMIClassifier(dtype=...): precision of the SGDA minibatch products")
-    parser.add_argument("--append", action="store_true",
-                        help="add the new grid points to the rows already in the result file of "
-                             "this tag (same seeds / epochs / dtype; a point run again replaces "
-                             "the old row)")
+    parser.add_argument(
+        "--solver",
+        default="sgda",
+        choices=["sgda", "full-batch"],
+        help="full-batch: exact non-private FERMI (L-BFGS, max_iter 500), one run",
+    )
+    parser.add_argument(
+        "--dtype",
+        default="float64",
+        choices=["float64", "float32"],
+        help="ERMIClassifier(dtype=...): precision of the SGDA minibatch products",
+    )
+    parser.add_argument(
+        "--append",
+        action="store_true",
+        help="add the new grid points to the rows already in the result file of "
+        "this tag (same seeds / epochs / dtype; a point run again replaces "
+        "the old row)",
+    )
     args = parser.parse_args()
 
     home = None
@@ -393,13 +528,37 @@ def main():
 
         previous = previous_rows(name, args) if args.append else []
 
-        def write(rows, final=False, name=name, data=data, start=start, load_before=load_before,
-                  previous=previous):
-            write_dataset(name, data, merge_rows(previous, rows), args, time.perf_counter() - start,
-                          load_before, final)
+        def write(
+            rows,
+            final=False,
+            name=name,
+            data=data,
+            start=start,
+            load_before=load_before,
+            previous=previous,
+        ):
+            write_dataset(
+                name,
+                data,
+                merge_rows(previous, rows),
+                args,
+                time.perf_counter() - start,
+                load_before,
+                final,
+            )
 
-        rows = run_dataset(name, data, args.fairness, args.eps, args.lams, args.seeds, args.epochs,
-                           args.solver, dtype=args.dtype, on_row=write)
+        rows = run_dataset(
+            name,
+            data,
+            args.fairness,
+            args.eps,
+            args.lams,
+            args.seeds,
+            args.epochs,
+            args.solver,
+            dtype=args.dtype,
+            on_row=write,
+        )
         if rows:
             write(rows, final=True)
     if tmp is not None:

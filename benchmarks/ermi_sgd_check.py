@@ -12,7 +12,6 @@ Usage (from the benchmarks folder): ``python ermi_sgd_check.py``.
 from __future__ import annotations
 
 import numpy as np
-
 from _common import write_results
 from ermi_adult_tradeoff import INF, fit_one, load_adult_protocol
 
@@ -26,7 +25,7 @@ def numpy_sgd(data, epochs, lr=0.005, batch=1024, seed=0):
     for epoch in range(1, max(epochs) + 1):
         order = rng.permutation(n)
         for k in range(0, n, batch):
-            idx = order[k:k + batch]
+            idx = order[k : k + batch]
             g = 1.0 / (1.0 + np.exp(-(X[idx] @ w + b))) - y[idx]
             w -= lr * X[idx].T @ g / len(idx)
             b -= lr * g.mean()
@@ -39,17 +38,27 @@ def main():
     data = load_adult_protocol()
     rows = []
     for epoch, error in numpy_sgd(data, (100, 200)).items():
-        rows.append({"method": "numpy minibatch SGD (shuffle)", "epochs": epoch, "test error": error})
+        rows.append(
+            {"method": "numpy minibatch SGD (shuffle)", "epochs": epoch, "test error": error}
+        )
     for epoch in (100, 200):
         run = fit_one(data, "dp", INF, 0.0, 0, epoch)
-        rows.append({"method": "fairest sgda, lambda=0", "epochs": epoch, "test error": run["error"]})
+        rows.append(
+            {"method": "fairest sgda, lambda=0", "epochs": epoch, "test error": run["error"]}
+        )
     run = fit_one(data, "dp", INF, 0.0, 0, 1, solver="full-batch", max_iter=500)
-    rows.append({"method": "fairest full-batch (L-BFGS)", "epochs": "-", "test error": run["error"]})
+    rows.append(
+        {"method": "fairest full-batch (L-BFGS)", "epochs": "-", "test error": run["error"]}
+    )
     rows.append({"method": "authors (spec 9.5), 200 epochs", "epochs": 200, "test error": 0.1555})
     for row in rows:
         print(row)
-    write_results("ermi_sgd_check", rows, ["method", "epochs", "test error"],
-                  "Adult, lambda = 0, non-private, eta 0.005, batch 1024, zeros init, seed 0.")
+    write_results(
+        "ermi_sgd_check",
+        rows,
+        ["method", "epochs", "test error"],
+        "Adult, lambda = 0, non-private, eta 0.005, batch 1024, zeros init, seed 0.",
+    )
 
 
 if __name__ == "__main__":

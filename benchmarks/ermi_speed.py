@@ -50,8 +50,8 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-
 from _common import RESULTS, best_time, write_results
+
 from fairest.datasets import make_grouped_classification
 from fairest.ermi import ERMIClassifier
 
@@ -69,7 +69,9 @@ def set_venv(path):
 
 def ensure_opacus_venv():
     if VENV_PYTHON.exists():
-        check = subprocess.run([str(VENV_PYTHON), "-c", "import opacus, torch"], capture_output=True)
+        check = subprocess.run(
+            [str(VENV_PYTHON), "-c", "import opacus, torch"], capture_output=True
+        )
         if check.returncode == 0:
             return
     print(f"creating {VENV} (torch==2.13.0 CPU + opacus)", flush=True)
@@ -82,11 +84,22 @@ def _load():
 
 
 def _model(epochs, batch, lam, unit, dtype="float64"):
-    return ERMIClassifier(lam, solver="sgda", dp_epsilon=1.0, n_epochs=epochs, batch_size=batch,
-                          clip_norm=CLIP, privacy_unit=unit, random_state=0, dtype=dtype)
+    return ERMIClassifier(
+        lam,
+        solver="sgda",
+        dp_epsilon=1.0,
+        n_epochs=epochs,
+        batch_size=batch,
+        clip_norm=CLIP,
+        privacy_unit=unit,
+        random_state=0,
+        dtype=dtype,
+    )
 
 
-def time_fairest(X, y, s, batch, epochs, repeats, lam=1.0, unit="sensitive", dtype="float64", warm=False):
+def time_fairest(
+    X, y, s, batch, epochs, repeats, lam=1.0, unit="sensitive", dtype="float64", warm=False
+):
     """(seconds per epoch warm, marginal seconds per epoch, cold first fit seconds, warm 1-epoch fit
     seconds, model).
 
@@ -95,6 +108,7 @@ def time_fairest(X, y, s, batch, epochs, repeats, lam=1.0, unit="sensitive", dty
     "marginal" is ``(fit(epochs) - fit(1)) / (epochs - 1)``, the cost of one more epoch, which
     is what the opacus side times (its epoch loop only). With ``warm`` (a later round) the cold
     fit is skipped (NaN)."""
+
     def fit(n_epochs):
         return _model(n_epochs, batch, lam, unit, dtype).fit(X, y, sensitive_features=s)
 
@@ -116,9 +130,19 @@ def time_opacus(X, y, batch, noise, epochs, repeats):
         path = Path(tmp) / "data.npz"
         np.savez(path, X=X, y=y)
         result = subprocess.run(
-            [str(VENV_PYTHON), str(HERE / "ermi_speed_opacus.py"), str(path), str(batch),
-             repr(noise), repr(CLIP), str(epochs), str(repeats)],
-            capture_output=True, text=True, check=False,
+            [
+                str(VENV_PYTHON),
+                str(HERE / "ermi_speed_opacus.py"),
+                str(path),
+                str(batch),
+                repr(noise),
+                repr(CLIP),
+                str(epochs),
+                str(repeats),
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
         )
     if result.returncode != 0:
         raise RuntimeError(f"opacus subprocess failed:\n{result.stderr[-3000:]}")
@@ -139,19 +163,24 @@ def compare(n, d, batch, epochs, repeats, opacus_epochs, rounds=1):
     torch_runs = []
     for r in range(rounds):  # interleaved: every round times all fairest variants, then opacus
         for label, lam, unit, dtype in variants:
-            sec, _, cold, one, model = time_fairest(X, y, s, batch, epochs, repeats, lam, unit, dtype,
-                                                    warm=r > 0)
+            sec, _, cold, one, model = time_fairest(
+                X, y, s, batch, epochs, repeats, lam, unit, dtype, warm=r > 0
+            )
             prev = best.get(label, {})
-            record = {"sec": min(sec, prev.get("sec", np.inf)),
-                      "one": min(one, prev.get("one", np.inf)),
-                      "cold": prev.get("cold", cold),
-                      "load": _load() if sec < prev.get("sec", np.inf) else prev["load"]}
+            record = {
+                "sec": min(sec, prev.get("sec", np.inf)),
+                "one": min(one, prev.get("one", np.inf)),
+                "cold": prev.get("cold", cold),
+                "load": _load() if sec < prev.get("sec", np.inf) else prev["load"],
+            }
             # marginal epoch from the best times over all rounds (a difference of per-round
             # bests would pick the rounds where the 1-epoch fit was slowed down)
             record["marginal"] = (record["sec"] * epochs - record["one"]) / (epochs - 1)
             best[label] = record
             if label.startswith("fairest DP-FERMI (") and noise is None:
-                noise = model.sigma_theta_ * min(batch, n) / CLIP  # same std on the averaged gradient
+                noise = (
+                    model.sigma_theta_ * min(batch, n) / CLIP
+                )  # same std on the averaged gradient
                 sigmas = (model.sigma_theta_, model.sigma_w_)
         torch_runs.append((time_opacus(X, y, batch, noise, opacus_epochs, repeats), _load()))
         print(f"round {r}: {best} opacus {torch_runs[-1]}", flush=True)
@@ -166,23 +195,44 @@ def compare(n, d, batch, epochs, repeats, opacus_epochs, rounds=1):
 
     fastest_opacus = min(best_opacus("opacus_dataloader"), best_opacus("opacus_tensor"))
     rows = []
-    entries = [(label, rec["sec"], rec["marginal"], rec["cold"], rec["one"], rec["load"])
-               for label, rec in best.items()]
-    entries += [("opacus dataloader (Poisson)", best_opacus("opacus_dataloader"), "", "", "", load_torch),
-                ("opacus tensor batches", best_opacus("opacus_tensor"), "", "", "", load_torch)]
+    entries = [
+        (label, rec["sec"], rec["marginal"], rec["cold"], rec["one"], rec["load"])
+        for label, rec in best.items()
+    ]
+    entries += [
+        ("opacus dataloader (Poisson)", best_opacus("opacus_dataloader"), "", "", "", load_torch),
+        ("opacus tensor batches", best_opacus("opacus_tensor"), "", "", "", load_torch),
+    ]
     for label, sec, marginal, cold_s, one_s, load in entries:
-        rows.append({
-            "n": n, "d": d, "batch": batch, "method": label, "s/epoch": sec,
-            "samples/s": n / sec, "speed-up vs fastest opacus": fastest_opacus / sec,
-            "marginal s/epoch": marginal,
-            "speed-up (marginal)": fastest_opacus / marginal if marginal != "" else "",
-            "cold first fit (s)": cold_s, "warm 1-epoch fit (s)": one_s,
-            "load avg (1, 5, 15 min)": str(load),
-        })
-    info = {"opacus": torch_out, "opacus_rounds": [run for run, _ in torch_runs], "noise_multiplier": noise,
-            "sigma_theta": sigmas[0], "sigma_w": sigmas[1], "torch": torch_out["torch"],
-            "torch_threads": torch_out["threads"], "load_before": load0, "rounds": rounds,
-            "fairest_epochs_timed": epochs, "opacus_epochs_timed": opacus_epochs}
+        rows.append(
+            {
+                "n": n,
+                "d": d,
+                "batch": batch,
+                "method": label,
+                "s/epoch": sec,
+                "samples/s": n / sec,
+                "speed-up vs fastest opacus": fastest_opacus / sec,
+                "marginal s/epoch": marginal,
+                "speed-up (marginal)": fastest_opacus / marginal if marginal != "" else "",
+                "cold first fit (s)": cold_s,
+                "warm 1-epoch fit (s)": one_s,
+                "load avg (1, 5, 15 min)": str(load),
+            }
+        )
+    info = {
+        "opacus": torch_out,
+        "opacus_rounds": [run for run, _ in torch_runs],
+        "noise_multiplier": noise,
+        "sigma_theta": sigmas[0],
+        "sigma_w": sigmas[1],
+        "torch": torch_out["torch"],
+        "torch_threads": torch_out["threads"],
+        "load_before": load0,
+        "rounds": rounds,
+        "fairest_epochs_timed": epochs,
+        "opacus_epochs_timed": opacus_epochs,
+    }
     return rows, info
 
 
@@ -191,10 +241,19 @@ def scaling(sizes, d, batch, epochs, repeats):
     for n in sizes:
         X, y, s = make_grouped_classification(n, d, 2, random_state=0)
         per_epoch, marginal, cold, one, _ = time_fairest(X, y, s, batch, epochs, repeats)
-        rows.append({"n": n, "d": d, "batch": batch, "s/epoch": per_epoch, "samples/s": n / per_epoch,
-                     "marginal s/epoch": marginal,
-                     "cold first fit (s)": cold, "warm 1-epoch fit (s)": one,
-                     "load avg (1, 5, 15 min)": str(_load())})
+        rows.append(
+            {
+                "n": n,
+                "d": d,
+                "batch": batch,
+                "s/epoch": per_epoch,
+                "samples/s": n / per_epoch,
+                "marginal s/epoch": marginal,
+                "cold first fit (s)": cold,
+                "warm 1-epoch fit (s)": one,
+                "load avg (1, 5, 15 min)": str(_load()),
+            }
+        )
         print(rows[-1], flush=True)
         del X, y, s
     return rows
@@ -230,9 +289,14 @@ def main():
     parser.add_argument("--scaling", type=int, nargs="*", default=[10_000, 100_000, 1_000_000])
     parser.add_argument("--scaling-d", type=int, default=100)
     parser.add_argument("--scaling-epochs", type=int, default=2)
-    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (fairest, opacus)")
-    parser.add_argument("--reference-venv", default=None,
-                        help="venv with torch + opacus (created if missing); default benchmarks/.venvs/opacus")
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="interleaved rounds (fairest, opacus)"
+    )
+    parser.add_argument(
+        "--reference-venv",
+        default=None,
+        help="venv with torch + opacus (created if missing); default benchmarks/.venvs/opacus",
+    )
     args = parser.parse_args()
 
     if args.reference_venv:
@@ -241,14 +305,21 @@ def main():
     rows, infos = [], []
     for d in args.d:
         for batch in args.batch:
-            part, info = compare(args.n, d, batch, args.epochs, args.repeats, args.opacus_epochs, args.rounds)
+            part, info = compare(
+                args.n, d, batch, args.epochs, args.repeats, args.opacus_epochs, args.rounds
+            )
             rows += part
             infos.append({"d": d, "batch": batch, **info})
             for r in part:
                 print(r, flush=True)
-    ratios = {(r["d"], r["batch"], "float32" if "float32" in r["method"] else "float64"):
-              (r["speed-up vs fastest opacus"], r["speed-up (marginal)"])
-              for r in rows if r["method"].startswith("fairest DP-FERMI")}
+    ratios = {
+        (r["d"], r["batch"], "float32" if "float32" in r["method"] else "float64"): (
+            r["speed-up vs fastest opacus"],
+            r["speed-up (marginal)"],
+        )
+        for r in rows
+        if r["method"].startswith("fairest DP-FERMI")
+    }
     notes = (
         f"Samples/s of one epoch, warm (best over {args.rounds} interleaved rounds x {args.repeats} "
         f"repeats; fairest timed over {args.epochs}-epoch fits and divided, opacus over "
@@ -267,20 +338,43 @@ def main():
         + f". Goal >= 5x. Noise and versions: {infos}. The 2 CPU cores are shared with other "
         "processes: see the load averages."
     )
-    columns = ["n", "d", "batch", "method", "s/epoch", "samples/s", "speed-up vs fastest opacus",
-               "marginal s/epoch", "speed-up (marginal)", "cold first fit (s)", "warm 1-epoch fit (s)",
-               "load avg (1, 5, 15 min)"]
+    columns = [
+        "n",
+        "d",
+        "batch",
+        "method",
+        "s/epoch",
+        "samples/s",
+        "speed-up vs fastest opacus",
+        "marginal s/epoch",
+        "speed-up (marginal)",
+        "cold first fit (s)",
+        "warm 1-epoch fit (s)",
+        "load avg (1, 5, 15 min)",
+    ]
     write_results("ermi_speed", rows, columns, notes)
     payload = json.loads((RESULTS / "ermi_speed.json").read_text())
     payload["config"] = {**vars(args), "runs": infos}
     (RESULTS / "ermi_speed.json").write_text(json.dumps(payload, indent=2))
 
     if args.scaling:
-        srows = scaling(args.scaling, args.scaling_d, args.batch[0], args.scaling_epochs, args.repeats)
+        srows = scaling(
+            args.scaling, args.scaling_d, args.batch[0], args.scaling_epochs, args.repeats
+        )
         write_results(
-            "ermi_speed_scaling", srows,
-            ["n", "d", "batch", "s/epoch", "samples/s", "marginal s/epoch", "cold first fit (s)",
-             "warm 1-epoch fit (s)", "load avg (1, 5, 15 min)"],
+            "ermi_speed_scaling",
+            srows,
+            [
+                "n",
+                "d",
+                "batch",
+                "s/epoch",
+                "samples/s",
+                "marginal s/epoch",
+                "cold first fit (s)",
+                "warm 1-epoch fit (s)",
+                "load avg (1, 5, 15 min)",
+            ],
             f"fairest DP-FERMI (lam=1, eps=1, demographic parity, 2 groups) epoch time vs rows; "
             f"warm, best of {args.repeats} fits of {args.scaling_epochs} epochs, divided.",
         )

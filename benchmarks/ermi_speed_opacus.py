@@ -36,8 +36,12 @@ def _private(X, y, batch, noise, clip, poisson):
     loader = DataLoader(TensorDataset(X, y), batch_size=batch, shuffle=not poisson)
     engine = PrivacyEngine(accountant="rdp")
     model, optimizer, loader = engine.make_private(
-        module=model, optimizer=optimizer, data_loader=loader,
-        noise_multiplier=noise, max_grad_norm=clip, poisson_sampling=poisson,
+        module=model,
+        optimizer=optimizer,
+        data_loader=loader,
+        noise_multiplier=noise,
+        max_grad_norm=clip,
+        poisson_sampling=poisson,
     )
     return model, optimizer, loader
 
@@ -73,7 +77,7 @@ def _time_tensor(X, y, batch, noise, clip, loss_fn, epochs, repeats):
         for _ in range(epochs):
             order = torch.randperm(n, generator=generator)
             for k in range(0, n, batch):
-                idx = order[k:k + batch]
+                idx = order[k : k + batch]
                 _step(model, optimizer, loss_fn, X[idx], y[idx])
         times.append((time.perf_counter() - start) / epochs)
     return min(times)
@@ -98,9 +102,11 @@ def main():
             torch.set_num_threads(threads)
             suffix = "" if threads == default_threads else f"_{threads}thread"
             out["opacus_dataloader" + suffix] = _time_dataloader(
-                X, y, batch, noise, clip, loss_fn, epochs, repeats)
+                X, y, batch, noise, clip, loss_fn, epochs, repeats
+            )
             out["opacus_tensor" + suffix] = _time_tensor(
-                X, y, batch, noise, clip, loss_fn, epochs, repeats)
+                X, y, batch, noise, clip, loss_fn, epochs, repeats
+            )
     print(json.dumps(out))
 
 

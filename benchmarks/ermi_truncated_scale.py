@@ -67,9 +67,9 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 import numpy as np
-
 from _common import RESULTS, write_results
 from ermi_adult_tradeoff import REFERENCE, load_adult_protocol
+
 from fairest.ermi import ERMIClassifier
 from fairest.metrics import demographic_parity_violation
 
@@ -126,8 +126,14 @@ def compare_at(theta, X, s0):
     inner = jnp.sum(gE * gT)
     nE, nT = jnp.sqrt(jnp.sum(gE * gE)), jnp.sqrt(jnp.sum(gT * gT))
     return {
-        "q": q, "gap g": q0 - q1, "E": E, "T": T, "|grad E|": nE, "|grad T|": nT,
-        "cos(grad E, grad T)": inner / (nE * nT), "lambda ratio": inner / (nE * nE),
+        "q": q,
+        "gap g": q0 - q1,
+        "E": E,
+        "T": T,
+        "|grad E|": nE,
+        "|grad T|": nT,
+        "cos(grad E, grad T)": inner / (nE * nT),
+        "lambda ratio": inner / (nE * nE),
         "closed": closed_forms(q, q0 - q1, jnp.mean(s0)),
     }
 
@@ -155,7 +161,11 @@ def saddle(theta, W, Xb, yb, s0b, valid, inv_sqrt_p0, inv_sqrt_p1, lam, truncate
         F = jnp.stack([1.0 - prob, prob], axis=1)
         own = jnp.where(s0b[:, None] > 0, W[0], W[1])
         scale = jnp.where(s0b > 0, inv_sqrt_p0, inv_sqrt_p1)
-        psi = -jnp.sum(jnp.sum(W**2, axis=0) * F, axis=1) + 2.0 * scale * jnp.sum(own * F, axis=1) - 1.0
+        psi = (
+            -jnp.sum(jnp.sum(W**2, axis=0) * F, axis=1)
+            + 2.0 * scale * jnp.sum(own * F, axis=1)
+            - 1.0
+        )
     return jnp.sum(valid * (loss + lam * psi)) / jnp.sum(valid)
 
 
@@ -177,7 +187,9 @@ def train_sgda(key, X, y, s0, lam, *, epochs, truncated):
         def step(carry, j):
             theta, W = carry
             idx = blocks[j]
-            g_theta, g_W = grad(theta, W, X[idx], y[idx], s0[idx], valid[j], inv0, inv1, lam, truncated)
+            g_theta, g_W = grad(
+                theta, W, X[idx], y[idx], s0[idx], valid[j], inv0, inv1, lam, truncated
+            )
             W = W + LR_W * g_W
             W = W * jnp.minimum(1.0, RADIUS / jnp.maximum(jnp.sqrt(jnp.sum(W * W)), 1e-300))
             return (theta - LR_THETA * g_theta, W), None
@@ -193,14 +205,24 @@ def scores(theta, data):
     """Test error and test DP violation of the hard predictions (spec 8)."""
     pred = (data["X_test"] @ theta[1:] + theta[0] > 0).astype(int)
     y, s = data["y_test"], data["s_test"]
-    return float(np.mean(pred != y)), float(demographic_parity_violation(y, pred, sensitive_features=s))
+    return float(np.mean(pred != y)), float(
+        demographic_parity_violation(y, pred, sensitive_features=s)
+    )
 
 
 def fairest_theta(data, lam, seed, epochs):
     """fairest's SGDA fit (estimator defaults of the paper protocol) as a flat (intercept, coef)."""
-    model = ERMIClassifier(lam, solver="sgda", alpha=0.0, batch_size=BATCH, n_epochs=epochs,
-                           learning_rate=LR_THETA, dual_learning_rate=LR_W, dual_radius=RADIUS,
-                           random_state=seed)
+    model = ERMIClassifier(
+        lam,
+        solver="sgda",
+        alpha=0.0,
+        batch_size=BATCH,
+        n_epochs=epochs,
+        learning_rate=LR_THETA,
+        dual_learning_rate=LR_W,
+        dual_radius=RADIUS,
+        random_state=seed,
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model.fit(data["X_train"], data["y_train"], sensitive_features=data["s_train"])
@@ -214,19 +236,32 @@ def part_path(data, s0, epochs):
     checkpoints = sorted({1, 10, 50, 100, epochs} & set(range(1, epochs + 1)))
     for lam in (0.0, 1.0, 2.5):
         for e in checkpoints:
-            row = {"part": "path", "model": "fairest full ERMI (SGDA)", "g0": "Male", "lambda": lam,
-                   "epochs": e, "seeds": 1}
+            row = {
+                "part": "path",
+                "model": "fairest full ERMI (SGDA)",
+                "g0": "Male",
+                "lambda": lam,
+                "epochs": e,
+                "seeds": 1,
+            }
             row.update(describe(fairest_theta(data, lam, 0, e), X, s0))
             rows.append(row)
-            print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}, flush=True)
+            print(
+                {k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()},
+                flush=True,
+            )
     return rows
 
 
 def mean_row(thetas, data, X, s0):
     errors, violations = zip(*(scores(t, data) for t in thetas))
     described = [describe(t, X, s0) for t in thetas]
-    row = {"error": float(np.mean(errors)), "error std": float(np.std(errors)),
-           "DP violation": float(np.mean(violations)), "DP violation std": float(np.std(violations))}
+    row = {
+        "error": float(np.mean(errors)),
+        "error std": float(np.std(errors)),
+        "DP violation": float(np.mean(violations)),
+        "DP violation std": float(np.std(violations)),
+    }
     for key in described[0]:
         row[key] = float(np.mean([r[key] for r in described]))
     return row
@@ -239,10 +274,20 @@ def part_truncated(data, epochs, seeds, lambdas):
         s0 = jnp.asarray((data["s_train"] == g0).astype(np.float64))
         for lam in lambdas:
             start = time.perf_counter()
-            thetas = [np.asarray(train_sgda(jax.random.key(seed), X, y, s0, lam, epochs=epochs, truncated=True))
-                      for seed in range(seeds)]
-            row = {"part": "truncated", "model": "truncated T (SGDA, shuffle)", "g0": g0, "lambda": lam,
-                   "epochs": epochs, "seeds": seeds}
+            thetas = [
+                np.asarray(
+                    train_sgda(jax.random.key(seed), X, y, s0, lam, epochs=epochs, truncated=True)
+                )
+                for seed in range(seeds)
+            ]
+            row = {
+                "part": "truncated",
+                "model": "truncated T (SGDA, shuffle)",
+                "g0": g0,
+                "lambda": lam,
+                "epochs": epochs,
+                "seeds": seeds,
+            }
             row.update(mean_row(thetas, data, X, s0))
             row["mapped lambda (full ERMI)"] = lam * row["lambda ratio"]
             ref = REFERENCE.get(("adult", "dp", INF, lam))
@@ -250,14 +295,31 @@ def part_truncated(data, epochs, seeds, lambdas):
             row["s/fit"] = (time.perf_counter() - start) / seeds
             row["load avg"] = str(tuple(round(v, 2) for v in os.getloadavg()))
             rows.append(row)
-            print(g0, lam, round(row["error"], 4), round(row["DP violation"], 4),
-                  "mapped", round(row["mapped lambda (full ERMI)"], 3), flush=True)
+            print(
+                g0,
+                lam,
+                round(row["error"], 4),
+                round(row["DP violation"], 4),
+                "mapped",
+                round(row["mapped lambda (full ERMI)"], 3),
+                flush=True,
+            )
     s0 = jnp.asarray((data["s_train"] == "Male").astype(np.float64))
     for lam in (0.0, 1.0):  # the same loop on the full ERMI: the trainer is not the difference
-        thetas = [np.asarray(train_sgda(jax.random.key(seed), X, y, s0, lam, epochs=epochs, truncated=False))
-                  for seed in range(seeds)]
-        row = {"part": "truncated", "model": "full E through the same loop (check)", "g0": "Male",
-               "lambda": lam, "epochs": epochs, "seeds": seeds}
+        thetas = [
+            np.asarray(
+                train_sgda(jax.random.key(seed), X, y, s0, lam, epochs=epochs, truncated=False)
+            )
+            for seed in range(seeds)
+        ]
+        row = {
+            "part": "truncated",
+            "model": "full E through the same loop (check)",
+            "g0": "Male",
+            "lambda": lam,
+            "epochs": epochs,
+            "seeds": seeds,
+        }
         row.update(mean_row(thetas, data, X, s0))
         rows.append(row)
         print("full-check", lam, round(row["error"], 4), round(row["DP violation"], 4), flush=True)
@@ -271,15 +333,31 @@ def part_verify(data, epochs, seeds, mapped):
     for lam_t, lam, how in mapped:
         start = time.perf_counter()
         thetas = [fairest_theta(data, lam, seed, epochs) for seed in range(seeds)]
-        row = {"part": "verify", "model": "fairest full ERMI (SGDA)", "g0": "Male", "lambda": lam,
-               "paper lambda": lam_t, "epochs": epochs, "seeds": seeds, "lambda from": how}
+        row = {
+            "part": "verify",
+            "model": "fairest full ERMI (SGDA)",
+            "g0": "Male",
+            "lambda": lam,
+            "paper lambda": lam_t,
+            "epochs": epochs,
+            "seeds": seeds,
+            "lambda from": how,
+        }
         row.update(mean_row(thetas, data, X, s0))
         ref = REFERENCE.get(("adult", "dp", INF, lam_t))
         row["paper error"], row["paper DP"] = ref if ref else ("", "")
         row["s/fit"] = (time.perf_counter() - start) / seeds
         row["load avg"] = str(tuple(round(v, 2) for v in os.getloadavg()))
         rows.append(row)
-        print("verify", lam_t, lam, round(row["error"], 4), round(row["DP violation"], 4), ref, flush=True)
+        print(
+            "verify",
+            lam_t,
+            lam,
+            round(row["error"], 4),
+            round(row["DP violation"], 4),
+            ref,
+            flush=True,
+        )
     return rows
 
 
@@ -287,7 +365,11 @@ def mapping_from(rows, cap):
     """Paper lambda -> full-ERMI lambda from the truncated (g0 = Male) end points (capped)."""
     out = []
     for row in rows:
-        if row["part"] == "truncated" and row["g0"] == "Male" and row["model"].startswith("truncated"):
+        if (
+            row["part"] == "truncated"
+            and row["g0"] == "Male"
+            and row["model"].startswith("truncated")
+        ):
             lam_t, mapped = row["lambda"], row["mapped lambda (full ERMI)"]
             if lam_t > 0 and lam_t in PAPER_LAMBDAS:
                 value = mapped if 0 < mapped < cap else cap
@@ -295,10 +377,35 @@ def mapping_from(rows, cap):
     return out
 
 
-COLUMNS = ["part", "model", "g0", "lambda", "paper lambda", "lambda from", "epochs", "seeds", "error", "error std",
-           "DP violation", "DP violation std", "paper error", "paper DP", "q", "gap g", "E", "T",
-           "|grad E|", "|grad T|", "cos(grad E, grad T)", "lambda ratio", "gap ratio dT/dg / dE/dg",
-           "mapped lambda (full ERMI)", "closed-form error", "s/fit", "load avg"]
+COLUMNS = [
+    "part",
+    "model",
+    "g0",
+    "lambda",
+    "paper lambda",
+    "lambda from",
+    "epochs",
+    "seeds",
+    "error",
+    "error std",
+    "DP violation",
+    "DP violation std",
+    "paper error",
+    "paper DP",
+    "q",
+    "gap g",
+    "E",
+    "T",
+    "|grad E|",
+    "|grad T|",
+    "cos(grad E, grad T)",
+    "lambda ratio",
+    "gap ratio dT/dg / dE/dg",
+    "mapped lambda (full ERMI)",
+    "closed-form error",
+    "s/fit",
+    "load avg",
+]
 
 
 def write(rows, args, total, status):
@@ -327,9 +434,14 @@ def write(rows, args, total, status):
     write_results("ermi_truncated_scale", rows, COLUMNS, notes)
     path = RESULTS / "ermi_truncated_scale.json"
     payload = json.loads(path.read_text())
-    payload["config"] = {"seeds": args.seeds, "epochs": args.epochs,
-                         "parts": sorted({row["part"] for row in rows}), "parts of the latest run": args.parts,
-                         "mapping cap": args.cap, "seconds of the latest run": total}
+    payload["config"] = {
+        "seeds": args.seeds,
+        "epochs": args.epochs,
+        "parts": sorted({row["part"] for row in rows}),
+        "parts of the latest run": args.parts,
+        "mapping cap": args.cap,
+        "seconds of the latest run": total,
+    }
     path.write_text(json.dumps(payload, indent=2))
 
 
@@ -341,28 +453,47 @@ def previous_rows():
 
 def merged(previous, new):
     """``previous`` with the rows of ``new`` added; a (part, model, g0, lambda) run again replaces the old row."""
+
     def key(row):
         return row["part"], row["model"], row["g0"], float(row["lambda"]), row.get("epochs")
 
     fresh = {key(r) for r in new}
     order = {"path": 0, "truncated": 1, "verify": 2}
     rows = [r for r in previous if key(r) not in fresh] + new
-    return sorted(rows, key=lambda r: (order[r["part"]], r["model"], r["g0"], float(r["lambda"]), r["epochs"]))
+    return sorted(
+        rows, key=lambda r: (order[r["part"]], r["model"], r["g0"], float(r["lambda"]), r["epochs"])
+    )
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--epochs", type=int, default=200)
-    parser.add_argument("--parts", nargs="+", default=["path", "truncated", "verify"],
-                        choices=["path", "truncated", "verify"])
-    parser.add_argument("--cap", type=float, default=40.0,
-                        help="largest full-ERMI lambda verified (the local mapping diverges at parity)")
-    parser.add_argument("--verify-extra", nargs="*", type=float, default=[10.0, 15.0, 25.0],
-                        help="further full-ERMI lambdas verified against the paper's lambda = 1 point "
-                             "(where the local mapping is furthest off)")
-    parser.add_argument("--append", action="store_true",
-                        help="keep the rows of the existing result file (parts not run stay)")
+    parser.add_argument(
+        "--parts",
+        nargs="+",
+        default=["path", "truncated", "verify"],
+        choices=["path", "truncated", "verify"],
+    )
+    parser.add_argument(
+        "--cap",
+        type=float,
+        default=40.0,
+        help="largest full-ERMI lambda verified (the local mapping diverges at parity)",
+    )
+    parser.add_argument(
+        "--verify-extra",
+        nargs="*",
+        type=float,
+        default=[10.0, 15.0, 25.0],
+        help="further full-ERMI lambdas verified against the paper's lambda = 1 point "
+        "(where the local mapping is furthest off)",
+    )
+    parser.add_argument(
+        "--append",
+        action="store_true",
+        help="keep the rows of the existing result file (parts not run stay)",
+    )
     args = parser.parse_args()
     data = load_adult_protocol()
     previous = previous_rows() if args.append else []

@@ -22,12 +22,10 @@ from sklearn import config_context
 from sklearn.compose import ColumnTransformer, make_column_selector
 from sklearn.metrics import accuracy_score
 from sklearn.model_selection import train_test_split
-from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
-from fairest.ermi import ERMIClassifier
-from fairest.reweighting import BADRClassifier, GroupWeightedClassifier
 from fairest.datasets import load_adult
+from fairest.ermi import ERMIClassifier
 from fairest.metrics import demographic_parity_difference
 from fairest.plot import (
     make_simplex_evaluator,
@@ -35,6 +33,7 @@ from fairest.plot import (
     plot_pareto_frontier,
     plot_simplex_unfairness,
 )
+from fairest.reweighting import BADRClassifier, GroupWeightedClassifier
 
 OUT = Path(__file__).resolve().parents[1] / "docs" / "_static"
 N_ROWS = 4000
@@ -98,7 +97,10 @@ def pareto_example():
     start = time.perf_counter()
     table = pareto_table()
     ax = plot_pareto_frontier(
-        table, x="demographic parity difference", config="setting", annotate="setting",
+        table,
+        x="demographic parity difference",
+        config="setting",
+        annotate="setting",
         title="Adult (sex), test split: mean and 95% CI over 3 splits",
     )
     ax.figure.savefig(OUT / "plot_pareto_frontier.png", dpi=110)
@@ -111,8 +113,11 @@ def cdfs_example():
     Z_tr, Z_te = encoder.transform(X_tr), encoder.transform(X_te)
     model = GroupWeightedClassifier().fit(Z_tr, y_tr, sensitive_features=s_tr["sex"])
     ax = plot_group_score_cdfs(
-        model.decision_function(Z_te), sensitive_features=s_te["sex"], interval=(0.0, 0.25),
-        threshold=0.0, title="Adult test scores of logistic regression, top 25 % band shaded",
+        model.decision_function(Z_te),
+        sensitive_features=s_te["sex"],
+        interval=(0.0, 0.25),
+        threshold=0.0,
+        title="Adult test scores of logistic regression, top 25 % band shaded",
     )
     ax.figure.savefig(OUT / "plot_group_score_cdfs.png", dpi=110)
 
@@ -131,7 +136,10 @@ def simplex_example():
         (right, race, 20, "three groups (race)"),
     ):
         evaluate = make_simplex_evaluator(
-            GroupWeightedClassifier(), Z_tr, y_tr, sensitive_features=groups,
+            GroupWeightedClassifier(),
+            Z_tr,
+            y_tr,
+            sensitive_features=groups,
             metric="individual_fairness",
         )
         badr = BADRClassifier(metric="individual_fairness").fit(
@@ -139,9 +147,13 @@ def simplex_example():
         )
         shares = np.array([np.mean(groups == g) for g in evaluate.groups])
         plot_simplex_unfairness(
-            evaluate, chosen_weights=badr.group_weights_, resolution=resolution, ax=ax,
+            evaluate,
+            chosen_weights=badr.group_weights_,
+            resolution=resolution,
+            ax=ax,
             metric_label="individual fairness (train)",
-            reference_weights={"pooled (ERM)": shares}, title=title,
+            reference_weights={"pooled (ERM)": shares},
+            title=title,
         )
         n_fits += evaluate.n_evaluations
     figure.suptitle(

@@ -16,7 +16,6 @@ from fairest.reweighting import (
     GroupWeightedClassifier,
     GroupWeightedRegressor,
 )
-
 from fairest.utils._show_versions import show_versions
 
 __version__ = "0.1.0.dev0"  # the one source: pyproject.toml reads it (dynamic version)

@@ -1,17 +1,18 @@
 """The ``fairest compare`` job: fit every available method on one dataset, side by side.
 
 :data:`METHODS` (name -> :class:`Method`) is the list of compared methods, written out
-below: adding a method is adding one entry. A method is a factory of an unfitted estimator; the job wraps it in the same preprocessing
-Pipeline, routes ``sensitive_features`` through metadata routing, times ``fit`` and scores
-the held-out split.
+below: adding a method is adding one entry. A method is a factory of an unfitted
+estimator; the job wraps it in the same preprocessing Pipeline, routes
+``sensitive_features`` through metadata routing, times ``fit`` and scores the held-out
+split.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -48,7 +49,9 @@ class Method:
 
 
 def _describe_group_weights(estimator) -> str:
-    weights = ", ".join(f"{label}: {w:.3f}" for label, w in zip(estimator.groups_, estimator.group_weights_))
+    weights = ", ".join(
+        f"{label}: {w:.3f}" for label, w in zip(estimator.groups_, estimator.group_weights_)
+    )
     return f"group weights {weights}"
 
 
@@ -62,7 +65,9 @@ def _describe_privacy(estimator) -> str:
 
 
 METHODS: dict[str, Method] = {
-    "erm": Method("ERM (logistic regression)", "classification", lambda seed: GroupWeightedClassifier()),
+    "erm": Method(
+        "ERM (logistic regression)", "classification", lambda seed: GroupWeightedClassifier()
+    ),
     "erm-balanced": Method(
         "Group-balanced logistic regression",
         "classification",
@@ -78,7 +83,9 @@ METHODS: dict[str, Method] = {
     "erm-best-group": Method(
         "Best single group (least demographic parity)",
         "classification",
-        lambda seed: GroupWeightedClassifier(weights="best_single_group", metric="demographic_parity"),
+        lambda seed: GroupWeightedClassifier(
+            weights="best_single_group", metric="demographic_parity"
+        ),
         describe=_describe_group_weights,
     ),
     "badr-dp": Method(

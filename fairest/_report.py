@@ -111,7 +111,11 @@ def _pareto_figure(table: pd.DataFrame, data, output: Path) -> Figure:
     legend = ax.get_legend()  # one entry per method: beside the axes, not over the points
     handles, labels = ax.get_legend_handles_labels()
     ax.legend(
-        handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small",
+        handles,
+        labels,
+        loc="upper left",
+        bbox_to_anchor=(1.02, 1.0),
+        fontsize="small",
         title=legend.get_title().get_text() if legend is not None else None,
     )
     path = output / "pareto.png"

@@ -31,15 +31,29 @@ def _load_bundled(name: str, sensitive: list[str] | None, test_size: float, seed
         test = datasets.load_adult(subset="test", as_frame=True)
         columns = _sensitive_columns(train.sensitive, sensitive, default="sex")
         return CompareData(
-            name, train.data, train.target.to_numpy(), train.sensitive[columns],
-            test.data, test.target.to_numpy(), test.sensitive[columns], "classification",
+            name,
+            train.data,
+            train.target.to_numpy(),
+            train.sensitive[columns],
+            test.data,
+            test.target.to_numpy(),
+            test.sensitive[columns],
+            "classification",
         )
     bunch = getattr(datasets, f"load_{name}")(as_frame=True)
     columns = _sensitive_columns(bunch.sensitive, sensitive, default=bunch.sensitive.columns[0])
     y = bunch.target.to_numpy()
-    strata = pd.Series(y).astype(str) + "|" + bunch.sensitive[columns].astype(str).agg("|".join, axis=1).to_numpy()
+    strata = (
+        pd.Series(y).astype(str)
+        + "|"
+        + bunch.sensitive[columns].astype(str).agg("|".join, axis=1).to_numpy()
+    )
     parts = train_test_split(
-        bunch.data, y, bunch.sensitive[columns], test_size=test_size, random_state=seed,
+        bunch.data,
+        y,
+        bunch.sensitive[columns],
+        test_size=test_size,
+        random_state=seed,
         stratify=strata if strata.value_counts().min() >= 2 else None,
     )
     X_train, X_test, y_train, y_test, s_train, s_test = parts
@@ -56,7 +70,9 @@ def _sensitive_columns(frame: pd.DataFrame, requested, default) -> list[str]:
     return columns
 
 
-def _load_csv(path: str, target: str | None, sensitive: list[str] | None, test_size: float, seed: int):
+def _load_csv(
+    path: str, target: str | None, sensitive: list[str] | None, test_size: float, seed: int
+):
     from sklearn.model_selection import train_test_split
 
     from fairest._compare import CompareData
@@ -103,9 +119,15 @@ def _load_csv(path: str, target: str | None, sensitive: list[str] | None, test_s
     _check_features(X.drop(columns=sensitive, errors="ignore"))
     strata = None
     if task == "classification":
-        cells = pd.Series(y).astype(str).to_numpy() + "|" + frame[sensitive].astype(str).agg("|".join, axis=1).to_numpy()
+        cells = (
+            pd.Series(y).astype(str).to_numpy()
+            + "|"
+            + frame[sensitive].astype(str).agg("|".join, axis=1).to_numpy()
+        )
         strata = cells if pd.Series(cells).value_counts().min() >= 2 else None
-    parts = train_test_split(X, y, frame[sensitive], test_size=test_size, random_state=seed, stratify=strata)
+    parts = train_test_split(
+        X, y, frame[sensitive], test_size=test_size, random_state=seed, stratify=strata
+    )
     X_train, X_test, y_train, y_test, s_train, s_test = parts
     return CompareData(Path(path).name, X_train, y_train, s_train, X_test, y_test, s_test, task)
 
@@ -164,7 +186,9 @@ def _check_output(folder: Path) -> None:
         probe.write_text("")
         probe.unlink()
     except OSError as error:
-        raise UserError(f"cannot write the report to {folder}: {error.strerror or error}.") from None
+        raise UserError(
+            f"cannot write the report to {folder}: {error.strerror or error}."
+        ) from None
 
 
 def _command_compare(args) -> int:
@@ -177,7 +201,9 @@ def _command_compare(args) -> int:
         return 0
     sensitive = args.sensitive.split(",") if args.sensitive else None
     if not 0.0 < args.test_size < 1.0:
-        raise UserError(f"--test-size must be a fraction strictly between 0 and 1; got {args.test_size:g}.")
+        raise UserError(
+            f"--test-size must be a fraction strictly between 0 and 1; got {args.test_size:g}."
+        )
     if args.data:
         data = _load_csv(args.data, args.target, sensitive, args.test_size, args.seed)
     else:
@@ -203,7 +229,10 @@ def _command_compare(args) -> int:
         file=sys.stderr,
     )
     comparison = run_comparison(
-        data, names, random_state=args.seed, progress=lambda m: print(m, file=sys.stderr, flush=True)
+        data,
+        names,
+        random_state=args.seed,
+        progress=lambda m: print(m, file=sys.stderr, flush=True),
     )
     table = comparison.table
     with pd.option_context("display.width", 200, "display.float_format", "{:.4f}".format):
@@ -230,17 +259,34 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fairest", description="Fairness-aware estimators.")
     commands = parser.add_subparsers(dest="command", required=True)
     listing = commands.add_parser("datasets", help="list bundled, cached and synthetic datasets")
-    listing.add_argument("--data-home", default=None, help="data cache folder (default: FAIREST_DATA or ~/fairest_data)")
+    listing.add_argument(
+        "--data-home",
+        default=None,
+        help="data cache folder (default: FAIREST_DATA or ~/fairest_data)",
+    )
     listing.set_defaults(run=_command_datasets)
     compare = commands.add_parser("compare", help="fit the available methods side by side")
-    compare.add_argument("--dataset", default="adult", help=f"bundled dataset ({', '.join(_BUNDLED)}); default adult")
+    compare.add_argument(
+        "--dataset", default="adult", help=f"bundled dataset ({', '.join(_BUNDLED)}); default adult"
+    )
     compare.add_argument("--data", help="a CSV file instead of a bundled dataset")
     compare.add_argument("--target", help="target column of the CSV")
-    compare.add_argument("--sensitive", help="sensitive column(s), comma separated (default: sex for adult)")
-    compare.add_argument("--methods", help="comma-separated method names (default: all for the task); 'list' prints them")
-    compare.add_argument("--test-size", type=float, default=0.3, help="held-out fraction for CSVs and non-Adult data")
+    compare.add_argument(
+        "--sensitive", help="sensitive column(s), comma separated (default: sex for adult)"
+    )
+    compare.add_argument(
+        "--methods",
+        help="comma-separated method names (default: all for the task); 'list' prints them",
+    )
+    compare.add_argument(
+        "--test-size", type=float, default=0.3, help="held-out fraction for CSVs and non-Adult data"
+    )
     compare.add_argument("--seed", type=int, default=0)
-    compare.add_argument("--output", default="fairest_report", help="folder for report.md, report.html, results.csv and the PNGs")
+    compare.add_argument(
+        "--output",
+        default="fairest_report",
+        help="folder for report.md, report.html, results.csv and the PNGs",
+    )
     compare.set_defaults(run=_command_compare)
     return parser
 
@@ -255,7 +301,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", category=FutureWarning)  # third-party noise
-            warnings.simplefilter("ignore", category=getattr(pd.errors, "Pandas4Warning", FutureWarning))
+            warnings.simplefilter(
+                "ignore", category=getattr(pd.errors, "Pandas4Warning", FutureWarning)
+            )
             return args.run(args)
     except UserError as error:
         print(f"fairest: error: {error}", file=sys.stderr)

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-import _common  # noqa: E402
+import _common
 
 
 def test_time_calls_splits_cold_and_warm():

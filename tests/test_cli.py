@@ -23,7 +23,9 @@ def csv_file(tmp_path):
             "sex": rng.choice(["f", "m"], size=n),
         }
     )
-    frame["label"] = np.where(frame.x1 + 0.5 * (frame.sex == "m") + rng.normal(size=n) > 0, "yes", "no")
+    frame["label"] = np.where(
+        frame.x1 + 0.5 * (frame.sex == "m") + rng.normal(size=n) > 0, "yes", "no"
+    )
     frame["amount"] = 2 * frame.x1 + rng.normal(size=n)
     frame["colour3"] = rng.choice(["red", "green", "blue"], size=n)
     path = tmp_path / "data.csv"
@@ -33,8 +35,21 @@ def csv_file(tmp_path):
 
 def test_compare_on_csv_writes_report(csv_file, tmp_path, capsys):
     output = tmp_path / "out"
-    status = main(["compare", "--data", str(csv_file), "--target", "label", "--sensitive", "sex",
-                   "--methods", "erm,erm-balanced,erm-minimax,erm-best-group", "--output", str(output)])
+    status = main(
+        [
+            "compare",
+            "--data",
+            str(csv_file),
+            "--target",
+            "label",
+            "--sensitive",
+            "sex",
+            "--methods",
+            "erm,erm-balanced,erm-minimax,erm-best-group",
+            "--output",
+            str(output),
+        ]
+    )
     assert status == 0
     printed = capsys.readouterr().out
     assert "accuracy" in printed and "demographic parity diff" in printed and "fit time" in printed
@@ -44,7 +59,9 @@ def test_compare_on_csv_writes_report(csv_file, tmp_path, capsys):
     assert (output / "pareto.png").stat().st_size > 10_000
     results = pd.read_csv(output / "results.csv", index_col=0)
     assert results["accuracy"].between(0.5, 1.0).all()
-    assert results.loc["Group-balanced logistic regression", "fitted"].startswith("group weights f: 0.")
+    assert results.loc["Group-balanced logistic regression", "fitted"].startswith(
+        "group weights f: 0."
+    )
     assert "what the methods chose:" in printed
     page = (output / "report.html").read_text()
     assert page.startswith("<!DOCTYPE html>") and "ERM (logistic regression)" in page
@@ -53,8 +70,21 @@ def test_compare_on_csv_writes_report(csv_file, tmp_path, capsys):
 
 def test_compare_report_shows_partial_interval_and_group_cdfs(csv_file, tmp_path, capsys):
     output = tmp_path / "partial"
-    status = main(["compare", "--data", str(csv_file), "--target", "label", "--sensitive", "sex",
-                   "--methods", "partial-sp", "--output", str(output)])
+    status = main(
+        [
+            "compare",
+            "--data",
+            str(csv_file),
+            "--target",
+            "label",
+            "--sensitive",
+            "sex",
+            "--methods",
+            "partial-sp",
+            "--output",
+            str(output),
+        ]
+    )
     assert status == 0
     printed = capsys.readouterr().out
     assert "interval [" in printed
@@ -66,14 +96,27 @@ def test_compare_report_shows_partial_interval_and_group_cdfs(csv_file, tmp_path
 
 
 def test_compare_regression_target(csv_file, tmp_path, capsys):
-    status = main(["compare", "--data", str(csv_file), "--target", "amount", "--sensitive", "sex,colour",
-                   "--output", str(tmp_path / "r")])
+    status = main(
+        [
+            "compare",
+            "--data",
+            str(csv_file),
+            "--target",
+            "amount",
+            "--sensitive",
+            "sex,colour",
+            "--output",
+            str(tmp_path / "r"),
+        ]
+    )
     assert status == 0
     assert "RMSE" in capsys.readouterr().out
 
 
 def test_compare_bundled_small_dataset(tmp_path, capsys):
-    assert main(["compare", "--dataset", "ricci", "--methods", "erm", "--output", str(tmp_path)]) == 0
+    assert (
+        main(["compare", "--dataset", "ricci", "--methods", "erm", "--output", str(tmp_path)]) == 0
+    )
     assert "ERM (logistic regression)" in capsys.readouterr().out
 
 
@@ -82,7 +125,10 @@ def test_compare_bundled_small_dataset(tmp_path, capsys):
     [
         (["--data", "missing.csv", "--target", "a", "--sensitive", "b"], "no such file"),
         (["--data", "{csv}", "--target", "nope", "--sensitive", "sex"], "not in"),
-        (["--data", "{csv}", "--target", "label", "--sensitive", "sex", "--methods", "magic"], "unknown method"),
+        (
+            ["--data", "{csv}", "--target", "label", "--sensitive", "sex", "--methods", "magic"],
+            "unknown method",
+        ),
         (["--data", "{csv}", "--target", "label"], "--sensitive"),
         (["--dataset", "iris"], "unknown dataset"),
         (["--data", "{bad}", "--target", "a", "--sensitive", "b"], "could not read"),
@@ -90,11 +136,15 @@ def test_compare_bundled_small_dataset(tmp_path, capsys):
         (["--data", "{csv}", "--target", "colour3", "--sensitive", "sex"], "3 classes"),
     ],
 )
-def test_compare_user_errors_exit_2_without_traceback(arguments, message, csv_file, tmp_path, capsys):
+def test_compare_user_errors_exit_2_without_traceback(
+    arguments, message, csv_file, tmp_path, capsys
+):
     bad = tmp_path / "bad.csv"
     bad.write_bytes(b"\xff\xfe\x00garbage\x00")
     one = tmp_path / "one.csv"
-    pd.DataFrame({"x": [1, 2, 3], "sex": ["f", "m", "f"], "label": ["a", "a", "a"]}).to_csv(one, index=False)
+    pd.DataFrame({"x": [1, 2, 3], "sex": ["f", "m", "f"], "label": ["a", "a", "a"]}).to_csv(
+        one, index=False
+    )
     arguments = [a.format(csv=csv_file, bad=bad, one=one) for a in arguments]
     assert main(["compare", *arguments, "--output", str(tmp_path / "o")]) == 2
     error = capsys.readouterr().err
@@ -114,8 +164,21 @@ def test_compare_includes_fairlearn_anchor(csv_file, tmp_path, capsys):
     pytest.importorskip("fairlearn")
     with warnings.catch_warnings():  # fairlearn's own pandas-4 deprecation noise
         warnings.simplefilter("ignore", getattr(pd.errors, "Pandas4Warning", FutureWarning))
-        status = main(["compare", "--data", str(csv_file), "--target", "label", "--sensitive", "sex",
-                       "--methods", "fairlearn-eg", "--output", str(tmp_path / "eg")])
+        status = main(
+            [
+                "compare",
+                "--data",
+                str(csv_file),
+                "--target",
+                "label",
+                "--sensitive",
+                "sex",
+                "--methods",
+                "fairlearn-eg",
+                "--output",
+                str(tmp_path / "eg"),
+            ]
+        )
     assert status == 0
     assert "fairlearn ExponentiatedGradient" in capsys.readouterr().out
 
@@ -146,13 +209,34 @@ def _bad_csvs(csv_file, tmp_path) -> dict:
 @pytest.mark.parametrize(
     "arguments, message",
     [
-        (["--data", "{csv}", "--target", "label", "--sensitive", "sex", "--test-size", "1.5"], "--test-size"),
-        (["--data", "{csv}", "--target", "label", "--sensitive", "sex", "--test-size", "0"], "--test-size"),
+        (
+            ["--data", "{csv}", "--target", "label", "--sensitive", "sex", "--test-size", "1.5"],
+            "--test-size",
+        ),
+        (
+            ["--data", "{csv}", "--target", "label", "--sensitive", "sex", "--test-size", "0"],
+            "--test-size",
+        ),
         (["--data", "{folder}", "--target", "label", "--sensitive", "sex"], "is a directory"),
-        (["--data", "{lonely}", "--target", "label", "--sensitive", "sex"], "at least 2 training rows"),
+        (
+            ["--data", "{lonely}", "--target", "label", "--sensitive", "sex"],
+            "at least 2 training rows",
+        ),
         (["--data", "{infinite}", "--target", "label", "--sensitive", "sex"], "infinite"),
         (["--data", "{tiny}", "--target", "label", "--sensitive", "sex"], "at least 20"),
-        (["--data", "{csv}", "--target", "label", "--sensitive", "sex", "--output", "{blocked}/o"], "cannot write"),
+        (
+            [
+                "--data",
+                "{csv}",
+                "--target",
+                "label",
+                "--sensitive",
+                "sex",
+                "--output",
+                "{blocked}/o",
+            ],
+            "cannot write",
+        ),
     ],
 )
 def test_compare_bad_inputs_are_one_line_exit_2_before_any_fit(
@@ -167,7 +251,9 @@ def test_compare_bad_inputs_are_one_line_exit_2_before_any_fit(
     blocked = tmp_path / "blocked"
     blocked.write_text("a file where a folder is needed")
     paths = _bad_csvs(csv_file, tmp_path)
-    arguments = [a.format(csv=csv_file, folder=tmp_path, blocked=blocked, **paths) for a in arguments]
+    arguments = [
+        a.format(csv=csv_file, folder=tmp_path, blocked=blocked, **paths) for a in arguments
+    ]
     if "--output" not in arguments:
         arguments += ["--output", str(tmp_path / "o")]
     assert main(["compare", *arguments]) == 2
@@ -176,7 +262,9 @@ def test_compare_bad_inputs_are_one_line_exit_2_before_any_fit(
     assert len(error.strip().splitlines()[-1]) < 500
 
 
-def test_compare_counts_dropped_missing_targets_and_prints_plain_class(csv_file, tmp_path, capsys, monkeypatch):
+def test_compare_counts_dropped_missing_targets_and_prints_plain_class(
+    csv_file, tmp_path, capsys, monkeypatch
+):
     import fairest._compare
 
     frame = pd.read_csv(csv_file)
@@ -192,8 +280,19 @@ def test_compare_counts_dropped_missing_targets_and_prints_plain_class(csv_file,
 
     monkeypatch.setattr(fairest._compare, "run_comparison", record)
     with pytest.raises(SystemExit):
-        main(["compare", "--data", str(path), "--target", "label01", "--sensitive", "sex",
-              "--output", str(tmp_path / "o")])
+        main(
+            [
+                "compare",
+                "--data",
+                str(path),
+                "--target",
+                "label01",
+                "--sensitive",
+                "sex",
+                "--output",
+                str(tmp_path / "o"),
+            ]
+        )
     error = capsys.readouterr().err
     assert "dropped 3 row(s) with a missing 'label01'" in error
     assert "positive class of 'label01': 1 (coded 1)" in error

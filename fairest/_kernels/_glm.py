@@ -75,7 +75,9 @@ def value_grad_hessian(loss: str, theta, X, y, c, alpha, penalize_intercept, X_h
     q = c * d2
     pen = penalty_diagonal(loss, theta, alpha, penalize_intercept)
     f = jnp.sum(c * value) + 0.5 * jnp.sum(pen * theta**2)
-    grad = jnp.concatenate([jnp.sum(r)[None], r @ X]) + pen * theta  # not X.T @ r: ~4x slower on XLA CPU
+    grad = (
+        jnp.concatenate([jnp.sum(r)[None], r @ X]) + pen * theta
+    )  # not X.T @ r: ~4x slower on XLA CPU
     first_row = jnp.concatenate([jnp.sum(q)[None], q @ X])
     Xh = X if X_hessian is None else X_hessian
     block = ((Xh * q[:, None].astype(Xh.dtype)).T @ Xh).astype(X.dtype)

@@ -28,7 +28,13 @@ from fairest._kernels._glm import (
 )
 from fairest._kernels._losses import loss_derivatives
 
-__all__ = ["NewtonCGResult", "hessian_diagonal", "jacobi_preconditioner", "newton_cg_solve", "pcg_solve"]
+__all__ = [
+    "NewtonCGResult",
+    "hessian_diagonal",
+    "jacobi_preconditioner",
+    "newton_cg_solve",
+    "pcg_solve",
+]
 
 _ARMIJO = 1e-4
 _MIN_STEP = 1e-10
@@ -134,8 +140,16 @@ def newton_cg_solve(
         threshold = jnp.where(state.n_iter == 0, tol * jnp.maximum(1.0, grad_norm), state.threshold)
         stop = (grad_norm <= threshold) | (state.n_iter >= max_iter) | state.done
         forcing = jnp.minimum(0.5, jnp.sqrt(grad_norm))
-        hvp = partial(hessian_vector_product, loss, state.theta, X=X, y=y, c=c, alpha=alpha,
-                      penalize_intercept=penalize_intercept)
+        hvp = partial(
+            hessian_vector_product,
+            loss,
+            state.theta,
+            X=X,
+            y=y,
+            c=c,
+            alpha=alpha,
+            penalize_intercept=penalize_intercept,
+        )
         inverse_diagonal = jacobi_preconditioner(loss, state.theta, *args)
         cg_budget = jnp.where(stop, 0, cg_max_iter)
         direction, products = pcg_solve(hvp, -grad, inverse_diagonal, forcing, cg_budget)

@@ -446,9 +446,7 @@ def load_compas(*, propublica_filter=False, as_frame=False, return_X_y=False):
             & (frame["score_text"] != "N/A")
         )
         frame = frame[keep.to_numpy()].reset_index(drop=True)
-    frame["age_cat"] = as_category(
-        frame["age_cat"], ["Less than 25", "25 - 45", "Greater than 45"]
-    )
+    frame["age_cat"] = as_category(frame["age_cat"], ["Less than 25", "25 - 45", "Greater than 45"])
     frame["score_text"] = as_category(frame["score_text"], ["Low", "Medium", "High"])
     for column in ("sex", "race", "c_charge_degree", "c_charge_desc"):
         frame[column] = as_category(frame[column])

@@ -840,9 +840,7 @@ def fetch_law_school(
     _check_flags(as_frame=as_frame, return_X_y=return_X_y)
     _choice("version", version, ("bar_passage", "kusner"))
     if version == "bar_passage":
-        raw = _read_cached(
-            "law_school", "law/law_school_clean.csv", data_home, download_if_missing
-        )
+        raw = _read_cached("law_school", "law/law_school_clean.csv", data_home, download_if_missing)
         frame = _csv(raw)
         frame["race"] = as_category(frame["race"])
         target_column, target_names = "pass_bar", np.array(["fail", "pass"])

@@ -176,7 +176,9 @@ def effective_noise(sigma_theta, sigma_w, fairness_weight, *, unit="sensitive", 
         return lam * sigma_theta, sigma_w
     if scaling == "authors_code":
         return sigma_theta, lam * sigma_w
-    raise ValueError(f"noise_scaling must be 'lambda', 'paper_text' or 'authors_code'; got {scaling!r}.")
+    raise ValueError(
+        f"noise_scaling must be 'lambda', 'paper_text' or 'authors_code'; got {scaling!r}."
+    )
 
 
 def noise_multiplier(n_samples, batch_size, n_iter, epsilon, delta):
@@ -223,8 +225,7 @@ def rdp_epsilon(noise_multiplier_value, sampling_rate, n_iter, delta):
         import dp_accounting
     except ImportError as error:  # pragma: no cover - depends on the environment
         raise ImportError(
-            "rdp_epsilon needs the optional dependency dp-accounting "
-            "(pip install 'fairest[dp]')."
+            "rdp_epsilon needs the optional dependency dp-accounting (pip install 'fairest[dp]')."
         ) from error
     event = dp_accounting.SelfComposedDpEvent(
         dp_accounting.PoissonSampledDpEvent(

@@ -11,8 +11,8 @@ import jax.numpy as jnp
 import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from fairest._kernels._buckets import pad_rows
 from fairest.ermi import _defaults
@@ -315,7 +315,9 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
         if solver == "auto":
             solver = "sgda" if private else "full-batch"
         if private and solver == "full-batch":
-            raise ValueError("solver='full-batch' is non-private; use solver='sgda' with dp_epsilon.")
+            raise ValueError(
+                "solver='full-batch' is non-private; use solver='sgda' with dp_epsilon."
+            )
         self.classes_, y_codes = np.unique(data.y, return_inverse=True)
         if self.classes_.size < 2:
             raise ValueError(
@@ -328,7 +330,9 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
         binary = n_classes == 2
         weight = data.sample_weight
         if private and not np.all(weight == weight[0]):
-            raise ValueError("sample_weight is not supported with dp_epsilon (it changes the sensitivity).")
+            raise ValueError(
+                "sample_weight is not supported with dp_epsilon (it changes the sensitivity)."
+            )
         weight = weight / weight.mean()
         lam = float(self.fairness_weight) if sensitive_features is not None else 0.0
 
@@ -349,11 +353,33 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
             theta0 = jnp.zeros((d + 1, q))
             strata_j = Strata(*(jnp.asarray(a) for a in strata))
             if solver == "full-batch":
-                theta, W = self._fit_full_batch(theta0, data.X, y_codes, data.groups, strata_codes, weight, strata_j, lam, binary)
+                theta, W = self._fit_full_batch(
+                    theta0,
+                    data.X,
+                    y_codes,
+                    data.groups,
+                    strata_codes,
+                    weight,
+                    strata_j,
+                    lam,
+                    binary,
+                )
             else:
                 theta, W = self._fit_sgda(
-                    theta0, data.X, y_codes, data.groups, strata_codes, weight, strata_j, lam, binary,
-                    n_strata, n_groups, n_classes, m, root_seed,
+                    theta0,
+                    data.X,
+                    y_codes,
+                    data.groups,
+                    strata_codes,
+                    weight,
+                    strata_j,
+                    lam,
+                    binary,
+                    n_strata,
+                    n_groups,
+                    n_classes,
+                    m,
+                    root_seed,
                 )
         theta = np.asarray(theta, dtype=np.float64)
         self.intercept_ = theta[0].copy()
@@ -381,7 +407,9 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
         if not private:
             return
         if self.privacy_unit == "all" and self.clip_mode != "per_sample":
-            raise ValueError("privacy_unit='all' needs clip_mode='per_sample' (it bounds the sensitivity).")
+            raise ValueError(
+                "privacy_unit='all' needs clip_mode='per_sample' (it bounds the sensitivity)."
+            )
         if self.min_group_fraction_ <= 0:
             raise ValueError(
                 "a private fit needs min_group_fraction_ > 0: every group (every "
@@ -394,9 +422,18 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
         else:
             lipschitz = float(self.lipschitz_constant)
         sigma_theta, sigma_w = dp_fermi_noise(
-            n, m, n_iter, self.dp_epsilon, self.delta_, self.min_group_fraction_,
-            lipschitz=lipschitz, radius=self.dual_radius, unit=self.privacy_unit,
-            clip=self.clip_norm, fairness_weight=lam, weight_max=weight_max,
+            n,
+            m,
+            n_iter,
+            self.dp_epsilon,
+            self.delta_,
+            self.min_group_fraction_,
+            lipschitz=lipschitz,
+            radius=self.dual_radius,
+            unit=self.privacy_unit,
+            clip=self.clip_norm,
+            fairness_weight=lam,
+            weight_max=weight_max,
             accounting=self.accounting,
         )
         check_validity(n, m, n_iter, self.dp_epsilon, self.delta_, stacklevel=4)
@@ -419,9 +456,18 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
         n = X.shape[0]
         Xp, yp, sp, tp, wp = pad_rows(n, X, y.astype(np.int32), s, t, weight)
         theta, objective, grad_norm, n_iter, success = full_batch_solve(
-            theta0, jnp.asarray(Xp), jnp.asarray(yp), jnp.asarray(sp), jnp.asarray(tp),
-            jnp.asarray(wp), strata, jnp.asarray(lam), jnp.asarray(float(self.alpha)),
-            self.tol, self.max_iter, binary=binary,
+            theta0,
+            jnp.asarray(Xp),
+            jnp.asarray(yp),
+            jnp.asarray(sp),
+            jnp.asarray(tp),
+            jnp.asarray(wp),
+            strata,
+            jnp.asarray(lam),
+            jnp.asarray(float(self.alpha)),
+            self.tol,
+            self.max_iter,
+            binary=binary,
         )
         theta = jnp.asarray(theta)
         self.n_iter_ = n_iter
@@ -433,23 +479,55 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
                 ConvergenceWarning,
                 stacklevel=3,
             )
-        log_fit(self, "full-batch L-BFGS: %d iterations, objective %.6g, gradient norm %.2e",
-                self.n_iter_, self.objective_, float(grad_norm))
+        log_fit(
+            self,
+            "full-batch L-BFGS: %d iterations, objective %.6g, gradient norm %.2e",
+            self.n_iter_,
+            self.objective_,
+            float(grad_norm),
+        )
         # on the padded rows (weight 0 there): no recompilation for a new row count
         F = probabilities(logits(theta, jnp.asarray(Xp)), binary)
         W = closed_form_w(F, jnp.asarray(sp), jnp.asarray(tp), jnp.asarray(wp), strata)
         return theta, W
 
-    def _fit_sgda(self, theta0, X, y, s, t, weight, strata, lam, binary, n_strata, n_groups,
-                  n_classes, m, root_seed):
+    def _fit_sgda(
+        self,
+        theta0,
+        X,
+        y,
+        s,
+        t,
+        weight,
+        strata,
+        lam,
+        binary,
+        n_strata,
+        n_groups,
+        n_classes,
+        m,
+        root_seed,
+    ):
         private = self.dp_epsilon is not None
         inf = jnp.inf
         clip_sample = self.clip_norm if private and self.clip_mode == "per_sample" else inf
         clip_batch = self.clip_norm if private and self.clip_mode == "batch" else inf
-        hyper = SGDAHyper(*(jnp.asarray(float(v)) for v in (
-            lam, self.learning_rate, self.dual_learning_rate, self.dual_radius, clip_sample,
-            clip_batch, self.sigma_theta_, self.sigma_w_, self.alpha,
-        )))
+        hyper = SGDAHyper(
+            *(
+                jnp.asarray(float(v))
+                for v in (
+                    lam,
+                    self.learning_rate,
+                    self.dual_learning_rate,
+                    self.dual_radius,
+                    clip_sample,
+                    clip_batch,
+                    self.sigma_theta_,
+                    self.sigma_w_,
+                    self.alpha,
+                )
+            )
+        )
         key = jax.random.key(root_seed, impl=_defaults.PRNG_IMPL)
         key, key_w0 = jax.random.split(key)
         shape = (n_strata, n_groups, n_classes)
@@ -459,9 +537,20 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
             W0 = jnp.zeros(shape)
         X = jnp.asarray(X, dtype=jnp.float32 if self.dtype == "float32" else jnp.float64)
         theta, W, history = sgda_solve(
-            theta0, W0, X, jnp.asarray(y.astype(np.int32)), jnp.asarray(s),
-            jnp.asarray(t), jnp.asarray(weight), strata, hyper, key,
-            binary=binary, batch_size=m, n_epochs=self.n_epochs, batching=self.batching,
+            theta0,
+            W0,
+            X,
+            jnp.asarray(y.astype(np.int32)),
+            jnp.asarray(s),
+            jnp.asarray(t),
+            jnp.asarray(weight),
+            strata,
+            hyper,
+            key,
+            binary=binary,
+            batch_size=m,
+            n_epochs=self.n_epochs,
+            batching=self.batching,
             record_history=self.record_history or bool(self.verbose),
             random_iterate=self.return_iterate == "random",
         )
@@ -476,15 +565,27 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
                 steps = self.n_iter_ // self.n_epochs
                 for e in range(self.n_epochs):
                     part = slice(e * steps, (e + 1) * steps)
-                    log_fit(self, "epoch %d/%d: loss %.5f, saddle %.5f, ||W|| %.4f", e + 1,
-                            self.n_epochs, record["batch_loss"][part].mean(),
-                            record["batch_saddle"][part].mean(), record["w_norm"][part][-1],
-                            level=2)
+                    log_fit(
+                        self,
+                        "epoch %d/%d: loss %.5f, saddle %.5f, ||W|| %.4f",
+                        e + 1,
+                        self.n_epochs,
+                        record["batch_loss"][part].mean(),
+                        record["batch_saddle"][part].mean(),
+                        record["w_norm"][part][-1],
+                        level=2,
+                    )
                 last = slice(self.n_iter_ - steps, self.n_iter_)
-                log_fit(self, "SGDA: %d iterations (%d epochs), last-epoch loss %.5f, saddle "
-                        "%.5f, ||W|| %.4f", self.n_iter_, self.n_epochs,
-                        record["batch_loss"][last].mean(), record["batch_saddle"][last].mean(),
-                        record["w_norm"][-1])
+                log_fit(
+                    self,
+                    "SGDA: %d iterations (%d epochs), last-epoch loss %.5f, saddle "
+                    "%.5f, ||W|| %.4f",
+                    self.n_iter_,
+                    self.n_epochs,
+                    record["batch_loss"][last].mean(),
+                    record["batch_saddle"][last].mean(),
+                    record["w_norm"][-1],
+                )
         return theta, W
 
     def __sklearn_tags__(self):
@@ -501,7 +602,9 @@ def _strata_constants(strata_codes, groups, weight, n_strata, n_groups, eo_weigh
     ``(n_tr - 1) / n_t`` over non-empty cells (unweighted counts, spec 6.3).
     """
     cell = strata_codes * n_groups + groups
-    mass = np.bincount(cell, weights=weight, minlength=n_strata * n_groups).reshape(n_strata, n_groups)
+    mass = np.bincount(cell, weights=weight, minlength=n_strata * n_groups).reshape(
+        n_strata, n_groups
+    )
     counts = np.bincount(cell, minlength=n_strata * n_groups).reshape(n_strata, n_groups)
     totals = mass.sum(axis=1, keepdims=True)
     p = np.divide(mass, totals, out=np.zeros_like(mass), where=totals > 0)

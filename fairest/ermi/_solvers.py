@@ -75,7 +75,9 @@ def fermi_value_and_grad(flat, X, y, s, t, weight, strata: Strata, lam, alpha, *
     return jax.value_and_grad(fun)(flat)
 
 
-def full_batch_solve(theta0, X, y, s, t, weight, strata: Strata, lam, alpha, tol, max_iter, *, binary):
+def full_batch_solve(
+    theta0, X, y, s, t, weight, strata: Strata, lam, alpha, tol, max_iter, *, binary
+):
     """Minimise the FERMI objective with W at its closed form, by scipy's L-BFGS-B.
 
     Only the objective and gradient are jitted (one compilation per data shape; lambda
@@ -96,7 +98,12 @@ def full_batch_solve(theta0, X, y, s, t, weight, strata: Strata, lam, alpha, tol
         np.asarray(theta0, dtype=np.float64).ravel(),
         jac=True,
         method="L-BFGS-B",
-        options={"maxiter": int(max_iter), "gtol": float(tol), "ftol": 64 * np.finfo(float).eps, "maxcor": 20},
+        options={
+            "maxiter": int(max_iter),
+            "gtol": float(tol),
+            "ftol": 64 * np.finfo(float).eps,
+            "maxcor": 20,
+        },
     )
     grad_norm = float(np.max(np.abs(fun(result.x)[1])))
     converged = bool(result.success) or grad_norm <= tol  # gtol, or no relative decrease left
@@ -194,7 +201,9 @@ def _batch_constants(X, y, s, t, weight, strata: Strata):
     k = strata.inv_sqrt_p.shape[1]
     row_sq = 1.0 + jnp.sum(jnp.square(X.astype(weight.dtype)), axis=1)
     omega = strata.omega[t]
-    floats = jnp.stack([weight, y.astype(weight.dtype), row_sq, omega * strata.inv_sqrt_p[t, s], omega], axis=1)
+    floats = jnp.stack(
+        [weight, y.astype(weight.dtype), row_sq, omega * strata.inv_sqrt_p[t, s], omega], axis=1
+    )
     ints = jnp.stack([y, t * k + s, t], axis=1).astype(jnp.int32)
     return floats, ints
 
@@ -204,7 +213,9 @@ def _take_rows(a, idx):
     return a.at[idx].get(mode="promise_in_bounds")
 
 
-def _sgda_step(theta, W, idx, valid, keys, X, floats, ints, strata: Strata, hyper: SGDAHyper, binary, record):
+def _sgda_step(
+    theta, W, idx, valid, keys, X, floats, ints, strata: Strata, hyper: SGDAHyper, binary, record
+):
     """One simultaneous DP-SGDA step on the minibatch ``idx`` (rows with ``valid = 0`` ignored).
 
     ``X`` may be float32: the two minibatch products (logits and the summed theta-gradient)
@@ -232,15 +243,23 @@ def _sgda_step(theta, W, idx, valid, keys, X, floats, ints, strata: Strata, hype
     A = cb[:, None] * (dloss + hyper.lam * saddle_logit_grad(F, coefficients, binary))
     # per-sample clipping: ||(1, x_i) a_i^T|| = ||a_i|| ||(1, x_i)|| (spec 3.3)
     norms = jnp.sqrt(jnp.sum(A * A, axis=1) * row_sq)
-    A = A * jnp.where(norms > hyper.clip_sample, hyper.clip_sample / jnp.maximum(norms, 1e-300), 1.0)[:, None]
+    A = (
+        A
+        * jnp.where(norms > hyper.clip_sample, hyper.clip_sample / jnp.maximum(norms, 1e-300), 1.0)[
+            :, None
+        ]
+    )
     grad_b = jnp.sum(A, axis=0) / m_eff  # intercept row, (q,)
     grad_c = (A.T.astype(X.dtype) @ Xb).T.astype(theta.dtype) / m_eff  # coefficient rows, (d, q)
     grad_norm = jnp.sqrt(jnp.sum(grad_b * grad_b) + jnp.sum(grad_c * grad_c))
-    factor = jnp.where(grad_norm > hyper.clip_batch, hyper.clip_batch / jnp.maximum(grad_norm, 1e-300), 1.0)
+    factor = jnp.where(
+        grad_norm > hyper.clip_batch, hyper.clip_batch / jnp.maximum(grad_norm, 1e-300), 1.0
+    )
     noise_theta = jax.random.normal(k_theta, theta.shape, theta.dtype)
     b_new = theta[0] - hyper.lr_theta * (grad_b * factor + hyper.sigma_theta * noise_theta[0])
     c_new = theta[1:] - hyper.lr_theta * (
-        grad_c * factor + hyper.alpha * theta[1:] + hyper.sigma_theta * noise_theta[1:])
+        grad_c * factor + hyper.alpha * theta[1:] + hyper.sigma_theta * noise_theta[1:]
+    )
     theta_new = jnp.concatenate([b_new[None, :], c_new], axis=0)
     # batch mean of grad_W psi_i: -2 W_t diag(sum omega F) + 2 sum (scale e(s_i)) F_i^T (spec 3.3)
     weighted = cb[:, None] * F
@@ -249,7 +268,9 @@ def _sgda_step(theta, W, idx, valid, keys, X, floats, ints, strata: Strata, hype
     else:
         diag_sums = jax.ops.segment_sum(omega[:, None] * weighted, tb, num_segments=n_strata)
     lin_sums = jax.ops.segment_sum(scale[:, None] * weighted, cell, num_segments=n_strata * k)
-    grad_W = hyper.lam * (-2.0 * W * diag_sums[:, None, :] + 2.0 * lin_sums.reshape(W.shape)) / m_eff
+    grad_W = (
+        hyper.lam * (-2.0 * W * diag_sums[:, None, :] + 2.0 * lin_sums.reshape(W.shape)) / m_eff
+    )
     noise_w = jax.random.normal(k_w, W.shape, W.dtype)
     W_new = (W + hyper.lr_w * (grad_W + hyper.sigma_w * noise_w)) * strata.mask[:, :, None]
     W_new = project_ball(W_new, hyper.radius)
@@ -257,12 +278,23 @@ def _sgda_step(theta, W, idx, valid, keys, X, floats, ints, strata: Strata, hype
         return theta_new, W_new, None
     loss, _ = loss_and_logit_grad(Z, yb, binary)
     psi = jnp.sum(coefficients * F, axis=1) - omega
-    return theta_new, W_new, (jnp.sum(cb * loss) / m_eff, jnp.sum(cb * psi) / m_eff, jnp.sqrt(jnp.sum(W_new * W_new)))
+    return (
+        theta_new,
+        W_new,
+        (jnp.sum(cb * loss) / m_eff, jnp.sum(cb * psi) / m_eff, jnp.sqrt(jnp.sum(W_new * W_new))),
+    )
 
 
 @partial(
     jax.jit,
-    static_argnames=("binary", "batch_size", "n_epochs", "batching", "record_history", "random_iterate"),
+    static_argnames=(
+        "binary",
+        "batch_size",
+        "n_epochs",
+        "batching",
+        "record_history",
+        "random_iterate",
+    ),
 )
 def sgda_solve(
     theta0,
@@ -308,7 +340,8 @@ def sgda_solve(
     def advance(carry, idx, valid, it, keys):
         theta, W, chosen = carry
         theta_new, W_new, record = _sgda_step(
-            theta, W, idx, valid, keys, X, floats, ints, strata, hyper, binary, record_history)
+            theta, W, idx, valid, keys, X, floats, ints, strata, hyper, binary, record_history
+        )
         if random_iterate:
             chosen = jnp.where(it + 1 == tau, theta_new, chosen)
         return (theta_new, W_new, chosen), record
@@ -327,7 +360,9 @@ def sgda_solve(
             return (state, owner), record
 
         owner0 = jnp.full(n, jnp.iinfo(jnp.int32).max, jnp.int32)
-        (state, _), history = jax.lax.scan(body, (init, owner0), (its, batch_keys, round0, step_keys))
+        (state, _), history = jax.lax.scan(
+            body, (init, owner0), (its, batch_keys, round0, step_keys)
+        )
     else:  # per-epoch permutation; the last partial block is a smaller batch (spec 5.3.1)
         padded = steps * m
         valid = (jnp.arange(padded) < n).astype(floats.dtype).reshape(steps, m)

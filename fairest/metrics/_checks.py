@@ -185,9 +185,6 @@ def group_mass(codes: np.ndarray, weights: np.ndarray, n_groups: int) -> np.ndar
     return np.bincount(codes, weights=weights, minlength=n_groups)
 
 
-
-
-
 def as_binary_labels(values: np.ndarray, name: str) -> np.ndarray:
     """Map binary labels coded {0, 1} or {-1, 1} (1 is positive) to a 0/1 float array."""
     unique = np.unique(values)
@@ -232,9 +229,7 @@ def check_metric_inputs(
     y_pred = as_finite_vector(y_pred, pred_name)
     n_samples = y_true.shape[0]
     check_same_length("y_true", n_samples, **{pred_name: y_pred})
-    codes, groups = encode_sensitive_features(
-        sensitive_features, n_samples, min_groups=min_groups
-    )
+    codes, groups = encode_sensitive_features(sensitive_features, n_samples, min_groups=min_groups)
     weights = check_sample_weight(sample_weight, n_samples)
     raise_if_weightless_group(group_mass(codes, weights, len(groups)), groups)
     return MetricInputs(y_true, y_pred, codes, groups, weights)

@@ -53,9 +53,7 @@ def _group_accuracies(correct, codes, weights, n_groups):
     return hits / mass, hits.sum() / mass.sum()
 
 
-def _excess_gap_table(
-    y_true, y_pred_dense, y_pred_sparse, sensitive_features, sample_weight
-):
+def _excess_gap_table(y_true, y_pred_dense, y_pred_sparse, sensitive_features, sample_weight):
     true = check_labels(y_true, "y_true")
     dense = check_labels(y_pred_dense, "y_pred_dense")
     sparse = check_labels(y_pred_sparse, "y_pred_sparse")
@@ -66,9 +64,7 @@ def _excess_gap_table(
     mass = group_mass(codes, weights, len(groups))
     raise_if_weightless_group(mass, groups)
     dense_group, dense_all = _group_accuracies(dense == true, codes, weights, len(groups))
-    sparse_group, sparse_all = _group_accuracies(
-        sparse == true, codes, weights, len(groups)
-    )
+    sparse_group, sparse_all = _group_accuracies(sparse == true, codes, weights, len(groups))
     group_gap = dense_group - sparse_group  # Delta_g
     excess = group_gap - (dense_all - sparse_all)  # psi_g
     return groups, mass, dense_group, sparse_group, group_gap, excess
@@ -226,15 +222,11 @@ def _binary_indicators(labels_by_name: dict, pos_label):
             f"labels {values.tolist()[:5]}."
         )
     if values.size == 2 and not np.any(values == pos_label):
-        raise ValueError(
-            f"pos_label={pos_label!r} is not one of the labels {values.tolist()}."
-        )
+        raise ValueError(f"pos_label={pos_label!r} is not one of the labels {values.tolist()}.")
     return {name: np.asarray(v == pos_label, dtype=bool) for name, v in checked.items()}
 
 
-def _binary_confusion_by_group(
-    y_true, y_pred, sensitive_features, sample_weight, pos_label
-):
+def _binary_confusion_by_group(y_true, y_pred, sensitive_features, sample_weight, pos_label):
     """Weighted counts ``C[g, true positive?, predicted positive?]`` and the groups."""
     labels = {"y_pred": y_pred} if y_true is None else {"y_true": y_true, "y_pred": y_pred}
     indicators = _binary_indicators(labels, pos_label)
@@ -268,9 +260,7 @@ def _sum_of_ranges(ranges, n_groups: int) -> float:
     return float(np.nansum(ranges))
 
 
-def independence_gap(
-    y_true, y_pred, *, sensitive_features, sample_weight=None, pos_label=1
-):
+def independence_gap(y_true, y_pred, *, sensitive_features, sample_weight=None, pos_label=1):
     r"""Independence gap: spread of the groups' positive prediction rates.
 
     For two groups :math:`|P(\hat Y = + \mid S = s) - P(\hat Y = + \mid S = \bar s)|`
@@ -528,9 +518,7 @@ def _histogram_laws(reference, reference_weights, other, other_weights, bins):
             "range, so the binned Wasserstein distance is undefined; use bins=None."
         )
     support = edges[1:]
-    return _quantile_function(support, reference_hist), _quantile_function(
-        support, other_hist
-    )
+    return _quantile_function(support, reference_hist), _quantile_function(support, other_hist)
 
 
 def _sorted_group_slices(scores, codes, n_groups):

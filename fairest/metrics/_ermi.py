@@ -51,8 +51,10 @@ def _prediction_matrix(y_pred) -> np.ndarray:
     array = np.asarray(y_pred)
     if array.ndim == 1:
         labels = check_hard_labels(
-            array, "y_pred", hint=" Pass probabilities as a 2-D (n_samples, n_classes) "
-            "matrix, e.g. predict_proba(X)."
+            array,
+            "y_pred",
+            hint=" Pass probabilities as a 2-D (n_samples, n_classes) "
+            "matrix, e.g. predict_proba(X).",
         )
         _, codes = np.unique(labels, return_inverse=True)
         one_hot = np.zeros((labels.shape[0], int(codes.max(initial=-1)) + 1))
@@ -72,8 +74,7 @@ def _prediction_matrix(y_pred) -> np.ndarray:
         )
     if (proba < 0).any() or np.abs(proba.sum(axis=1) - 1.0).max() > _PROBA_SUM_TOL:
         raise ValueError(
-            "the rows of a 2-D y_pred must be class probabilities: non-negative and "
-            "summing to 1."
+            "the rows of a 2-D y_pred must be class probabilities: non-negative and summing to 1."
         )
     return proba
 
@@ -175,9 +176,7 @@ def ermi(y_true, y_pred, *, sensitive_features, sample_weight=None):
     >>> round(ermi(None, y_hat, sensitive_features=s), 12)
     0.25
     """
-    proba, weights, codes, groups = _prepare_soft(
-        y_pred, sensitive_features, sample_weight, y_true
-    )
+    proba, weights, codes, groups = _prepare_soft(y_pred, sensitive_features, sample_weight, y_true)
     joint = _group_class_mass(proba, codes, weights, len(groups))
     return float(_chi_square_dependence(joint))
 
@@ -231,19 +230,13 @@ def conditional_ermi(
     0.333333333333
     """
     if weighting not in ("label_prior", "uniform"):
-        raise ValueError(
-            f"weighting must be 'label_prior' or 'uniform'; got {weighting!r}."
-        )
+        raise ValueError(f"weighting must be 'label_prior' or 'uniform'; got {weighting!r}.")
     if y_true is None:
         raise ValueError("conditional_ermi needs y_true (the conditioning labels).")
-    proba, weights, codes, groups = _prepare_soft(
-        y_pred, sensitive_features, sample_weight, y_true
-    )
+    proba, weights, codes, groups = _prepare_soft(y_pred, sensitive_features, sample_weight, y_true)
     _, strata = np.unique(check_labels(y_true, "y_true"), return_inverse=True)
     n_strata, n_groups = int(strata.max()) + 1, len(groups)
-    joint = _group_class_mass(
-        proba, strata * n_groups + codes, weights, n_strata * n_groups
-    )
+    joint = _group_class_mass(proba, strata * n_groups + codes, weights, n_strata * n_groups)
     joint = joint.reshape(n_strata, n_groups, proba.shape[1])
     per_stratum = _chi_square_dependence(joint)
     if weighting == "uniform":

@@ -60,16 +60,12 @@ def _check_interval(interval) -> tuple[float, float]:
     try:
         alpha, beta = interval
     except (TypeError, ValueError) as error:
-        raise ValueError(
-            f"interval must be a pair (alpha, beta); got {interval!r}."
-        ) from error
+        raise ValueError(f"interval must be a pair (alpha, beta); got {interval!r}.") from error
     if not all(isinstance(v, numbers.Real) for v in (alpha, beta)):
         raise ValueError(f"interval must hold two real numbers; got {interval!r}.")
     alpha, beta = float(alpha), float(beta)
     if not (0.0 <= alpha < beta <= 1.0):
-        raise ValueError(
-            f"interval must satisfy 0 <= alpha < beta <= 1; got ({alpha}, {beta})."
-        )
+        raise ValueError(f"interval must satisfy 0 <= alpha < beta <= 1; got ({alpha}, {beta}).")
     return alpha, beta
 
 

@@ -111,7 +111,9 @@ def constrained_refit(*, accuracy: str, unfairness: str, tolerance: float):
     def refit(cv_results) -> int:
         for key in (accuracy, unfairness):
             if f"mean_test_{key}" not in cv_results:
-                raise ValueError(f"scoring has no key {key!r}; give GridSearchCV a dict of scorers.")
+                raise ValueError(
+                    f"scoring has no key {key!r}; give GridSearchCV a dict of scorers."
+                )
         unfair = -np.asarray(cv_results[f"mean_test_{unfairness}"], dtype=float)
         score = np.asarray(cv_results[f"mean_test_{accuracy}"], dtype=float)
         feasible = np.flatnonzero(unfair <= tolerance)

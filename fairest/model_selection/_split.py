@@ -105,5 +105,7 @@ class GroupStratifiedKFold(BaseCrossValidator):
         codes, _ = encode_groups(sensitive, n_samples=len(y))
         _, labels = np.unique(y, return_inverse=True)
         cells = labels.astype(np.int64) * (codes.max() + 1) + codes
-        splitter = StratifiedKFold(self.n_splits, shuffle=self.shuffle, random_state=self.random_state)
+        splitter = StratifiedKFold(
+            self.n_splits, shuffle=self.shuffle, random_state=self.random_state
+        )
         yield from splitter.split(np.zeros(len(y)), cells)

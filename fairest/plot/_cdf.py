@@ -194,7 +194,12 @@ def plot_group_score_cdfs(
     colors = group_colors(len(groups))
     if interval is not None:
         ax.axhspan(
-            1.0 - beta, 1.0 - alpha, color="0.5", alpha=0.1, lw=0, zorder=0,
+            1.0 - beta,
+            1.0 - alpha,
+            color="0.5",
+            alpha=0.1,
+            lw=0,
+            zorder=0,
             label=(
                 f"percentile interval [{alpha:g}, {beta:g}) of within-group rank\n"
                 f"(CDF levels {1 - beta:g} to {1 - alpha:g}; boxes: band scores)"
@@ -217,13 +222,24 @@ def plot_group_score_cdfs(
         below = int(np.searchsorted(xs, band_x[0], side="left"))  # scores < the band's lowest
         before = cdf[below - 1] if below > 0 else 0.0
         thick = ax.step(
-            np.r_[band_x[0], band_x], np.r_[before, band_y], where="post", color=color,
-            lw=3.5, alpha=0.9, solid_capstyle="butt", label="_nolegend_",
+            np.r_[band_x[0], band_x],
+            np.r_[before, band_y],
+            where="post",
+            color=color,
+            lw=3.5,
+            alpha=0.9,
+            solid_capstyle="butt",
+            label="_nolegend_",
         )[0]
         thick.set_gid(f"band:{k}")
         ax.fill_between(
-            [band_x.min(), band_x.max()], 1.0 - beta, 1.0 - alpha, color=color, alpha=0.18,
-            lw=0, zorder=0.5,
+            [band_x.min(), band_x.max()],
+            1.0 - beta,
+            1.0 - alpha,
+            color=color,
+            alpha=0.18,
+            lw=0,
+            zorder=0.5,
         )
     if threshold is not None:
         ax.axvline(float(threshold), color="k", ls=":", lw=1.2, label=f"threshold = {threshold:g}")

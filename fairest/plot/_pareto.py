@@ -129,16 +129,16 @@ def pareto_frame_from_cv_results(
     .. [1] Pedregosa et al. "Scikit-learn: Machine Learning in Python", JMLR 12 (2011)
        (the ``cv_results_`` layout).
     """
-    results = dict(cv_results) if not isinstance(cv_results, pd.DataFrame) else {
-        name: cv_results[name].to_numpy() for name in cv_results.columns
-    }
+    results = (
+        dict(cv_results)
+        if not isinstance(cv_results, pd.DataFrame)
+        else {name: cv_results[name].to_numpy() for name in cv_results.columns}
+    )
     columns = {}
     for name, key in (("accuracy", accuracy), ("unfairness", unfairness)):
         splits = _split_columns(results, key)
         if not splits:
-            found = sorted(
-                m.group(1) for n in results if (m := re.match(r"^mean_test_(.+)$", n))
-            )
+            found = sorted(m.group(1) for n in results if (m := re.match(r"^mean_test_(.+)$", n)))
             raise KeyError(
                 f"cv_results has no 'split<k>_test_{key}' entries; scoring keys found: {found}."
             )
@@ -389,27 +389,52 @@ def plot_pareto_frontier(
         xerr, yerr = rows["_x_half"].to_numpy(), rows["_y_half"].to_numpy()
         if (xerr > 0).any() or (yerr > 0).any():
             ax.errorbar(
-                u, a, xerr=xerr if (xerr > 0).any() else None,
-                yerr=yerr if (yerr > 0).any() else None, fmt="none", ecolor=color, alpha=0.45,
-                elinewidth=1.0, capsize=2, zorder=1,
+                u,
+                a,
+                xerr=xerr if (xerr > 0).any() else None,
+                yerr=yerr if (yerr > 0).any() else None,
+                fmt="none",
+                ecolor=color,
+                alpha=0.45,
+                elinewidth=1.0,
+                capsize=2,
+                zorder=1,
             )
         ax.scatter(
-            u[~front], a[~front], facecolors="none", edgecolors=[color], s=28, linewidths=1.0,
-            alpha=0.8, zorder=2, label="_nolegend_",
+            u[~front],
+            a[~front],
+            facecolors="none",
+            edgecolors=[color],
+            s=28,
+            linewidths=1.0,
+            alpha=0.8,
+            zorder=2,
+            label="_nolegend_",
         )
         order = np.argsort(u[front], kind="stable")
         fu, fa = u[front][order], a[front][order]
         line = ax.plot(
-            fu, fa, drawstyle="steps-post", marker="o", markersize=6, color=color, lw=1.8,
-            zorder=3, label=f"{label} ({len(fu)}/{len(u)} on frontier)",
+            fu,
+            fa,
+            drawstyle="steps-post",
+            marker="o",
+            markersize=6,
+            color=color,
+            lw=1.8,
+            zorder=3,
+            label=f"{label} ({len(fu)}/{len(u)} on frontier)",
         )[0]
         line.set_gid(f"frontier:{label}")
         if annotate is not None:
             notes = rows[annotate].to_numpy()[front][order]
             for xi, yi, note in zip(fu, fa, notes):
                 ax.annotate(
-                    _format_note(note), (xi, yi), textcoords="offset points", xytext=(4, 4),
-                    fontsize=7, color=color,
+                    _format_note(note),
+                    (xi, yi),
+                    textcoords="offset points",
+                    xytext=(4, 4),
+                    fontsize=7,
+                    color=color,
                 )
     if overall is None:
         overall = len(methods) > 1
@@ -418,8 +443,14 @@ def plot_pareto_frontier(
         front = pareto_front_mask(u, sign * a)
         order = np.argsort(u[front], kind="stable")
         line = ax.plot(
-            u[front][order], a[front][order], drawstyle="steps-post", ls="--", color="0.35",
-            lw=1.2, zorder=4, label="all methods: frontier",
+            u[front][order],
+            a[front][order],
+            drawstyle="steps-post",
+            ls="--",
+            color="0.35",
+            lw=1.2,
+            zorder=4,
+            label="all methods: frontier",
         )[0]
         line.set_gid("frontier:overall")
     ax.set_xlabel(f"{x}  (lower is fairer)")

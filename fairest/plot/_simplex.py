@@ -214,7 +214,15 @@ def plot_simplex_unfairness(
         _draw_line(ax, grid, values, marks, mark_values, group_labels, metric_label)
     else:
         _draw_triangle(
-            ax, grid, values, resolution, marks, mark_values, group_labels, metric_label, cmap,
+            ax,
+            grid,
+            values,
+            resolution,
+            marks,
+            mark_values,
+            group_labels,
+            metric_label,
+            cmap,
             float(color_quantile),
         )
     if title is None:
@@ -234,8 +242,12 @@ def _mark_style(name, position):
     if name in _MARK_STYLE:
         return _MARK_STYLE[name]
     return dict(
-        marker=_REFERENCE_MARKERS[position % len(_REFERENCE_MARKERS)], s=55, color="white",
-        edgecolors="black", linewidths=1.0, zorder=5,
+        marker=_REFERENCE_MARKERS[position % len(_REFERENCE_MARKERS)],
+        s=55,
+        color="white",
+        edgecolors="black",
+        linewidths=1.0,
+        zorder=5,
     )
 
 
@@ -252,12 +264,19 @@ def _draw_line(ax, grid, values, marks, mark_values, group_labels, metric_label)
     best = _grid_minimum(values)
     if best is not None:
         ax.scatter(
-            grid[best, 0], values[best], marker="x", s=70, color="black", zorder=5,
+            grid[best, 0],
+            values[best],
+            marker="x",
+            s=70,
+            color="black",
+            zorder=5,
             label=f"grid minimum: λ = {_format_weights(grid[best])}, {values[best]:.3g}",
         )
     for position, (name, lam) in enumerate(marks.items()):
         ax.scatter(
-            lam[0], mark_values[name], **_mark_style(name, position),
+            lam[0],
+            mark_values[name],
+            **_mark_style(name, position),
             label=f"{name}: λ = {_format_weights(lam)}, {mark_values[name]:.3g}",
         )
     ax.set_xlim(-0.02, 1.02)
@@ -270,7 +289,15 @@ def _draw_line(ax, grid, values, marks, mark_values, group_labels, metric_label)
 
 
 def _draw_triangle(
-    ax, grid, values, resolution, marks, mark_values, group_labels, metric_label, cmap,
+    ax,
+    grid,
+    values,
+    resolution,
+    marks,
+    mark_values,
+    group_labels,
+    metric_label,
+    cmap,
     color_quantile,
 ):
     from matplotlib.tri import Triangulation
@@ -308,24 +335,41 @@ def _draw_triangle(
             ends[0, a] = ends[1, b] = 1.0 - level
             ex, ey = _to_plane(ends)
             ax.plot(ex, ey, color="0.85", lw=0.5, ls=":", alpha=0.8)
-    places = [(-0.03, -0.03, "right", "top"), (1.03, -0.03, "left", "top"),
-              (0.5, _SQRT3_2 + 0.03, "center", "bottom")]
+    places = [
+        (-0.03, -0.03, "right", "top"),
+        (1.03, -0.03, "left", "top"),
+        (0.5, _SQRT3_2 + 0.03, "center", "bottom"),
+    ]
     for g, (x, y, ha, va) in enumerate(places):
         separator = "\n" if g < 2 else "  "
         ax.text(x, y, f"{group_labels[g]}{separator}(λ_{g} = 1)", ha=ha, va=va, fontsize=9)
-    ax.text(0.5, -0.05, "dotted lines: every 0.2 of each weight; white lines: contours",
-            ha="center", va="top", fontsize=7.5, color="0.3")
+    ax.text(
+        0.5,
+        -0.05,
+        "dotted lines: every 0.2 of each weight; white lines: contours",
+        ha="center",
+        va="top",
+        fontsize=7.5,
+        color="0.3",
+    )
     best = _grid_minimum(values)
     if best is not None:
         bx, by = _to_plane(grid[best])
         ax.scatter(
-            bx, by, marker="x", s=70, color="black", zorder=5,
+            bx,
+            by,
+            marker="x",
+            s=70,
+            color="black",
+            zorder=5,
             label=f"grid minimum: λ = {_format_weights(grid[best])}, {values[best]:.3g}",
         )
     for position, (name, lam) in enumerate(marks.items()):
         mx, my = _to_plane(lam)
         ax.scatter(
-            mx, my, **_mark_style(name, position),
+            mx,
+            my,
+            **_mark_style(name, position),
             label=f"{name}: λ = {_format_weights(lam)}, {mark_values[name]:.3g}",
         )
     ax.set_aspect("equal")
@@ -339,9 +383,21 @@ def _draw_triangle(
 class _SimplexEvaluator:
     """``lambda -> unfairness`` of a refit of ``estimator`` with ``weights=lambda``."""
 
-    def __init__(self, estimator, X, y, sensitive_features, metric, sample_weight,
-                 X_eval, y_eval, sensitive_features_eval, weights_param, response_method,
-                 metric_params):
+    def __init__(
+        self,
+        estimator,
+        X,
+        y,
+        sensitive_features,
+        metric,
+        sample_weight,
+        X_eval,
+        y_eval,
+        sensitive_features_eval,
+        weights_param,
+        response_method,
+        metric_params,
+    ):
         from fairest.utils import encode_groups
 
         self.estimator = estimator
@@ -379,7 +435,9 @@ class _SimplexEvaluator:
         self.n_evaluations += 1
         return float(
             self.metric(
-                self.y_eval, scores, sensitive_features=self.sensitive_features_eval,
+                self.y_eval,
+                scores,
+                sensitive_features=self.sensitive_features_eval,
                 **self.metric_params,
             )
         )
@@ -468,6 +526,16 @@ default="auto"
        ``lambda -> U(theta*(lambda))``.
     """
     return _SimplexEvaluator(
-        estimator, X, y, sensitive_features, metric, sample_weight, X_eval, y_eval,
-        sensitive_features_eval, weights_param, response_method, metric_params,
+        estimator,
+        X,
+        y,
+        sensitive_features,
+        metric,
+        sample_weight,
+        X_eval,
+        y_eval,
+        sensitive_features_eval,
+        weights_param,
+        response_method,
+        metric_params,
     )

@@ -89,7 +89,13 @@ class _BADRBase(BaseEstimator):
         history = {}
         with jax.enable_x64(True):
             problem = make_problem(
-                data, y_num, self.alpha, penalize, temperature, self.inner_tol, self.inner_max_iter,
+                data,
+                y_num,
+                self.alpha,
+                penalize,
+                temperature,
+                self.inner_tol,
+                self.inner_max_iter,
                 reference_compat=self.reference_compat,
             )
             theta0 = jax.device_put(np.zeros(data.X.shape[1] + 1))
@@ -140,7 +146,11 @@ class _BADRBase(BaseEstimator):
         log_fit(
             self,
             "BADR %s: %d outer iterations, %d oracle calls, train unfairness %.6g (%s)",
-            self.solver, n_iter, orc.nfev, value, selected,
+            self.solver,
+            n_iter,
+            orc.nfev,
+            value,
+            selected,
         )
         self._set_linear_parameters(theta)
         self.group_weights_ = np.asarray(lam, dtype=np.float64)
@@ -193,8 +203,11 @@ class _BADRBase(BaseEstimator):
         if self.solver not in ("slsqp", "trust-constr", "frank-wolfe") or not candidates:
             return []
         weights = baseline_weights(totals)
-        ranked = [n for n in sorted(candidates, key=candidates.get)
-                  if np.max(np.abs(weights[n] - weights["uniform"])) > 1e-9]
+        ranked = [
+            n
+            for n in sorted(candidates, key=candidates.get)
+            if np.max(np.abs(weights[n] - weights["uniform"])) > 1e-9
+        ]
         vertices = [n for n in ranked if n.startswith("group_")]
         names = list(dict.fromkeys(ranked[:1] + vertices[:1]))
         return [weights[n] for n in names]
@@ -324,9 +337,9 @@ _DOC_PARAMS = """
         ``temperature`` (default 1.0): smoothing of demographic parity, equal opportunity
         and equalized odds, both sigmoid temperature and log-sum-exp temperature; larger is
         closer to the exact metric, whose value the smooth one exceeds by up to
-        ``log(G)/temperature`` (DP) or ``2 log(G)/temperature`` (EO, EOdds). ``encoding`` (``"index"``, default, or ``"onehot"``): group variable
-        of disparate mistreatment / HSIC; ``"onehot"`` makes them invariant to the group
-        numbering.
+        ``log(G)/temperature`` (DP) or ``2 log(G)/temperature`` (EO, EOdds).
+        ``encoding`` (``"index"``, default, or ``"onehot"``): group variable of disparate
+        mistreatment / HSIC; ``"onehot"`` makes them invariant to the group numbering.
     alpha : float, default=1e-3
         L2 regularisation strength of the model.
     penalize_intercept : bool, default=None
@@ -426,6 +439,7 @@ _REFERENCES = """
     .. [1] Tanji, Vaiter, Laguel. "Fairness-informed Pareto Optimization: An Efficient
        Bilevel Framework" (BADR).
 """
+
 
 class BADRClassifier(LinearClassifierMixin, _BADRBase):
     __doc__ = (

@@ -12,11 +12,12 @@ definitions, normalisations (spec section 3) and the exact fast individual fairn
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import jax.numpy as jnp
 import numpy as np
+
 from fairest.metrics import (
     demographic_parity_deviation,
     disparate_mistreatment,
@@ -99,7 +100,9 @@ def smooth_unfairness(spec: MetricSpec, s, y, groups, weight, num_groups: int, t
         kind = "binary" if spec.task == "classification" else "continuous"
         return smooth_individual_fairness(*data, weights=weight, label_kind=kind)
     if name == "demographic_parity":
-        return smooth_demographic_parity(*data, temperature=temperature, weights=weight, task=spec.task)
+        return smooth_demographic_parity(
+            *data, temperature=temperature, weights=weight, task=spec.task
+        )
     if name == "disparate_mistreatment":
         return smooth_disparate_mistreatment(*data, weights=weight, encoding=spec.encoding)
     if name == "hsic":

@@ -74,7 +74,14 @@ class _GroupWeightedLinearModel(BaseEstimator):
 
             try:
                 weights, _, worst = minimax_cvxpy(
-                    loss, data.X, y01, data.groups, data.sample_weight, num_groups, self.alpha, penalize
+                    loss,
+                    data.X,
+                    y01,
+                    data.groups,
+                    data.sample_weight,
+                    num_groups,
+                    self.alpha,
+                    penalize,
                 )
             except MinimaxSolverError as error:
                 if self.minimax_solver == "cvxpy":
@@ -92,7 +99,9 @@ class _GroupWeightedLinearModel(BaseEstimator):
             from fairest.reweighting._minimax import minimax_dual
 
             with jax.enable_x64(True):
-                problem = make_problem(data, y01, self.alpha, penalize, 1.0, self.tol, self.max_iter)
+                problem = make_problem(
+                    data, y01, self.alpha, penalize, 1.0, self.tol, self.max_iter
+                )
                 weights, _, worst, _ = minimax_dual(
                     loss, problem, num_groups, jnp.zeros(data.X.shape[1] + 1)
                 )
@@ -100,7 +109,9 @@ class _GroupWeightedLinearModel(BaseEstimator):
         return weights
 
     def _solve(self, loss, X, y01, data):
-        totals = np.bincount(data.groups, weights=data.sample_weight, minlength=len(data.group_labels))
+        totals = np.bincount(
+            data.groups, weights=data.sample_weight, minlength=len(data.group_labels)
+        )
         if isinstance(self.weights, str) and self.weights in ADAPTIVE_WEIGHTS:
             group_weights = self._adaptive_weights(loss, y01, data)
         else:

@@ -66,8 +66,8 @@ _SEGMENT_SUM_MIN_GROUPS = 5
 _GROUP_ROWS_MIN_ROWS = 65_536
 _GROUP_ROWS_MAX_SHARE = 0.25
 _CONTRACTION_MEMORY = 8  # Newton solves whose convergence constants set the next prediction
-_ADJOINT_CG_MAX_ITER = 1000
-_SLSQP_FIRST_STEP = 0.2  # largest weight change of SLSQP's first step (see run_scipy)  # Hessian-vector products of one adjoint solve (Newton-CG path)
+_ADJOINT_CG_MAX_ITER = 1000  # Hessian-vector products of one adjoint solve (Newton-CG path)
+_SLSQP_FIRST_STEP = 0.2  # largest weight change of SLSQP's first step (see run_scipy)
 
 
 def cache_size(num_params: int, num_groups: int) -> int:
@@ -153,14 +153,32 @@ def lower_solve(loss: str, lam, theta0, problem: Problem, num_groups: int, contr
     enables Newton's predicted last step (:func:`~fairest._solvers._newton.newton_solve`):
     the result may then be ``unverified``, to be checked by :func:`_adjoint`."""
     c = group_to_sample_weights(lam, problem.groups, problem.weight, num_groups)
-    args = (loss, problem.X, problem.y, c, problem.alpha, problem.penalize_intercept, theta0,
-            problem.inner_tol, problem.inner_max_iter)
+    args = (
+        loss,
+        problem.X,
+        problem.y,
+        c,
+        problem.alpha,
+        problem.penalize_intercept,
+        theta0,
+        problem.inner_tol,
+        problem.inner_max_iter,
+    )
     if uses_newton_cg(theta0.shape[0]):
         result = newton_cg_solve(*args)
         no_factor = jnp.zeros((factor_size(theta0.shape[0]),) * 2, theta0.dtype)
         zero = jnp.zeros((), theta0.dtype)
-        return NewtonResult(result.theta, result.objective, result.grad_norm, no_factor,
-                            result.n_iter, result.converged, zero, jnp.array(False), zero)
+        return NewtonResult(
+            result.theta,
+            result.objective,
+            result.grad_norm,
+            no_factor,
+            result.n_iter,
+            result.converged,
+            zero,
+            jnp.array(False),
+            zero,
+        )
     return newton_solve(*args, problem.X_hessian, contraction)
 
 
@@ -203,7 +221,12 @@ def _adjoint(loss, metric, num_groups, lam, theta, cholesky, problem):
     s = scores(theta, problem.X)
     dropped = (1.0 - problem.metric_intercept) * theta[0]  # 0 unless reference_compat
     value, grad_s = jax.value_and_grad(smooth_unfairness, argnums=1)(
-        metric, s - dropped, problem.y, problem.groups, problem.weight, num_groups,
+        metric,
+        s - dropped,
+        problem.y,
+        problem.groups,
+        problem.weight,
+        num_groups,
         problem.temperature,
     )
     pointwise, d1, _ = loss_derivatives(loss, s, problem.y)
@@ -217,8 +240,16 @@ def _adjoint(loss, metric, num_groups, lam, theta, cholesky, problem):
     c = group_to_sample_weights(lam, problem.groups, problem.weight, num_groups)
     args = (problem.X, problem.y, c, problem.alpha, problem.penalize_intercept)
     if uses_newton_cg(theta.shape[0]):
-        hvp = partial(hessian_vector_product, loss, theta, X=problem.X, y=problem.y, c=c,
-                      alpha=problem.alpha, penalize_intercept=problem.penalize_intercept)
+        hvp = partial(
+            hessian_vector_product,
+            loss,
+            theta,
+            X=problem.X,
+            y=problem.y,
+            c=c,
+            alpha=problem.alpha,
+            penalize_intercept=problem.penalize_intercept,
+        )
         preconditioner = jacobi_preconditioner(loss, theta, *args)
         adjoint, _ = pcg_solve(hvp, grad_u, preconditioner, problem.inner_tol, _ADJOINT_CG_MAX_ITER)
     else:
@@ -247,8 +278,16 @@ def _output(result, value, grad, losses, jacobian, lower_grad_norm) -> OracleOut
     measurable = unverified & (lower_grad_norm >= _newton.NOISE_FLOOR * result.threshold)
     observed = jnp.where(measurable, lower_grad_norm / result.grad_norm**2, 0.0)
     return OracleOutput(
-        value, grad, result.theta, losses, result.n_iter, converged, result.cholesky,
-        jacobian, jnp.maximum(result.contraction, observed), unverified,
+        value,
+        grad,
+        result.theta,
+        losses,
+        result.n_iter,
+        converged,
+        result.cholesky,
+        jacobian,
+        jnp.maximum(result.contraction, observed),
+        unverified,
     )
 
 
@@ -287,13 +326,16 @@ def _lower_from_anchor(loss, num_groups, lam, anchor: Anchor, problem: Problem, 
 
 
 @partial(jax.jit, static_argnames=("loss", "num_groups"))
-def _lower_on_rows(loss, num_groups, lam, anchor: Anchor, problem: Problem, contraction, rows,
-                   valid):
+def _lower_on_rows(
+    loss, num_groups, lam, anchor: Anchor, problem: Problem, contraction, rows, valid
+):
     """:func:`_lower_from_anchor` on the rows ``rows`` (``valid`` 0 on filler entries): the
     same solution when every row with a positive weight under ``lam`` is among them."""
     take = partial(jnp.take, indices=rows, axis=0)
     subset = problem._replace(
-        X=take(problem.X), y=take(problem.y), groups=take(problem.groups),
+        X=take(problem.X),
+        y=take(problem.y),
+        groups=take(problem.groups),
         weight=take(problem.weight) * valid,
         X_hessian=None if problem.X_hessian is None else take(problem.X_hessian),
     )
@@ -325,8 +367,17 @@ def _upper_from_result(loss, metric, num_groups, lam, result: NewtonResult, prob
 def placeholder_result(theta) -> NewtonResult:
     """A Newton result of the right shapes and dtypes (compiles the upper level early)."""
     p, zero = theta.shape[0], np.float64(0.0)
-    return NewtonResult(theta, zero, zero, np.eye(factor_size(p)), np.int32(0), np.bool_(True),
-                        zero, np.bool_(False), zero)
+    return NewtonResult(
+        theta,
+        zero,
+        zero,
+        np.eye(factor_size(p)),
+        np.int32(0),
+        np.bool_(True),
+        zero,
+        np.bool_(False),
+        zero,
+    )
 
 
 def oracle(
@@ -421,21 +472,39 @@ class ImplicitOracle:
 
     def compile_in_background(self, vertices: bool = True) -> None:
         """Compile the metric + adjoint kernel, and the one-group vertex solve when there
-        is one and ``vertices`` will be evaluated, each in a thread while the first lower-level solve compiles and runs: XLA
+        is one and ``vertices`` will be evaluated, each in a thread while the first
+        lower-level solve compiles and runs: XLA
         compiles outside the GIL, so on two or more cores the first fit pays about the
         longest compilation, not their sum. A call to a kernel waits for its thread; an
         error there is left to that call, which compiles again and raises it."""
         num_groups, uniform = self.num_groups, np.full(self.num_groups, 1.0 / self.num_groups)
-        kernels = {"adjoint": (_upper_from_result, (
-            self.loss, self.metric, num_groups, uniform, placeholder_result(self.theta),
-            self.problem,
-        ))}
+        kernels = {
+            "adjoint": (
+                _upper_from_result,
+                (
+                    self.loss,
+                    self.metric,
+                    num_groups,
+                    uniform,
+                    placeholder_result(self.theta),
+                    self.problem,
+                ),
+            )
+        }
         if vertices and self._group_rows is not None:  # no Newton step: one pass is run
             no_steps = self.problem._replace(inner_max_iter=np.int32(0))
-            kernels["rows"] = (_lower_on_rows, (
-                self.loss, num_groups, np.eye(num_groups)[0], plain_anchor(self.theta, num_groups),
-                no_steps, np.float64(np.inf), *(block[0] for block in self._group_rows),
-            ))
+            kernels["rows"] = (
+                _lower_on_rows,
+                (
+                    self.loss,
+                    num_groups,
+                    np.eye(num_groups)[0],
+                    plain_anchor(self.theta, num_groups),
+                    no_steps,
+                    np.float64(np.inf),
+                    *(block[0] for block in self._group_rows),
+                ),
+            )
         for name, (kernel, args) in kernels.items():
             key = (name, self.loss, self.metric, num_groups, _shapes(args))
             if key in _COMPILED:  # a warm fit: nothing to compile, no thread to run
@@ -487,8 +556,14 @@ class ImplicitOracle:
             if anchor is None:
                 anchor = plain_anchor(self.theta, self.num_groups)
             result = _lower_on_rows(
-                self.loss, self.num_groups, lam_device, anchor, self.problem,
-                np.float64(kappa), rows, valid,
+                self.loss,
+                self.num_groups,
+                lam_device,
+                anchor,
+                self.problem,
+                np.float64(kappa),
+                rows,
+                valid,
             )
         else:
             result = lower_level(
@@ -497,8 +572,14 @@ class ImplicitOracle:
         self._compiled("adjoint")
         out = upper_level(self.loss, self.metric, self.num_groups, lam_device, result, self.problem)
         value, grad, n_iter, converged, unverified, contraction = jax.device_get(
-            (out.value, out.grad, out.inner_iter, out.inner_converged, out.unverified,
-             out.contraction)
+            (
+                out.value,
+                out.grad,
+                out.inner_iter,
+                out.inner_converged,
+                out.unverified,
+                out.contraction,
+            )
         )
         if unverified and not converged:  # the predicted step fell short: resume there
             self.mispredictions += 1

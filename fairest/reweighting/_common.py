@@ -44,7 +44,9 @@ def build_metric_spec(metric, metric_params, task: str, loss: str, n_valid: int)
         )
     encoding = params.get("encoding", "index")
     if encoding not in ("index", "onehot"):
-        raise ValueError(f"metric_params['encoding'] must be 'index' or 'onehot'; got {encoding!r}.")
+        raise ValueError(
+            f"metric_params['encoding'] must be 'index' or 'onehot'; got {encoding!r}."
+        )
     if callable(metric):
         spec = MetricSpec("callable", task, loss, encoding, fn=metric, n_valid=n_valid)
         return spec, temperature
@@ -122,7 +124,13 @@ def best_single_group(loss, data, y_num, *, alpha, penalize, metric, metric_para
     values = np.full(num_groups, np.inf)
     with jax.enable_x64(True):
         problem = make_problem(
-            data, y_num, alpha, penalize, temperature, _defaults.NEWTON_TOL, _defaults.NEWTON_MAX_ITER
+            data,
+            y_num,
+            alpha,
+            penalize,
+            temperature,
+            _defaults.NEWTON_TOL,
+            _defaults.NEWTON_MAX_ITER,
         )
         orc = ImplicitOracle(
             loss, spec, num_groups, problem, jnp.zeros(data.X.shape[1] + 1), data.groups

@@ -41,11 +41,15 @@ def resolve_group_weights(weights, group_totals: np.ndarray, group_labels) -> np
             return complement_weights(group_totals)
         if weights in ADAPTIVE_WEIGHTS:
             raise ValueError(f"weights={weights!r} depends on the data; the estimator resolves it.")
-        raise ValueError(f"weights must be one of {NAMED_WEIGHTS}, an array or a dict; got {weights!r}.")
+        raise ValueError(
+            f"weights must be one of {NAMED_WEIGHTS}, an array or a dict; got {weights!r}."
+        )
     if isinstance(weights, dict):
         unknown = set(weights) - set(group_labels.tolist())
         if unknown:
-            raise ValueError(f"weights has labels that are not groups: {sorted(map(repr, unknown))}.")
+            raise ValueError(
+                f"weights has labels that are not groups: {sorted(map(repr, unknown))}."
+            )
         missing = [g for g in group_labels.tolist() if g not in weights]
         if missing:
             raise ValueError(f"weights is missing the groups {missing!r}.")

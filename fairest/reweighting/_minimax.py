@@ -16,7 +16,6 @@ model (KKT: ``theta_minimax`` minimises ``sum_g mu_g L_g + R`` with ``mu`` on th
 from __future__ import annotations
 
 import warnings
-
 from functools import partial
 
 import jax
@@ -50,8 +49,10 @@ def minimax_cvxpy(loss, X, y, groups, weight, num_groups, alpha, penalize_interc
     w = cp.Variable(d)
     t = cp.Variable()
     s = X @ w + b
-    penalty = PENALTY_SCALE[loss] * alpha * (
-        cp.sum_squares(w) + (cp.square(b) if penalize_intercept else 0.0)
+    penalty = (
+        PENALTY_SCALE[loss]
+        * alpha
+        * (cp.sum_squares(w) + (cp.square(b) if penalize_intercept else 0.0))
     )
     if loss == "logistic":
         pointwise = cp.logistic(s) - cp.multiply(y, s)
@@ -68,7 +69,9 @@ def minimax_cvxpy(loss, X, y, groups, weight, num_groups, alpha, penalize_interc
     except cp.error.SolverError as error:
         raise MinimaxSolverError(f"Clarabel failed on the minimax program: {error}") from error
     if problem.status != "optimal":
-        raise MinimaxSolverError(f"Minimax program not solved accurately: cvxpy status {problem.status!r}.")
+        raise MinimaxSolverError(
+            f"Minimax program not solved accurately: cvxpy status {problem.status!r}."
+        )
     mu = np.clip(np.asarray(constraint.dual_value, dtype=np.float64).ravel(), 0.0, None)
     if mu.sum() <= 0:
         raise MinimaxSolverError("Minimax program returned all-zero duals.")
@@ -95,7 +98,9 @@ def minimax_dual(loss, problem: Problem, num_groups, theta0, *, max_iter=200, to
         key = mu.tobytes()
         if key not in cache:
             cache.clear()
-            value, losses, theta = _dual_oracle(loss, num_groups, jnp.asarray(mu), state["theta"], problem)
+            value, losses, theta = _dual_oracle(
+                loss, num_groups, jnp.asarray(mu), state["theta"], problem
+            )
             state["theta"] = theta
             cache[key] = (float(value), np.asarray(losses), theta)
         return cache[key]
@@ -107,7 +112,9 @@ def minimax_dual(loss, problem: Problem, num_groups, theta0, *, max_iter=200, to
         jac=lambda m: -evaluate(m)[1],
         method="SLSQP",
         bounds=[(0.0, 1.0)] * num_groups,
-        constraints=[{"type": "eq", "fun": lambda v: np.sum(v) - 1.0, "jac": lambda v: np.ones_like(v)}],
+        constraints=[
+            {"type": "eq", "fun": lambda v: np.sum(v) - 1.0, "jac": lambda v: np.ones_like(v)}
+        ],
         options={"ftol": tol, "maxiter": max_iter},
     )
     mu = np.clip(result.x, 0.0, None)

@@ -108,7 +108,9 @@ def _step(loss, metric, num_groups, problem, hyper, stochastic, batch_size, samp
     """One simultaneous (theta, v, lambda) update."""
     rho, gamma, clip = hyper
     theta, v, lam = state.theta, state.v, state.lam
-    u_value, grad_u = jax.value_and_grad(metric_value, argnums=1)(metric, theta, problem, num_groups)
+    u_value, grad_u = jax.value_and_grad(metric_value, argnums=1)(
+        metric, theta, problem, num_groups
+    )
     key = state.key
     if stochastic:
         key, sub = jax.random.split(key)
@@ -178,9 +180,7 @@ def single_loop(
 
     def chunk(state: LoopState, _):
         zero = jnp.zeros((), dtype)
-        state, proxy_sum, grad_norm = jax.lax.fori_loop(
-            0, check_every, inner, (state, zero, zero)
-        )
+        state, proxy_sum, grad_norm = jax.lax.fori_loop(0, check_every, inner, (state, zero, zero))
         proxy = proxy_sum / check_every
         # exact Phi at the current lambda: warm-started Newton from the tracked theta
         out = _oracle(loss, metric, num_groups, state.lam, state.theta, problem)
@@ -213,4 +213,3 @@ def lipschitz_step(loss, problem: Problem, lam, theta, num_groups):
         loss, theta, problem.X, problem.y, c, problem.alpha, problem.penalize_intercept
     )
     return 1.0 / float(jnp.max(jnp.linalg.eigvalsh(hessian)))
-

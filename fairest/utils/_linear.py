@@ -69,7 +69,9 @@ class ScoreClassifierMixin(ClassifierMixin):
             Predicted labels, taken from ``classes_``.
         """
         scores = self.decision_function(X)
-        codes = self._positive(scores).astype(int) if scores.ndim == 1 else np.argmax(scores, axis=1)
+        codes = (
+            self._positive(scores).astype(int) if scores.ndim == 1 else np.argmax(scores, axis=1)
+        )
         return self.classes_[codes]
 
     def _positive(self, scores):
@@ -114,7 +116,6 @@ class ScoreClassifierMixin(ClassifierMixin):
         if scores.ndim == 1:
             return np.column_stack([log_expit(-scores), log_expit(scores)])
         return log_softmax(scores, axis=1)
-
 
 
 class LinearClassifierMixin(ScoreClassifierMixin):

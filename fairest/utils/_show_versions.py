@@ -9,8 +9,17 @@ from importlib.metadata import PackageNotFoundError, version
 __all__ = ["show_versions"]
 
 _DEPENDENCIES = (
-    "numpy", "scipy", "scikit-learn", "pandas", "jax", "jaxlib", "cvxpy", "clarabel",
-    "matplotlib", "fairlearn", "dp-accounting",
+    "numpy",
+    "scipy",
+    "scikit-learn",
+    "pandas",
+    "jax",
+    "jaxlib",
+    "cvxpy",
+    "clarabel",
+    "matplotlib",
+    "fairlearn",
+    "dp-accounting",
 )
 
 

@@ -48,8 +48,7 @@ def _columns_of(sensitive_features) -> list:
     if array.ndim == 2:
         return [array[:, j] for j in range(array.shape[1])]
     raise ValueError(
-        "sensitive_features must be 1-D or 2-D; got an array with "
-        f"{array.ndim} dimensions."
+        f"sensitive_features must be 1-D or 2-D; got an array with {array.ndim} dimensions."
     )
 
 

@@ -27,9 +27,7 @@ IDS = ["adult", "adult-test", "adult-all", "german", "compas", "compas-pp", "ric
 FRAME_IDS = ["adult", "german", "compas", "ricci"]  # the other cases share their code paths
 
 
-@pytest.mark.parametrize(
-    "loader, kwargs, n_rows, n_features, positives, sensitive", CASES, ids=IDS
-)
+@pytest.mark.parametrize("loader, kwargs, n_rows, n_features, positives, sensitive", CASES, ids=IDS)
 def test_bunch_contents(loader, kwargs, n_rows, n_features, positives, sensitive):
     bunch = loader(**kwargs)
     assert bunch.data.shape == (n_rows, n_features)

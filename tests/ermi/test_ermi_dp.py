@@ -19,7 +19,9 @@ from fairest.ermi._dp import (
 from fairest.ermi._kernels import Strata
 from fairest.ermi._solvers import SGDAHyper, sgda_solve
 
-WORKED = dict(n_samples=10_000, batch_size=1_000, n_iter=100, epsilon=1.0, delta=1e-8, min_group_fraction=0.3)
+WORKED = dict(
+    n_samples=10_000, batch_size=1_000, n_iter=100, epsilon=1.0, delta=1e-8, min_group_fraction=0.3
+)
 
 
 def test_worked_example_reproduced():
@@ -33,7 +35,9 @@ def test_worked_example_reproduced():
     generic = dp_fermi_noise(**WORKED, unit="all", clip=5.0, fairness_weight=1.0, radius=5.0)
     assert generic == pytest.approx((0.0606971, 0.1657211), abs=1e-6)
     assert 2 * (5.0 + 1 / math.sqrt(0.3)) == pytest.approx(13.651484, abs=1e-6)  # B_W
-    paper = paper_all_features_noise(10_000, 100, 1.0, 1e-8, 0.3, lipschitz=5.0, radius=5.0, n_classes=2)
+    paper = paper_all_features_noise(
+        10_000, 100, 1.0, 1e-8, 0.3, lipschitz=5.0, radius=5.0, n_classes=2
+    )
     assert paper == pytest.approx((6.2687680, 1.2635106, 0.1292340), abs=1e-6)
 
 
@@ -42,17 +46,24 @@ def test_scaling_laws_and_non_private_zero():
     assert dp_fermi_noise(**{**WORKED, "epsilon": None}) == (0.0, 0.0)
     np.testing.assert_allclose(dp_fermi_noise(**{**WORKED, "n_iter": 400}), 2 * base, rtol=1e-12)
     np.testing.assert_allclose(dp_fermi_noise(**{**WORKED, "epsilon": 2.0}), base / 2, rtol=1e-12)
-    np.testing.assert_allclose(dp_fermi_noise(**{**WORKED, "n_samples": 20_000}), base / 2, rtol=1e-12)
-    np.testing.assert_allclose(dp_fermi_noise(**{**WORKED, "min_group_fraction": 0.075}), 2 * base, rtol=1e-12)
+    np.testing.assert_allclose(
+        dp_fermi_noise(**{**WORKED, "n_samples": 20_000}), base / 2, rtol=1e-12
+    )
+    np.testing.assert_allclose(
+        dp_fermi_noise(**{**WORKED, "min_group_fraction": 0.075}), 2 * base, rtol=1e-12
+    )
     with pytest.raises(ValueError, match="min_group_fraction"):
         dp_fermi_noise(**{**WORKED, "min_group_fraction": 0.0})
 
 
 @pytest.mark.parametrize(
-    "scaling, expected", [("lambda", (0.5, 0.5)), ("paper_text", (0.5, 1.0)), ("authors_code", (1.0, 0.5))]
+    "scaling, expected",
+    [("lambda", (0.5, 0.5)), ("paper_text", (0.5, 1.0)), ("authors_code", (1.0, 0.5))],
 )
 def test_noise_scaling_variants(scaling, expected):
-    assert effective_noise(2.0, 4.0, 0.5, scaling=scaling) == pytest.approx((2.0 * expected[0], 4.0 * expected[1]))
+    assert effective_noise(2.0, 4.0, 0.5, scaling=scaling) == pytest.approx(
+        (2.0 * expected[0], 4.0 * expected[1])
+    )
     assert effective_noise(2.0, 4.0, 0.5, unit="all", scaling=scaling) == (2.0, 4.0)
 
 
@@ -77,7 +88,9 @@ def test_estimator_stores_the_calibrated_noise():
     lam = 0.5
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyWarning)
-        clf = ERMIClassifier(fairness_weight=lam, dp_epsilon=2.0, batch_size=100, n_epochs=2, random_state=0)
+        clf = ERMIClassifier(
+            fairness_weight=lam, dp_epsilon=2.0, batch_size=100, n_epochs=2, random_state=0
+        )
         clf.fit(X, y, sensitive_features=s)
     rho = (120 - 1) / n
     assert clf.min_group_fraction_ == pytest.approx(rho)
@@ -102,10 +115,30 @@ def test_empirical_noise_matches_sigma():
         theta0, W0 = jnp.zeros((d + 1, l)), jnp.zeros((1, k, l))
 
         def run(sig_theta, sig_w, seed):
-            hyper = SGDAHyper(*(jnp.asarray(v) for v in (1.0, 1.0, 1.0, np.inf, np.inf, np.inf, sig_theta, sig_w, 0.0)))
-            return sgda_solve(theta0, W0, X, y, s, t, jnp.ones(n), strata, hyper, jax.random.key(seed, impl="rbg"),
-                              binary=False, batch_size=n, n_epochs=1, batching="uniform",
-                              record_history=False, random_iterate=False)[:2]
+            hyper = SGDAHyper(
+                *(
+                    jnp.asarray(v)
+                    for v in (1.0, 1.0, 1.0, np.inf, np.inf, np.inf, sig_theta, sig_w, 0.0)
+                )
+            )
+            return sgda_solve(
+                theta0,
+                W0,
+                X,
+                y,
+                s,
+                t,
+                jnp.ones(n),
+                strata,
+                hyper,
+                jax.random.key(seed, impl="rbg"),
+                binary=False,
+                batch_size=n,
+                n_epochs=1,
+                batching="uniform",
+                record_history=False,
+                random_iterate=False,
+            )[:2]
 
         base_theta, base_w = run(0.0, 0.0, 0)
         theta_noise, w_noise = [], []

@@ -50,9 +50,13 @@ def test_lambda_zero_sample_weight_equals_sklearn():
     X, y, s = _biased(n=300, seed=2)
     w = np.random.default_rng(0).uniform(0.2, 3.0, len(y))
     alpha = 1e-2
-    ours = ERMIClassifier(fairness_weight=0.0, alpha=alpha).fit(X, y, sensitive_features=s, sample_weight=w)
+    ours = ERMIClassifier(fairness_weight=0.0, alpha=alpha).fit(
+        X, y, sensitive_features=s, sample_weight=w
+    )
     # ours: sum_i w_i l_i / sum_i w_i + alpha/2 ||coef||^2
-    ref = LogisticRegression(C=1.0 / (alpha * w.sum()), tol=1e-12, max_iter=10_000).fit(X, y, sample_weight=w)
+    ref = LogisticRegression(C=1.0 / (alpha * w.sum()), tol=1e-12, max_iter=10_000).fit(
+        X, y, sample_weight=w
+    )
     np.testing.assert_allclose(ours.coef_, ref.coef_, rtol=1e-5, atol=1e-6)
 
 
@@ -60,7 +64,9 @@ def test_lambda_zero_sample_weight_equals_sklearn():
 def test_full_batch_objective_and_w_are_exact_ermi(fairness):
     X, y, s = _biased(n=300, n_classes=3, n_groups=3, seed=3)
     lam = 2.0
-    clf = ERMIClassifier(fairness_weight=lam, metric=fairness, alpha=0.0).fit(X, y, sensitive_features=s)
+    clf = ERMIClassifier(fairness_weight=lam, metric=fairness, alpha=0.0).fit(
+        X, y, sensitive_features=s
+    )
     proba = clf.predict_proba(X)
     loss = -np.mean(np.log(proba[np.arange(len(y)), y]))
     if fairness == "demographic_parity":
@@ -106,10 +112,19 @@ def test_sgda_lowers_violation_and_is_close_to_sklearn_at_lambda_zero():
     """Spec oracles 9 (second part) and 13, scaled down: non-private SGDA."""
     X, y, s = _biased(n=4000, seed=6)
     Xt, yt, st = _biased(n=4000, seed=7)
-    common = dict(solver="sgda", batch_size=256, n_epochs=15, learning_rate=0.05, dual_learning_rate=0.1, alpha=0.0)
+    common = dict(
+        solver="sgda",
+        batch_size=256,
+        n_epochs=15,
+        learning_rate=0.05,
+        dual_learning_rate=0.1,
+        alpha=0.0,
+    )
     dp, err = {}, {}
     for lam in (0.0, 4.0):
-        clf = ERMIClassifier(fairness_weight=lam, random_state=0, **common).fit(X, y, sensitive_features=s)
+        clf = ERMIClassifier(fairness_weight=lam, random_state=0, **common).fit(
+            X, y, sensitive_features=s
+        )
         dp[lam] = _violation(clf, Xt, yt, st, "demographic_parity")
         err[lam] = np.mean(clf.predict(Xt) != yt)
     ref = LogisticRegression(C=np.inf).fit(X, y)
@@ -121,7 +136,9 @@ def test_sgda_lowers_violation_and_is_close_to_sklearn_at_lambda_zero():
 @pytest.mark.parametrize("batching", ["uniform", "shuffle"])
 def test_same_seed_same_model(batching):
     X, y, s = _biased(n=300, n_classes=3, seed=8)
-    params = dict(solver="sgda", batch_size=64, n_epochs=3, batching=batching, dp_epsilon=3.0, dp_delta=1e-5)
+    params = dict(
+        solver="sgda", batch_size=64, n_epochs=3, batching=batching, dp_epsilon=3.0, dp_delta=1e-5
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # closed-form validity warnings at this small T
         a = ERMIClassifier(random_state=3, **params).fit(X, y, sensitive_features=s)
@@ -136,7 +153,14 @@ def test_lambda_zero_private_theta_ignores_sensitive_attribute():
     """Spec oracle 9: at lambda = 0 (noise_scaling="lambda") s never reaches theta."""
     X, y, s = _biased(n=300, seed=9)
     other = np.random.default_rng(0).permutation(s)
-    params = dict(fairness_weight=0.0, solver="sgda", batch_size=64, n_epochs=3, dp_epsilon=1.0, random_state=0)
+    params = dict(
+        fairness_weight=0.0,
+        solver="sgda",
+        batch_size=64,
+        n_epochs=3,
+        dp_epsilon=1.0,
+        random_state=0,
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         a = ERMIClassifier(**params).fit(X, y, sensitive_features=s)
@@ -165,8 +189,15 @@ def test_projection_and_history():
     """Spec oracle 12: ||W_t||_F <= R after every step."""
     X, y, s = _biased(n=300, seed=11)
     clf = ERMIClassifier(
-        fairness_weight=5.0, solver="sgda", batch_size=64, n_epochs=3, dual_learning_rate=5.0,
-        dual_radius=0.5, dual_init="normal", random_state=0, record_history=True,
+        fairness_weight=5.0,
+        solver="sgda",
+        batch_size=64,
+        n_epochs=3,
+        dual_learning_rate=5.0,
+        dual_radius=0.5,
+        dual_init="normal",
+        random_state=0,
+        record_history=True,
     ).fit(X, y, sensitive_features=s)
     assert clf.n_iter_ == 3 * 5
     assert clf.history_["w_norm"].shape == (15,)
@@ -179,11 +210,17 @@ def test_invalid_settings_raise():
     with pytest.raises(ValueError, match="non-private"):
         ERMIClassifier(solver="full-batch", dp_epsilon=1.0).fit(X, y, sensitive_features=s)
     with pytest.raises(ValueError, match="sample_weight"):
-        ERMIClassifier(dp_epsilon=1.0, n_epochs=1).fit(X, y, sensitive_features=s, sample_weight=np.arange(100.0) + 1)
+        ERMIClassifier(dp_epsilon=1.0, n_epochs=1).fit(
+            X, y, sensitive_features=s, sample_weight=np.arange(100.0) + 1
+        )
     with pytest.raises(ValueError, match="min_group_fraction"):
-        ERMIClassifier(dp_epsilon=1.0, min_group_fraction=0.9, n_epochs=1).fit(X, y, sensitive_features=s)
+        ERMIClassifier(dp_epsilon=1.0, min_group_fraction=0.9, n_epochs=1).fit(
+            X, y, sensitive_features=s
+        )
     with pytest.raises(ValueError, match="per_sample"):
-        ERMIClassifier(dp_epsilon=1.0, privacy_unit="all", clip_mode="batch", n_epochs=1).fit(X, y, sensitive_features=s)
+        ERMIClassifier(dp_epsilon=1.0, privacy_unit="all", clip_mode="batch", n_epochs=1).fit(
+            X, y, sensitive_features=s
+        )
     with pytest.raises(ValueError, match="one class"):
         ERMIClassifier().fit(X, np.zeros(100), sensitive_features=s)
 
@@ -200,7 +237,9 @@ def test_verbose_logs_a_summary_and_per_epoch_lines(caplog):
         clf = ERMIClassifier(verbose=2, **params).fit(X, y, sensitive_features=s)
     lines = [r.getMessage() for r in caplog.records]
     assert [line.split(":")[0] for line in lines] == [
-        "[ERMIClassifier] epoch 1/2", "[ERMIClassifier] epoch 2/2", "[ERMIClassifier] SGDA"
+        "[ERMIClassifier] epoch 1/2",
+        "[ERMIClassifier] epoch 2/2",
+        "[ERMIClassifier] SGDA",
     ]
     assert not hasattr(clf, "history_")
     caplog.clear()

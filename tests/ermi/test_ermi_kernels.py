@@ -8,11 +8,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from fairest.ermi._estimator import _strata_constants
 from fairest.ermi._kernels import (
     Strata,
     closed_form_w,
-    loss_and_logit_grad,
     logits,
+    loss_and_logit_grad,
     probabilities,
     saddle_coefficients,
     saddle_logit_grad,
@@ -20,7 +21,6 @@ from fairest.ermi._kernels import (
     theta_gradient,
     w_gradient,
 )
-from fairest.ermi._estimator import _strata_constants
 from fairest.metrics import conditional_ermi, ermi
 
 
@@ -105,12 +105,21 @@ def test_hand_example_and_independence():
     np.testing.assert_allclose(W, [[0.353553, 1.060660], [1.060660, 0.353553]], atol=1e-6)
     value = jnp.mean(saddle_value(F, saddle_coefficients(W[None], s, t, strata), t, strata))
     assert float(value) == pytest.approx(0.25, abs=1e-12)
-    soft = jnp.asarray(np.column_stack([1 - np.r_[.8, .7, .4, .1, .5, .6, .2, .3], np.r_[.8, .7, .4, .1, .5, .6, .2, .3]]))
+    soft = jnp.asarray(
+        np.column_stack(
+            [
+                1 - np.r_[0.8, 0.7, 0.4, 0.1, 0.5, 0.6, 0.2, 0.3],
+                np.r_[0.8, 0.7, 0.4, 0.1, 0.5, 0.6, 0.2, 0.3],
+            ]
+        )
+    )
     W_soft = closed_form_w(soft, s, t, jnp.ones(8), strata)
     value = jnp.mean(saddle_value(soft, saddle_coefficients(W_soft, s, t, strata), t, strata))
     assert float(value) == pytest.approx(1 / 99, abs=1e-12)
     same = jnp.tile(jnp.asarray([[0.3, 0.7]]), (8, 1))  # independence: W* = sqrt(p_S) 1^T
-    np.testing.assert_allclose(closed_form_w(same, s, t, jnp.ones(8), strata)[0], np.sqrt(0.5), atol=1e-12)
+    np.testing.assert_allclose(
+        closed_form_w(same, s, t, jnp.ones(8), strata)[0], np.sqrt(0.5), atol=1e-12
+    )
 
 
 @pytest.mark.parametrize("l, eo", [(2, False), (3, False), (3, True)])
@@ -145,7 +154,9 @@ def test_per_sample_gradient_norm_is_product_of_norms():
     W = closed_form_w(probabilities(logits(theta, X), False), s, t, weight, strata)
 
     def single(theta, x, yi, si, ti):
-        return _mean_saddle(theta, W, x[None], yi[None], si[None], ti[None], jnp.ones(1), strata, 0.5, False)
+        return _mean_saddle(
+            theta, W, x[None], yi[None], si[None], ti[None], jnp.ones(1), strata, 0.5, False
+        )
 
     per_sample = jax.jit(jax.vmap(jax.grad(single), in_axes=(None, 0, 0, 0, 0)))(theta, X, y, s, t)
     Z = logits(theta, X)
@@ -160,7 +171,10 @@ def test_per_sample_gradient_norm_is_product_of_norms():
 def test_minibatch_gradients_are_unbiased(eo):
     """Spec oracle 7: the mean over all C(6, 2) batches equals the full-data gradient."""
     X, y, s, t, weight, strata, theta, n_strata = _problem(n=6, k=2, l=2, eo=eo, seed=4)
-    W = jnp.asarray(np.random.default_rng(5).normal(size=(n_strata, 2, 2))) * strata.mask[:, :, None]
+    W = (
+        jnp.asarray(np.random.default_rng(5).normal(size=(n_strata, 2, 2)))
+        * strata.mask[:, :, None]
+    )
     full = _analytic_grads(theta, W, X, y, s, t, weight, strata, 1.3, True)
     batches = list(itertools.combinations(range(6), 2))
     sums = [np.zeros(full[0].shape), np.zeros(full[1].shape)]

@@ -23,7 +23,9 @@ def test_draw_below_is_lemires_multiply_shift(n):
             x = np.asarray(jax.random.bits(key, (517,), jnp.uint32)).astype(np.uint64)
             product = x * np.uint64(n)
             np.testing.assert_array_equal(values, (product >> np.uint64(32)).astype(np.int64))
-            np.testing.assert_array_equal(usable, (product & np.uint64(2**32 - 1)) >= np.uint64(2**32 % n))
+            np.testing.assert_array_equal(
+                usable, (product & np.uint64(2**32 - 1)) >= np.uint64(2**32 % n)
+            )
             assert np.all((np.asarray(values) >= 0) & (np.asarray(values) < n))
 
 

@@ -45,7 +45,9 @@ def _numpy_loss(loss, s, y):
 def test_pointwise_loss_matches_numpy(loss):
     X, y, _, _, theta = _problem(loss)
     s = X @ theta[1:] + theta[0]
-    np.testing.assert_allclose(pointwise_loss(loss, jnp.asarray(s), jnp.asarray(y)), _numpy_loss(loss, s, y), rtol=1e-13)
+    np.testing.assert_allclose(
+        pointwise_loss(loss, jnp.asarray(s), jnp.asarray(y)), _numpy_loss(loss, s, y), rtol=1e-13
+    )
 
 
 @pytest.mark.parametrize("loss", LOSSES)
@@ -83,7 +85,9 @@ def test_value_grad_hessian_against_autodiff_and_numpy(loss, penalize_intercept)
     _, _, d2 = loss_derivatives(loss, jnp.asarray(s), jnp.asarray(y))
     A = np.column_stack([np.ones(len(X)), X])
     pen = 2 * scale * alpha * np.r_[penalize_intercept, np.ones(X.shape[1])]
-    np.testing.assert_allclose(H, A.T @ (A * (c * np.asarray(d2))[:, None]) + np.diag(pen), rtol=1e-12)
+    np.testing.assert_allclose(
+        H, A.T @ (A * (c * np.asarray(d2))[:, None]) + np.diag(pen), rtol=1e-12
+    )
     v = np.random.default_rng(2).normal(size=theta.size)
     np.testing.assert_allclose(
         hessian_vector_product(loss, jnp.asarray(theta), jnp.asarray(v), *args), H @ v, rtol=1e-11
@@ -100,8 +104,12 @@ def test_group_sums_one_pass_matches_per_group_numpy(loss):
     A = np.column_stack([np.ones(len(X)), X])
     for g in range(4):
         m = groups == g
-        np.testing.assert_allclose(loss_sums[g], np.sum(weight[m] * _numpy_loss(loss, s[m], y[m])), rtol=1e-12)
-        np.testing.assert_allclose(grad_sums[:, g], A[m].T @ (weight[m] * np.asarray(d1)[m]), rtol=1e-11)
+        np.testing.assert_allclose(
+            loss_sums[g], np.sum(weight[m] * _numpy_loss(loss, s[m], y[m])), rtol=1e-12
+        )
+        np.testing.assert_allclose(
+            grad_sums[:, g], A[m].T @ (weight[m] * np.asarray(d1)[m]), rtol=1e-11
+        )
         np.testing.assert_allclose(totals[g], weight[m].sum(), rtol=1e-13)
     # gradients of the per-group loss sums are the columns of grad_sums (autodiff check)
     jac = jax.jacobian(lambda t: group_sums(loss, t, batch, 4)[0])(jnp.asarray(theta))
@@ -112,7 +120,9 @@ def test_padding_rows_change_nothing():
     X, y, groups, weight, theta = _problem("logistic", n=101)
     padded = pad_rows(len(X), X, y, groups, weight)
     assert padded[0].shape[0] > len(X)
-    full = group_sums("logistic", jnp.asarray(theta), Batch(*map(jnp.asarray, (X, y, groups, weight))), 3)
+    full = group_sums(
+        "logistic", jnp.asarray(theta), Batch(*map(jnp.asarray, (X, y, groups, weight))), 3
+    )
     pad = group_sums("logistic", jnp.asarray(theta), Batch(*map(jnp.asarray, padded)), 3)
     for a, b in zip(full, pad):
         np.testing.assert_allclose(a, b, rtol=1e-13)

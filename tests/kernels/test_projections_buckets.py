@@ -19,7 +19,9 @@ def test_simplex_projection_matches_cvxpy_clarabel(seed):
     rng = np.random.default_rng(seed)
     v = rng.normal(scale=2.0, size=rng.integers(2, 12))
     x = cp.Variable(v.size)
-    cp.Problem(cp.Minimize(cp.sum_squares(x - v)), [x >= 0, cp.sum(x) == 1]).solve(solver=cp.CLARABEL)
+    cp.Problem(cp.Minimize(cp.sum_squares(x - v)), [x >= 0, cp.sum(x) == 1]).solve(
+        solver=cp.CLARABEL
+    )
     projected = np.asarray(project_simplex(jnp.asarray(v)))
     np.testing.assert_allclose(projected, x.value, atol=1e-7)
     assert projected.min() >= 0 and abs(projected.sum() - 1) < 1e-12
@@ -63,7 +65,9 @@ def test_multinomial_group_sums_against_autodiff():
         m = np.asarray(groups) == g
 
         def group_loss(t, m=m):
-            return jnp.sum(jnp.where(m, weight * multinomial_loss(multinomial_scores(t, X), y), 0.0))
+            return jnp.sum(
+                jnp.where(m, weight * multinomial_loss(multinomial_scores(t, X), y), 0.0)
+            )
 
         np.testing.assert_allclose(loss_sums[g], np.sum(np.asarray(weight)[m] * ce[m]), rtol=1e-12)
         np.testing.assert_allclose(grads[g], jax.grad(group_loss)(theta), rtol=1e-10, atol=1e-12)

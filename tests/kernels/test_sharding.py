@@ -62,6 +62,8 @@ SCRIPT = textwrap.dedent(
 
 
 def test_sharded_equals_unsharded():
-    result = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, check=False)
+    result = subprocess.run(
+        [sys.executable, "-c", SCRIPT], capture_output=True, text=True, check=False
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "sharded == unsharded" in result.stdout

@@ -88,9 +88,7 @@ def test_excess_gaps_by_hand():
     np.testing.assert_allclose(table["dense_accuracy"], [1.0, 0.5])
     np.testing.assert_allclose(table["sparse_accuracy"], [0.5, 0.5])
     np.testing.assert_allclose(table["accuracy_gap"], [0.5, 0.0])
-    np.testing.assert_allclose(
-        table["excess_accuracy_gap"], [0.5 - overall_gap, -overall_gap]
-    )
+    np.testing.assert_allclose(table["excess_accuracy_gap"], [0.5 - overall_gap, -overall_gap])
     assert list(table.index) == ["a", "b"]
 
 
@@ -140,15 +138,11 @@ def test_independence_separation_sufficiency_match_fairlearn(seed, n_groups, wei
     separation = _rate_spread(
         true_positive_rate, labels, predictions, groups, weights
     ) + _rate_spread(false_positive_rate, labels, predictions, groups, weights)
-    assert separation_gap(labels, predictions, **kwargs) == pytest.approx(
-        separation, abs=1e-12
-    )
+    assert separation_gap(labels, predictions, **kwargs) == pytest.approx(separation, abs=1e-12)
     sufficiency = _rate_spread(
         precision_score, labels, predictions, groups, weights
     ) + _rate_spread(_negative_predictive_value, labels, predictions, groups, weights)
-    assert sufficiency_gap(labels, predictions, **kwargs) == pytest.approx(
-        sufficiency, abs=1e-12
-    )
+    assert sufficiency_gap(labels, predictions, **kwargs) == pytest.approx(sufficiency, abs=1e-12)
 
 
 def test_two_group_gaps_by_hand():
@@ -158,12 +152,8 @@ def test_two_group_gaps_by_hand():
     # group 0: PR 3/4, TPR 1, FPR 1/2, PPV 2/3, NPV 1; group 1: PR 1/4, TPR 1/2, FPR 0,
     # PPV 1, NPV 2/3
     assert independence_gap(labels, predictions, sensitive_features=groups) == 0.5
-    assert separation_gap(labels, predictions, sensitive_features=groups) == pytest.approx(
-        1.0
-    )
-    assert sufficiency_gap(labels, predictions, sensitive_features=groups) == pytest.approx(
-        2 / 3
-    )
+    assert separation_gap(labels, predictions, sensitive_features=groups) == pytest.approx(1.0)
+    assert sufficiency_gap(labels, predictions, sensitive_features=groups) == pytest.approx(2 / 3)
 
 
 def test_pos_label_and_label_coding():
@@ -219,9 +209,7 @@ def test_loss_gap_matches_sklearn_log_loss(n_groups):
     assert value == pytest.approx(max(losses) - min(losses), abs=1e-12)
     binary = (labels > 0).astype(int)
     positive = proba[:, 1:].sum(axis=1)
-    binary_losses = [
-        log_loss(binary[groups == g], positive[groups == g]) for g in range(n_groups)
-    ]
+    binary_losses = [log_loss(binary[groups == g], positive[groups == g]) for g in range(n_groups)]
     assert loss_gap(binary, positive, sensitive_features=groups) == pytest.approx(
         max(binary_losses) - min(binary_losses), abs=1e-12
     )

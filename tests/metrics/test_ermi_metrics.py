@@ -59,9 +59,7 @@ def test_hand_example_values():
     assert ermi(None, y_hat, sensitive_features=s) == pytest.approx(0.25, abs=1e-12)
     assert demographic_parity_violation(y, y_hat, sensitive_features=s) == 0.5
     assert equalized_odds_violation(y, y_hat, sensitive_features=s) == 0.5
-    assert conditional_ermi(y, y_hat, sensitive_features=s) == pytest.approx(
-        1 / 3, abs=1e-12
-    )
+    assert conditional_ermi(y, y_hat, sensitive_features=s) == pytest.approx(1 / 3, abs=1e-12)
     uniform = conditional_ermi(y, y_hat, sensitive_features=s, weighting="uniform")
     assert uniform == pytest.approx(2 / 3, abs=1e-12)
 
@@ -76,9 +74,7 @@ def test_hand_example_soft_predictions():
 def test_hard_labels_equal_their_one_hot_probabilities():
     groups, _, predictions, _, weights = _random_problem(0)
     hard = ermi(None, predictions, sensitive_features=groups, sample_weight=weights)
-    soft = ermi(
-        None, _one_hot(predictions, 3), sensitive_features=groups, sample_weight=weights
-    )
+    soft = ermi(None, _one_hot(predictions, 3), sensitive_features=groups, sample_weight=weights)
     assert hard == pytest.approx(soft, abs=1e-12)
 
 
@@ -191,9 +187,7 @@ def test_conditional_ermi_is_label_weighted_stratum_ermi(seed):
         ]
         shares = np.bincount(labels) / len(labels)
         value = conditional_ermi(labels, y_pred, sensitive_features=groups)
-        uniform = conditional_ermi(
-            labels, y_pred, sensitive_features=groups, weighting="uniform"
-        )
+        uniform = conditional_ermi(labels, y_pred, sensitive_features=groups, weighting="uniform")
         assert value == pytest.approx(shares @ strata, abs=1e-12)
         assert uniform == pytest.approx(sum(strata), abs=1e-12)
 
@@ -215,8 +209,7 @@ def test_conditional_ermi_with_a_group_missing_from_a_stratum():
     groups = np.array([0, 1, 1, 0, 0, 1, 2])  # group 2 only has label 1
     predictions = np.array([0, 1, 0, 1, 0, 1, 1])
     strata = [
-        ermi(None, predictions[labels == y], sensitive_features=groups[labels == y])
-        for y in (0, 1)
+        ermi(None, predictions[labels == y], sensitive_features=groups[labels == y]) for y in (0, 1)
     ]
     expected = (3 * strata[0] + 4 * strata[1]) / 7
     value = conditional_ermi(labels, predictions, sensitive_features=groups)
@@ -261,9 +254,7 @@ def test_multiclass_violations_are_one_vs_rest_maxima():
     for c in range(4):
         binary_true, binary_pred = (labels == c).astype(int), (predictions == c).astype(int)
         dp_binary.append(
-            demographic_parity_violation(
-                binary_true, binary_pred, sensitive_features=groups
-            )
+            demographic_parity_violation(binary_true, binary_pred, sensitive_features=groups)
         )
         eo_binary.append(
             equalized_odds_violation(binary_true, binary_pred, sensitive_features=groups)
@@ -320,13 +311,8 @@ def test_ermi_bounds_the_demographic_parity_violation(seed):
 def test_equalized_odds_without_comparable_groups_is_nan():
     labels = [0, 0, 1, 1]
     groups = ["a", "a", "b", "b"]  # no label is shared by both groups
-    assert np.isnan(
-        equalized_odds_violation(labels, [0, 1, 1, 0], sensitive_features=groups)
-    )
-    assert (
-        equalized_odds_violation(labels, [0, 1, 1, 0], sensitive_features=[0, 0, 0, 0])
-        == 0.0
-    )
+    assert np.isnan(equalized_odds_violation(labels, [0, 1, 1, 0], sensitive_features=groups))
+    assert equalized_odds_violation(labels, [0, 1, 1, 0], sensitive_features=[0, 0, 0, 0]) == 0.0
 
 
 # ---- oracle 15 and inputs

@@ -54,9 +54,7 @@ def _psp_by_sorting(scores, groups, interval):
 def test_full_interval_is_kolmogorov_smirnov(seed, rounding):
     scores, groups = _scores_and_groups(seed, rounding=rounding)
     expected = ks_2samp(scores[groups == 0], scores[groups == 1]).statistic
-    value = partial_statistical_parity(
-        None, scores, sensitive_features=groups, interval=(0.0, 1.0)
-    )
+    value = partial_statistical_parity(None, scores, sensitive_features=groups, interval=(0.0, 1.0))
     assert value == pytest.approx(expected, abs=1e-12)
 
 
@@ -74,9 +72,7 @@ def test_full_interval_pdp_is_demographic_parity(threshold):
 
 
 @pytest.mark.parametrize("n", [1, 7, 10, 20, 33, 100])
-@pytest.mark.parametrize(
-    "interval", [(0.05, 0.3), (0.2, 0.4), (0.7, 1.0), (0.0, 0.25), (0.1, 0.3)]
-)
+@pytest.mark.parametrize("interval", [(0.05, 0.3), (0.2, 0.4), (0.7, 1.0), (0.0, 0.25), (0.1, 0.3)])
 def test_band_sizes_follow_the_ceiling_convention(n, interval):
     alpha, beta = (Fraction(str(v)) for v in interval)
     expected = math.ceil(beta * n) - math.ceil(alpha * n)
@@ -95,9 +91,7 @@ def test_band_sizes_follow_the_ceiling_convention(n, interval):
 @pytest.mark.parametrize("rounding", [None, 1])
 def test_psp_equals_ks_of_sorted_bands(interval, rounding):
     scores, groups = _scores_and_groups(3, n=300, n_groups=3, rounding=rounding)
-    value = partial_statistical_parity(
-        None, scores, sensitive_features=groups, interval=interval
-    )
+    value = partial_statistical_parity(None, scores, sensitive_features=groups, interval=interval)
     assert value == pytest.approx(_psp_by_sorting(scores, groups, interval), abs=1e-12)
 
 
@@ -125,15 +119,11 @@ def test_psp_equals_clip_formula_when_band_edges_are_integers():
 # ---- oracle 4: symmetry, range, invariance
 
 
-@pytest.mark.parametrize(
-    "transform", [np.exp, lambda s: s**3, np.arctan, lambda s: 5 * s - 2]
-)
+@pytest.mark.parametrize("transform", [np.exp, lambda s: s**3, np.arctan, lambda s: 5 * s - 2])
 def test_psp_invariant_under_strictly_increasing_maps(transform):
     scores, groups = _scores_and_groups(5, n=250, n_groups=3, rounding=1)
     for interval in [(0.0, 1.0), (0.1, 0.45), (0.6, 1.0)]:
-        before = partial_parity_matrix(
-            None, scores, sensitive_features=groups, interval=interval
-        )
+        before = partial_parity_matrix(None, scores, sensitive_features=groups, interval=interval)
         after = partial_parity_matrix(
             None, transform(scores), sensitive_features=groups, interval=interval
         )
@@ -152,9 +142,9 @@ def test_matrix_is_symmetric_in_unit_range_and_matches_scalars(metric):
     np.testing.assert_array_equal(values, values.T)
     np.testing.assert_array_equal(np.diag(values), 0.0)
     assert ((values >= 0) & (values <= 1)).all()
-    scalar = (
-        partial_statistical_parity if metric == "psp" else partial_demographic_parity
-    )(None, scores, sensitive_features=labels, interval=(0.2, 0.6))
+    scalar = (partial_statistical_parity if metric == "psp" else partial_demographic_parity)(
+        None, scores, sensitive_features=labels, interval=(0.2, 0.6)
+    )
     assert scalar == values.max()
     score = partial_fairness_score(
         None, scores, sensitive_features=labels, interval=(0.2, 0.6), metric=metric
@@ -188,9 +178,7 @@ def _smallest_kappa_with_shared_thresholds(scores, groups, interval, n_levels=40
     lowest, highest = ranks.min(axis=1), ranks.max(axis=1)
     levels = np.linspace(alpha, beta, n_levels, endpoint=False)
     feasible_lowest = lowest[None, :] >= levels[:, None] - 1e-12
-    needed = np.where(feasible_lowest, highest[None, :] - levels[:, None], np.inf).min(
-        axis=1
-    )
+    needed = np.where(feasible_lowest, highest[None, :] - levels[:, None], np.inf).min(axis=1)
 
     def holds(kappa):
         active = levels < beta - kappa * width
@@ -207,9 +195,7 @@ def _smallest_kappa_with_shared_thresholds(scores, groups, interval, n_levels=40
 @pytest.mark.parametrize("interval", [(0.05, 0.3), (0.2, 0.6), (0.0, 1.0)])
 def test_lemma_5_1_grid_condition_matches_psp(seed, interval):
     scores, groups = _scores_and_groups(seed, n=600, shift=0.3)
-    value = partial_statistical_parity(
-        None, scores, sensitive_features=groups, interval=interval
-    )
+    value = partial_statistical_parity(None, scores, sensitive_features=groups, interval=interval)
     kappa = _smallest_kappa_with_shared_thresholds(scores, groups, interval)
     n_min = np.bincount(groups).min()
     assert abs(kappa - value) <= 2.0 / (n_min * (interval[1] - interval[0]))
@@ -276,10 +262,7 @@ def test_polars_inputs():
 
 
 def test_single_group_is_vacuously_fair():
-    assert (
-        partial_statistical_parity(None, [3.0, 1.0, 2.0], sensitive_features=[1, 1, 1])
-        == 0.0
-    )
+    assert partial_statistical_parity(None, [3.0, 1.0, 2.0], sensitive_features=[1, 1, 1]) == 0.0
 
 
 def test_rank_curve_matches_direct_ccdf():
@@ -346,6 +329,4 @@ def test_invalid_metric_and_threshold():
     with pytest.raises(ValueError, match="metric"):
         partial_fairness_score(None, [1.0, 2.0], sensitive_features=[0, 1], metric="sp")
     with pytest.raises(ValueError, match="threshold"):
-        partial_demographic_parity(
-            None, [1.0, 2.0], sensitive_features=[0, 1], threshold=np.nan
-        )
+        partial_demographic_parity(None, [1.0, 2.0], sensitive_features=[0, 1], threshold=np.nan)

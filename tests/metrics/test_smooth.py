@@ -151,7 +151,12 @@ def test_smoothed_parity_tends_to_exact(smooth, exact, log_factor, offset):
         for rho in (1.0, 10.0, 100.0, 1000.0):
             value = float(
                 smooth(
-                    scores, y, codes, 3, temperature_sigmoid=rho, temperature_max=rho,
+                    scores,
+                    y,
+                    codes,
+                    3,
+                    temperature_sigmoid=rho,
+                    temperature_max=rho,
                     weights=weights,
                 )
             )
@@ -160,9 +165,11 @@ def test_smoothed_parity_tends_to_exact(smooth, exact, log_factor, offset):
                 # sigmoid(rho * 0.5) is saturated: only the smooth-max offset is left
                 assert expected - 1e-9 <= value <= expected + log_factor * log_groups / rho + offset
         # with a sharp sigmoid, the smooth max alone obeys the bound, here at temperature_max = 1
-        value = float(smooth(
-            scores, y, codes, 3, temperature_sigmoid=1e4, temperature_max=1.0, weights=weights
-        ))
+        value = float(
+            smooth(
+                scores, y, codes, 3, temperature_sigmoid=1e4, temperature_max=1.0, weights=weights
+            )
+        )
         assert expected - 1e-9 <= value <= expected + log_factor * log_groups + offset
     assert errors[-1] < 3e-3
     assert errors == sorted(errors, reverse=True)

@@ -19,7 +19,9 @@ def _data(n=400, seed=0):
 def test_every_label_group_cell_in_every_fold():
     X, y, s = _data()
     cells = {(label, group) for label, group in zip(y, s)}
-    folds = list(GroupStratifiedKFold(5, shuffle=True, random_state=0).split(X, y, sensitive_features=s))
+    folds = list(
+        GroupStratifiedKFold(5, shuffle=True, random_state=0).split(X, y, sensitive_features=s)
+    )
     assert len(folds) == 5
     tested = np.concatenate([test for _, test in folds])
     np.testing.assert_array_equal(np.sort(tested), np.arange(len(y)))
@@ -58,7 +60,10 @@ def _search(tolerance):
         GroupWeightedClassifier(),
         {"weights": ["pooled", "balanced"], "alpha": [1e-3, 1e-1]},
         cv=GroupStratifiedKFold(3),
-        scoring={"accuracy": "accuracy", "dp": make_fairness_scorer("demographic_parity_difference")},
+        scoring={
+            "accuracy": "accuracy",
+            "dp": make_fairness_scorer("demographic_parity_difference"),
+        },
         refit=constrained_refit(accuracy="accuracy", unfairness="dp", tolerance=tolerance),
     )
 
@@ -77,7 +82,10 @@ def test_constrained_refit_picks_best_accuracy_among_fair_candidates():
 
 def test_constrained_refit_without_feasible_candidate_raises():
     X, y, s = _data()
-    with config_context(enable_metadata_routing=True), pytest.raises(ValueError, match="no candidate"):
+    with (
+        config_context(enable_metadata_routing=True),
+        pytest.raises(ValueError, match="no candidate"),
+    ):
         _search(tolerance=1e-6).fit(X, y, sensitive_features=s)
 
 
@@ -85,7 +93,10 @@ def test_cross_validate_with_fairness_scorer_and_routing():
     X, y, s = _data()
     with config_context(enable_metadata_routing=True):
         result = cross_validate(
-            GroupWeightedClassifier(weights="balanced"), X, y, cv=GroupStratifiedKFold(3),
+            GroupWeightedClassifier(weights="balanced"),
+            X,
+            y,
+            cv=GroupStratifiedKFold(3),
             scoring={"dp": make_fairness_scorer("demographic_parity_difference")},
             params={"sensitive_features": s},
         )

@@ -9,8 +9,8 @@ from scipy import stats
 
 pytest.importorskip("matplotlib")
 
-from fairest.metrics import partial_statistical_parity  # noqa: E402
-from fairest.plot import group_percentile_bands, plot_group_score_cdfs  # noqa: E402
+from fairest.metrics import partial_statistical_parity
+from fairest.plot import group_percentile_bands, plot_group_score_cdfs
 
 
 def _data(seed=0, n=300):
@@ -39,7 +39,9 @@ def band_oracle(scores, group, alpha, beta):
     return keep
 
 
-@pytest.mark.parametrize("interval", [(0.0, 0.25), (0.1, 0.4), (0.5, 1.0), (0.0, 1.0), (1 / 3, 2 / 3)])
+@pytest.mark.parametrize(
+    "interval", [(0.0, 0.25), (0.1, 0.4), (0.5, 1.0), (0.0, 1.0), (1 / 3, 2 / 3)]
+)
 def test_bands_match_spec_and_metric(interval):
     scores, group = _data()
     in_band, groups = group_percentile_bands(scores, sensitive_features=group, interval=interval)
@@ -58,7 +60,10 @@ def test_unit_weights_equal_no_weights():
     scores, group = _data(1)
     plain, _ = group_percentile_bands(scores, sensitive_features=group, interval=(0.2, 0.6))
     weighted, _ = group_percentile_bands(
-        scores, sensitive_features=group, interval=(0.2, 0.6), sample_weight=np.full(scores.size, 2.5)
+        scores,
+        sensitive_features=group,
+        interval=(0.2, 0.6),
+        sample_weight=np.full(scores.size, 2.5),
     )
     np.testing.assert_array_equal(plain, weighted)
 
@@ -81,8 +86,11 @@ def test_cdf_curves_are_the_empirical_cdfs(tmp_path):
         np.testing.assert_array_equal(bx[1:], np.sort(scores[in_band & (group == g)]))
         assert by[0] == pytest.approx(np.mean(s < bx[1]))  # the curve just below the band
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert legend[1:4] == ["a (n=%d)" % (group == "a").sum(), "b (n=%d)" % (group == "b").sum(),
-                           "c (n=%d)" % (group == "c").sum()]
+    assert legend[1:4] == [
+        f"a (n={(group == 'a').sum()})",
+        f"b (n={(group == 'b').sum()})",
+        f"c (n={(group == 'c').sum()})",
+    ]
     assert "percentile interval [0.1, 0.4)" in legend[0] and "threshold = 0" in legend[-1]
     ax.figure.savefig(tmp_path / "cdfs.png")
     assert (tmp_path / "cdfs.png").stat().st_size > 5_000
@@ -107,9 +115,13 @@ def test_weighted_cdf_and_intersectional_groups():
     rng = np.random.default_rng(4)
     n = 120
     scores = rng.standard_normal(n)
-    sensitive = pd.DataFrame({"sex": rng.choice(["F", "M"], n), "age": rng.choice(["old", "young"], n)})
+    sensitive = pd.DataFrame(
+        {"sex": rng.choice(["F", "M"], n), "age": rng.choice(["old", "young"], n)}
+    )
     weights = rng.integers(1, 4, n).astype(float)
-    ax = plot_group_score_cdfs(scores, sensitive_features=sensitive, sample_weight=weights, xlim=None)
+    ax = plot_group_score_cdfs(
+        scores, sensitive_features=sensitive, sample_weight=weights, xlim=None
+    )
     labels = [t.get_text().split(" (")[0] for t in ax.get_legend().get_texts()]
     assert labels == ["F & old", "F & young", "M & old", "M & young"]
     mask = ((sensitive["sex"] == "F") & (sensitive["age"] == "old")).to_numpy()

@@ -11,7 +11,7 @@ from scipy import stats
 
 pytest.importorskip("matplotlib")
 
-from fairest.plot import pareto_frame_from_cv_results, pareto_front_mask, plot_pareto_frontier  # noqa: E402
+from fairest.plot import pareto_frame_from_cv_results, pareto_front_mask, plot_pareto_frontier
 
 
 def brute_force_front(u, a):
@@ -48,7 +48,10 @@ def test_mask_continuous_and_order_invariant():
 
 def test_mask_documented_cases():
     assert pareto_front_mask([0.1, 0.2, 0.2, 0.3], [0.8, 0.85, 0.7, 0.85]).tolist() == [
-        True, True, False, False,
+        True,
+        True,
+        False,
+        False,
     ]
     # duplicates of a frontier point are all kept; a copy does not dominate its twin
     assert pareto_front_mask([0.1, 0.1, 0.5], [0.9, 0.9, 0.2]).tolist() == [True, True, False]
@@ -119,7 +122,9 @@ def test_plot_draws_each_methods_frontier(tmp_path):
     np.testing.assert_allclose(_frontier_line(ax, "overall"), overall)
     # dominated points are drawn (hollow) too: every input point appears once
     hollow = np.vstack([c.get_offsets() for c in ax.collections if len(c.get_offsets())])
-    assert len(hollow) + sum(len(_frontier_line(ax, m)) for m in table["method"].unique()) == len(table)
+    assert len(hollow) + sum(len(_frontier_line(ax, m)) for m in table["method"].unique()) == len(
+        table
+    )
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert any(text.startswith("alpha-method") for text in legend)
     assert ax.get_xlabel().startswith("unfairness") and ax.get_ylabel().startswith("accuracy")
@@ -131,9 +136,16 @@ def test_plot_draws_each_methods_frontier(tmp_path):
 def test_plot_aggregates_seeds_into_t_intervals(tmp_path):
     rng = np.random.default_rng(1)
     rows = [
-        {"method": m, "lam": lam, "seed": seed, "unfairness": lam + 0.05 * rng.standard_normal(),
-         "accuracy": 0.6 + 0.3 * lam + 0.02 * rng.standard_normal()}
-        for m in ("A", "B") for lam in (0.1, 0.5, 0.9) for seed in range(4)
+        {
+            "method": m,
+            "lam": lam,
+            "seed": seed,
+            "unfairness": lam + 0.05 * rng.standard_normal(),
+            "accuracy": 0.6 + 0.3 * lam + 0.02 * rng.standard_normal(),
+        }
+        for m in ("A", "B")
+        for lam in (0.1, 0.5, 0.9)
+        for seed in range(4)
     ]
     table = pd.DataFrame(rows)
     ax = plot_pareto_frontier(table, config="lam", confidence=0.95)
@@ -150,10 +162,14 @@ def test_plot_aggregates_seeds_into_t_intervals(tmp_path):
         _, _, bars = container.lines
         segments.extend(bars)
     x_bars = [np.asarray(s) for s in segments[0].get_segments()]  # method A, x errors
-    summary_a = table[table.method == "A"].groupby("lam", sort=False)["unfairness"].agg(["mean", "std"])
+    summary_a = (
+        table[table.method == "A"].groupby("lam", sort=False)["unfairness"].agg(["mean", "std"])
+    )
     expected = t * summary_a["std"].to_numpy() / 2.0
     np.testing.assert_allclose([(s[1, 0] - s[0, 0]) / 2 for s in x_bars], expected)
-    np.testing.assert_allclose([(s[1, 0] + s[0, 0]) / 2 for s in x_bars], summary_a["mean"].to_numpy())
+    np.testing.assert_allclose(
+        [(s[1, 0] + s[0, 0]) / 2 for s in x_bars], summary_a["mean"].to_numpy()
+    )
     assert "95% intervals" in ax.get_title()
     with pytest.raises(ValueError, match="annotate must be one of the config"):
         plot_pareto_frontier(table, config="lam", annotate="seed")
@@ -164,22 +180,25 @@ def test_plot_aggregates_seeds_into_t_intervals(tmp_path):
 def test_plot_std_columns_and_compare_table():
     # a `fairest compare`-style table: methods in the index, one row per method
     table = pd.DataFrame(
-        {"accuracy": [0.85, 0.83, 0.80], "demographic parity diff": [0.20, 0.08, 0.10],
-         "acc_sd": [0.01, 0.02, 0.0]},
+        {
+            "accuracy": [0.85, 0.83, 0.80],
+            "demographic parity diff": [0.20, 0.08, 0.10],
+            "acc_sd": [0.01, 0.02, 0.0],
+        },
         index=pd.Index(["ERM", "FERMI", "balanced"], name="method"),
     )
     ax = plot_pareto_frontier(table, x="demographic parity diff", y_err="acc_sd", n_repeats=5)
     np.testing.assert_allclose(_frontier_line(ax, "overall"), [[0.08, 0.83], [0.20, 0.85]])
     bars = ax.containers[0].lines[2][0].get_segments()
-    np.testing.assert_allclose(np.ptp(np.asarray(bars[0])[:, 1]) / 2, stats.t.ppf(0.975, 4) * 0.01 / np.sqrt(5))
+    np.testing.assert_allclose(
+        np.ptp(np.asarray(bars[0])[:, 1]) / 2, stats.t.ppf(0.975, 4) * 0.01 / np.sqrt(5)
+    )
     with pytest.raises(ValueError, match="n_repeats"):
         plot_pareto_frontier(table, x="demographic parity diff", y_err="acc_sd")
 
 
 def test_plot_minimise_y_drops_nan_and_errors():
-    table = pd.DataFrame(
-        {"unfairness": [0.1, 0.2, 0.3, np.nan], "RMSE": [3.0, 2.0, 2.5, 1.0]}
-    )
+    table = pd.DataFrame({"unfairness": [0.1, 0.2, 0.3, np.nan], "RMSE": [3.0, 2.0, 2.5, 1.0]})
     with pytest.warns(UserWarning, match="dropping 1 rows"):
         ax = plot_pareto_frontier(table, y="RMSE", method=None, maximize_y=False)
     np.testing.assert_allclose(_frontier_line(ax, "model"), [[0.1, 3.0], [0.2, 2.0]])
@@ -241,7 +260,10 @@ def test_frame_from_grid_search_cv_results():
     assert (frame["n_repeats"] == 3).all() and (frame["method"] == "model").all()
     assert "param_weights" in frame and len(frame["params"]) == 3
     ax = plot_pareto_frontier(
-        frame, x_err="unfairness_std", y_err="accuracy_std", n_repeats="n_repeats",
+        frame,
+        x_err="unfairness_std",
+        y_err="accuracy_std",
+        n_repeats="n_repeats",
         annotate="params",
     )
     assert len(ax.containers) == 1

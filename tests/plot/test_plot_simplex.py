@@ -5,10 +5,10 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from fairest import GroupWeightedClassifier  # noqa: E402
-from fairest.metrics import demographic_parity_difference, individual_fairness  # noqa: E402
-from fairest.plot import make_simplex_evaluator, plot_simplex_unfairness, simplex_grid  # noqa: E402
-from fairest.plot._simplex import _lattice_triangles, _to_plane  # noqa: E402
+from fairest import GroupWeightedClassifier
+from fairest.metrics import demographic_parity_difference, individual_fairness
+from fairest.plot import make_simplex_evaluator, plot_simplex_unfairness, simplex_grid
+from fairest.plot._simplex import _lattice_triangles, _to_plane
 
 
 @pytest.mark.parametrize("resolution", [1, 2, 5, 12])
@@ -28,7 +28,9 @@ def test_three_group_grid_and_triangles(resolution):
     area = 0.5 * np.abs(u[:, 0] * v[:, 1] - u[:, 1] * v[:, 0])
     np.testing.assert_allclose(area, np.sqrt(3) / 4 / resolution**2)
     # the vertices map to the triangle's corners
-    np.testing.assert_allclose(np.vstack(_to_plane(np.eye(3))), [[0, 1, 0.5], [0, 0, np.sqrt(3) / 2]])
+    np.testing.assert_allclose(
+        np.vstack(_to_plane(np.eye(3))), [[0, 1, 0.5], [0, 0, np.sqrt(3) / 2]]
+    )
 
 
 def test_two_group_grid():
@@ -46,8 +48,12 @@ def test_two_groups_line_marks_and_png(tmp_path):
         return (lam[0] - 0.3) ** 2 + 0.1
 
     ax = plot_simplex_unfairness(
-        evaluate, n_groups=2, resolution=21, chosen_weights=[0.25, 0.75],
-        reference_weights={"uniform": [0.5, 0.5]}, group_labels=["F", "M"],
+        evaluate,
+        n_groups=2,
+        resolution=21,
+        chosen_weights=[0.25, 0.75],
+        reference_weights={"uniform": [0.5, 0.5]},
+        group_labels=["F", "M"],
     )
     assert len(calls) == 21 + 2
     curve = [line for line in ax.lines if line.get_gid() == "simplex:curve"][0]
@@ -129,7 +135,11 @@ def _grouped_data(n=150, seed=0):
 def test_evaluator_refits_group_weighted_model():
     X, y, group = _grouped_data()
     evaluate = make_simplex_evaluator(
-        GroupWeightedClassifier(alpha=0.1), X, y, sensitive_features=group, metric="individual_fairness"
+        GroupWeightedClassifier(alpha=0.1),
+        X,
+        y,
+        sensitive_features=group,
+        metric="individual_fairness",
     )
     assert evaluate.n_groups == 3 and evaluate.groups.tolist() == ["x", "y", "z"]
     lam = np.array([0.6, 0.1, 0.3])
@@ -152,18 +162,32 @@ def test_evaluator_on_held_out_data_hard_predictions_and_plot(tmp_path):
     X, y, group = _grouped_data(n=200, seed=1)
     train, test = slice(0, 120), slice(120, None)
     evaluate = make_simplex_evaluator(
-        GroupWeightedClassifier(), X[train], y[train], sensitive_features=group[train],
-        metric=demographic_parity_difference, response_method="predict",
-        X_eval=X[test], y_eval=y[test], sensitive_features_eval=group[test],
+        GroupWeightedClassifier(),
+        X[train],
+        y[train],
+        sensitive_features=group[train],
+        metric=demographic_parity_difference,
+        response_method="predict",
+        X_eval=X[test],
+        y_eval=y[test],
+        sensitive_features_eval=group[test],
     )
     lam = np.array([0.2, 0.3, 0.5])
-    model = GroupWeightedClassifier(weights=lam).fit(X[train], y[train], sensitive_features=group[train])
-    expected = demographic_parity_difference(y[test], model.predict(X[test]), sensitive_features=group[test])
+    model = GroupWeightedClassifier(weights=lam).fit(
+        X[train], y[train], sensitive_features=group[train]
+    )
+    expected = demographic_parity_difference(
+        y[test], model.predict(X[test]), sensitive_features=group[test]
+    )
     assert evaluate(lam) == pytest.approx(expected)
-    ax = plot_simplex_unfairness(evaluate, resolution=4, chosen_weights=lam, metric_label="DP difference")
+    ax = plot_simplex_unfairness(
+        evaluate, resolution=4, chosen_weights=lam, metric_label="DP difference"
+    )
     assert ax.simplex_values_.shape == (15,)
     assert "z  (λ_2 = 1)" in [t.get_text() for t in ax.texts]
     ax.figure.savefig(tmp_path / "evaluator.png")
     assert (tmp_path / "evaluator.png").stat().st_size > 5_000
     with pytest.raises(ValueError, match="unknown metric"):
-        make_simplex_evaluator(GroupWeightedClassifier(), X, y, sensitive_features=group, metric="nope")
+        make_simplex_evaluator(
+            GroupWeightedClassifier(), X, y, sensitive_features=group, metric="nope"
+        )

@@ -18,8 +18,11 @@ def labelled_groups(draw, min_per_group=2, max_size=60, max_groups=4):
     holds at least one row of each class, so every rate is defined."""
     n_groups = draw(st.integers(2, max_groups))
     per_group = draw(
-        st.lists(st.integers(min_per_group, max(min_per_group, max_size // n_groups)),
-                 min_size=n_groups, max_size=n_groups)
+        st.lists(
+            st.integers(min_per_group, max(min_per_group, max_size // n_groups)),
+            min_size=n_groups,
+            max_size=n_groups,
+        )
     )
     groups = np.repeat(np.arange(n_groups), per_group)
     n = groups.size
@@ -63,8 +66,9 @@ def test_rate_metrics_ignore_row_order_and_group_names(metric, data):
     value = metric(y, y_pred, sensitive_features=groups, sample_weight=weights)
     order = rng.permutation(y.size)
     renamed = np.array([f"group-{code}" for code in rng.permutation(groups.max() + 1)])[groups]
-    permuted = metric(y[order], y_pred[order], sensitive_features=renamed[order],
-                      sample_weight=weights[order])
+    permuted = metric(
+        y[order], y_pred[order], sensitive_features=renamed[order], sample_weight=weights[order]
+    )
     np.testing.assert_allclose(permuted, value, atol=1e-12, equal_nan=True)
 
 
@@ -72,7 +76,10 @@ RANK_METRICS = [metrics.partial_statistical_parity, metrics.individual_fairness]
 
 
 @SETTINGS
-@given(data=labelled_groups(min_per_group=10), interval=st.sampled_from([(0.0, 1.0), (0.0, 0.3), (0.2, 0.6)]))
+@given(
+    data=labelled_groups(min_per_group=10),
+    interval=st.sampled_from([(0.0, 1.0), (0.0, 0.3), (0.2, 0.6)]),
+)
 def test_partial_statistical_parity_is_rank_based(data, interval):
     """A strictly increasing transform of the scores keeps every group's ranks, so pSP."""
     y, _, scores, groups, weights, _ = data
@@ -80,7 +87,10 @@ def test_partial_statistical_parity_is_rank_based(data, interval):
         y, scores, sensitive_features=groups, interval=interval, sample_weight=weights
     )
     transformed = metrics.partial_statistical_parity(
-        y, np.exp(2.0 * scores) + 3.0, sensitive_features=groups, interval=interval,
+        y,
+        np.exp(2.0 * scores) + 3.0,
+        sensitive_features=groups,
+        interval=interval,
         sample_weight=weights,
     )
     assert transformed == pytest.approx(value, abs=1e-9)
@@ -95,12 +105,18 @@ def test_score_metrics_ignore_row_order_and_group_names(metric, data):
     value = metric(y, scores, sensitive_features=groups, sample_weight=weights)
     order = rng.permutation(y.size)
     renamed = (groups.max() - groups)[order]
-    permuted = metric(y[order], scores[order], sensitive_features=renamed, sample_weight=weights[order])
+    permuted = metric(
+        y[order], scores[order], sensitive_features=renamed, sample_weight=weights[order]
+    )
     assert permuted == pytest.approx(value, rel=1e-9, abs=1e-12)
 
 
 @SETTINGS
-@given(data=labelled_groups(), position=st.integers(0, 7), bad=st.sampled_from([np.nan, np.inf, -np.inf]))
+@given(
+    data=labelled_groups(),
+    position=st.integers(0, 7),
+    bad=st.sampled_from([np.nan, np.inf, -np.inf]),
+)
 def test_non_finite_input_is_a_clear_error(data, position, bad):
     y, _, scores, groups, _, _ = data
     scores = scores.copy()

@@ -16,7 +16,6 @@ from sklearn.svm import LinearSVC
 
 from fairest.reweighting import BADRClassifier, BADRRegressor
 
-
 # parametrize_with_checks runs for BADR in tests/estimators/test_common.py (discovered).
 
 
@@ -42,7 +41,9 @@ def test_lower_level_matches_sklearn():
     ours = GroupWeightedClassifier(weights=lam, alpha=alpha).fit(X, y, sensitive_features=g)
     ref = LogisticRegression(C=1 / alpha, tol=1e-12, max_iter=10_000).fit(X, y, sample_weight=c)
     np.testing.assert_allclose(ours.coef_, ref.coef_, atol=1e-6)
-    svm = GroupWeightedClassifier("squared_hinge", weights=lam, alpha=alpha, penalize_intercept=True)
+    svm = GroupWeightedClassifier(
+        "squared_hinge", weights=lam, alpha=alpha, penalize_intercept=True
+    )
     svm.fit(X, y, sensitive_features=g)
     ref = LinearSVC(C=1 / alpha, dual=False, tol=1e-12, max_iter=10_000).fit(X, y, sample_weight=c)
     np.testing.assert_allclose(svm.coef_, ref.coef_, atol=1e-6)
@@ -59,8 +60,11 @@ def test_badr_model_is_the_weighted_refit_and_pareto_efficient():
 
     X, y, g = _data()
     est = BADRClassifier(metric="demographic_parity", alpha=0.05).fit(X, y, sensitive_features=g)
-    refit = GroupWeightedClassifier(weights=est.group_weights_, alpha=0.05).fit(X, y, sensitive_features=g)
+    refit = GroupWeightedClassifier(weights=est.group_weights_, alpha=0.05).fit(
+        X, y, sensitive_features=g
+    )
     np.testing.assert_allclose(est.coef_, refit.coef_, atol=1e-8)
+
     # Pareto efficiency (spec 10.4): no model from a pool beats it on every group loss
     def losses(coef, b):
         s = X @ coef + b
@@ -69,11 +73,17 @@ def test_badr_model_is_the_weighted_refit_and_pareto_efficient():
 
     mine = losses(est.coef_[0], est.intercept_[0])
     rng = np.random.default_rng(0)
-    pool = [GroupWeightedClassifier(weights=rng.dirichlet(np.ones(3)), alpha=0.05).fit(X, y, sensitive_features=g)
-            for _ in range(5)]
+    pool = [
+        GroupWeightedClassifier(weights=rng.dirichlet(np.ones(3)), alpha=0.05).fit(
+            X, y, sensitive_features=g
+        )
+        for _ in range(5)
+    ]
     candidates = [(m.coef_[0], m.intercept_[0]) for m in pool]
-    candidates += [(est.coef_[0] + 1e-3 * rng.normal(size=3), est.intercept_[0] + 1e-3 * rng.normal())
-                   for _ in range(20)]
+    candidates += [
+        (est.coef_[0] + 1e-3 * rng.normal(size=3), est.intercept_[0] + 1e-3 * rng.normal())
+        for _ in range(20)
+    ]
     for coef, b in candidates:
         other = losses(coef, b)
         assert not (np.all(other <= mine) and np.any(other < mine))
@@ -81,7 +91,9 @@ def test_badr_model_is_the_weighted_refit_and_pareto_efficient():
 
 def test_fitted_attributes_and_pickle():
     X, y, g = _data()
-    est = BADRClassifier(metric="equal_opportunity", record_history=True).fit(X, y, sensitive_features=g)
+    est = BADRClassifier(metric="equal_opportunity", record_history=True).fit(
+        X, y, sensitive_features=g
+    )
     assert est.group_weights_.shape == (3,) and np.isclose(est.group_weights_.sum(), 1.0)
     assert est.group_losses_.shape == (3,)
     np.testing.assert_array_equal(est.groups_, [0, 1, 2])
@@ -99,8 +111,9 @@ def test_verbose_logs_a_summary_and_history_is_numpy(caplog):
         BADRRegressor(metric="group_variance").fit(X, y, sensitive_features=g)
     assert not caplog.records
     with caplog.at_level(logging.INFO, logger="fairest"):
-        est = BADRRegressor(metric="group_variance", solver="gd", max_iter=50, verbose=1,
-                            record_history=True).fit(X, y, sensitive_features=g)
+        est = BADRRegressor(
+            metric="group_variance", solver="gd", max_iter=50, verbose=1, record_history=True
+        ).fit(X, y, sensitive_features=g)
     lines = [r.getMessage() for r in caplog.records if r.name == "fairest.reweighting._badr"]
     assert len(lines) == 1 and lines[0].startswith("[BADRRegressor] BADR gd:")
     assert all(isinstance(v, np.ndarray) for v in est.history_.values())
@@ -158,7 +171,10 @@ def test_bad_input():
 def test_grid_search_over_alpha_and_metric(routing):
     X, y, g = _data()
     pipe = make_pipeline(StandardScaler(), BADRClassifier(max_iter=20))
-    grid = {"badrclassifier__alpha": [0.01, 0.1], "badrclassifier__metric": ["demographic_parity", "group_variance"]}
+    grid = {
+        "badrclassifier__alpha": [0.01, 0.1],
+        "badrclassifier__metric": ["demographic_parity", "group_variance"],
+    }
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         with sklearn.config_context(enable_metadata_routing=routing):
@@ -169,7 +185,9 @@ def test_grid_search_over_alpha_and_metric(routing):
                 )
                 search = GridSearchCV(pipe, grid, cv=2).fit(X, y, sensitive_features=g)
             else:
-                search = GridSearchCV(pipe, grid, cv=2).fit(X, y, badrclassifier__sensitive_features=g)
+                search = GridSearchCV(pipe, grid, cv=2).fit(
+                    X, y, badrclassifier__sensitive_features=g
+                )
     best = search.best_estimator_[-1]
     assert best.group_weights_.shape == (3,)
     assert search.cv_results_["mean_test_score"].shape == (4,)

@@ -226,8 +226,12 @@ def test_score_gradient_sums_one_hot_and_segment_paths_agree(num_groups):
     with jax.enable_x64(True):
         for use_segments in (False, True):
             grad_u, jac = score_gradient_sums(
-                jnp.asarray(grad_s), jnp.asarray(r), jnp.asarray(X), jnp.asarray(groups),
-                num_groups, use_segments,
+                jnp.asarray(grad_s),
+                jnp.asarray(r),
+                jnp.asarray(X),
+                jnp.asarray(groups),
+                num_groups,
+                use_segments,
             )
             np.testing.assert_allclose(grad_u, A.T @ grad_s, rtol=1e-12, atol=1e-12)
             np.testing.assert_allclose(jac, A.T @ M, rtol=1e-12, atol=1e-12)
@@ -251,10 +255,24 @@ def test_reference_compat_hypergradient_drops_the_intercept(name):
         lam = np.array([0.3, 0.45, 0.25])
         out = oracle("logistic", spec, G, jnp.asarray(lam), theta0, problem)
         assert abs(float(out.theta[0])) > 1e-3
-        dropped = smooth_unfairness(spec, problem.X @ out.theta[1:], problem.y, problem.groups,
-                                    problem.weight, G, problem.temperature)
-        kept = smooth_unfairness(spec, problem.X @ out.theta[1:] + out.theta[0], problem.y,
-                                 problem.groups, problem.weight, G, problem.temperature)
+        dropped = smooth_unfairness(
+            spec,
+            problem.X @ out.theta[1:],
+            problem.y,
+            problem.groups,
+            problem.weight,
+            G,
+            problem.temperature,
+        )
+        kept = smooth_unfairness(
+            spec,
+            problem.X @ out.theta[1:] + out.theta[0],
+            problem.y,
+            problem.groups,
+            problem.weight,
+            G,
+            problem.temperature,
+        )
         np.testing.assert_allclose(float(out.value), float(dropped), rtol=1e-12)
         assert abs(float(kept) - float(dropped)) > 1e-6  # the switch changes the metric
         grad = np.asarray(out.grad)

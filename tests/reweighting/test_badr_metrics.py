@@ -11,7 +11,16 @@ from sklearn.exceptions import UndefinedMetricWarning
 from fairest.reweighting._badr_metrics import MetricSpec, exact_unfairness, smooth_unfairness
 
 X_TOY = np.array(
-    [[1.0, 0.5], [-0.5, 1.0], [0.3, -1.2], [2.0, 0.1], [-1.0, -0.4], [0.7, 0.9], [-0.2, 0.3], [1.5, -0.8]]
+    [
+        [1.0, 0.5],
+        [-0.5, 1.0],
+        [0.3, -1.2],
+        [2.0, 0.1],
+        [-1.0, -0.4],
+        [0.7, 0.9],
+        [-0.2, 0.3],
+        [1.5, -0.8],
+    ]
 )
 Y_BIN = np.array([1, 0, 0, 1, 0, 1, 1, 0], dtype=float)
 Y_REAL = np.array([1.2, -0.3, 0.5, 2.1, -1.0, 0.8, 0.1, -0.6])
@@ -39,7 +48,13 @@ EXACT_GOLDEN = {"demographic_parity": 0.125, "equal_opportunity": 0.5, "equalize
 def _eval(name, task, loss, s, y, g, num_groups, rho=1.0, w=None, encoding="index", exact=False):
     spec = MetricSpec(name, task, loss, encoding)
     w = np.ones_like(s) if w is None else w
-    args = (jnp.asarray(s), jnp.asarray(y), jnp.asarray(g, dtype=jnp.int32), jnp.asarray(w), num_groups)
+    args = (
+        jnp.asarray(s),
+        jnp.asarray(y),
+        jnp.asarray(g, dtype=jnp.int32),
+        jnp.asarray(w),
+        num_groups,
+    )
     if exact:
         return float(exact_unfairness(spec, *args))
     return float(smooth_unfairness(spec, *args, rho))
@@ -61,7 +76,11 @@ def _random(seed, n=300, num_groups=3, real=False):
     g = rng.integers(0, num_groups, n).astype(np.int32)
     s = rng.normal(size=n) + 0.3 * g
     s[np.abs(s) < 1e-3] += 0.01  # no ties at the threshold
-    y = np.round(rng.normal(size=n) + g, 1) if real else (rng.random(n) < 0.4 + 0.1 * g).astype(float)
+    y = (
+        np.round(rng.normal(size=n) + g, 1)
+        if real
+        else (rng.random(n) < 0.4 + 0.1 * g).astype(float)
+    )
     return s, y, g
 
 
@@ -124,13 +143,35 @@ def test_metric_identities():
             assert one == pytest.approx(2 * _eval(name, task, "logistic", s, y, g2, 2), rel=1e-12)
         # one-hot encoding is invariant under relabelling the groups
         relabel = np.array([2, 0, 1], dtype=np.int32)[g]
-        a = _eval("disparate_mistreatment", "classification", "logistic", s, y, g, 3, encoding="onehot")
-        b = _eval("disparate_mistreatment", "classification", "logistic", s, y, relabel, 3, encoding="onehot")
+        a = _eval(
+            "disparate_mistreatment", "classification", "logistic", s, y, g, 3, encoding="onehot"
+        )
+        b = _eval(
+            "disparate_mistreatment",
+            "classification",
+            "logistic",
+            s,
+            y,
+            relabel,
+            3,
+            encoding="onehot",
+        )
         assert a == pytest.approx(b, rel=1e-12)
         # group variance vanishes when every group has the same loss
         y_eq = np.zeros(4)
         s_eq = np.array([1.0, -1.0, 1.0, -1.0])
-        assert _eval("group_variance", "regression", "squared_error", s_eq, y_eq, np.array([0, 0, 1, 1]), 2) == 0.0
+        assert (
+            _eval(
+                "group_variance",
+                "regression",
+                "squared_error",
+                s_eq,
+                y_eq,
+                np.array([0, 0, 1, 1]),
+                2,
+            )
+            == 0.0
+        )
 
 
 def test_equal_opportunity_ignores_group_without_positives():

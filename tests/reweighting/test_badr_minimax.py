@@ -31,15 +31,21 @@ def _regularised_group_losses(est, X, y, g):
         loss, pointwise = "logistic", np.logaddexp(0, s) - y * s
     else:
         loss, pointwise = "squared_hinge", np.maximum(0, 1 - (2 * y - 1) * s) ** 2
-    penalty = PENALTY_SCALE[loss] * est.alpha * (
-        coef @ coef + (intercept**2 if est.penalize_intercept else 0.0)
+    penalty = (
+        PENALTY_SCALE[loss]
+        * est.alpha
+        * (coef @ coef + (intercept**2 if est.penalize_intercept else 0.0))
     )
     return np.array([pointwise[g == k].mean() for k in range(3)]) + penalty
 
 
 CASES = [
     (GroupWeightedClassifier, {"loss": "logistic"}, "classification"),
-    (GroupWeightedClassifier, {"loss": "squared_hinge", "penalize_intercept": True}, "classification"),
+    (
+        GroupWeightedClassifier,
+        {"loss": "squared_hinge", "penalize_intercept": True},
+        "classification",
+    ),
     (GroupWeightedRegressor, {}, "regression"),
 ]
 
@@ -47,7 +53,9 @@ CASES = [
 @pytest.mark.parametrize("cls,params,task", CASES)
 def test_minimax_oracles(cls, params, task):
     X, y, g = _data(task)
-    est = cls(weights="minimax", alpha=0.1, minimax_solver="cvxpy", **params).fit(X, y, sensitive_features=g)
+    est = cls(weights="minimax", alpha=0.1, minimax_solver="cvxpy", **params).fit(
+        X, y, sensitive_features=g
+    )
     mu = est.group_weights_
     assert np.all(mu >= 0) and np.isclose(mu.sum(), 1.0)
     losses = _regularised_group_losses(est, X, y, g)
@@ -61,16 +69,21 @@ def test_minimax_oracles(cls, params, task):
         other = cls(weights=weights, alpha=0.1, **params).fit(X, y, sensitive_features=g)
         assert worst <= _regularised_group_losses(other, X, y, g).max() + 1e-8
     # the first-order dual path (large n) gives the same weights and value
-    dual = cls(weights="minimax", alpha=0.1, minimax_solver="dual", **params).fit(X, y, sensitive_features=g)
+    dual = cls(weights="minimax", alpha=0.1, minimax_solver="dual", **params).fit(
+        X, y, sensitive_features=g
+    )
     np.testing.assert_allclose(dual.group_weights_, mu, atol=1e-3)
     np.testing.assert_allclose(dual.coef_, est.coef_, atol=1e-4)
     assert dual.minimax_objective_ == pytest.approx(est.minimax_objective_, rel=1e-5)
 
 
-@pytest.mark.parametrize("cls,task,metric", [
-    (GroupWeightedClassifier, "classification", "demographic_parity"),
-    (GroupWeightedRegressor, "regression", "hsic"),
-])
+@pytest.mark.parametrize(
+    "cls,task,metric",
+    [
+        (GroupWeightedClassifier, "classification", "demographic_parity"),
+        (GroupWeightedRegressor, "regression", "hsic"),
+    ],
+)
 def test_best_single_group(cls, task, metric):
     from fairest.reweighting import BADRClassifier, BADRRegressor
 
@@ -101,16 +114,22 @@ def test_auto_minimax_falls_back_to_the_dual_path_when_clarabel_fails(monkeypatc
     from fairest.reweighting import _minimax
 
     def failing(*args, **kwargs):
-        raise _minimax.MinimaxSolverError("Minimax program not solved accurately: cvxpy status 'optimal_inaccurate'.")
+        raise _minimax.MinimaxSolverError(
+            "Minimax program not solved accurately: cvxpy status 'optimal_inaccurate'."
+        )
 
     X, y, g = _data("classification")
-    reference = GroupWeightedClassifier(weights="minimax", alpha=0.1, minimax_solver="dual").fit(X, y, sensitive_features=g)
+    reference = GroupWeightedClassifier(weights="minimax", alpha=0.1, minimax_solver="dual").fit(
+        X, y, sensitive_features=g
+    )
     monkeypatch.setattr(_minimax, "minimax_cvxpy", failing)
     with pytest.warns(ConvergenceWarning, match="dual path"):
         auto = GroupWeightedClassifier(weights="minimax", alpha=0.1).fit(X, y, sensitive_features=g)
     np.testing.assert_allclose(auto.group_weights_, reference.group_weights_, atol=1e-12)
     with pytest.raises(_minimax.MinimaxSolverError):
-        GroupWeightedClassifier(weights="minimax", alpha=0.1, minimax_solver="cvxpy").fit(X, y, sensitive_features=g)
+        GroupWeightedClassifier(weights="minimax", alpha=0.1, minimax_solver="cvxpy").fit(
+            X, y, sensitive_features=g
+        )
 
 
 def test_balanced_complement_weights():
@@ -128,6 +147,8 @@ def test_balanced_complement_weights():
         resolve_group_weights("balanced", two, labels[:2]),
     )
     X, y, g = _data("classification")
-    est = GroupWeightedClassifier(weights="balanced_complement", alpha=0.1).fit(X, y, sensitive_features=g)
+    est = GroupWeightedClassifier(weights="balanced_complement", alpha=0.1).fit(
+        X, y, sensitive_features=g
+    )
     sizes = np.bincount(np.unique(g, return_inverse=True)[1]).astype(float)
     np.testing.assert_allclose(est.group_weights_, (sizes.sum() - sizes) / (2 * sizes.sum()))

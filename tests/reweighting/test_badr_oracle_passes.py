@@ -28,8 +28,16 @@ def _data(n=400, num_groups=4, seed=0):
 def _problem(X, y, groups, X_hessian=None):
     n = len(y)
     return Problem(
-        jnp.asarray(X), jnp.asarray(y), jnp.asarray(groups), jnp.ones(n), jnp.float64(0.05),
-        jnp.float64(0.0), jnp.float64(1.0), jnp.float64(1e-10), jnp.int32(50), X_hessian,
+        jnp.asarray(X),
+        jnp.asarray(y),
+        jnp.asarray(groups),
+        jnp.ones(n),
+        jnp.float64(0.05),
+        jnp.float64(0.0),
+        jnp.float64(1.0),
+        jnp.float64(1e-10),
+        jnp.int32(50),
+        X_hessian,
     )
 
 
@@ -46,8 +54,13 @@ def test_newton_predicted_step_lands_on_the_optimum():
     there the gradient is below the threshold and theta equals the plain solve's."""
     X, y, _ = _data()
     with jax.enable_x64(True):
-        data = (jnp.asarray(X), jnp.asarray(y), jnp.full(len(y), 1.0 / len(y)),
-                jnp.float64(0.05), jnp.float64(0.0))
+        data = (
+            jnp.asarray(X),
+            jnp.asarray(y),
+            jnp.full(len(y), 1.0 / len(y)),
+            jnp.float64(0.05),
+            jnp.float64(0.0),
+        )
         predictions = 0
         for tol in (1e-6, 1e-8, 1e-10, 1e-12):
             args = (*data, jnp.zeros(4), jnp.float64(tol), jnp.int32(50))

@@ -42,27 +42,47 @@ def test_every_solver_reaches_the_slsqp_optimum_on_a_convex_two_group_problem():
     spec = MetricSpec("group_variance", "regression", "squared_error")
     with jax.enable_x64(True):
         problem = Problem(
-            jnp.asarray(X), jnp.asarray(y), jnp.asarray(g, dtype=jnp.int32), jnp.ones(len(y)),
-            jnp.float64(0.1), jnp.float64(0.0), jnp.float64(1.0), jnp.float64(1e-12), jnp.int32(50),
+            jnp.asarray(X),
+            jnp.asarray(y),
+            jnp.asarray(g, dtype=jnp.int32),
+            jnp.ones(len(y)),
+            jnp.float64(0.1),
+            jnp.float64(0.0),
+            jnp.float64(1.0),
+            jnp.float64(1e-12),
+            jnp.int32(50),
         )
         grid = np.linspace(0.0, 1.0, 21)
-        values = np.array([
-            float(oracle("squared_error", spec, 2, jnp.array([t, 1 - t]), jnp.zeros(4), problem).value)
-            for t in grid
-        ])
+        values = np.array(
+            [
+                float(
+                    oracle(
+                        "squared_error", spec, 2, jnp.array([t, 1 - t]), jnp.zeros(4), problem
+                    ).value
+                )
+                for t in grid
+            ]
+        )
     assert np.all(np.diff(values, 2) > 0)
     assert 0.3 < ref.group_weights_[0] < 0.7 and ref.unfairness_ < 1e-10
     settings = {
         "trust-constr": {},
         "frank-wolfe": {"tol": 1e-8},
         "gd": {"learning_rate": "auto", "dual_learning_rate": 0.2, "max_iter": 1000},
-        "sgd": {"learning_rate": "auto", "dual_learning_rate": 0.05, "max_iter": 1000, "batch_size": 200},
+        "sgd": {
+            "learning_rate": "auto",
+            "dual_learning_rate": 0.05,
+            "max_iter": 1000,
+            "batch_size": 200,
+        },
     }
     for solver, extra in settings.items():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)  # FW's open-loop gap
             est = BADRRegressor(**common, solver=solver, **extra).fit(X, y, sensitive_features=g)
-        np.testing.assert_allclose(est.group_weights_, ref.group_weights_, atol=2e-3, err_msg=solver)
+        np.testing.assert_allclose(
+            est.group_weights_, ref.group_weights_, atol=2e-3, err_msg=solver
+        )
         assert est.unfairness_ < 1e-6, solver
 
 
@@ -73,8 +93,15 @@ def _problem_cls(n=320, seed=0, G=3):
     X[:, 0] += g
     y = (X @ np.array([1.0, -0.5, 0.3]) + 0.4 * g + rng.normal(size=n) > 0).astype(float)
     return Problem(
-        jnp.asarray(X), jnp.asarray(y), jnp.asarray(g), jnp.ones(n), jnp.float64(0.05),
-        jnp.float64(0.0), jnp.float64(1.0), jnp.float64(1e-12), jnp.int32(50),
+        jnp.asarray(X),
+        jnp.asarray(y),
+        jnp.asarray(g),
+        jnp.ones(n),
+        jnp.float64(0.05),
+        jnp.float64(0.0),
+        jnp.float64(1.0),
+        jnp.float64(1e-12),
+        jnp.int32(50),
     )
 
 
@@ -83,15 +110,36 @@ def test_frank_wolfe_gap_and_steps():
     with jax.enable_x64(True):
         problem = _problem_cls()
         lam0 = jnp.full(3, 1 / 3)
-        for rule, etas in (("2/(t+2)", (1.0, 2 / 3)), ("log", (1.0, (2 + np.log(2)) / (3 + np.log(2))))):
-            state = frank_wolfe("logistic", spec, 3, problem, lam0, jnp.zeros(4), 0.0, 6,
-                                rule == "log", history_rows=6)
+        for rule, etas in (
+            ("2/(t+2)", (1.0, 2 / 3)),
+            ("log", (1.0, (2 + np.log(2)) / (3 + np.log(2)))),
+        ):
+            state = frank_wolfe(
+                "logistic",
+                spec,
+                3,
+                problem,
+                lam0,
+                jnp.zeros(4),
+                0.0,
+                6,
+                rule == "log",
+                history_rows=6,
+            )
             hist = np.asarray(state.history)
             assert np.all(hist[:, -1] >= -1e-15)  # gap >= 0
             lams = hist[:, :3]
             # eta_0 = 1: the first step lands on a vertex
             assert np.isclose(lams[1].max(), 1.0) and np.isclose(lams[1].sum(), 1.0)
-            vertex = np.eye(3)[np.argmin(np.asarray(oracle("logistic", spec, 3, jnp.asarray(lams[1]), jnp.zeros(4), problem).grad))]
+            vertex = np.eye(3)[
+                np.argmin(
+                    np.asarray(
+                        oracle(
+                            "logistic", spec, 3, jnp.asarray(lams[1]), jnp.zeros(4), problem
+                        ).grad
+                    )
+                )
+            ]
             np.testing.assert_allclose(lams[2], lams[1] + etas[1] * (vertex - lams[1]), atol=1e-12)
 
 
@@ -104,8 +152,15 @@ def test_frank_wolfe_scaled_gap_mode_stops_on_eta_times_gap():
     y = (X[:, 0] + 0.5 * rng.normal(size=300) > 0.3).astype(int)
     runs = {}
     for mode in ("gap", "scaled"):
-        est = BADRClassifier(metric="demographic_parity", solver="frank-wolfe", gap_mode=mode,
-                             tol=1e-3, max_iter=300, safeguard=False, record_history=True)
+        est = BADRClassifier(
+            metric="demographic_parity",
+            solver="frank-wolfe",
+            gap_mode=mode,
+            tol=1e-3,
+            max_iter=300,
+            safeguard=False,
+            record_history=True,
+        )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             runs[mode] = est.fit(X, y, sensitive_features=g)
@@ -126,13 +181,31 @@ def test_single_loop_tracks_the_lower_level_and_the_adjoint():
         lam = jnp.array([0.2, 0.5, 0.3])
         out = oracle("logistic", spec, 3, lam, jnp.zeros(4), problem)
         # lambda frozen (gamma = 0): theta -> theta*(lambda) and v -> -H^{-1} grad U
-        state, _ = single_loop("logistic", spec, 3, problem, None, lam, jnp.zeros(4), jnp.inf,
-                               jax.random.key(0), 0.5, 0.0, 1.0, 50, n_chunks=40,
-                               stochastic=False, batch_size=0)
+        state, _ = single_loop(
+            "logistic",
+            spec,
+            3,
+            problem,
+            None,
+            lam,
+            jnp.zeros(4),
+            jnp.inf,
+            jax.random.key(0),
+            0.5,
+            0.0,
+            1.0,
+            50,
+            n_chunks=40,
+            stochastic=False,
+            batch_size=0,
+        )
         np.testing.assert_allclose(np.asarray(state.theta), np.asarray(out.theta), atol=1e-8)
         from fairest.reweighting._bilevel import group_losses_and_jacobian
+
         _, jac = group_losses_and_jacobian("logistic", out.theta, problem, 3)
-        np.testing.assert_allclose(np.asarray(jac.T @ state.v), np.asarray(out.grad), rtol=1e-6, atol=1e-12)
+        np.testing.assert_allclose(
+            np.asarray(jac.T @ state.v), np.asarray(out.grad), rtol=1e-6, atol=1e-12
+        )
 
 
 def test_sgd_with_full_batches_and_no_clipping_is_gd():
@@ -144,10 +217,36 @@ def test_sgd_with_full_batches_and_no_clipping_is_gd():
         sampler = make_sampler(groups, 3, batch, seed=0)
         lam0 = jnp.full(3, 1 / 3)
         args = ("logistic", spec, 3, problem)
-        gd, _ = single_loop(*args, None, lam0, jnp.zeros(4), jnp.inf, jax.random.key(0), 0.1, 1.0,
-                            1e300, 1, n_chunks=40, stochastic=False, batch_size=0)
-        sgd, _ = single_loop(*args, sampler, lam0, jnp.zeros(4), jnp.inf, jax.random.key(0), 0.1, 1.0,
-                             1e300, 1, n_chunks=40, stochastic=True, batch_size=batch)
+        gd, _ = single_loop(
+            *args,
+            None,
+            lam0,
+            jnp.zeros(4),
+            jnp.inf,
+            jax.random.key(0),
+            0.1,
+            1.0,
+            1e300,
+            1,
+            n_chunks=40,
+            stochastic=False,
+            batch_size=0,
+        )
+        sgd, _ = single_loop(
+            *args,
+            sampler,
+            lam0,
+            jnp.zeros(4),
+            jnp.inf,
+            jax.random.key(0),
+            0.1,
+            1.0,
+            1e300,
+            1,
+            n_chunks=40,
+            stochastic=True,
+            batch_size=batch,
+        )
         np.testing.assert_allclose(np.asarray(sgd.lam), np.asarray(gd.lam), atol=1e-12)
         np.testing.assert_allclose(np.asarray(sgd.theta), np.asarray(gd.theta), atol=1e-12)
         np.testing.assert_allclose(np.asarray(sgd.v), np.asarray(gd.v), atol=1e-12)
@@ -220,14 +319,15 @@ def test_two_loop_solver_restarts_from_a_baseline_when_uniform_is_stationary():
     uniform = GroupWeightedRegressor(alpha=0.1, weights="uniform").fit(X, y, sensitive_features=g)
     est = BADRRegressor(alpha=0.1, metric="demographic_parity").fit(X, y, sensitive_features=g)
     dp = demographic_parity_deviation(y, est.predict(X), sensitive_features=g, task="regression")
-    dp_uniform = demographic_parity_deviation(y, uniform.predict(X), sensitive_features=g, task="regression")
+    dp_uniform = demographic_parity_deviation(
+        y, uniform.predict(X), sensitive_features=g, task="regression"
+    )
     # the exact minimiser is interior (about 0.13 / 0.87, either way round by symmetry); a
     # run from uniform alone stops there at once with DP ~ 1e-2
     assert dp < 1e-3 * dp_uniform
     assert 0.05 < est.group_weights_[0] < 0.95
     assert est.unfairness_ < min(est.baseline_unfairness_.values())
     assert est.selected_ == "slsqp"
-
 
 
 def test_lower_level_newton_backtracks_from_a_far_start():
@@ -239,8 +339,13 @@ def test_lower_level_newton_backtracks_from_a_far_start():
 
     X, y, _ = _three_group_classification()
     with jax.enable_x64(True):
-        args = (jnp.asarray(X), jnp.asarray(y, dtype=jnp.float64), jnp.full(len(y), 1.0 / len(y)),
-                jnp.float64(1e-2), jnp.float64(0.0))
+        args = (
+            jnp.asarray(X),
+            jnp.asarray(y, dtype=jnp.float64),
+            jnp.full(len(y), 1.0 / len(y)),
+            jnp.float64(1e-2),
+            jnp.float64(0.0),
+        )
         start = jnp.array([1.0, -2.0, 1.0, 2.0])
         value, grad, hessian = value_grad_hessian("logistic", start, *args)
         step = -jnp.linalg.solve(hessian, grad)

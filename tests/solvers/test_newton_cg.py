@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from sklearn.linear_model import LogisticRegression
 
+from fairest._kernels._glm import value_grad_hessian
 from fairest._solvers._newton import NEWTON_CG_MIN_PARAMS, newton_solve, solve_weighted_glm
 from fairest._solvers._newton_cg import hessian_diagonal, newton_cg_solve, pcg_solve
-from fairest._kernels._glm import value_grad_hessian
 
 
 def _problem(loss, n, d, seed=0):
@@ -25,8 +25,15 @@ def _problem(loss, n, d, seed=0):
 def test_newton_cg_reaches_the_cholesky_newton_optimum(loss, penalize_intercept):
     X, y, c = _problem(loss, 400, 30)
     with jax.enable_x64(True):
-        args = (loss, jnp.asarray(X), jnp.asarray(y), jnp.asarray(c), jnp.float64(1e-2),
-                jnp.float64(penalize_intercept), jnp.zeros(31))
+        args = (
+            loss,
+            jnp.asarray(X),
+            jnp.asarray(y),
+            jnp.asarray(c),
+            jnp.float64(1e-2),
+            jnp.float64(penalize_intercept),
+            jnp.zeros(31),
+        )
         reference = newton_solve(*args)
         result = newton_cg_solve(*args)
         assert bool(result.converged)
@@ -48,7 +55,9 @@ def test_pcg_solves_an_spd_system_and_the_diagonal_is_the_hessians():
         np.testing.assert_allclose(diagonal, np.diag(hessian), rtol=1e-12)
         b = jnp.arange(13.0) - 6.0
         x, products = pcg_solve(lambda v: hessian @ v, b, 1.0 / diagonal, 1e-12, 100)
-        np.testing.assert_allclose(x, np.linalg.solve(np.asarray(hessian), np.asarray(b)), rtol=1e-8)
+        np.testing.assert_allclose(
+            x, np.linalg.solve(np.asarray(hessian), np.asarray(b)), rtol=1e-8
+        )
         assert 0 < int(products) <= 13 + 5  # exact arithmetic: at most p products
 
 

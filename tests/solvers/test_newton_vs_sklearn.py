@@ -38,7 +38,9 @@ def _objective(loss, theta, X, y, c, alpha, penalize_intercept):
         data, scale = np.maximum(0, 1 - (2 * y - 1) * s) ** 2, 0.5
     else:
         data, scale = (s - y) ** 2, 1.0
-    return np.sum(c * data) + scale * alpha * (np.sum(theta[1:] ** 2) + penalize_intercept * theta[0] ** 2)
+    return np.sum(c * data) + scale * alpha * (
+        np.sum(theta[1:] ** 2) + penalize_intercept * theta[0] ** 2
+    )
 
 
 def _sklearn_theta(loss, X, y, c, alpha):
@@ -91,7 +93,9 @@ def test_no_recompilation_across_folds_and_hyperparameters():
     solve_weighted_glm("logistic", X, y, c, 1e-2)
     compiled = newton_solve._cache_size()
     for n_rows, alpha in [(990, 1e-2), (975, 0.5), (1000, 3e-3)]:  # CV-fold sizes, new alphas
-        solve_weighted_glm("logistic", X[:n_rows], y[:n_rows], c[:n_rows], alpha, tol=1e-9, max_iter=50)
+        solve_weighted_glm(
+            "logistic", X[:n_rows], y[:n_rows], c[:n_rows], alpha, tol=1e-9, max_iter=50
+        )
     assert newton_solve._cache_size() == compiled
 
 
@@ -102,7 +106,14 @@ def test_float32_hessian_block_reaches_the_same_optimum(loss):
 
     X, y, c = _weighted_problem(loss, n=800, d=12)
     with jax.enable_x64(True):
-        args = (loss, jnp.asarray(X), jnp.asarray(y), jnp.asarray(c), 1e-3, float(loss == "squared_hinge"))
+        args = (
+            loss,
+            jnp.asarray(X),
+            jnp.asarray(y),
+            jnp.asarray(c),
+            1e-3,
+            float(loss == "squared_hinge"),
+        )
         exact = newton_solve(*args, jnp.zeros(13))
         mixed = newton_solve(*args, jnp.zeros(13), X_hessian=jnp.asarray(X, dtype=jnp.float32))
         assert bool(mixed.converged)

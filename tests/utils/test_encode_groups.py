@@ -103,7 +103,9 @@ def test_import_leaves_jax_config_alone():
         "after = {k: getattr(jax.config, k) for k in before}; assert before == after, (before, after);"
         "print('ok')"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False
+    )
     assert result.stdout.strip() == "ok", result.stderr
 
 
@@ -117,5 +119,7 @@ def test_enable_compilation_cache_is_explicit(tmp_path):
         f"d = enable_compilation_cache({str(tmp_path / 'cache')!r});"
         "assert jax.config.jax_compilation_cache_dir == str(d); print('ok')"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False
+    )
     assert result.stdout.strip() == "ok", result.stderr
