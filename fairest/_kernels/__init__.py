@@ -12,11 +12,13 @@ from fairest._kernels._glm import (
     scores,
     value_grad_hessian,
 )
-from fairest._kernels._losses import LOSSES, PENALTY_SCALE, loss_derivatives, pointwise_loss
-from fairest._kernels._multinomial import (
-    multinomial_group_sums,
-    multinomial_loss,
-    multinomial_scores,
+from fairest._kernels._losses import (
+    LOSSES,
+    PENALTY_SCALE,
+    cross_entropy,
+    cross_entropy_grad,
+    loss_derivatives,
+    pointwise_loss,
 )
 from fairest._kernels._projections import clip_by_norm, project_simplex
 
@@ -26,13 +28,12 @@ __all__ = [
     "PENALTY_SCALE",
     "bucket_size",
     "clip_by_norm",
+    "cross_entropy",
+    "cross_entropy_grad",
     "group_sums",
     "group_to_sample_weights",
     "hessian_vector_product",
     "loss_derivatives",
-    "multinomial_group_sums",
-    "multinomial_loss",
-    "multinomial_scores",
     "objective",
     "pad_rows",
     "penalty_diagonal",

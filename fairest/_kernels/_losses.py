@@ -7,9 +7,17 @@ with respect to ``s``. Binary losses take ``y`` in {0, 1}. The ``loss`` name is 
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 
-__all__ = ["LOSSES", "PENALTY_SCALE", "pointwise_loss", "loss_derivatives"]
+__all__ = [
+    "LOSSES",
+    "PENALTY_SCALE",
+    "cross_entropy",
+    "cross_entropy_grad",
+    "pointwise_loss",
+    "loss_derivatives",
+]
 
 LOSSES = ("logistic", "squared_hinge", "squared_error")
 
@@ -23,6 +31,25 @@ def _check_loss(loss: str) -> None:
         raise ValueError(f"loss must be one of {LOSSES}; got {loss!r}.")
 
 
+def cross_entropy(S, y):
+    """Per-sample cross-entropy of class scores: the one written in fairest.
+
+    ``S`` of shape (n,): binary logits with ``y`` in {0, 1}, ``softplus(s) - y s``.
+    ``S`` of shape (n, K): class scores with integer ``y``, ``logsumexp(S_i) - S_{i, y_i}``.
+    """
+    if S.ndim == 1:
+        return jnp.logaddexp(0.0, S) - y * S
+    return jax.nn.logsumexp(S, axis=1) - jnp.take_along_axis(S, y[:, None], axis=1)[:, 0]
+
+
+def cross_entropy_grad(S, y):
+    """Gradient of :func:`cross_entropy` in the scores: ``sigmoid(s) - y`` (binary) or
+    ``softmax(S_i) - e_{y_i}`` (classes), of the shape of ``S``."""
+    if S.ndim == 1:
+        return jax.nn.sigmoid(S) - y
+    return jax.nn.softmax(S, axis=1) - jax.nn.one_hot(y, S.shape[1], dtype=S.dtype)
+
+
 def pointwise_loss(loss: str, s, y):
     """Per-sample loss ``l(s, y)``.
 
@@ -31,7 +58,7 @@ def pointwise_loss(loss: str, s, y):
     """
     _check_loss(loss)
     if loss == "logistic":
-        return jnp.logaddexp(0.0, s) - y * s
+        return cross_entropy(s, y)
     if loss == "squared_hinge":
         return jnp.square(jnp.maximum(0.0, 1.0 - (2.0 * y - 1.0) * s))
     return jnp.square(s - y)

@@ -14,6 +14,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from fairest._kernels import scores
 from fairest._kernels._buckets import pad_rows
 from fairest.ermi import _defaults
 from fairest.ermi._dp import (
@@ -22,7 +23,7 @@ from fairest.ermi._dp import (
     effective_noise,
     noise_multiplier,
 )
-from fairest.ermi._kernels import Strata, closed_form_w, logits, probabilities
+from fairest.ermi._kernels import Strata, closed_form_w, probabilities
 from fairest.ermi._solvers import SGDAHyper, full_batch_solve, sgda_solve
 from fairest.utils._estimator import validate_fit_data
 from fairest.utils._linear import LinearClassifierMixin
@@ -487,7 +488,7 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
             float(grad_norm),
         )
         # on the padded rows (weight 0 there): no recompilation for a new row count
-        F = probabilities(logits(theta, jnp.asarray(Xp)), binary)
+        F = probabilities(scores(theta, jnp.asarray(Xp)), binary)
         W = closed_form_w(F, jnp.asarray(sp), jnp.asarray(tp), jnp.asarray(wp), strata)
         return theta, W
 

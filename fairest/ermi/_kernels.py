@@ -28,9 +28,10 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from fairest._kernels import cross_entropy, cross_entropy_grad, scores
+
 __all__ = [
     "Strata",
-    "logits",
     "probabilities",
     "loss_and_logit_grad",
     "saddle_coefficients",
@@ -52,11 +53,6 @@ class Strata(NamedTuple):
     mask: jax.Array  # (n_strata, k): 1.0 on non-empty cells, 0.0 elsewhere
 
 
-def logits(theta, X):
-    """Scores ``b + X W`` of shape (n, q) for ``theta`` of shape (d + 1, q)."""
-    return X @ theta[1:] + theta[0]
-
-
 def probabilities(Z, binary: bool):
     """Class probabilities F of shape (n, l) from logits of shape (n, q)."""
     if binary:
@@ -70,10 +66,8 @@ def loss_and_logit_grad(Z, y, binary: bool):
     if binary:
         z = Z[:, 0]
         yf = y.astype(Z.dtype)
-        return jnp.logaddexp(0.0, z) - yf * z, (jax.nn.sigmoid(z) - yf)[:, None]
-    lse = jax.nn.logsumexp(Z, axis=1)
-    loss = lse - jnp.take_along_axis(Z, y[:, None], axis=1)[:, 0]
-    return loss, jax.nn.softmax(Z, axis=1) - jax.nn.one_hot(y, Z.shape[1], dtype=Z.dtype)
+        return cross_entropy(z, yf), cross_entropy_grad(z, yf)[:, None]
+    return cross_entropy(Z, y), cross_entropy_grad(Z, y)
 
 
 def saddle_coefficients(W, s, t, strata: Strata):
@@ -151,7 +145,7 @@ def fermi_objective(theta, X, y, s, t, weight, strata: Strata, lam, alpha, binar
     differentiation, so ``jax.grad`` returns Danskin's gradient
     ``grad_theta F(theta, W*(theta))`` (spec 3.2, 7) built from the same kernels as SGDA.
     """
-    Z = logits(theta, X)
+    Z = scores(theta, X)
     F = probabilities(Z, binary)
     loss, _ = loss_and_logit_grad(Z, y, binary)
     W = jax.lax.stop_gradient(closed_form_w(F, s, t, weight, strata))

@@ -8,11 +8,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from fairest._kernels import scores
 from fairest.ermi._estimator import _strata_constants
 from fairest.ermi._kernels import (
     Strata,
     closed_form_w,
-    logits,
     loss_and_logit_grad,
     probabilities,
     saddle_coefficients,
@@ -50,7 +50,7 @@ def _problem(n=40, d=3, k=3, l=3, eo=False, seed=0):
 @partial(jax.jit, static_argnames="binary")
 def _mean_saddle(theta, W, X, y, s, t, weight, strata, lam, binary):
     """Mean of loss + lam psi (the per-sample objective of SGDA)."""
-    Z = logits(theta, X)
+    Z = scores(theta, X)
     F = probabilities(Z, binary)
     loss, _ = loss_and_logit_grad(Z, y, binary)
     psi = saddle_value(F, saddle_coefficients(W, s, t, strata), t, strata)
@@ -59,7 +59,7 @@ def _mean_saddle(theta, W, X, y, s, t, weight, strata, lam, binary):
 
 @partial(jax.jit, static_argnames="binary")
 def _analytic_grads(theta, W, X, y, s, t, weight, strata, lam, binary):
-    Z = logits(theta, X)
+    Z = scores(theta, X)
     F = probabilities(Z, binary)
     _, dloss = loss_and_logit_grad(Z, y, binary)
     c = saddle_coefficients(W, s, t, strata)
@@ -72,7 +72,7 @@ def _analytic_grads(theta, W, X, y, s, t, weight, strata, lam, binary):
 def test_closed_form_maximiser_gives_ermi(l, eo):
     X, y, s, t, weight, strata, theta, n_strata = _problem(l=l, eo=eo)
     binary = l == 2
-    F = probabilities(logits(theta, X), binary)
+    F = probabilities(scores(theta, X), binary)
     W = closed_form_w(F, s, t, weight, strata)
 
     def Psi(W):
@@ -151,7 +151,7 @@ def test_gradients_match_finite_differences(l, eo):
 
 def test_per_sample_gradient_norm_is_product_of_norms():
     X, y, s, t, weight, strata, theta, _ = _problem(n=10, l=3)
-    W = closed_form_w(probabilities(logits(theta, X), False), s, t, weight, strata)
+    W = closed_form_w(probabilities(scores(theta, X), False), s, t, weight, strata)
 
     def single(theta, x, yi, si, ti):
         return _mean_saddle(
@@ -159,7 +159,7 @@ def test_per_sample_gradient_norm_is_product_of_norms():
         )
 
     per_sample = jax.jit(jax.vmap(jax.grad(single), in_axes=(None, 0, 0, 0, 0)))(theta, X, y, s, t)
-    Z = logits(theta, X)
+    Z = scores(theta, X)
     F = probabilities(Z, False)
     _, dloss = loss_and_logit_grad(Z, y, False)
     A = dloss + 0.5 * saddle_logit_grad(F, saddle_coefficients(W, s, t, strata), False)
@@ -190,7 +190,7 @@ def test_minibatch_gradients_are_unbiased(eo):
 def test_inner_ascent_converges_to_closed_form():
     """Spec oracle 8: full-batch ascent with eta = 1 / (2 max_j p_Yhat(j)) reaches W*."""
     X, y, s, t, weight, strata, theta, _ = _problem(n=50, l=3, seed=6)
-    F = probabilities(logits(theta, X), False)
+    F = probabilities(scores(theta, X), False)
     target = closed_form_w(F, s, t, weight, strata)
     step = 1.0 / (2.0 * float(jnp.max(jnp.mean(F, axis=0))))
 

@@ -3,9 +3,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from sklearn.metrics import log_loss
 
-from fairest._kernels import bucket_size, clip_by_norm, multinomial_group_sums, project_simplex
-from fairest._kernels._multinomial import multinomial_loss, multinomial_scores
+from fairest._kernels import (
+    bucket_size,
+    clip_by_norm,
+    cross_entropy,
+    cross_entropy_grad,
+    project_simplex,
+    scores,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -50,25 +57,25 @@ def test_bucket_sizes():
     assert bucket_size(8000) == bucket_size(7990) == bucket_size(7700)
 
 
-def test_multinomial_group_sums_against_autodiff():
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_cross_entropy_matches_sklearn_log_loss_and_autodiff(n_classes):
+    """One cross-entropy for binary logits (n,) and class scores (n, K): its mean equals
+    scikit-learn's log_loss and its gradient equals autodiff."""
     rng = np.random.default_rng(0)
-    n, d, K, G = 90, 4, 3, 3
+    n, d = 90, 4
     X = jnp.asarray(rng.normal(size=(n, d)))
-    y = jnp.asarray(rng.integers(0, K, n))
-    groups = jnp.asarray(rng.integers(0, G, n).astype(np.int32))
-    weight = jnp.asarray(rng.uniform(0.5, 1.5, n))
-    theta = jnp.asarray(rng.normal(size=(d + 1, K)))
-    loss_sums, grads, totals = multinomial_group_sums(theta, X, y, groups, weight, G)
-    S = np.asarray(multinomial_scores(theta, X))
-    ce = np.log(np.exp(S).sum(1)) - S[np.arange(n), np.asarray(y)]
-    for g in range(G):
-        m = np.asarray(groups) == g
-
-        def group_loss(t, m=m):
-            return jnp.sum(
-                jnp.where(m, weight * multinomial_loss(multinomial_scores(t, X), y), 0.0)
-            )
-
-        np.testing.assert_allclose(loss_sums[g], np.sum(np.asarray(weight)[m] * ce[m]), rtol=1e-12)
-        np.testing.assert_allclose(grads[g], jax.grad(group_loss)(theta), rtol=1e-10, atol=1e-12)
-        np.testing.assert_allclose(totals[g], np.asarray(weight)[m].sum())
+    y = rng.integers(0, n_classes, n)
+    if n_classes == 2:
+        theta = jnp.asarray(rng.normal(size=d + 1))
+        S = scores(theta, X)
+        target = jnp.asarray(y.astype(float))
+        proba = np.column_stack([1 - jax.nn.sigmoid(S), jax.nn.sigmoid(S)])
+    else:
+        theta = jnp.asarray(rng.normal(size=(d + 1, n_classes)))
+        S = scores(theta, X)
+        target = jnp.asarray(y)
+        proba = np.asarray(jax.nn.softmax(S, axis=1))
+    losses = cross_entropy(S, target)
+    assert float(jnp.mean(losses)) == pytest.approx(log_loss(y, proba), rel=1e-12)
+    autodiff = jax.grad(lambda s: jnp.sum(cross_entropy(s, target)))(S)
+    np.testing.assert_allclose(cross_entropy_grad(S, target), autodiff, rtol=1e-12, atol=1e-14)
