@@ -13,6 +13,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
+from fairest.metrics._group_stats import group_totals
 from fairest.utils._validation import encode_groups, raise_if_weightless_group
 
 __all__ = [
@@ -27,7 +28,6 @@ __all__ = [
     "check_probabilities",
     "check_same_length",
     "encode_sensitive_features",
-    "group_mass",
     "raise_if_not_finite",
     "raise_if_weightless_group",
 ]
@@ -180,11 +180,6 @@ def encode_sensitive_features(
     )
 
 
-def group_mass(codes: np.ndarray, weights: np.ndarray, n_groups: int) -> np.ndarray:
-    """Total weight of every group."""
-    return np.bincount(codes, weights=weights, minlength=n_groups)
-
-
 def as_binary_labels(values: np.ndarray, name: str) -> np.ndarray:
     """Map binary labels coded {0, 1} or {-1, 1} (1 is positive) to a 0/1 float array."""
     unique = np.unique(values)
@@ -231,5 +226,5 @@ def check_metric_inputs(
     check_same_length("y_true", n_samples, **{pred_name: y_pred})
     codes, groups = encode_sensitive_features(sensitive_features, n_samples, min_groups=min_groups)
     weights = check_sample_weight(sample_weight, n_samples)
-    raise_if_weightless_group(group_mass(codes, weights, len(groups)), groups)
+    raise_if_weightless_group(group_totals(codes, weights, len(groups)), groups)
     return MetricInputs(y_true, y_pred, codes, groups, weights)

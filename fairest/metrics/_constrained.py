@@ -24,10 +24,10 @@ from fairest.metrics._checks import (
     check_same_length,
     check_sample_weight,
     encode_sensitive_features,
-    group_mass,
     raise_if_not_finite,
     raise_if_weightless_group,
 )
+from fairest.metrics._group_stats import group_totals
 
 __all__ = [
     "excess_accuracy_gaps",
@@ -48,8 +48,8 @@ __all__ = [
 
 def _group_accuracies(correct, codes, weights, n_groups):
     """Weighted group accuracies and the pooled accuracy."""
-    mass = group_mass(codes, weights, n_groups)
-    hits = group_mass(codes, weights * correct, n_groups)
+    mass = group_totals(codes, weights, n_groups)
+    hits = group_totals(codes, weights * correct, n_groups)
     return hits / mass, hits.sum() / mass.sum()
 
 
@@ -61,7 +61,7 @@ def _excess_gap_table(y_true, y_pred_dense, y_pred_sparse, sensitive_features, s
     check_same_length("y_true", n_samples, y_pred_dense=dense, y_pred_sparse=sparse)
     weights = check_sample_weight(sample_weight, n_samples)
     codes, groups = encode_sensitive_features(sensitive_features, n_samples)
-    mass = group_mass(codes, weights, len(groups))
+    mass = group_totals(codes, weights, len(groups))
     raise_if_weightless_group(mass, groups)
     dense_group, dense_all = _group_accuracies(dense == true, codes, weights, len(groups))
     sparse_group, sparse_all = _group_accuracies(sparse == true, codes, weights, len(groups))
@@ -466,10 +466,10 @@ def loss_gap(y_true, y_proba, *, sensitive_features, sample_weight=None, labels=
     check_same_length("y_true", n_samples, y_proba=proba)
     weights = check_sample_weight(sample_weight, n_samples)
     codes, groups = encode_sensitive_features(sensitive_features, n_samples)
-    mass = group_mass(codes, weights, len(groups))
+    mass = group_totals(codes, weights, len(groups))
     raise_if_weightless_group(mass, groups)
     losses = -np.log(_true_class_probability(true, proba, labels))
-    group_loss = group_mass(codes, weights * losses, len(groups)) / mass
+    group_loss = group_totals(codes, weights * losses, len(groups)) / mass
     return float(group_loss.max() - group_loss.min())
 
 
@@ -599,7 +599,7 @@ def prediction_wasserstein(
     check_same_length("y_score", n_samples, y_true=y_true)
     weights = check_sample_weight(sample_weight, n_samples)
     codes, groups = encode_sensitive_features(sensitive_features, n_samples, reference="y_score")
-    raise_if_weightless_group(group_mass(codes, weights, len(groups)), groups)
+    raise_if_weightless_group(group_totals(codes, weights, len(groups)), groups)
     members = _sorted_group_slices(scores, codes, len(groups))
     if bins is None:
         laws = [_quantile_function(scores[m], weights[m]) for m in members]

@@ -357,12 +357,12 @@ def demographic_parity_violation(
         raise ValueError(f"reference must be 'pairwise' or 'marginal'; got {reference!r}.")
     counts, groups = _prepare_hard(y_true, y_pred, sensitive_features, sample_weight)
     predicted = counts.sum(axis=1)  # (groups, predicted class)
-    group_mass = predicted.sum(axis=1)
-    raise_if_weightless_group(group_mass, groups)
-    rate = predicted / group_mass[:, None]
+    group_totals = predicted.sum(axis=1)
+    raise_if_weightless_group(group_totals, groups)
+    rate = predicted / group_totals[:, None]
     if reference == "pairwise":
         return float((rate.max(axis=0) - rate.min(axis=0)).max())
-    pooled = predicted.sum(axis=0) / group_mass.sum()
+    pooled = predicted.sum(axis=0) / group_totals.sum()
     return float(np.abs(rate - pooled).max())
 
 

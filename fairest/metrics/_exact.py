@@ -33,7 +33,7 @@ from sklearn.exceptions import UndefinedMetricWarning
 from fairest._kernels import LOSSES
 from fairest.metrics._checks import as_binary_labels, check_metric_inputs, check_option
 from fairest.metrics._defaults import DEFAULT_THRESHOLD
-from fairest.metrics._group_stats import GroupRates, group_rates, group_sums
+from fairest.metrics._group_stats import GroupRates, group_rates, group_totals
 from fairest.metrics._individual import cross_group_energy, cross_group_pair_weight
 
 __all__ = [
@@ -110,7 +110,7 @@ def _group_score_covariances(inputs, encoding: str) -> np.ndarray:
     weights, scores = inputs.weights, inputs.y_pred
     total = weights.sum()
     centred = scores - np.dot(weights, scores) / total
-    per_group = group_sums(inputs.codes, weights * centred, inputs.num_groups) / total
+    per_group = group_totals(inputs.codes, weights * centred, inputs.num_groups) / total
     if encoding == "onehot":
         return per_group
     return np.array([np.dot(np.arange(inputs.num_groups), per_group)])

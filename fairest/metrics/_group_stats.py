@@ -6,7 +6,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["GroupRates", "group_sums", "group_rates"]
+__all__ = ["GroupRates", "group_totals", "group_rates"]
 
 
 class GroupRates(NamedTuple):
@@ -18,7 +18,7 @@ class GroupRates(NamedTuple):
     overall: float
 
 
-def group_sums(codes: np.ndarray, values: np.ndarray, num_groups: int) -> np.ndarray:
+def group_totals(codes: np.ndarray, values: np.ndarray, num_groups: int) -> np.ndarray:
     """Sum of ``values`` within every group, shape (G,)."""
     return np.bincount(codes, weights=values, minlength=num_groups)
 
@@ -32,8 +32,8 @@ def group_rates(codes, num_groups, hits, weights, eligible=None) -> GroupRates:
     a normalised confusion matrix, and ``defined[g] = False``.
     """
     eligible_weight = weights if eligible is None else weights * eligible
-    denominators = group_sums(codes, eligible_weight, num_groups)
-    numerators = group_sums(codes, eligible_weight * hits, num_groups)
+    denominators = group_totals(codes, eligible_weight, num_groups)
+    numerators = group_totals(codes, eligible_weight * hits, num_groups)
     defined = denominators > 0
     rates = np.divide(numerators, denominators, out=np.zeros(num_groups), where=defined)
     total = denominators.sum()

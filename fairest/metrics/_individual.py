@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from fairest.metrics._defaults import MAX_DISCRETE_LABELS
-from fairest.metrics._group_stats import group_sums
+from fairest.metrics._group_stats import group_totals
 
 __all__ = [
     "cross_group_pair_weight",
@@ -43,7 +43,7 @@ __all__ = [
 
 def cross_group_pair_weight(weights, codes, num_groups) -> float:
     """Total weight of ordered cross-group pairs, ``W**2 - sum_g W_g**2``."""
-    group_weight = group_sums(codes, weights, num_groups)
+    group_weight = group_totals(codes, weights, num_groups)
     total = group_weight.sum()
     return float(total**2 - np.sum(group_weight**2))
 
@@ -74,7 +74,7 @@ def cross_group_energy_cells(y, scores, weights, codes, num_groups) -> float:
     shape = (num_groups, n_labels)
 
     def cell_sums(values):
-        return group_sums(cells, values, num_groups * n_labels).reshape(shape)
+        return group_totals(cells, values, num_groups * n_labels).reshape(shape)
 
     counts = cell_sums(weights)
     first = cell_sums(weights * scores)

@@ -27,9 +27,9 @@ from fairest.metrics._checks import (
     check_same_length,
     check_sample_weight,
     encode_sensitive_features,
-    group_mass,
     raise_if_weightless_group,
 )
+from fairest.metrics._group_stats import group_totals
 
 __all__ = [
     "partial_statistical_parity",
@@ -90,7 +90,7 @@ def _rank_within_groups(scores, codes, weights, groups) -> _RankedScores:
     order = by_score[np.argsort(codes[by_score], kind="stable")]
     sorted_codes = codes[order]
     sorted_weights = weights[order]
-    mass = group_mass(codes, weights, len(groups))
+    mass = group_totals(codes, weights, len(groups))
     mass_before_group = np.cumsum(mass) - mass
     weight_before = np.cumsum(sorted_weights) - sorted_weights
     within_group = weight_before - mass_before_group[sorted_codes]
@@ -114,7 +114,7 @@ def _percentile_bands(ranked: _RankedScores, interval):
     alpha, beta = interval
     keep = ranked.order[_band_mask(ranked.start_rank, alpha, beta)]
     codes, weights = ranked.codes[keep], ranked.weights[keep]
-    band_mass = group_mass(codes, weights, len(ranked.groups))
+    band_mass = group_totals(codes, weights, len(ranked.groups))
     empty = np.flatnonzero(~(band_mass > 0))
     if empty.size:
         group = ranked.groups[empty[0]]
@@ -160,7 +160,7 @@ def _prepare(y_true, y_score, sensitive_features, sample_weight) -> _RankedScore
     check_same_length("y_score", n_samples, y_true=y_true)
     weights = check_sample_weight(sample_weight, n_samples)
     codes, groups = encode_sensitive_features(sensitive_features, n_samples, reference="y_score")
-    raise_if_weightless_group(group_mass(codes, weights, len(groups)), groups)
+    raise_if_weightless_group(group_totals(codes, weights, len(groups)), groups)
     return _rank_within_groups(scores, codes, weights, groups)
 
 
@@ -173,7 +173,7 @@ def _psp_matrix(ranked: _RankedScores, interval) -> np.ndarray:
 def _pdp_matrix(ranked: _RankedScores, interval, threshold) -> np.ndarray:
     band_scores, band_codes, band_weights, band_mass = _percentile_bands(ranked, interval)
     above = band_weights * (band_scores > threshold)
-    rate = group_mass(band_codes, above, len(ranked.groups)) / band_mass
+    rate = group_totals(band_codes, above, len(ranked.groups)) / band_mass
     return np.abs(rate[:, None] - rate[None, :])
 
 
@@ -489,7 +489,7 @@ def rank_curve(y_score, *, sensitive_features, sample_weight=None):
     """
     ranked = _prepare(None, y_score, sensitive_features, sample_weight)
     n_groups = len(ranked.groups)
-    mass = group_mass(ranked.codes, ranked.weights, n_groups)
+    mass = group_totals(ranked.codes, ranked.weights, n_groups)
     thresholds, table = _exceedance_table(
         ranked.scores, ranked.codes, ranked.weights, mass, n_groups
     )

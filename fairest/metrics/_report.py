@@ -8,7 +8,7 @@ import pandas as pd
 from fairest.metrics._checks import as_binary_labels, as_finite_vector, check_metric_inputs
 from fairest.metrics._defaults import DEFAULT_THRESHOLD
 from fairest.metrics._exact import pointwise_loss
-from fairest.metrics._group_stats import group_rates, group_sums
+from fairest.metrics._group_stats import group_rates, group_totals
 
 __all__ = ["group_report"]
 
@@ -162,7 +162,7 @@ def group_report(
             inputs, _per_sample_loss(loss, inputs.y_true, score_values)
         )
     counts = np.bincount(inputs.codes, minlength=inputs.num_groups)
-    weights = group_sums(inputs.codes, inputs.weights, inputs.num_groups)
+    weights = group_totals(inputs.codes, inputs.weights, inputs.num_groups)
     report = pd.DataFrame(
         {"count": counts, "weight": weights} | {name: col for name, (col, _) in columns.items()},
         index=_group_index(inputs.groups, sensitive_features),
