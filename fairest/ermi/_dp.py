@@ -31,7 +31,6 @@ import warnings
 
 __all__ = [
     "PrivacyWarning",
-    "master_sigma",
     "dp_fermi_noise",
     "paper_all_features_noise",
     "effective_noise",
@@ -43,11 +42,6 @@ __all__ = [
 
 class PrivacyWarning(UserWarning):
     """The closed-form privacy calibration is used outside its validity conditions."""
-
-
-def master_sigma(sensitivity, n_iter, epsilon, delta, n_samples):
-    """``sqrt(2 T ln(1/delta)) * Delta / (epsilon n)`` (spec 6.2)."""
-    return math.sqrt(2.0 * n_iter * math.log(1.0 / delta)) * sensitivity / (epsilon * n_samples)
 
 
 def dp_fermi_noise(

@@ -22,7 +22,6 @@ padding rows have weight 0 and change no sum. Every hyper-parameter is traced.
 
 from __future__ import annotations
 
-from functools import partial
 from typing import NamedTuple
 
 import jax
@@ -41,7 +40,6 @@ __all__ = [
     "theta_gradient",
     "closed_form_w",
     "fermi_objective",
-    "ermi_from_probabilities",
 ]
 
 
@@ -123,19 +121,6 @@ def closed_form_w(F, s, t, weight, strata: Strata):
     joint = jax.ops.segment_sum(weight[:, None] * F, t * k + s, num_segments=n_strata * k)
     joint = joint.reshape(n_strata, k, -1) / totals[:, None, None]
     return joint * strata.inv_sqrt_p[:, :, None] / mean_f[:, None, :]
-
-
-@partial(jax.jit, static_argnames="binary")
-def ermi_from_probabilities(F, s, t, weight, strata: Strata, binary: bool = False):
-    """``max_W mean_i weight_i psi_i(W)``: the (weighted) ERMI, or conditional ERMI for EO.
-
-    Equals ``sum_t omega_t (N_t / N) ERMI_t`` (spec 3.2, 3.5); ``binary`` is unused (the
-    probabilities already have l columns) and kept for a uniform signature.
-    """
-    del binary
-    W = closed_form_w(F, s, t, weight, strata)
-    psi = saddle_value(F, saddle_coefficients(W, s, t, strata), t, strata)
-    return jnp.sum(weight * psi) / jnp.sum(weight)
 
 
 def fermi_objective(theta, X, y, s, t, weight, strata: Strata, lam, alpha, binary: bool):
