@@ -81,12 +81,19 @@ def load_data(state: str):
     X = bunch.data[:, keep]
     y = bunch.target
     g = bunch.sensitive["race"].astype(str).to_numpy()
-    Xtr, Xte, ytr, yte, gtr, gte = train_test_split(X, y, g, test_size=0.2, stratify=g,
-                                                    random_state=42)
+    Xtr, Xte, ytr, yte, gtr, gte = train_test_split(
+        X, y, g, test_size=0.2, stratify=g, random_state=42
+    )
     scaler = StandardScaler().fit(Xtr)
-    return {"X_train": scaler.transform(Xtr), "X_test": scaler.transform(Xte),
-            "y_train": ytr, "y_test": yte, "g_train": gtr, "g_test": gte,
-            "features": [bunch.feature_names[i] for i in keep]}
+    return {
+        "X_train": scaler.transform(Xtr),
+        "X_test": scaler.transform(Xte),
+        "y_train": ytr,
+        "y_test": yte,
+        "g_train": gtr,
+        "g_test": gte,
+        "features": [bunch.feature_names[i] for i in keep],
+    }
 
 
 def pick_tolerance(nft_max_psi: float) -> float:
@@ -97,16 +104,26 @@ def pick_tolerance(nft_max_psi: float) -> float:
 def summary(model, X, y, g) -> dict:
     report = model.disparity_report(X, y, g)
     row = report.loc["summary"]
-    return {"acc": float(model.score(X, y)), "max_psi": float(row["max_eag"]),
-            "psi_pw": float(row["psi_pw"]), "delta": float(row["accuracy_gap"])}
+    return {
+        "acc": float(model.score(X, y)),
+        "max_psi": float(row["max_eag"]),
+        "psi_pw": float(row["psi_pw"]),
+        "delta": float(row["accuracy_gap"]),
+    }
 
 
 def run_one(data, dense, seed, sparsity, method, tolerance, common) -> dict:
     from fairest.constrained import PrunedFairClassifier
 
-    est = PrunedFairClassifier(HIDDEN, dense_model=dense, target_sparsity=sparsity,
-                               tolerance=tolerance, random_state=seed, **common,
-                               **METHODS[method])
+    est = PrunedFairClassifier(
+        HIDDEN,
+        dense_model=dense,
+        target_sparsity=sparsity,
+        tolerance=tolerance,
+        random_state=seed,
+        **common,
+        **METHODS[method],
+    )
     load = os.getloadavg()
     start = time.perf_counter()
     est.fit(data["X_train"], data["y_train"], sensitive_features=data["g_train"])
@@ -114,40 +131,54 @@ def run_one(data, dense, seed, sparsity, method, tolerance, common) -> dict:
     tr = summary(est, data["X_train"], data["y_train"], data["g_train"])
     te = summary(est, data["X_test"], data["y_test"], data["g_test"])
     return {
-        "seed": seed, "target_sparsity": sparsity, "method": method, "tolerance": tolerance,
+        "seed": seed,
+        "target_sparsity": sparsity,
+        "method": method,
+        "tolerance": tolerance,
         "sparsity": float(est.sparsity_),
-        **{f"train_{k}": v for k, v in tr.items()}, **{f"test_{k}": v for k, v in te.items()},
+        **{f"train_{k}": v for k, v in tr.items()},
+        **{f"test_{k}": v for k, v in te.items()},
         "train_feasible": bool(tr["max_psi"] <= tolerance),
         "test_feasible": bool(te["max_psi"] <= tolerance),
         "train_max_psi_estimator": float(est.train_disparity_["max_eag"]),
         "max_multiplier": float(np.max(est.multipliers_)),
-        "fit_time_s": fit_time, "loadavg_before": load, "loadavg_after": os.getloadavg(),
+        "fit_time_s": fit_time,
+        "loadavg_before": load,
+        "loadavg_after": os.getloadavg(),
     }
 
 
 def aggregate(runs: list[dict]) -> list[dict]:
     rows = []
-    keys = sorted({(r["target_sparsity"], r["method"]) for r in runs},
-                  key=lambda k: (k[0], list(METHODS).index(k[1])))
+    keys = sorted(
+        {(r["target_sparsity"], r["method"]) for r in runs},
+        key=lambda k: (k[0], list(METHODS).index(k[1])),
+    )
     for sp, method in keys:
         sel = [r for r in runs if r["target_sparsity"] == sp and r["method"] == method]
 
-        def ms(field, scale=100.0):
+        def ms(field, scale=100.0, sel=sel):
             v = np.array([r[field] for r in sel]) * scale
             return f"{v.mean():.2f} ± {v.std():.2f}"
 
-        rows.append({
-            "sparsity %": f"{100 * sp:g}", "method": method, "seeds": len(sel),
-            "eps %": f"{100 * sel[0]['tolerance']:g}",
-            "achieved sparsity %": f"{100 * np.mean([r['sparsity'] for r in sel]):.2f}",
-            "train acc %": ms("train_acc"), "train max psi %": ms("train_max_psi"),
-            "train Psi_PW %": ms("train_psi_pw"),
-            "feasible train": f"{np.mean([r['train_feasible'] for r in sel]):.2f}",
-            "test acc %": ms("test_acc"), "test max psi %": ms("test_max_psi"),
-            "test Psi_PW %": ms("test_psi_pw"),
-            "feasible test": f"{np.mean([r['test_feasible'] for r in sel]):.2f}",
-            "fit s": f"{np.mean([r['fit_time_s'] for r in sel]):.1f}",
-        })
+        rows.append(
+            {
+                "sparsity %": f"{100 * sp:g}",
+                "method": method,
+                "seeds": len(sel),
+                "eps %": f"{100 * sel[0]['tolerance']:g}",
+                "achieved sparsity %": f"{100 * np.mean([r['sparsity'] for r in sel]):.2f}",
+                "train acc %": ms("train_acc"),
+                "train max psi %": ms("train_max_psi"),
+                "train Psi_PW %": ms("train_psi_pw"),
+                "feasible train": f"{np.mean([r['train_feasible'] for r in sel]):.2f}",
+                "test acc %": ms("test_acc"),
+                "test max psi %": ms("test_max_psi"),
+                "test Psi_PW %": ms("test_psi_pw"),
+                "feasible test": f"{np.mean([r['test_feasible'] for r in sel]):.2f}",
+                "fit s": f"{np.mean([r['fit_time_s'] for r in sel]):.1f}",
+            }
+        )
     return rows
 
 
@@ -163,15 +194,20 @@ def plot(runs: list[dict], path: Path) -> None:
         for ax, field in zip(axes, ("train_max_psi", "test_max_psi", "test_acc")):
             xs, mean, std = [], [], []
             for sp in sparsities:
-                v = [100 * r[field] for r in runs
-                     if r["target_sparsity"] == sp and r["method"] == method]
+                v = [
+                    100 * r[field]
+                    for r in runs
+                    if r["target_sparsity"] == sp and r["method"] == method
+                ]
                 if v:
                     xs.append(100 * sp)
                     mean.append(np.mean(v))
                     std.append(np.std(v))
             ax.errorbar(xs, mean, yerr=std, marker=marker, capsize=3, label=method)
-    eps = [(100 * sp, 100 * next(r["tolerance"] for r in runs if r["target_sparsity"] == sp))
-           for sp in sparsities]
+    eps = [
+        (100 * sp, 100 * next(r["tolerance"] for r in runs if r["target_sparsity"] == sp))
+        for sp in sparsities
+    ]
     for ax in axes[:2]:
         ax.plot(*zip(*eps), "k--", lw=1, label="tolerance ε")
     titles = ("train max ψ_g (%)", "test max ψ_g (%)", "test accuracy (%)")
@@ -180,8 +216,10 @@ def plot(runs: list[dict], path: Path) -> None:
         ax.set_title(title)
         ax.grid(alpha=0.3)
     axes[0].legend()
-    fig.suptitle("Pruned MLP 64-32 on ACSIncome OK, 5 race groups: CEAG vs NFT vs EL+RB "
-                 "(mean ± std over seeds)")
+    fig.suptitle(
+        "Pruned MLP 64-32 on ACSIncome OK, 5 race groups: CEAG vs NFT vs EL+RB "
+        "(mean ± std over seeds)"
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -190,14 +228,16 @@ def plot(runs: list[dict], path: Path) -> None:
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
-    parser.add_argument("--sparsities", nargs="+", type=float,
-                        default=[0.5, 0.7, 0.8, 0.9, 0.95])
+    parser.add_argument("--sparsities", nargs="+", type=float, default=[0.5, 0.7, 0.8, 0.9, 0.95])
     parser.add_argument("--state", default="OK")
     parser.add_argument("--dense-epochs", type=int, default=50)
     parser.add_argument("--epochs", type=int, default=60, help="fine-tuning epochs (GMP incl.)")
     parser.add_argument("--pruning-epochs", type=int, default=15)
-    parser.add_argument("--quick", action="store_true",
-                        help="tiny smoke run (2 dense + 4 fine-tuning epochs), no results files")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="tiny smoke run (2 dense + 4 fine-tuning epochs), no results files",
+    )
     args = parser.parse_args()
     if args.quick:
         args.seeds, args.sparsities = [0], [0.9]
@@ -209,30 +249,53 @@ def main():
         return
     from fairest.constrained import PrunedFairClassifier
 
-    print(f"ACSIncome {args.state}: train {data['X_train'].shape}, test {data['X_test'].shape}",
-          flush=True)
-    common = {"n_epochs": args.epochs, "pruning_epochs": args.pruning_epochs,
-              "dense_n_epochs": args.dense_epochs}
+    print(
+        f"ACSIncome {args.state}: train {data['X_train'].shape}, test {data['X_test'].shape}",
+        flush=True,
+    )
+    common = {
+        "n_epochs": args.epochs,
+        "pruning_epochs": args.pruning_epochs,
+        "dense_n_epochs": args.dense_epochs,
+    }
     total_start = time.perf_counter()
 
     dense_models, dense_rows = {}, []
     for seed in args.seeds:
         load = os.getloadavg()
         start = time.perf_counter()
-        dense = PrunedFairClassifier(HIDDEN, target_sparsity=0.0, n_epochs=0,
-                                     metric=None, dense_n_epochs=args.dense_epochs,
-                                     random_state=seed)
+        dense = PrunedFairClassifier(
+            HIDDEN,
+            target_sparsity=0.0,
+            n_epochs=0,
+            metric=None,
+            dense_n_epochs=args.dense_epochs,
+            random_state=seed,
+        )
         dense.fit(data["X_train"], data["y_train"], sensitive_features=data["g_train"])
         dense_models[seed] = dense
-        dense_rows.append({"seed": seed, "train_acc": dense.dense_accuracy_,
-                           "test_acc": float(dense.score(data["X_test"], data["y_test"])),
-                           "fit_time_s": time.perf_counter() - start, "loadavg_before": load})
+        dense_rows.append(
+            {
+                "seed": seed,
+                "train_acc": dense.dense_accuracy_,
+                "test_acc": float(dense.score(data["X_test"], data["y_test"])),
+                "fit_time_s": time.perf_counter() - start,
+                "loadavg_before": load,
+            }
+        )
         print(f"dense seed {seed}: {dense_rows[-1]}", flush=True)
 
     # warm-up: compile every metric's jitted epoch once (same shapes), not timed
     for method in METHODS:
-        run_one(data, dense_models[args.seeds[0]], 0, 0.5, method, 0.01,
-                {**common, "n_epochs": 1, "pruning_epochs": 0})
+        run_one(
+            data,
+            dense_models[args.seeds[0]],
+            0,
+            0.5,
+            method,
+            0.01,
+            {**common, "n_epochs": 1, "pruning_epochs": 0},
+        )
 
     runs = []
     runs_path = RESULTS / f"{NAME}_runs.json"
@@ -250,15 +313,22 @@ def main():
             for seed in args.seeds:
                 runs.append(run_one(data, dense_models[seed], seed, sp, method, tol, common))
                 r = runs[-1]
-                print(f"sp={sp} {method} seed={seed} eps={tol}: train maxpsi "
-                      f"{r['train_max_psi']:.4f} test maxpsi {r['test_max_psi']:.4f} "
-                      f"acc {r['test_acc']:.4f} {r['fit_time_s']:.1f}s", flush=True)
+                print(
+                    f"sp={sp} {method} seed={seed} eps={tol}: train maxpsi "
+                    f"{r['train_max_psi']:.4f} test maxpsi {r['test_max_psi']:.4f} "
+                    f"acc {r['test_acc']:.4f} {r['fit_time_s']:.1f}s",
+                    flush=True,
+                )
         for r in nft:
-            print(f"sp={sp} NFT seed={r['seed']}: train maxpsi {r['train_max_psi']:.4f} "
-                  f"test maxpsi {r['test_max_psi']:.4f}", flush=True)
+            print(
+                f"sp={sp} NFT seed={r['seed']}: train maxpsi {r['train_max_psi']:.4f} "
+                f"test maxpsi {r['test_max_psi']:.4f}",
+                flush=True,
+            )
         if not args.quick:
-            runs_path.write_text(json.dumps({"machine": machine(), "dense": dense_rows,
-                                             "runs": runs}, indent=2))
+            runs_path.write_text(
+                json.dumps({"machine": machine(), "dense": dense_rows, "runs": runs}, indent=2)
+            )
     total = time.perf_counter() - total_start
 
     rows = aggregate(runs)
@@ -278,8 +348,11 @@ def main():
 
 def build_notes(args, data, dense_rows, runs, total) -> str:
     def mean(method, field, sp=None):
-        v = [r[field] for r in runs if r["method"] == method
-             and (sp is None or r["target_sparsity"] == sp)]
+        v = [
+            r[field]
+            for r in runs
+            if r["method"] == method and (sp is None or r["target_sparsity"] == sp)
+        ]
         return float(np.mean(v))
 
     lines = [
@@ -299,40 +372,53 @@ def build_notes(args, data, dense_rows, runs, total) -> str:
         "(1 % if NFT is below 1 %). Feasible = max psi <= eps on that split; NFT and EL are "
         "scored against the same eps. Percentages in the table; mean ± std over seeds. "
         "fit s = fine-tuning fit with the dense model given (compilation excluded).",
-        "Dense models: " + "; ".join(
+        "Dense models: "
+        + "; ".join(
             f"seed {d['seed']} train {100 * d['train_acc']:.2f} % test {100 * d['test_acc']:.2f} %"
-            for d in dense_rows) + ".",
+            for d in dense_rows
+        )
+        + ".",
         f"Total wall time {total / 60:.1f} min; load averages (1, 5, 15 min) before each run "
         "are in the JSON (2 cores shared with other jobs).",
     ]
     feas = {m: np.mean([r["train_feasible"] for r in runs if r["method"] == m]) for m in METHODS}
-    feas_te = {m: np.mean([r["test_feasible"] for r in runs if r["method"] == m])
-               for m in METHODS}
+    feas_te = {m: np.mean([r["test_feasible"] for r in runs if r["method"] == m]) for m in METHODS}
     lines.append(
         "Fraction of runs feasible over all sparsities, train / test: "
-        + ", ".join(f"{m} {feas[m]:.2f} / {feas_te[m]:.2f}" for m in METHODS) + ".")
+        + ", ".join(f"{m} {feas[m]:.2f} / {feas_te[m]:.2f}" for m in METHODS)
+        + "."
+    )
     gen = {m: (mean(m, "train_max_psi"), mean(m, "test_max_psi")) for m in METHODS}
     lines.append(
         "Paper A's claim, checked: CEAG (dual lr 1e-3) meets its train tolerance in "
         f"{feas['CEAG']:.0%} of the runs (NFT {feas['NFT']:.0%}, EL+RB {feas['EL+RB']:.0%}, "
         f"NFT+ES {feas['NFT+ES']:.0%}); "
-        "mean train -> test max psi (%), i.e. how the disparity generalises: " + ", ".join(
-            f"{m} {100 * a:.2f} -> {100 * b:.2f}" for m, (a, b) in gen.items())
-        + ". " + ("Every method's test max psi exceeds its train value: the train-set "
-                  "guarantee does not carry over to test (as the paper reports)"
-                  if all(b > a for a, b in gen.values()) else
-                  "Not every method's test max psi exceeds its train value")
+        "mean train -> test max psi (%), i.e. how the disparity generalises: "
+        + ", ".join(f"{m} {100 * a:.2f} -> {100 * b:.2f}" for m, (a, b) in gen.items())
+        + ". "
+        + (
+            "Every method's test max psi exceeds its train value: the train-set "
+            "guarantee does not carry over to test (as the paper reports)"
+            if all(b > a for a, b in gen.values())
+            else "Not every method's test max psi exceeds its train value"
+        )
         + f"; CEAG's test max psi is {'below' if gen['CEAG'][1] < gen['NFT'][1] else 'not below'}"
         f" NFT's and {'below' if gen['CEAG'][1] < gen['EL+RB'][1] else 'not below'} EL+RB's "
-        "(the smallest test group, Asian, has about 64 rows: one row is 1.6 accuracy points).")
+        "(the smallest test group, Asian, has about 64 rows: one row is 1.6 accuracy points)."
+    )
     per_sp = []
     for sp in sorted({r["target_sparsity"] for r in runs}):
         per_sp.append(
-            f"{100 * sp:g} %: train " + " / ".join(
-                f"{100 * mean(m, 'train_max_psi', sp):.2f}" for m in METHODS)
-            + ", test " + " / ".join(f"{100 * mean(m, 'test_max_psi', sp):.2f}" for m in METHODS))
-    lines.append(f"Mean max psi (%) per sparsity, methods in the order {list(METHODS)}: "
-                 + "; ".join(per_sp) + ".")
+            f"{100 * sp:g} %: train "
+            + " / ".join(f"{100 * mean(m, 'train_max_psi', sp):.2f}" for m in METHODS)
+            + ", test "
+            + " / ".join(f"{100 * mean(m, 'test_max_psi', sp):.2f}" for m in METHODS)
+        )
+    lines.append(
+        f"Mean max psi (%) per sparsity, methods in the order {list(METHODS)}: "
+        + "; ".join(per_sp)
+        + "."
+    )
     return "\n\n".join(lines)
 
 

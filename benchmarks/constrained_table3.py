@@ -49,11 +49,11 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import RESULTS, write_results  # noqa: E402
+from _common import RESULTS, write_results
 
-from fairest.constrained import LossGapConstrainedClassifier  # noqa: E402
-from fairest.datasets import fetch_acs_income, seed_data_home  # noqa: E402
-from fairest.metrics import (  # noqa: E402
+from fairest.constrained import LossGapConstrainedClassifier
+from fairest.datasets import fetch_acs_income, seed_data_home
+from fairest.metrics import (
     independence_gap,
     loss_gap,
     prediction_wasserstein,
@@ -67,48 +67,114 @@ NAME = "constrained_table3"
 FEATURES = ["AGEP", "COW", "SCHL", "MAR", "OCCP", "POBP", "RELP", "WKHP", "SEX"]
 DELTA = 0.005  # spec 3.1 [C]
 METHODS = ["sgd", "penalty", "ssw", "ssl-alm", "alm", "ghost"]
-LABEL = {"sgd": "SGD", "penalty": "SGD-Fairret", "ssw": "SSw", "ssl-alm": "SSL-ALM",
-         "alm": "ALM", "ghost": "StGh"}
+LABEL = {
+    "sgd": "SGD",
+    "penalty": "SGD-Fairret",
+    "ssw": "SSw",
+    "ssl-alm": "SSL-ALM",
+    "alm": "ALM",
+    "ghost": "StGh",
+}
 METRICS = ["Ind", "Sp", "Sf", "Ina", "Wd", "viol"]
 
 # Paper B, Table 3 (mean, std over 10 runs), from the paper text (spec 3.10).
 PAPER = {
-    "sgd": {"train": {"Ind": (0.094443, 0.004259), "Sp": (0.132486, 0.006998),
-                      "Ina": (0.200677, 0.001461), "Sf": (0.114701, 0.006428),
-                      "Wd": (0.007532, 0.000458)},
-            "test": {"Ind": (0.096775, 0.005544), "Sp": (0.176032, 0.016177),
-                     "Ina": (0.214565, 0.001823), "Sf": (0.171057, 0.008797),
-                     "Wd": (0.008435, 0.000438)}},
-    "ghost": {"train": {"Ind": (0.047964, 0.025665), "Sp": (0.049369, 0.028012),
-                        "Ina": (0.273076, 0.024253), "Sf": (0.200477, 0.037679),
-                        "Wd": (0.002160, 0.001485)},
-              "test": {"Ind": (0.049311, 0.028819), "Sp": (0.095833, 0.038848),
-                       "Ina": (0.275698, 0.021965), "Sf": (0.211302, 0.032551),
-                       "Wd": (0.002811, 0.002232)}},
-    "alm": {"train": {"Ind": (0.058148, 0.006806), "Sp": (0.061222, 0.015689),
-                      "Ina": (0.239594, 0.012417), "Sf": (0.196727, 0.011451),
-                      "Wd": (0.002603, 0.000449)},
-            "test": {"Ind": (0.057785, 0.011813), "Sp": (0.113852, 0.014183),
-                     "Ina": (0.243527, 0.007427), "Sf": (0.221226, 0.016810),
-                     "Wd": (0.003345, 0.000567)}},
-    "ssl-alm": {"train": {"Ind": (0.065700, 0.008725), "Sp": (0.071423, 0.015466),
-                          "Ina": (0.233350, 0.017184), "Sf": (0.186114, 0.013367),
-                          "Wd": (0.003141, 0.000789)},
-                "test": {"Ind": (0.066243, 0.011337), "Sp": (0.117294, 0.022977),
-                         "Ina": (0.240095, 0.011787), "Sf": (0.215484, 0.021818),
-                         "Wd": (0.003987, 0.000941)}},
-    "ssw": {"train": {"Ind": (0.077298, 0.028892), "Sp": (0.114662, 0.028553),
-                      "Ina": (0.223959, 0.017304), "Sf": (0.132848, 0.014592),
-                      "Wd": (0.001401, 0.000800)},
-            "test": {"Ind": (0.080345, 0.029126), "Sp": (0.144289, 0.050398),
-                     "Ina": (0.228739, 0.012889), "Sf": (0.175419, 0.030738),
-                     "Wd": (0.001724, 0.001001)}},
-    "penalty": {"train": {"Ind": (0.090960, 0.012313), "Sp": (0.120788, 0.017138),
-                          "Ina": (0.201242, 0.001937), "Sf": (0.106497, 0.010259),
-                          "Wd": (0.004973, 0.000744)},
-                "test": {"Ind": (0.093657, 0.009546), "Sp": (0.174371, 0.018708),
-                         "Ina": (0.213142, 0.002398), "Sf": (0.180496, 0.022141),
-                         "Wd": (0.005847, 0.000829)}},
+    "sgd": {
+        "train": {
+            "Ind": (0.094443, 0.004259),
+            "Sp": (0.132486, 0.006998),
+            "Ina": (0.200677, 0.001461),
+            "Sf": (0.114701, 0.006428),
+            "Wd": (0.007532, 0.000458),
+        },
+        "test": {
+            "Ind": (0.096775, 0.005544),
+            "Sp": (0.176032, 0.016177),
+            "Ina": (0.214565, 0.001823),
+            "Sf": (0.171057, 0.008797),
+            "Wd": (0.008435, 0.000438),
+        },
+    },
+    "ghost": {
+        "train": {
+            "Ind": (0.047964, 0.025665),
+            "Sp": (0.049369, 0.028012),
+            "Ina": (0.273076, 0.024253),
+            "Sf": (0.200477, 0.037679),
+            "Wd": (0.002160, 0.001485),
+        },
+        "test": {
+            "Ind": (0.049311, 0.028819),
+            "Sp": (0.095833, 0.038848),
+            "Ina": (0.275698, 0.021965),
+            "Sf": (0.211302, 0.032551),
+            "Wd": (0.002811, 0.002232),
+        },
+    },
+    "alm": {
+        "train": {
+            "Ind": (0.058148, 0.006806),
+            "Sp": (0.061222, 0.015689),
+            "Ina": (0.239594, 0.012417),
+            "Sf": (0.196727, 0.011451),
+            "Wd": (0.002603, 0.000449),
+        },
+        "test": {
+            "Ind": (0.057785, 0.011813),
+            "Sp": (0.113852, 0.014183),
+            "Ina": (0.243527, 0.007427),
+            "Sf": (0.221226, 0.016810),
+            "Wd": (0.003345, 0.000567),
+        },
+    },
+    "ssl-alm": {
+        "train": {
+            "Ind": (0.065700, 0.008725),
+            "Sp": (0.071423, 0.015466),
+            "Ina": (0.233350, 0.017184),
+            "Sf": (0.186114, 0.013367),
+            "Wd": (0.003141, 0.000789),
+        },
+        "test": {
+            "Ind": (0.066243, 0.011337),
+            "Sp": (0.117294, 0.022977),
+            "Ina": (0.240095, 0.011787),
+            "Sf": (0.215484, 0.021818),
+            "Wd": (0.003987, 0.000941),
+        },
+    },
+    "ssw": {
+        "train": {
+            "Ind": (0.077298, 0.028892),
+            "Sp": (0.114662, 0.028553),
+            "Ina": (0.223959, 0.017304),
+            "Sf": (0.132848, 0.014592),
+            "Wd": (0.001401, 0.000800),
+        },
+        "test": {
+            "Ind": (0.080345, 0.029126),
+            "Sp": (0.144289, 0.050398),
+            "Ina": (0.228739, 0.012889),
+            "Sf": (0.175419, 0.030738),
+            "Wd": (0.001724, 0.001001),
+        },
+    },
+    "penalty": {
+        "train": {
+            "Ind": (0.090960, 0.012313),
+            "Sp": (0.120788, 0.017138),
+            "Ina": (0.201242, 0.001937),
+            "Sf": (0.106497, 0.010259),
+            "Wd": (0.004973, 0.000744),
+        },
+        "test": {
+            "Ind": (0.093657, 0.009546),
+            "Sp": (0.174371, 0.018708),
+            "Ina": (0.213142, 0.002398),
+            "Sf": (0.180496, 0.022141),
+            "Wd": (0.005847, 0.000829),
+        },
+    },
 }
 
 
@@ -120,17 +186,26 @@ def load_split(data_home):
     y = np.asarray(bunch.target, dtype=np.int64)
     race = (frame["RAC1P"].to_numpy() != 1).astype(np.int64)  # 0 = white sorts first (Wd bins)
     Xtr, Xte, ytr, yte, str_, ste = train_test_split(
-        X, y, race, test_size=0.2, stratify=race, random_state=42)
+        X, y, race, test_size=0.2, stratify=race, random_state=42
+    )
     scaler = StandardScaler().fit(Xtr)
     return scaler.transform(Xtr), ytr, str_, scaler.transform(Xte), yte, ste
 
 
-def make_estimator(method, seed, max_time, sgd_epochs, ghost_backend, epochs=None,
-                   ghost_iters=None):
+def make_estimator(
+    method, seed, max_time, sgd_epochs, ghost_backend, epochs=None, ghost_iters=None
+):
     """The paper's budget (``max_time`` s, SGD baselines also <= ``sgd_epochs``), or a
     deterministic one (``epochs`` for every method but Ghost, ``ghost_iters`` for Ghost)."""
-    kw = dict(solver=method, tolerance=DELTA, preset="paper", random_state=seed,
-              max_time=max_time, n_epochs=None, record_history=True)  # rows_seen
+    kw = dict(
+        solver=method,
+        tolerance=DELTA,
+        preset="paper",
+        random_state=seed,
+        max_time=max_time,
+        n_epochs=None,
+        record_history=True,
+    )  # rows_seen
     if method in ("sgd", "penalty"):
         kw["n_epochs"] = sgd_epochs  # spec 3.8: <= 10 epochs within the 30 s
     if method == "ghost":
@@ -179,14 +254,17 @@ def warm_up(methods, data, ghost_backend):
             dt = jnp.float32
             payload = _device_data(Xtr, ytr, str_, str_.astype(np.int32), dt)
             x0 = ravel_params(model.init(np.random.default_rng(0), dt))
-            aux = {"A": jnp.asarray([[1.0, -1.0], [-1.0, 1.0]], dt), "delta": jnp.asarray(DELTA, dt)}
+            aux = {
+                "A": jnp.asarray([[1.0, -1.0], [-1.0, 1.0]], dt),
+                "delta": jnp.asarray(DELTA, dt),
+            }
             largest = int(np.bincount(str_).max())
             size = 1
             while size <= largest:
                 obj = jnp.zeros(size, jnp.int32)
                 derivs(x0, payload, aux, obj, jnp.zeros(2 * size, jnp.int32))
                 size *= 2
-        except Exception as exc:  # noqa: BLE001 - private API; only costs compile time
+        except Exception as exc:
             print(f"ghost warm-up skipped: {exc!r}", flush=True)
 
 
@@ -213,18 +291,26 @@ def aggregate(runs, methods):
                 row[f"{split}_{key}_mean"] = float(vals.mean())
                 row[f"{split}_{key}_std"] = float(vals.std(ddof=1)) if len(vals) > 1 else 0.0
                 row[f"{split} {key}"] = fmt(vals, "e" if key == "Wd" else 3)
-        row["feasible (train viol <= 1e-3)"] = f"{sum(r['train']['viol'] <= 1e-3 for r in mine)}/{len(mine)}"
+        row["feasible (train viol <= 1e-3)"] = (
+            f"{sum(r['train']['viol'] <= 1e-3 for r in mine)}/{len(mine)}"
+        )
         row["fit s"] = fmt([r["fit_time"] for r in mine], 1)
         row["iters"] = f"{np.mean([r['n_iter'] for r in mine]):.0f}"
-        row["epochs"] = fmt([r["epochs"] for r in mine], 1) if method != "ghost" else \
-            f"{np.mean([r['rows_seen'] for r in mine]) / mine[0]['n_train']:.2f} (rows/n)"
+        row["epochs"] = (
+            fmt([r["epochs"] for r in mine], 1)
+            if method != "ghost"
+            else f"{np.mean([r['rows_seen'] for r in mine]) / mine[0]['n_train']:.2f} (rows/n)"
+        )
         row["per_run"] = mine
         rows.append(row)
     return rows
 
 
 def paper_table(rows):
-    lines = ["| method | split | Ind (paper / ours) | Sp | Sf | Ina | Wd |", "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| method | split | Ind (paper / ours) | Sp | Sf | Ina | Wd |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for row in rows:
         paper = PAPER.get(row["solver"])
         for split in ("train", "test"):
@@ -232,8 +318,10 @@ def paper_table(rows):
             for key in ("Ind", "Sp", "Sf", "Ina", "Wd"):
                 p_mean, p_std = paper[split][key]
                 d = 4 if key == "Wd" else 3
-                cells.append(f"{p_mean:.{d}f}±{p_std:.{d}f} / {row[f'{split}_{key}_mean']:.{d}f}"
-                             f"±{row[f'{split}_{key}_std']:.{d}f}")
+                cells.append(
+                    f"{p_mean:.{d}f}±{p_std:.{d}f} / {row[f'{split}_{key}_mean']:.{d}f}"
+                    f"±{row[f'{split}_{key}_std']:.{d}f}"
+                )
             lines.append(f"| {row['method']} | {split} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -245,11 +333,15 @@ def ordering_notes(rows):
     viol = {k: r["train_viol_mean"] for k, r in by.items()}
     ina = {k: r["test_Ina_mean"] for k, r in by.items()}
     order = sorted(viol, key=lambda k: abs(viol[k]) if viol[k] > 0 else 0.0)
-    text = ["Ordering check (computed from the runs above). Mean train max violation, "
-            "closest to feasible first: "
-            + ", ".join(f"{LABEL[k]} {viol[k]:+.4f}" for k in order) + "."]
-    text.append("Mean test inaccuracy: " + ", ".join(
-        f"{LABEL[k]} {ina[k]:.3f}" for k in sorted(ina, key=lambda k: ina[k])) + ".")
+    text = [
+        "Ordering check (computed from the runs above). Mean train max violation, "
+        "closest to feasible first: " + ", ".join(f"{LABEL[k]} {viol[k]:+.4f}" for k in order) + "."
+    ]
+    text.append(
+        "Mean test inaccuracy: "
+        + ", ".join(f"{LABEL[k]} {ina[k]:.3f}" for k in sorted(ina, key=lambda k: ina[k]))
+        + "."
+    )
     constrained = [k for k in ("ssl-alm", "alm", "ssw", "ghost") if k in by]
     ranked = sorted(constrained, key=lambda k: max(viol[k], 0.0))
     alm_first = set(ranked[:2]) == {"alm", "ssl-alm"}
@@ -261,13 +353,17 @@ def ordering_notes(rows):
         f"Paper's ordering, part 1 (ALM and SSL-ALM closest to feasibility among the "
         f"constrained methods, by mean positive train violation): "
         f"{'holds' if alm_first else 'does not hold'} (order: "
-        + ", ".join(LABEL[k] for k in ranked) + ").")
+        + ", ".join(LABEL[k] for k in ranked)
+        + ")."
+    )
     text.append(
         "Part 2 (moderate accuracy loss: test inaccuracy minus SGD's is "
         + ", ".join(f"{LABEL[k]} {loss[k]:+.3f}" for k in constrained)
         + " (paper: SSL-ALM +0.026, ALM +0.029, SSw +0.014, StGh +0.061); criterion: ALM and "
         "SSL-ALM lose at most 0.05 and less than StGh): "
-        + {True: "holds", False: "does not hold", None: "n/a"}[moderate] + ".")
+        + {True: "holds", False: "does not hold", None: "n/a"}[moderate]
+        + "."
+    )
     return " ".join(text)
 
 
@@ -288,9 +384,18 @@ def plot(rows, path):
             a = [r[split]["Ina"] for r in runs]
             c = colors[row["solver"]]
             ax.scatter(v, a, s=14, alpha=0.45, color=c)
-            ax.errorbar(np.mean(v), np.mean(a), xerr=np.std(v, ddof=1) if len(v) > 1 else 0,
-                        yerr=np.std(a, ddof=1) if len(a) > 1 else 0, fmt="o", ms=8, color=c,
-                        mec="k", label=row["method"], capsize=3)
+            ax.errorbar(
+                np.mean(v),
+                np.mean(a),
+                xerr=np.std(v, ddof=1) if len(v) > 1 else 0,
+                yerr=np.std(a, ddof=1) if len(a) > 1 else 0,
+                fmt="o",
+                ms=8,
+                color=c,
+                mec="k",
+                label=row["method"],
+                capsize=3,
+            )
             p = PAPER[row["solver"]][split]["Ina"][0]
             ax.axhline(p, color=c, lw=0.8, ls=":")
         ax.axvline(0.0, color="k", lw=0.8, ls="--")
@@ -311,16 +416,27 @@ def main(argv=None):
     parser.add_argument("--sgd-epochs", type=float, default=10.0)
     parser.add_argument("--methods", nargs="+", default=METHODS, choices=METHODS)
     parser.add_argument("--ghost-backend", default="dual", choices=["dual", "cvxpy"])
-    parser.add_argument("--epochs", type=float, default=None,
-                        help="deterministic budget: this many epochs for every method but "
-                             "StGh (no time limit); replaces --max-time/--sgd-epochs")
-    parser.add_argument("--ghost-iters", type=int, default=150,
-                        help="StGh iterations with --epochs")
-    parser.add_argument("--render-only", action="store_true",
-                        help="rewrite the .md/.png from the per-run data in the existing .json")
-    parser.add_argument("--name", default=None,
-                        help="results name (default constrained_table3, or "
-                             "constrained_table3_epochs with --epochs)")
+    parser.add_argument(
+        "--epochs",
+        type=float,
+        default=None,
+        help="deterministic budget: this many epochs for every method but "
+        "StGh (no time limit); replaces --max-time/--sgd-epochs",
+    )
+    parser.add_argument(
+        "--ghost-iters", type=int, default=150, help="StGh iterations with --epochs"
+    )
+    parser.add_argument(
+        "--render-only",
+        action="store_true",
+        help="rewrite the .md/.png from the per-run data in the existing .json",
+    )
+    parser.add_argument(
+        "--name",
+        default=None,
+        help="results name (default constrained_table3, or "
+        "constrained_table3_epochs with --epochs)",
+    )
     args = parser.parse_args(argv)
     if args.name is None:
         args.name = NAME if args.epochs is None else NAME + "_epochs"
@@ -336,39 +452,61 @@ def main(argv=None):
         seed_data_home(SHARED, home, datasets=["acs_income"], verify=False)
         data = load_split(home)
     Xtr, ytr, str_, Xte, yte, ste = data
-    print(f"train {len(ytr)} test {len(yte)}; positive share white/non-white "
-          f"{ytr[str_ == 0].mean():.3f}/{ytr[str_ == 1].mean():.3f}", flush=True)
+    print(
+        f"train {len(ytr)} test {len(yte)}; positive share white/non-white "
+        f"{ytr[str_ == 0].mean():.3f}/{ytr[str_ == 1].mean():.3f}",
+        flush=True,
+    )
     t0 = time.perf_counter()
     warm_up(args.methods, data, args.ghost_backend)
     print(f"warm-up {time.perf_counter() - t0:.1f} s", flush=True)
     runs = []
     for seed in range(args.seeds):
         for method in args.methods:
-            est = make_estimator(method, seed, args.max_time, args.sgd_epochs, args.ghost_backend,
-                                 args.epochs, args.ghost_iters)
+            est = make_estimator(
+                method,
+                seed,
+                args.max_time,
+                args.sgd_epochs,
+                args.ghost_backend,
+                args.epochs,
+                args.ghost_iters,
+            )
             load = os.getloadavg()
             start = time.perf_counter()
             est.fit(Xtr, ytr, sensitive_features=str_)
             fit_time = time.perf_counter() - start
             hist = est.history_
             rows_seen = float(hist["n_samples"][-1]) if len(hist["iter"]) else 0.0
-            run = {"method": method, "seed": seed, "fit_time": fit_time,
-                   "loadavg_before": load, "loadavg_after": os.getloadavg(),
-                   "n_iter": int(est.n_iter_), "epochs": float(est.n_epochs_done_),
-                   "rows_seen": rows_seen, "n_train": int(len(ytr)),
-                   "train_constraint_values": est.constraint_values_.tolist(),
-                   "train": scores(est, Xtr, ytr, str_), "test": scores(est, Xte, yte, ste)}
+            run = {
+                "method": method,
+                "seed": seed,
+                "fit_time": fit_time,
+                "loadavg_before": load,
+                "loadavg_after": os.getloadavg(),
+                "n_iter": int(est.n_iter_),
+                "epochs": float(est.n_epochs_done_),
+                "rows_seen": rows_seen,
+                "n_train": int(len(ytr)),
+                "train_constraint_values": est.constraint_values_.tolist(),
+                "train": scores(est, Xtr, ytr, str_),
+                "test": scores(est, Xte, yte, ste),
+            }
             if method == "ghost":
                 run["n_qp_failures"] = int(est.n_qp_failures_)
             if method == "ssw":
                 run["step_counts"] = {k: int(v) for k, v in est.step_counts_.items()}
             runs.append(run)
-            print(f"seed {seed} {method:8s} {fit_time:6.1f}s it={est.n_iter_} "
-                  f"ep={est.n_epochs_done_:.2f} train viol={run['train']['viol']:+.4f} "
-                  f"test viol={run['test']['viol']:+.4f} test Ina={run['test']['Ina']:.3f} "
-                  f"load={load[0]:.1f}", flush=True)
-            np.testing.assert_allclose(run["train"]["viol"], est.constraint_values_.max(),
-                                       atol=1e-6)
+            print(
+                f"seed {seed} {method:8s} {fit_time:6.1f}s it={est.n_iter_} "
+                f"ep={est.n_epochs_done_:.2f} train viol={run['train']['viol']:+.4f} "
+                f"test viol={run['test']['viol']:+.4f} test Ina={run['test']['Ina']:.3f} "
+                f"load={load[0]:.1f}",
+                flush=True,
+            )
+            np.testing.assert_allclose(
+                run["train"]["viol"], est.constraint_values_.max(), atol=1e-6
+            )
         write(runs, args)
     return 0
 
@@ -383,13 +521,20 @@ def write(runs, args):
     else:
         budget = BUDGET_EPOCHS.format(epochs=args.epochs, ghost_iters=args.ghost_iters)
     notes = NOTES.format(
-        n_seeds=len(seeds), n_seeds_minus=max(seeds), budget=budget,
-        backend=args.ghost_backend, comparison=paper_table(rows), ordering=ordering_notes(rows),
+        n_seeds=len(seeds),
+        n_seeds_minus=max(seeds),
+        budget=budget,
+        backend=args.ghost_backend,
+        comparison=paper_table(rows),
+        ordering=ordering_notes(rows),
         png=png.name if png else "(matplotlib missing)",
         load=f"{np.mean([r['loadavg_before'][0] for r in runs]):.1f}",
     )
-    columns = ["method", "runs"] + [f"{s} {k}" for s in ("train", "test") for k in METRICS] + [
-        "feasible (train viol <= 1e-3)", "fit s", "iters", "epochs"]
+    columns = (
+        ["method", "runs"]
+        + [f"{s} {k}" for s in ("train", "test") for k in METRICS]
+        + ["feasible (train viol <= 1e-3)", "fit s", "iters", "epochs"]
+    )
     write_results(args.name, rows, columns, notes)
 
 

@@ -155,18 +155,22 @@ def load_split(name, seed, home, n_train):
         from sklearn.datasets import load_svmlight_file
 
         def read(fname):
-            X, y = load_svmlight_file(io.BytesIO(lzma.open(SHARED / "libsvm" / fname).read()),
-                                      n_features=123)
+            X, y = load_svmlight_file(
+                io.BytesIO(lzma.open(SHARED / "libsvm" / fname).read()), n_features=123
+            )
             X = X.toarray()
             return X, (y > 0).astype(int), np.where(X[:, 71] > 0, 1.0, 2.0)  # 72: Female
 
         X, y, g = read("a9a.xz")
         Xte, yte, gte = read("a9a.t.xz")
-        Xtr, Xva, ytr, yva, gtr, gva = train_test_split(X, y, g, test_size=0.1,
-                                                        random_state=seed, stratify=g)
+        Xtr, Xva, ytr, yva, gtr, gva = train_test_split(
+            X, y, g, test_size=0.1, random_state=seed, stratify=g
+        )
         Xtr, ytr, gtr = _subsample(Xtr, ytr, gtr, n_train, seed)
-        return [(_with_group(a, c), b, c) for a, b, c in
-                ((Xtr, ytr, gtr), (Xva, yva, gva), (Xte, yte, gte))]
+        return [
+            (_with_group(a, c), b, c)
+            for a, b, c in ((Xtr, ytr, gtr), (Xva, yva, gva), (Xte, yte, gte))
+        ]
     from fairest.datasets import fetch_bank_marketing, fetch_law_school
 
     if name == "bank":
@@ -175,8 +179,11 @@ def load_split(name, seed, home, n_train):
         y = frame.pop("y").to_numpy().astype(int)
         age = frame["age"].to_numpy()
         g = np.where((age >= 25) & (age <= 60), 1.0, 2.0)
-        categorical = [c for c in frame.columns if frame[c].dtype == object
-                       or str(frame[c].dtype) in ("category", "str", "string")]
+        categorical = [
+            c
+            for c in frame.columns
+            if frame[c].dtype == object or str(frame[c].dtype) in ("category", "str", "string")
+        ]
         sizes = (0.6, 0.2)
     else:
         b = fetch_law_school(version="bar_passage", data_home=home, as_frame=True)
@@ -187,8 +194,9 @@ def load_split(name, seed, home, n_train):
         sizes = (0.5625, 0.1875)
     idx = np.arange(len(y))
     tr, rest = train_test_split(idx, train_size=sizes[0], random_state=seed, stratify=g)
-    va, te = train_test_split(rest, train_size=sizes[1] / (1 - sizes[0]), random_state=seed,
-                              stratify=g[rest])
+    va, te = train_test_split(
+        rest, train_size=sizes[1] / (1 - sizes[0]), random_state=seed, stratify=g[rest]
+    )
     tr = _subsample(tr, tr, tr, n_train, seed)[0]
     Xtr, Xva, Xte = _design(frame.iloc[tr], [frame.iloc[i] for i in (tr, va, te)], categorical)
     return [(_with_group(X, g[i]), y[i], g[i]) for X, i in ((Xtr, tr), (Xva, va), (Xte, te))]
@@ -204,10 +212,10 @@ METRIC = {"psp": "partial_statistical_parity", "pdp": "partial_demographic_parit
 def score(scores, y, g, interval):
     return {
         "accuracy": float(np.mean((scores > 0).astype(int) == y)),
-        "fair_psp": 1.0 - float(partial_statistical_parity(None, scores, sensitive_features=g,
-                                                           interval=interval)),
-        "fair_pdp": 1.0 - float(partial_demographic_parity(None, scores, sensitive_features=g,
-                                                           interval=interval)),
+        "fair_psp": 1.0
+        - float(partial_statistical_parity(None, scores, sensitive_features=g, interval=interval)),
+        "fair_pdp": 1.0
+        - float(partial_demographic_parity(None, scores, sensitive_features=g, interval=interval)),
     }
 
 
@@ -227,18 +235,32 @@ def run_idca(kind, kappa, split, interval, args):
     if len(eps_grid) > 1:  # paper stage 1: best validation accuracy after K_max / 8
         best = (-1.0, args.eps)
         for eps in eps_grid:
-            m = PartialParityClassifier(metric, interval=interval, tolerance=kappa,
-                                        init=args.init, max_iter=max(args.outer // 8, 1),
-                                        inner_max_iter=args.inner, inner_tol=eps)
+            m = PartialParityClassifier(
+                metric,
+                interval=interval,
+                tolerance=kappa,
+                init=args.init,
+                max_iter=max(args.outer // 8, 1),
+                inner_max_iter=args.inner,
+                inner_tol=eps,
+            )
             seconds += fit_quiet(m, Xtr, ytr, gtr)
             acc = float(np.mean(m.predict(Xva) == yva))
             best = max(best, (acc, eps))
         eps = best[1]
     else:
         eps = args.eps
-    m = PartialParityClassifier(metric, interval=interval, tolerance=kappa, init=args.init,
-                                max_iter=args.outer, inner_max_iter=args.inner, inner_tol=eps,
-                                inner_solver=args.inner_solver, record_history=True)
+    m = PartialParityClassifier(
+        metric,
+        interval=interval,
+        tolerance=kappa,
+        init=args.init,
+        max_iter=args.outer,
+        inner_max_iter=args.inner,
+        inner_tol=eps,
+        inner_solver=args.inner_solver,
+        record_history=True,
+    )
     seconds += fit_quiet(m, Xtr, ytr, gtr)
     params = m.history_["params"]
     d = Xtr.shape[1]
@@ -249,16 +271,25 @@ def run_idca(kind, kappa, split, interval, args):
         if best is None or acc >= best[0]:
             best = (acc, K, b, w)
     acc, K, b, w = best
-    return Xte @ w + b, acc, seconds, {"eps": eps, "K": K,
-                                       "train_violation": float(m.constraint_violation_)}
+    return (
+        Xte @ w + b,
+        acc,
+        seconds,
+        {"eps": eps, "K": K, "train_violation": float(m.constraint_violation_)},
+    )
 
 
 def run_penalty(kind, lam, split, interval, args):
     (Xtr, ytr, gtr), (Xva, yva, gva), (Xte, yte, gte) = split
     best, seconds = None, 0.0
     for step in args.penalty_steps:
-        m = PartialParityPenaltyClassifier(METRIC[kind], interval=interval, fairness_weight=lam,
-                                           learning_rate=step, max_iter=args.outer * args.inner)
+        m = PartialParityPenaltyClassifier(
+            METRIC[kind],
+            interval=interval,
+            fairness_weight=lam,
+            learning_rate=step,
+            max_iter=args.outer * args.inner,
+        )
         try:
             seconds += fit_quiet(m, Xtr, ytr, gtr)
         except FloatingPointError:
@@ -274,8 +305,9 @@ def run_pgd(name, kappa, split, interval, args):
     (Xtr, ytr, gtr), (Xva, yva, gva), (Xte, yte, gte) = split
     best, seconds = None, 0.0
     for step in args.pgd_steps:
-        m = BASELINE_CLASSES[name](kappa, learning_rate=step, max_iter=args.pgd_iter,
-                                   projection=args.projection)
+        m = BASELINE_CLASSES[name](
+            kappa, learning_rate=step, max_iter=args.pgd_iter, projection=args.projection
+        )
         try:
             seconds += fit_quiet(m, Xtr, ytr, gtr)
         except Exception as error:  # a failed projection: skip this step size
@@ -294,10 +326,14 @@ def jobs(dataset, args):
     out = [("unconstrained", "-", None)]
     for kind in args.metrics:
         extra = [k for k in getattr(args, f"extra_kappa_{kind}") if k not in KAPPA[dataset][kind]]
-        out += [(f"IDCA {kind} ({'15' if kind == 'psp' else '21'})", k, ("idca", kind))
-                for k in KAPPA[dataset][kind] + extra]
-        out += [(f"penalty {kind} ({'114' if kind == 'psp' else '119'})", lam, ("pen", kind))
-                for lam in PENALTY[dataset][kind]]
+        out += [
+            (f"IDCA {kind} ({'15' if kind == 'psp' else '21'})", k, ("idca", kind))
+            for k in KAPPA[dataset][kind] + extra
+        ]
+        out += [
+            (f"penalty {kind} ({'114' if kind == 'psp' else '119'})", lam, ("pen", kind))
+            for lam in PENALTY[dataset][kind]
+        ]
     for name, grids in BASELINE_KAPPA.items():
         levels = sorted({k for kind in args.metrics for k in grids[dataset][kind]})
         out += [(name, k, ("pgd", name)) for k in levels]
@@ -307,9 +343,11 @@ def jobs(dataset, args):
 # ----------------------------------------------------------------------------- projection
 
 
-PROJECTION_CASES = {"bank": {"GAUC (102)": 0.3, "Inter (105)": 1.5, "Intra (107)": 0.3},
-                    "a9a": {"GAUC (102)": 0.7, "Inter (105)": 1.5, "Intra (107)": 0.7},
-                    "law": {"GAUC (102)": 0.75, "Inter (105)": 2.0, "Intra (107)": 0.8}}
+PROJECTION_CASES = {
+    "bank": {"GAUC (102)": 0.3, "Inter (105)": 1.5, "Intra (107)": 0.3},
+    "a9a": {"GAUC (102)": 0.7, "Inter (105)": 1.5, "Intra (107)": 0.7},
+    "law": {"GAUC (102)": 0.75, "Inter (105)": 2.0, "Intra (107)": 0.8},
+}
 
 
 def compare_projections(dataset, split, interval, args):
@@ -323,27 +361,52 @@ def compare_projections(dataset, split, interval, args):
         for name, kappa in PROJECTION_CASES[dataset].items():
             fitted = {}
             for projection in ("clarabel", "exact"):
-                model = BASELINE_CLASSES[name](kappa, learning_rate=args.pgd_steps[0],
-                                               max_iter=args.pgd_iter, projection=projection)
+                model = BASELINE_CLASSES[name](
+                    kappa,
+                    learning_rate=args.pgd_steps[0],
+                    max_iter=args.pgd_iter,
+                    projection=projection,
+                )
                 load = os.getloadavg()[0]
                 seconds = fit_quiet(model, Xtr, ytr, gtr)
                 fitted[projection] = model
-                row = {"method": name, "kappa": kappa, "projection": projection, "rep": rep,
-                       "seconds": seconds, "load1": load, "n_iter": int(model.n_iter_),
-                       "train_objective": model.objective_,
-                       **score(model.decision_function(Xte), yte, gte, interval)}
+                row = {
+                    "method": name,
+                    "kappa": kappa,
+                    "projection": projection,
+                    "rep": rep,
+                    "seconds": seconds,
+                    "load1": load,
+                    "n_iter": int(model.n_iter_),
+                    "train_objective": model.objective_,
+                    **score(model.decision_function(Xte), yte, gte, interval),
+                }
                 rows.append(row)
                 print(dataset, row, flush=True)
             diff = float(np.abs(fitted["exact"].coef_ - fitted["clarabel"].coef_).max())
             rows[-1]["coef_max_diff"] = rows[-2]["coef_max_diff"] = diff
-    columns = ["method", "kappa", "projection", "rep", "seconds", "load1", "n_iter",
-               "train_objective", "accuracy", "fair_psp", "fair_pdp", "coef_max_diff"]
-    notes = (f"{dataset}, seed-0 split, n_train={args.n_train}, PGD {args.pgd_iter} steps "
-             f"of size {args.pgd_steps[0]}; each fit builds the constraints once and projects "
-             f"after every step: 'exact' = projected Newton on the Lagrange dual "
-             f"(fairest/partial/_qcqp.py), 'clarabel' = cvxpy + Clarabel at tolerance 1e-6 "
-             f"(spec 8.5). Fits interleaved (clarabel, exact) per class so both see the same "
-             f"load; load1 = os.getloadavg()[0] before the fit.")
+    columns = [
+        "method",
+        "kappa",
+        "projection",
+        "rep",
+        "seconds",
+        "load1",
+        "n_iter",
+        "train_objective",
+        "accuracy",
+        "fair_psp",
+        "fair_pdp",
+        "coef_max_diff",
+    ]
+    notes = (
+        f"{dataset}, seed-0 split, n_train={args.n_train}, PGD {args.pgd_iter} steps "
+        f"of size {args.pgd_steps[0]}; each fit builds the constraints once and projects "
+        f"after every step: 'exact' = projected Newton on the Lagrange dual "
+        f"(fairest/partial/_qcqp.py), 'clarabel' = cvxpy + Clarabel at tolerance 1e-6 "
+        f"(spec 8.5). Fits interleaved (clarabel, exact) per class so both see the same "
+        f"load; load1 = os.getloadavg()[0] before the fit."
+    )
     write_results(f"partial_frontier_projection_{dataset}", rows, columns, notes)
 
 
@@ -353,13 +416,20 @@ def compare_projections(dataset, split, interval, args):
 def summarise(rows, seeds):
     frame = pd.DataFrame(rows)
     frame["level"] = frame["level"].astype(str)
-    agg = frame.groupby(["method", "level"], sort=False).agg(
-        n=("seed", "count"),
-        accuracy=("accuracy", "mean"), accuracy_sd=("accuracy", "std"),
-        fair_psp=("fair_psp", "mean"), fair_psp_sd=("fair_psp", "std"),
-        fair_pdp=("fair_pdp", "mean"), fair_pdp_sd=("fair_pdp", "std"),
-        fit_seconds=("fit_seconds", "mean"),
-    ).reset_index()
+    agg = (
+        frame.groupby(["method", "level"], sort=False)
+        .agg(
+            n=("seed", "count"),
+            accuracy=("accuracy", "mean"),
+            accuracy_sd=("accuracy", "std"),
+            fair_psp=("fair_psp", "mean"),
+            fair_psp_sd=("fair_psp", "std"),
+            fair_pdp=("fair_pdp", "mean"),
+            fair_pdp_sd=("fair_pdp", "std"),
+            fit_seconds=("fit_seconds", "mean"),
+        )
+        .reset_index()
+    )
     for col in ("accuracy", "fair_psp", "fair_pdp"):
         sd = agg.pop(col + "_sd").fillna(0.0)
         t = stats.t.ppf(0.975, np.maximum(agg["n"] - 1, 1))
@@ -375,6 +445,7 @@ def dominance(agg, kind):
     fair = f"fair_{kind}"
     mine = agg[agg["method"].str.startswith(f"IDCA {kind}") | (agg["method"] == "unconstrained")]
     pts = sorted(zip(mine[fair], mine["accuracy"]))
+
     # upper frontier: best accuracy at fairness >= f
     def idca_at(f):
         better = [a for x, a in pts if x >= f - 1e-12]
@@ -392,48 +463,82 @@ def dominance(agg, kind):
         if ref is None:
             verdicts.append((row.method, row.level, f, a, None, "beyond IDCA's fairness range"))
         else:
-            verdicts.append((row.method, row.level, f, a, ref,
-                             "IDCA better" if ref > a else ("tie" if ref == a else "baseline better")))
+            verdicts.append(
+                (
+                    row.method,
+                    row.level,
+                    f,
+                    a,
+                    ref,
+                    "IDCA better" if ref > a else ("tie" if ref == a else "baseline better"),
+                )
+            )
     return verdicts
 
 
 def write_outputs(dataset, rows, args, interval):
     RESULTS.mkdir(parents=True, exist_ok=True)
-    meta = {"dataset": dataset, "interval": interval, "settings": {
-        k: v for k, v in vars(args).items() if k != "datasets"},
-        "loadavg_end": os.getloadavg()}
+    meta = {
+        "dataset": dataset,
+        "interval": interval,
+        "settings": {k: v for k, v in vars(args).items() if k != "datasets"},
+        "loadavg_end": os.getloadavg(),
+    }
     base = RESULTS / f"partial_frontier_{dataset}{'_' + args.tag if args.tag else ''}"
-    base.with_suffix(".json").write_text(json.dumps({"meta": meta, "runs": rows}, indent=1,
-                                                    default=str))
+    base.with_suffix(".json").write_text(
+        json.dumps({"meta": meta, "runs": rows}, indent=1, default=str)
+    )
     if not rows:
         return
     agg = summarise(rows, args.seeds)
-    lines = [f"# Partial-fairness frontier: {dataset}, interval [{interval[0]:.0%}, "
-             f"{interval[1]:.0%})", "", NOTES.format(**vars(args)), "",
-             f"Settings: {meta['settings']}", ""]
-    cols = ["method", "level", "n", "accuracy", "accuracy_ci95", "fair_psp", "fair_psp_ci95",
-            "fair_pdp", "fair_pdp_ci95", "fit_seconds"]
+    lines = [
+        f"# Partial-fairness frontier: {dataset}, interval [{interval[0]:.0%}, {interval[1]:.0%})",
+        "",
+        NOTES.format(**vars(args)),
+        "",
+        f"Settings: {meta['settings']}",
+        "",
+    ]
+    cols = [
+        "method",
+        "level",
+        "n",
+        "accuracy",
+        "accuracy_ci95",
+        "fair_psp",
+        "fair_psp_ci95",
+        "fair_pdp",
+        "fair_pdp_ci95",
+        "fit_seconds",
+    ]
     lines.append("| " + " | ".join(cols) + " |")
     lines.append("|" + "---|" * len(cols))
     for row in agg[cols].itertuples(index=False):
-        lines.append("| " + " | ".join(f"{v:.4f}" if isinstance(v, float) else str(v)
-                                       for v in row) + " |")
+        lines.append(
+            "| " + " | ".join(f"{v:.4f}" if isinstance(v, float) else str(v) for v in row) + " |"
+        )
     for kind in args.metrics:
         verdicts = dominance(agg, kind)
         beaten = sum(v[5] == "IDCA better" for v in verdicts)
         lost = [v for v in verdicts if v[5] == "baseline better"]
         beyond = [v for v in verdicts if v[5].startswith("beyond")]
         holds = not lost and not beyond
-        lines += ["", f"## Does IDCA dominate at every {kind.upper()} fairness level? "
-                  f"{'YES' if holds else 'NO'}", "",
-                  f"Baseline points (seed means) compared with IDCA's upper frontier at the "
-                  f"same or higher test fairness: IDCA better for {beaten}, baseline better "
-                  f"for {len(lost)}, baseline beyond IDCA's fairness range for {len(beyond)}.",
-                  ""]
+        lines += [
+            "",
+            f"## Does IDCA dominate at every {kind.upper()} fairness level? "
+            f"{'YES' if holds else 'NO'}",
+            "",
+            f"Baseline points (seed means) compared with IDCA's upper frontier at the "
+            f"same or higher test fairness: IDCA better for {beaten}, baseline better "
+            f"for {len(lost)}, baseline beyond IDCA's fairness range for {len(beyond)}.",
+            "",
+        ]
         for v in lost + beyond:
             ref = "-" if v[4] is None else f"{v[4]:.4f}"
-            lines.append(f"- {v[0]} level {v[1]}: fairness {v[2]:.4f}, accuracy {v[3]:.4f}; "
-                         f"IDCA accuracy at that fairness {ref} ({v[5]})")
+            lines.append(
+                f"- {v[0]} level {v[1]}: fairness {v[2]:.4f}, accuracy {v[3]:.4f}; "
+                f"IDCA accuracy at that fairness {ref} ({v[5]})"
+            )
     base.with_suffix(".md").write_text("\n".join(lines) + "\n")
     try:
         import matplotlib
@@ -452,9 +557,17 @@ def write_outputs(dataset, rows, args, interval):
                 continue
             style = "-o" if name.startswith("IDCA") else "--s" if name != "unconstrained" else "k*"
             part = part.sort_values(fair)
-            ax.errorbar(part[fair], part["accuracy"], xerr=part[fair + "_ci95"],
-                        yerr=part["accuracy_ci95"], fmt=style, label=name, capsize=2,
-                        markersize=4, lw=1)
+            ax.errorbar(
+                part[fair],
+                part["accuracy"],
+                xerr=part[fair + "_ci95"],
+                yerr=part["accuracy_ci95"],
+                fmt=style,
+                label=name,
+                capsize=2,
+                markersize=4,
+                lw=1,
+            )
         ax.set_xlabel(f"test fairness 1 - {kind.upper()} on [{interval[0]:.0%}, {interval[1]:.0%})")
         ax.set_ylabel("test accuracy")
         ax.set_title(f"{dataset}: {kind.upper()} (mean, 95% CI, {args.seeds} seeds)")
@@ -497,12 +610,18 @@ def borrowed_baselines(dataset, args, rows):
     settings = source["meta"]["settings"]
     for key in ("n_train", "seeds"):
         if settings[key] != getattr(args, key):
-            raise SystemExit(f"--baselines-from {args.baselines_from!r}: {key} differs "
-                             f"({settings[key]} vs {getattr(args, key)})")
+            raise SystemExit(
+                f"--baselines-from {args.baselines_from!r}: {key} differs "
+                f"({settings[key]} vs {getattr(args, key)})"
+            )
     have = {(r["method"], str(r["level"]), r["seed"]) for r in rows}
-    return [{**r, "borrowed_from": f"partial_frontier_{dataset}{tag}"} for r in source["runs"]
-            if not r["method"].startswith("IDCA") and r["seed"] < args.seeds
-            and (r["method"], str(r["level"]), r["seed"]) not in have]
+    return [
+        {**r, "borrowed_from": f"partial_frontier_{dataset}{tag}"}
+        for r in source["runs"]
+        if not r["method"].startswith("IDCA")
+        and r["seed"] < args.seeds
+        and (r["method"], str(r["level"]), r["seed"]) not in have
+    ]
 
 
 def main(argv=None):
@@ -516,30 +635,56 @@ def main(argv=None):
     parser.add_argument("--eps", type=float, default=1e-3)
     parser.add_argument("--tune-eps", action="store_true")
     for kind in ("psp", "pdp"):
-        parser.add_argument(f"--extra-kappa-{kind}", type=float, nargs="*", default=[],
-                            help=f"IDCA {kind} kappa values beyond the paper's grid (fills "
-                            "the frontier where the paper's grid leaves no point); adding "
-                            "them to a finished run only fits the new levels")
-    parser.add_argument("--init", default="auto", choices=["auto", "zero", "intercept"],
-                        help="IDCA starting model (PartialParityClassifier(init=...)); the "
-                        "paper's is 'zero'")
+        parser.add_argument(
+            f"--extra-kappa-{kind}",
+            type=float,
+            nargs="*",
+            default=[],
+            help=f"IDCA {kind} kappa values beyond the paper's grid (fills "
+            "the frontier where the paper's grid leaves no point); adding "
+            "them to a finished run only fits the new levels",
+        )
+    parser.add_argument(
+        "--init",
+        default="auto",
+        choices=["auto", "zero", "intercept"],
+        help="IDCA starting model (PartialParityClassifier(init=...)); the paper's is 'zero'",
+    )
     parser.add_argument("--penalty-steps", type=float, nargs="+", default=[0.005, 0.05])
     parser.add_argument("--pgd-iter", type=int, default=100)
     parser.add_argument("--pgd-steps", type=float, nargs="+", default=[0.5, 2.0])
-    parser.add_argument("--projection", default="exact", choices=["exact", "clarabel"],
-                        help="projection of the GAUC/Inter/Intra baselines")
+    parser.add_argument(
+        "--projection",
+        default="exact",
+        choices=["exact", "clarabel"],
+        help="projection of the GAUC/Inter/Intra baselines",
+    )
     parser.add_argument("--fresh", action="store_true", help="ignore earlier runs")
-    parser.add_argument("--compare-projections", action="store_true",
-                        help="only time exact vs Clarabel projections (see the docstring)")
+    parser.add_argument(
+        "--compare-projections",
+        action="store_true",
+        help="only time exact vs Clarabel projections (see the docstring)",
+    )
     parser.add_argument("--projection-reps", type=int, default=1)
-    parser.add_argument("--tag", default="", help="suffix of the results files (a second "
-                        "setting next to the default one)")
-    parser.add_argument("--inner-solver", default="ssg", choices=["ssg", "alm"],
-                        help="IDCA's subproblem solver (PartialParityClassifier(inner_solver="
-                        "...)); with 'alm', --inner caps its iterations per subproblem")
-    parser.add_argument("--baselines-from", default=None, metavar="TAG",
-                        help="take every non-IDCA run (same seeds) from the results of tag "
-                        "TAG ('' for the untagged file) instead of refitting it")
+    parser.add_argument(
+        "--tag",
+        default="",
+        help="suffix of the results files (a second setting next to the default one)",
+    )
+    parser.add_argument(
+        "--inner-solver",
+        default="ssg",
+        choices=["ssg", "alm"],
+        help="IDCA's subproblem solver (PartialParityClassifier(inner_solver="
+        "...)); with 'alm', --inner caps its iterations per subproblem",
+    )
+    parser.add_argument(
+        "--baselines-from",
+        default=None,
+        metavar="TAG",
+        help="take every non-IDCA run (same seeds) from the results of tag "
+        "TAG ('' for the untagged file) instead of refitting it",
+    )
     args = parser.parse_args(argv)
     home = None
     tmp = tempfile.TemporaryDirectory()
@@ -549,23 +694,33 @@ def main(argv=None):
         home = tmp.name
         seed_data_home(SHARED, home, datasets=["bank_marketing", "law_school"], verify=False)
     for dataset in args.datasets:
-        needed = {"a9a": SHARED / "libsvm" / "a9a.xz", "bank": SHARED / "uci",
-                  "law": SHARED / "law"}[dataset]
+        needed = {
+            "a9a": SHARED / "libsvm" / "a9a.xz",
+            "bank": SHARED / "uci",
+            "law": SHARED / "law",
+        }[dataset]
         if not needed.exists():
             print(f"skipping {dataset}: {needed} not found")
             continue
         interval = INTERVALS[dataset]
         if args.compare_projections:
-            compare_projections(dataset, load_split(dataset, 0, home, args.n_train), interval,
-                                args)
+            compare_projections(dataset, load_split(dataset, 0, home, args.n_train), interval, args)
             continue
         tag = f"_{args.tag}" if args.tag else ""
         path = RESULTS / f"partial_frontier_{dataset}{tag}.json"
         rows = []
         if path.exists() and not args.fresh:
             old = json.loads(path.read_text())
-            additive = ("datasets", "fresh", "extra_kappa_psp", "extra_kappa_pdp",
-                        "compare_projections", "projection_reps", "tag", "baselines_from")
+            additive = (
+                "datasets",
+                "fresh",
+                "extra_kappa_psp",
+                "extra_kappa_pdp",
+                "compare_projections",
+                "projection_reps",
+                "tag",
+                "baselines_from",
+            )
             settings = {"inner_solver": "ssg", **old["meta"]["settings"]}  # older files
             same = {k: v for k, v in settings.items() if k not in additive}
             if same == {k: v for k, v in vars(args).items() if k not in additive}:
@@ -582,9 +737,12 @@ def main(argv=None):
                 if spec is None:
                     Xtr, ytr, _ = split[0]
                     lr = LogisticRegression(C=np.inf, max_iter=5000, tol=1e-10).fit(Xtr, ytr)
-                    out = (lr.decision_function(split[2][0]),
-                           float(lr.score(split[1][0], split[1][1])),
-                           time.perf_counter() - start, {})
+                    out = (
+                        lr.decision_function(split[2][0]),
+                        float(lr.score(split[1][0], split[1][1])),
+                        time.perf_counter() - start,
+                        {},
+                    )
                 elif spec[0] == "idca":
                     out = run_idca(spec[1], level, split, interval, args)
                 elif spec[0] == "pen":
@@ -594,12 +752,22 @@ def main(argv=None):
                 if out is None:
                     continue
                 scores, val_acc, seconds, chosen = out
-                row = {"method": method, "level": level, "seed": seed, "fit_seconds": seconds,
-                       "val_accuracy": val_acc, "chosen": chosen, "load1": os.getloadavg()[0],
-                       **score(scores, split[2][1], split[2][2], interval)}
+                row = {
+                    "method": method,
+                    "level": level,
+                    "seed": seed,
+                    "fit_seconds": seconds,
+                    "val_accuracy": val_acc,
+                    "chosen": chosen,
+                    "load1": os.getloadavg()[0],
+                    **score(scores, split[2][1], split[2][2], interval),
+                }
                 rows.append(row)
-                print(dataset, {k: (round(v, 4) if isinstance(v, float) else v)
-                                for k, v in row.items()}, flush=True)
+                print(
+                    dataset,
+                    {k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()},
+                    flush=True,
+                )
                 write_outputs(dataset, rows, args, interval)
         write_outputs(dataset, rows, args, interval)
     return 0

@@ -21,8 +21,9 @@ Usage::
 
     python benchmarks/partial_idca_diagnosis.py [--parts trace pdp_trap subproblem]
 
-Rows of the parts not rerun are kept from the previous results file. Writes ``benchmarks/results/partial_idca_diagnosis.{json,md}``; skips cleanly when the
-law school files are absent from ``../shared/datasets``.
+Rows of the parts not rerun are kept from the previous results file. Writes
+``benchmarks/results/partial_idca_diagnosis.{json,md}``; skips cleanly when the law school
+files are absent from ``../shared/datasets``.
 """
 
 from __future__ import annotations
@@ -42,18 +43,21 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import write_results  # noqa: E402
-from partial_frontier import SHARED, load_split, score  # noqa: E402
-from partial_speed import clarabel_subproblem  # noqa: E402
+from _common import write_results
+from partial_frontier import SHARED, load_split, score
+from partial_speed import clarabel_subproblem
 
-from fairest.partial import PartialParityClassifier  # noqa: E402
-from fairest.partial._dc import anchor, evaluate  # noqa: E402
-from fairest.partial._idca import run_idca  # noqa: E402
-from fairest.partial._ssg import ssg  # noqa: E402
+from fairest.partial import PartialParityClassifier
+from fairest.partial._dc import anchor, evaluate
+from fairest.partial._idca import run_idca
+from fairest.partial._ssg import ssg
 
 INTERVAL = (0.7, 1.0)
-SCHEDULES = {"reduced (old frontier)": (200, 100, 1e-3), "paper budget": (400, 200, 1e-3),
-             "frontier now": (100, 200, 5e-3)}
+SCHEDULES = {
+    "reduced (old frontier)": (200, 100, 1e-3),
+    "paper budget": (400, 200, 1e-3),
+    "frontier now": (100, 200, 5e-3),
+}
 RESULTS_JSON = Path(__file__).resolve().parent / "results" / "partial_idca_diagnosis.json"
 SNAPSHOTS = (0, 1, 10, 50, 100, 200, 400)
 _ssg = jax.jit(ssg, static_argnames="cfg")
@@ -62,8 +66,9 @@ _anchor = jax.jit(anchor, static_argnames="cfg")
 
 def problem(kind, kappa, init, X, y, g):
     """(cfg, data, x0) exactly as ``PartialParityClassifier.fit`` builds them."""
-    clf = PartialParityClassifier(f"partial_{kind}_parity", interval=INTERVAL, tolerance=kappa,
-                                  init=init)
+    clf = PartialParityClassifier(
+        f"partial_{kind}_parity", interval=INTERVAL, tolerance=kappa, init=init
+    )
     codes = (g - 1).astype(np.int32)
     return clf._problem(X, y.astype(float), codes, np.ones(len(y)), 2, INTERVAL)
 
@@ -88,17 +93,26 @@ def trace(split, rows):
                     f0, viol = np.asarray(result.objective), np.asarray(result.max_violation)
                 test = score(linear_scores(params[-1], Xte), yte, gte, INTERVAL)
                 for k in (k for k in SNAPSHOTS if k <= K):
-                    rows.append({
-                        "part": "trace", "constraint": kind, "kappa": kappa, "init": init,
-                        "schedule": f"{label}: K={K} T={T} eps={eps:g}", "k": k,
-                        "objective": float(f0[k]), "max_violation": float(viol[k]),
-                        "train_accuracy": float(np.mean(
-                            (linear_scores(params[k], Xtr) > 0) == ytr)),
-                        "test_accuracy": test["accuracy"] if k == K else "",
-                        "test_fair_psp": test["fair_psp"] if k == K else "",
-                        "test_fair_pdp": test["fair_pdp"] if k == K else "",
-                        "seconds": seconds if k == K else "", "load1": os.getloadavg()[0],
-                    })
+                    rows.append(
+                        {
+                            "part": "trace",
+                            "constraint": kind,
+                            "kappa": kappa,
+                            "init": init,
+                            "schedule": f"{label}: K={K} T={T} eps={eps:g}",
+                            "k": k,
+                            "objective": float(f0[k]),
+                            "max_violation": float(viol[k]),
+                            "train_accuracy": float(
+                                np.mean((linear_scores(params[k], Xtr) > 0) == ytr)
+                            ),
+                            "test_accuracy": test["accuracy"] if k == K else "",
+                            "test_fair_psp": test["fair_psp"] if k == K else "",
+                            "test_fair_pdp": test["fair_pdp"] if k == K else "",
+                            "seconds": seconds if k == K else "",
+                            "load1": os.getloadavg()[0],
+                        }
+                    )
                 print(rows[-1], flush=True)
 
 
@@ -113,13 +127,22 @@ def pdp_trap(split, rows):
         rates = [float(np.clip(s[gtr == k] + 0.5, 0, 1).mean()) for k in (1, 2)]
         for T in (200, 2000, 20000):
             out = _ssg(xk, anc, data, cfg, eps, T)
-            rows.append({
-                "part": "pdp_trap", "constraint": "demographic", "kappa": 0.06, "init": "zero",
-                "schedule": f"anchor k=100 (K=100 T=200 eps={eps:g}); SSG T={T}", "k": 100,
-                "objective": float(anc.f0), "max_violation": float(anc.fmax),
-                "ssg_decrease": float(out.g0) - float(anc.f0),
-                "rate_white": rates[0], "rate_nonwhite": rates[1], "alpha": INTERVAL[0],
-            })
+            rows.append(
+                {
+                    "part": "pdp_trap",
+                    "constraint": "demographic",
+                    "kappa": 0.06,
+                    "init": "zero",
+                    "schedule": f"anchor k=100 (K=100 T=200 eps={eps:g}); SSG T={T}",
+                    "k": 100,
+                    "objective": float(anc.f0),
+                    "max_violation": float(anc.fmax),
+                    "ssg_decrease": float(out.g0) - float(anc.f0),
+                    "rate_white": rates[0],
+                    "rate_nonwhite": rates[1],
+                    "alpha": INTERVAL[0],
+                }
+            )
             print(rows[-1], flush=True)
 
 
@@ -139,23 +162,37 @@ def subproblem(split, rows, n=300):
                 results[f"SSG T={T}"] = (float(out.g0), float(out.gmax), "")
             for tol in (1e-8, 1e-7, 1e-6):  # Clarabel stalls (InsufficientProgress) at some
                 point, status, _, _ = clarabel_subproblem(  # anchors: loosen and retry
-                    np.asarray(xk), X, y.astype(float), codes, np.asarray(data.grid),
-                    float(data.slack), tol, 300)
+                    np.asarray(xk),
+                    X,
+                    y.astype(float),
+                    codes,
+                    np.asarray(data.grid),
+                    float(data.slack),
+                    tol,
+                    300,
+                )
                 if point is not None:
                     break
             if point is None:
                 results["Clarabel"] = (np.nan, np.nan, status)
             else:
                 ev = evaluate(jnp.asarray(point), anc, data, cfg)
-                results[f"Clarabel tol={tol:g}"] = (float(ev.g0), float(jnp.max(ev.gcon)),
-                                                    status)
+                results[f"Clarabel tol={tol:g}"] = (float(ev.g0), float(jnp.max(ev.gcon)), status)
         for solver, (g0, gmax, status) in results.items():
-            rows.append({
-                "part": "subproblem", "constraint": "statistical", "kappa": 0.1, "init": "zero",
-                "schedule": f"n={n}, anchor after K={K} (T=200, eps={eps:g}); {solver}",
-                "k": K, "objective": float(anc.f0), "subproblem_g0": g0,
-                "subproblem_max_gi": gmax, "status": status,
-            })
+            rows.append(
+                {
+                    "part": "subproblem",
+                    "constraint": "statistical",
+                    "kappa": 0.1,
+                    "init": "zero",
+                    "schedule": f"n={n}, anchor after K={K} (T=200, eps={eps:g}); {solver}",
+                    "k": K,
+                    "objective": float(anc.f0),
+                    "subproblem_g0": g0,
+                    "subproblem_max_gi": gmax,
+                    "status": status,
+                }
+            )
             print(rows[-1], flush=True)
 
 
@@ -168,10 +205,26 @@ NOTES = (
     "training samples), SSG vs cvxpy + Clarabel (Clarabel fails with InsufficientProgress "
     "on the 2000-sample subproblems)."
 )
-COLUMNS = ["part", "constraint", "kappa", "init", "schedule", "k", "objective",
-           "max_violation", "train_accuracy", "test_accuracy", "test_fair_psp",
-           "test_fair_pdp", "ssg_decrease", "rate_white", "rate_nonwhite",
-           "subproblem_g0", "subproblem_max_gi", "status"]
+COLUMNS = [
+    "part",
+    "constraint",
+    "kappa",
+    "init",
+    "schedule",
+    "k",
+    "objective",
+    "max_violation",
+    "train_accuracy",
+    "test_accuracy",
+    "test_fair_psp",
+    "test_fair_pdp",
+    "ssg_decrease",
+    "rate_white",
+    "rate_nonwhite",
+    "subproblem_g0",
+    "subproblem_max_gi",
+    "status",
+]
 
 
 def main(argv=None):

@@ -56,14 +56,14 @@ import jax.numpy as jnp
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import write_results  # noqa: E402
+from _common import write_results
 
-from fairest.datasets import make_grouped_classification  # noqa: E402
-from fairest.partial import PartialParityClassifier  # noqa: E402
-from fairest.partial._alm import alm, dense_data  # noqa: E402
-from fairest.partial._dc import anchor, evaluate  # noqa: E402
-from fairest.partial._idca import run_idca  # noqa: E402
-from fairest.partial._ssg import ssg  # noqa: E402
+from fairest.datasets import make_grouped_classification
+from fairest.partial import PartialParityClassifier
+from fairest.partial._alm import alm, dense_data
+from fairest.partial._dc import anchor, evaluate
+from fairest.partial._idca import run_idca
+from fairest.partial._ssg import ssg
 
 ROOT = Path(__file__).resolve().parents[1]
 A9A = ROOT.parent / "shared" / "datasets" / "libsvm" / "a9a.xz"
@@ -78,8 +78,9 @@ KAPPA = 0.1
 
 _anchor = jax.jit(anchor, static_argnames="cfg")
 _ssg = jax.jit(ssg, static_argnames="cfg")
-_alm = jax.jit(lambda v, anc, data, cfg, eps, T: alm(v, anc, data, cfg, eps, T)[0],
-               static_argnames="cfg")
+_alm = jax.jit(
+    lambda v, anc, data, cfg, eps, T: alm(v, anc, data, cfg, eps, T)[0], static_argnames="cfg"
+)
 
 
 @jax.jit
@@ -150,15 +151,21 @@ def clarabel_subproblem(xk, X, y, codes, grid, slack, tol, time_limit):
         lin_A = cA_w @ dw + cA_b * db - cp.multiply(cA_b, dth)
         lin_B = cB_w @ dw + cB_b * db - cp.multiply(cB_b, dth)
         S = cp.reshape(Xk @ w + b, (nk, 1), order="C") @ ones_J - np.ones((nk, 1)) @ cp.reshape(
-            theta, (1, J), order="C")
+            theta, (1, J), order="C"
+        )
         B_v = cp.sum(cp.pos(S - 0.5), axis=0) / nk
         A_v = cp.sum(cp.pos(S + 0.5), axis=0) / nk  # (multiplied back by nk below)
         constraints.append(nk * (B_v - A_k - lin_A + grid) <= 0)
         constraints.append(nk * (A_v - B_k - lin_B - grid - slack) <= 0)
     problem = cp.Problem(cp.Minimize(objective), constraints)
     try:
-        problem.solve(solver=cp.CLARABEL, tol_gap_abs=tol, tol_gap_rel=tol, tol_feas=tol,
-                      time_limit=float(time_limit))
+        problem.solve(
+            solver=cp.CLARABEL,
+            tol_gap_abs=tol,
+            tol_gap_rel=tol,
+            tol_feas=tol,
+            time_limit=float(time_limit),
+        )
     except cp.error.SolverError as error:  # time limit or numerical trouble
         return None, f"error: {error}"[:80], np.nan, time.perf_counter() - start
     wall = time.perf_counter() - start
@@ -214,31 +221,52 @@ def compare_at_anchors(tag, X, y, codes, cfg, data, anchors, args, rows):
         results["ALM"] = (out.v, seconds, seconds, f"done ({int(out.n_feasible)} iterations)")
         for label, tol in (("Clarabel tol=1e-3", EPS), ("Clarabel tol=1e-8", 1e-8)):
             point, status, solve, wall = clarabel_subproblem(
-                xk_np, X, y, codes, grid, slack, tol, args.time_limit)
+                xk_np, X, y, codes, grid, slack, tol, args.time_limit
+            )
             results[label] = (point, wall, solve, status)
         with jax.enable_x64(True):
-            scores = {label: (np.nan, np.nan) if item[0] is None else
-                      tuple(float(t) for t in ev(jnp.asarray(item[0]), anc, data))
-                      for label, item in results.items()}
+            scores = {
+                label: (np.nan, np.nan)
+                if item[0] is None
+                else tuple(float(t) for t in ev(jnp.asarray(item[0]), anc, data))
+                for label, item in results.items()
+            }
         g_ref = min((g0 for g0, gmax in scores.values() if gmax <= FEASIBLE), default=np.nan)
-        for label, (point, wall, solve, status) in results.items():
+        for label, (_point, wall, solve, status) in results.items():
             g0, gmax = scores[label]
-            rows.append({
-                "part": tag, "n": int(len(y)), "groups": int(codes.max()) + 1,
-                "anchor_k": int(k), "solver": label, "status": str(status),
-                "wall_s": float(wall), "solver_s": float(solve),
-                "g0": g0, "gap_to_best": g0 - g_ref, "max_gi": gmax,
-                "load1": os.getloadavg()[0],
-            })
+            rows.append(
+                {
+                    "part": tag,
+                    "n": int(len(y)),
+                    "groups": int(codes.max()) + 1,
+                    "anchor_k": int(k),
+                    "solver": label,
+                    "status": str(status),
+                    "wall_s": float(wall),
+                    "solver_s": float(solve),
+                    "g0": g0,
+                    "gap_to_best": g0 - g_ref,
+                    "max_gi": gmax,
+                    "load1": os.getloadavg()[0],
+                }
+            )
             print(rows[-1], flush=True)
 
 
 def _fit_row(part, n, G, label, res, seconds):
     return {
-        "part": part, "n": int(n), "groups": int(G), "anchor_k": -1, "solver": label,
-        "status": "done", "wall_s": seconds, "solver_s": seconds,
-        "g0": float(res.objective[-1]), "gap_to_best": np.nan,
-        "max_gi": float(res.max_violation[-1]), "load1": os.getloadavg()[0],
+        "part": part,
+        "n": int(n),
+        "groups": int(G),
+        "anchor_k": -1,
+        "solver": label,
+        "status": "done",
+        "wall_s": seconds,
+        "solver_s": seconds,
+        "g0": float(res.objective[-1]),
+        "gap_to_best": np.nan,
+        "max_gi": float(res.max_violation[-1]),
+        "load1": os.getloadavg()[0],
     }
 
 
@@ -255,8 +283,14 @@ def adult(args, rows, extra):
         fits[inner] = res
         T = INNER_ITER[inner]
         extra[f"adult_idca_{inner}"] = {
-            "n": int(len(y)), "D": int(x0.size), "K": K, "T": T, "eps": EPS, "fit_s": fit,
-            "per_outer_s": fit / K, "objective": [float(v) for v in np.asarray(res.objective)],
+            "n": int(len(y)),
+            "D": int(x0.size),
+            "K": K,
+            "T": T,
+            "eps": EPS,
+            "fit_s": fit,
+            "per_outer_s": fit / K,
+            "objective": [float(v) for v in np.asarray(res.objective)],
             "max_violation": [float(v) for v in np.asarray(res.max_violation)],
             "inner_iterations": [int(v) for v in np.asarray(res.n_feasible)],
             "load1": os.getloadavg()[0],
@@ -271,8 +305,11 @@ def adult(args, rows, extra):
 
 
 def scale(args, rows, extra, part):
-    cases = [(n, 2) for n in args.sizes] if part == "scale-n" else [(args.group_n, G)
-                                                                      for G in args.group_counts]
+    cases = (
+        [(n, 2) for n in args.sizes]
+        if part == "scale-n"
+        else [(args.group_n, G) for G in args.group_counts]
+    )
     for n, G in cases:
         X, y, codes = load_synthetic(n, G)
         cfg, data, x0 = build(X, y, codes, INTERVAL_SYNTH)
@@ -285,18 +322,34 @@ def scale(args, rows, extra, part):
             rows.append(_fit_row(part, n, G, label, res, seconds / K))
             print(rows[-1], flush=True)
         if n <= args.clarabel_max_n:
-            compare_at_anchors(part, X, y, codes, cfg, data, [(1, fits["ssg"].iterates[1])],
-                               args, rows)
+            compare_at_anchors(
+                part, X, y, codes, cfg, data, [(1, fits["ssg"].iterates[1])], args, rows
+            )
 
 
-COLUMNS = ["part", "n", "groups", "anchor_k", "solver", "status", "wall_s", "solver_s", "g0",
-           "gap_to_best", "max_gi", "load1"]
+COLUMNS = [
+    "part",
+    "n",
+    "groups",
+    "anchor_k",
+    "solver",
+    "status",
+    "wall_s",
+    "solver_s",
+    "g0",
+    "gap_to_best",
+    "max_gi",
+    "load1",
+]
 
 
 def _matched(sel):
     """The fastest fairest run within EPS of the reference optimum and EPS-feasible."""
-    ok = [r for r in sel if r["solver"].startswith(("SSG", "ALM"))
-          and r["gap_to_best"] <= EPS and r["max_gi"] <= EPS]
+    ok = [
+        r
+        for r in sel
+        if r["solver"].startswith(("SSG", "ALM")) and r["gap_to_best"] <= EPS and r["max_gi"] <= EPS
+    ]
     return min(ok, key=lambda r: r["wall_s"]) if ok else None
 
 
@@ -313,8 +366,9 @@ def summary_notes(rows, extra, args):
         f"Settings: {vars(args)}. Shared 2-core machine, load average in load1 (fairest and "
         "Clarabel run one after the other at each anchor).",
     ]
-    keys = sorted({(r["part"], r["n"], r["groups"], r["anchor_k"]) for r in rows
-                   if r["anchor_k"] >= 0})
+    keys = sorted(
+        {(r["part"], r["n"], r["groups"], r["anchor_k"]) for r in rows if r["anchor_k"] >= 0}
+    )
     for key in keys:
         sel = [r for r in rows if (r["part"], r["n"], r["groups"], r["anchor_k"]) == key]
         head = f"- {key[0]} n={key[1]} G={key[2]} anchor k={key[3]}: "
@@ -325,30 +379,45 @@ def summary_notes(rows, extra, args):
         parts = []
         for cl in (r for r in sel if r["solver"].startswith("Clarabel")):
             bound = "" if cl["status"].startswith("optimal") else ">= "
-            parts.append(f"{cl['solver']} {cl['wall_s']:.1f} s (gap {cl['gap_to_best']:+.1e}, "
-                         f"max_gi {cl['max_gi']:.1e}, {cl['status']}): "
-                         f"{bound}{cl['wall_s'] / fast['wall_s']:.0f}x")
-        lines.append(head + f"fastest matched fairest run {fast['solver']} {fast['wall_s']:.2f} s "
-                     f"(gap {fast['gap_to_best']:+.1e}, max_gi {fast['max_gi']:.1e}) vs "
-                     + "; ".join(parts) + ".")
+            parts.append(
+                f"{cl['solver']} {cl['wall_s']:.1f} s (gap {cl['gap_to_best']:+.1e}, "
+                f"max_gi {cl['max_gi']:.1e}, {cl['status']}): "
+                f"{bound}{cl['wall_s'] / fast['wall_s']:.0f}x"
+            )
+        lines.append(
+            head + f"fastest matched fairest run {fast['solver']} {fast['wall_s']:.2f} s "
+            f"(gap {fast['gap_to_best']:+.1e}, max_gi {fast['max_gi']:.1e}) vs "
+            + "; ".join(parts)
+            + "."
+        )
         alm_row = next((r for r in sel if r["solver"] == "ALM"), None)
         if alm_row is not None:
-            ratios = [f"{cl['solver']} {'' if cl['status'].startswith('optimal') else '>= '}"
-                      f"{cl['wall_s'] / alm_row['wall_s']:.0f}x"
-                      for cl in sel if cl["solver"].startswith("Clarabel")]
-            lines.append(f"  ALM {alm_row['wall_s']:.2f} s, {alm_row['status']} (gap "
-                         f"{alm_row['gap_to_best']:+.1e}, max_gi {alm_row['max_gi']:.1e}): "
-                         + ", ".join(ratios))
-        ssg_best = min((r for r in sel if r["solver"].startswith("SSG")),
-                       key=lambda r: r["gap_to_best"])
-        lines.append(f"  (best SSG run: {ssg_best['solver']}, gap {ssg_best['gap_to_best']:.2g} "
-                     f"in {ssg_best['wall_s']:.1f} s)")
+            ratios = [
+                f"{cl['solver']} {'' if cl['status'].startswith('optimal') else '>= '}"
+                f"{cl['wall_s'] / alm_row['wall_s']:.0f}x"
+                for cl in sel
+                if cl["solver"].startswith("Clarabel")
+            ]
+            lines.append(
+                f"  ALM {alm_row['wall_s']:.2f} s, {alm_row['status']} (gap "
+                f"{alm_row['gap_to_best']:+.1e}, max_gi {alm_row['max_gi']:.1e}): "
+                + ", ".join(ratios)
+            )
+        ssg_best = min(
+            (r for r in sel if r["solver"].startswith("SSG")), key=lambda r: r["gap_to_best"]
+        )
+        lines.append(
+            f"  (best SSG run: {ssg_best['solver']}, gap {ssg_best['gap_to_best']:.2g} "
+            f"in {ssg_best['wall_s']:.1f} s)"
+        )
     for inner in ("ssg", "alm"):
         a = extra.get(f"adult_idca_{inner}")
         if a:
-            lines.append(f"- Adult IDCA fit, {inner.upper()}: K={a['K']} x T={a['T']} in "
-                         f"{a['fit_s']:.1f} s ({a['per_outer_s']:.2f} s per outer iteration, "
-                         f"final objective {a['objective'][-1]:.4f}, load {a['load1']:.1f}).")
+            lines.append(
+                f"- Adult IDCA fit, {inner.upper()}: K={a['K']} x T={a['T']} in "
+                f"{a['fit_s']:.1f} s ({a['per_outer_s']:.2f} s per outer iteration, "
+                f"final objective {a['objective'][-1]:.4f}, load {a['load1']:.1f})."
+            )
     return "\n".join(lines)
 
 
@@ -357,8 +426,12 @@ def main(argv=None):
     parser.add_argument("--parts", nargs="+", default=["adult", "scale-n", "scale-groups"])
     parser.add_argument("--outer", type=int, default=20)
     parser.add_argument("--anchors", type=int, default=1)
-    parser.add_argument("--alm-outer", type=int, default=5,
-                        help="outer iterations of the timed Adult IDCA fit with the ALM")
+    parser.add_argument(
+        "--alm-outer",
+        type=int,
+        default=5,
+        help="outer iterations of the timed Adult IDCA fit with the ALM",
+    )
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     parser.add_argument("--group-n", type=int, default=10_000)
     parser.add_argument("--group-counts", type=int, nargs="+", default=[2, 4, 8])
