@@ -57,7 +57,7 @@ class Probe:
     def __init__(self):
         import jax
 
-        from fairest.reweighting import _badr, _bilevel
+        from fairest.reweighting import _bilevel, _solve
 
         self.jax, self.bilevel = jax, _bilevel
         self.reset()
@@ -65,8 +65,8 @@ class Probe:
         self._wrap(_bilevel, "_lower_on_rows", "lower_s", block=True)  # one-group vertices
         self._wrap(_bilevel, "upper_level", "adjoint_s", block=True)
         self._wrap(_bilevel.ImplicitOracle, "evaluate", "oracle_s", miss_only=True)
-        self._wrap(_badr._BADRBase, "_evaluate_baselines", "baselines_s")
-        self._wrap(_badr._BADRBase, "_run_solver", "solver_s", runs=True)
+        self._wrap(_solve, "evaluate_baselines", "baselines_s")
+        self._wrap(_solve, "run_solver", "solver_s", runs=True)
 
     def reset(self):
         self.times = {

@@ -176,19 +176,19 @@ def worker_sgd(n: int, num_groups: int, iterations: int = SGD_ITER) -> list[dict
     X, y, groups = make_data(n, num_groups, dtype=np.float32)
     data_rss = rss_gb()
 
-    import fairest.reweighting._badr as badr_module
+    import fairest.reweighting._solve as badr_module
     from fairest.reweighting import BADRClassifier
     from fairest.reweighting._bilevel import ImplicitOracle
 
     timing = {}
-    run_loop = badr_module._BADRBase._run_single_loop
+    run_loop = badr_module.run_single_loop
     evaluate = ImplicitOracle.evaluate
 
-    def timed_loop(self, *args, **kwargs):
+    def timed_loop(*args, **kwargs):
         compiled = clock.total
         cpu = cpu_seconds()
         start = time.perf_counter()
-        out = run_loop(self, *args, **kwargs)  # returns host arrays: synchronised
+        out = run_loop(*args, **kwargs)  # returns host arrays: synchronised
         timing["loop_s"] = time.perf_counter() - start
         timing["loop_cpu_s"] = cpu_seconds() - cpu
         timing["compile_s"] = clock.total - compiled
@@ -199,7 +199,7 @@ def worker_sgd(n: int, num_groups: int, iterations: int = SGD_ITER) -> list[dict
         timing.setdefault("uniform_U", out[0])
         return out
 
-    badr_module._BADRBase._run_single_loop = timed_loop
+    badr_module.run_single_loop = timed_loop
     ImplicitOracle.evaluate = first_value
     load = os.getloadavg()
     start = time.perf_counter()
@@ -258,7 +258,7 @@ def _solver_trace(model, events, timing, solver):
 
 
 def worker_groups(num_groups: int) -> list[dict]:
-    import fairest.reweighting._badr as badr_module
+    import fairest.reweighting._solve as badr_module
     from fairest.reweighting import BADRClassifier
     from fairest.reweighting._bilevel import ImplicitOracle
 
@@ -267,12 +267,12 @@ def worker_groups(num_groups: int) -> list[dict]:
     # in the group index, which would make the index-encoded DM minimal at a vertex
     groups = np.random.default_rng(SEED).permutation(num_groups)[groups]
     events, timing = [], {}
-    run_solver = badr_module._BADRBase._run_solver
+    run_solver = badr_module.run_solver
     evaluate = ImplicitOracle.evaluate
 
-    def timed_solver(self, *args, **kwargs):
+    def timed_solver(*args, **kwargs):
         timing["solver_start"] = time.perf_counter() - timing["fit_start"]
-        out = run_solver(self, *args, **kwargs)
+        out = run_solver(*args, **kwargs)
         timing["solver_s"] = time.perf_counter() - timing["fit_start"] - timing["solver_start"]
         return out
 
@@ -282,7 +282,7 @@ def worker_groups(num_groups: int) -> list[dict]:
         events.append((time.perf_counter() - timing["fit_start"], out[0], float(lam.sum())))
         return out
 
-    badr_module._BADRBase._run_solver = timed_solver
+    badr_module.run_solver = timed_solver
     ImplicitOracle.evaluate = timed_evaluate
     rows = []
     for solver in SOLVERS:

@@ -28,9 +28,16 @@ from __future__ import annotations
 
 import math
 import warnings
+from typing import NamedTuple
+
+import numpy as np
+
+from fairest.ermi import _defaults
 
 __all__ = [
+    "PrivacyCalibration",
     "PrivacyWarning",
+    "calibrate_privacy",
     "dp_fermi_noise",
     "paper_all_features_noise",
     "effective_noise",
@@ -42,6 +49,150 @@ __all__ = [
 
 class PrivacyWarning(UserWarning):
     """The closed-form privacy calibration is used outside its validity conditions."""
+
+
+class PrivacyCalibration(NamedTuple):
+    """Noise and clipping of one (DP-)FERMI fit, from :func:`calibrate_privacy`."""
+
+    delta: float | None  # None when non-private
+    sigma_theta: float  # std actually added to the averaged theta-gradient (spec 6.6)
+    sigma_w: float  # std actually added to the averaged W-gradient
+    noise_multipliers: np.ndarray  # (2,) stds over the sensitivities (theta, W)
+    epsilon_spent: float  # inf when non-private
+    min_group_fraction: float  # the minority fraction rho the noise formula used
+    lipschitz_constant: float | None  # L_theta used (``"auto"`` resolved); None non-private
+    clip_sample: float  # per-sample clipping norm of the theta-gradients (inf: none)
+    clip_batch: float  # clipping norm of the averaged theta-gradient (inf: none)
+
+
+def calibrate_privacy(
+    X,
+    batch_size,
+    n_iter,
+    *,
+    epsilon,
+    delta=None,
+    data_min_group_fraction,
+    min_group_fraction=None,
+    fairness_weight=_defaults.FAIRNESS_WEIGHT,
+    weight_max=1.0,
+    binary=True,
+    privacy_unit="sensitive",
+    clip_mode="per_sample",
+    clip_norm=_defaults.CLIP_NORM,
+    lipschitz_constant=_defaults.LIPSCHITZ_CONSTANT,
+    dual_radius=_defaults.DUAL_RADIUS,
+    noise_scaling="lambda",
+    accounting="paper",
+    stacklevel=2,
+) -> PrivacyCalibration:
+    """Noise stds, clipping and privacy accounting of a (DP-)FERMI fit (spec section 6).
+
+    Checks the settings (a public ``min_group_fraction`` above the data's own raises;
+    ``privacy_unit="all"`` needs per-sample clipping; every group needs 2 samples), sets
+    ``delta`` (default ``1 / n**2``) and the Lipschitz constant (``"auto"``: ``c max_i
+    ||(1, x_i)||``), calibrates the stds with :func:`dp_fermi_noise`, warns
+    (:class:`PrivacyWarning`) outside the validity range of the closed form, scales
+    them with lambda (:func:`effective_noise`) and reports the noise multipliers.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        Training features (their norms set ``lipschitz_constant="auto"``).
+    batch_size : int
+        Minibatch size m (at most n).
+    n_iter : int
+        SGDA iterations T.
+    epsilon : float or None
+        Privacy budget; ``None`` is non-private (no noise, no clipping).
+    delta : float or None, default=None
+        ``None`` means ``1 / n**2``.
+    data_min_group_fraction : float
+        The data's own minority fraction ``(min_r n_r - 1) / n`` (per label stratum for
+        equalized odds).
+    min_group_fraction : float or None, default=None
+        A public lower bound used instead of the data's own.
+    fairness_weight : float, default=1.0
+        Weight lambda of the ERMI penalty.
+    weight_max : float, default=1.0
+        Largest stratum weight omega.
+    binary : bool, default=True
+        One logit (``True``) or a softmax (for ``"auto"``).
+    privacy_unit, clip_mode, clip_norm, lipschitz_constant, dual_radius, noise_scaling, accounting
+        As the estimator's parameters of the same names.
+    stacklevel : int, default=2
+        Stack level of the :class:`PrivacyWarning` relative to this function (2: its
+        caller).
+
+    Returns
+    -------
+    PrivacyCalibration
+    """
+    rho = data_min_group_fraction
+    if min_group_fraction is not None:
+        if min_group_fraction > rho + 1e-12:
+            raise ValueError(
+                f"min_group_fraction={min_group_fraction} exceeds the data's own "
+                f"minority fraction (min_r n_r - 1) / n = {rho:.6g}; the noise would "
+                "be too small."
+            )
+        rho = float(min_group_fraction)
+    inf = math.inf
+    if epsilon is None:
+        return PrivacyCalibration(None, 0.0, 0.0, np.zeros(2), inf, rho, None, inf, inf)
+    if privacy_unit == "all" and clip_mode != "per_sample":
+        raise ValueError(
+            "privacy_unit='all' needs clip_mode='per_sample' (it bounds the sensitivity)."
+        )
+    if rho <= 0:
+        raise ValueError(
+            "a private fit needs min_group_fraction_ > 0: every group (every "
+            "label-group cell for equalized odds) needs at least 2 samples."
+        )
+    n = X.shape[0]
+    delta = float(delta) if delta is not None else 1.0 / n**2
+    if lipschitz_constant == "auto":
+        factor = _defaults.LIPSCHITZ_AUTO_BINARY if binary else _defaults.LIPSCHITZ_AUTO_SOFTMAX
+        lipschitz = factor * float(np.sqrt(1.0 + np.max(np.sum(X * X, axis=1))))
+    else:
+        lipschitz = float(lipschitz_constant)
+    lam = fairness_weight
+    sigma_theta, sigma_w = dp_fermi_noise(
+        n,
+        batch_size,
+        n_iter,
+        epsilon,
+        delta,
+        rho,
+        lipschitz=lipschitz,
+        radius=dual_radius,
+        unit=privacy_unit,
+        clip=clip_norm,
+        fairness_weight=lam,
+        weight_max=weight_max,
+        accounting=accounting,
+    )
+    check_validity(n, batch_size, n_iter, epsilon, delta, stacklevel=stacklevel)
+    used = effective_noise(sigma_theta, sigma_w, lam, unit=privacy_unit, scaling=noise_scaling)
+    base = noise_multiplier(n, batch_size, n_iter, epsilon, delta)
+    if accounting == "joint":
+        base *= math.sqrt(2.0)
+    raw = np.array([sigma_theta, sigma_w])
+    if privacy_unit == "sensitive":  # sensitivity of the lam-scaled part
+        scale = np.divide(used, lam * raw, out=np.full(2, np.inf), where=lam * raw > 0)
+    else:
+        scale = np.divide(used, raw, out=np.full(2, np.inf), where=raw > 0)
+    return PrivacyCalibration(
+        delta=delta,
+        sigma_theta=used[0],
+        sigma_w=used[1],
+        noise_multipliers=base * scale,
+        epsilon_spent=float(epsilon),
+        min_group_fraction=rho,
+        lipschitz_constant=lipschitz,
+        clip_sample=clip_norm if clip_mode == "per_sample" else inf,
+        clip_batch=clip_norm if clip_mode == "batch" else inf,
+    )
 
 
 def dp_fermi_noise(

@@ -2,29 +2,18 @@
 
 from __future__ import annotations
 
-import math
 import warnings
 from numbers import Integral, Real
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from fairest._kernels import scores
-from fairest._kernels._buckets import pad_rows
 from fairest.ermi import _defaults
-from fairest.ermi._dp import (
-    check_validity,
-    dp_fermi_noise,
-    effective_noise,
-    noise_multiplier,
-)
-from fairest.ermi._kernels import Strata, closed_form_w, probabilities
-from fairest.ermi._solvers import SGDAHyper, full_batch_solve, sgda_solve
+from fairest.ermi._dp import calibrate_privacy
+from fairest.ermi._solvers import run_full_batch, run_sgda, sgda_iterations
 from fairest.utils._estimator import validate_fit_data
 from fairest.utils._linear import LinearClassifierMixin
 from fairest.utils._reporting import as_history, log_fit
@@ -326,9 +315,8 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
                 f"data contains only one class: {self.classes_[0]!r}."
             )
         self.groups_ = data.group_labels
-        n, d = data.X.shape
+        n = data.X.shape[0]
         n_classes, n_groups = self.classes_.size, len(self.groups_)
-        binary = n_classes == 2
         weight = data.sample_weight
         if private and not np.all(weight == weight[0]):
             raise ValueError(
@@ -343,251 +331,118 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
         strata, omega, rho_data = _strata_constants(
             strata_codes, data.groups, weight, n_strata, n_groups, self.eo_weighting
         )
-        self.min_group_fraction_ = self._resolve_min_group_fraction(rho_data)
-        m = min(self.batch_size, n)
-        n_iter = self.n_epochs * -(-n // m)
-        self._set_privacy(private, n, m, n_iter, lam, float(np.max(omega)), data.X, binary)
-
-        q = 1 if binary else n_classes
-        root_seed = int(check_random_state(self.random_state).randint(2**31))
-        with jax.enable_x64(True):
-            theta0 = jnp.zeros((d + 1, q))
-            strata_j = Strata(*(jnp.asarray(a) for a in strata))
-            if solver == "full-batch":
-                theta, W = self._fit_full_batch(
-                    theta0,
-                    data.X,
-                    y_codes,
-                    data.groups,
-                    strata_codes,
-                    weight,
-                    strata_j,
-                    lam,
-                    binary,
-                )
-            else:
-                theta, W = self._fit_sgda(
-                    theta0,
-                    data.X,
-                    y_codes,
-                    data.groups,
-                    strata_codes,
-                    weight,
-                    strata_j,
-                    lam,
-                    binary,
-                    n_strata,
-                    n_groups,
-                    n_classes,
-                    m,
-                    root_seed,
-                )
-        theta = np.asarray(theta, dtype=np.float64)
-        self.intercept_ = theta[0].copy()
-        self.coef_ = theta[1:].T.copy()
-        W = np.asarray(W, dtype=np.float64)
-        self.W_ = W if equalized_odds else W[0]
-        return self
-
-    def _resolve_min_group_fraction(self, rho_data):
-        if self.min_group_fraction is None:
-            return rho_data
-        if self.min_group_fraction > rho_data + 1e-12:
-            raise ValueError(
-                f"min_group_fraction={self.min_group_fraction} exceeds the data's own "
-                f"minority fraction (min_r n_r - 1) / n = {rho_data:.6g}; the noise would "
-                "be too small."
-            )
-        return float(self.min_group_fraction)
-
-    def _set_privacy(self, private, n, m, n_iter, lam, weight_max, X, binary):
-        self.delta_ = None
-        self.epsilon_spent_ = math.inf
-        self.sigma_theta_ = self.sigma_w_ = 0.0
-        self.noise_multipliers_ = np.zeros(2)
-        if not private:
-            return
-        if self.privacy_unit == "all" and self.clip_mode != "per_sample":
-            raise ValueError(
-                "privacy_unit='all' needs clip_mode='per_sample' (it bounds the sensitivity)."
-            )
-        if self.min_group_fraction_ <= 0:
-            raise ValueError(
-                "a private fit needs min_group_fraction_ > 0: every group (every "
-                "label-group cell for equalized odds) needs at least 2 samples."
-            )
-        self.delta_ = float(self.dp_delta) if self.dp_delta is not None else 1.0 / n**2
-        if self.lipschitz_constant == "auto":
-            factor = _defaults.LIPSCHITZ_AUTO_BINARY if binary else _defaults.LIPSCHITZ_AUTO_SOFTMAX
-            lipschitz = factor * float(np.sqrt(1.0 + np.max(np.sum(X * X, axis=1))))
-        else:
-            lipschitz = float(self.lipschitz_constant)
-        sigma_theta, sigma_w = dp_fermi_noise(
-            n,
+        m, n_iter = sgda_iterations(n, self.batch_size, self.n_epochs)
+        privacy = calibrate_privacy(
+            data.X,
             m,
             n_iter,
-            self.dp_epsilon,
-            self.delta_,
-            self.min_group_fraction_,
-            lipschitz=lipschitz,
-            radius=self.dual_radius,
-            unit=self.privacy_unit,
-            clip=self.clip_norm,
+            epsilon=self.dp_epsilon,
+            delta=self.dp_delta,
+            data_min_group_fraction=rho_data,
+            min_group_fraction=self.min_group_fraction,
             fairness_weight=lam,
-            weight_max=weight_max,
+            weight_max=float(np.max(omega)),
+            binary=n_classes == 2,
+            privacy_unit=self.privacy_unit,
+            clip_mode=self.clip_mode,
+            clip_norm=self.clip_norm,
+            lipschitz_constant=self.lipschitz_constant,
+            dual_radius=self.dual_radius,
+            noise_scaling=self.noise_scaling,
             accounting=self.accounting,
+            stacklevel=4,
         )
-        check_validity(n, m, n_iter, self.dp_epsilon, self.delta_, stacklevel=4)
-        self.sigma_theta_, self.sigma_w_ = effective_noise(
-            sigma_theta, sigma_w, lam, unit=self.privacy_unit, scaling=self.noise_scaling
-        )
-        self.epsilon_spent_ = float(self.dp_epsilon)
-        base = noise_multiplier(n, m, n_iter, self.dp_epsilon, self.delta_)
-        if self.accounting == "joint":
-            base *= math.sqrt(2.0)
-        raw = np.array([sigma_theta, sigma_w])
-        used = np.array([self.sigma_theta_, self.sigma_w_])
-        if self.privacy_unit == "sensitive":  # sensitivity of the lam-scaled part
-            scale = np.divide(used, lam * raw, out=np.full(2, np.inf), where=lam * raw > 0)
-        else:
-            scale = np.divide(used, raw, out=np.full(2, np.inf), where=raw > 0)
-        self.noise_multipliers_ = base * scale
+        self.min_group_fraction_ = privacy.min_group_fraction
+        self.delta_ = privacy.delta
+        self.epsilon_spent_ = privacy.epsilon_spent
+        self.sigma_theta_, self.sigma_w_ = privacy.sigma_theta, privacy.sigma_w
+        self.noise_multipliers_ = privacy.noise_multipliers
 
-    def _fit_full_batch(self, theta0, X, y, s, t, weight, strata, lam, binary):
-        n = X.shape[0]
-        Xp, yp, sp, tp, wp = pad_rows(n, X, y.astype(np.int32), s, t, weight)
-        theta, objective, grad_norm, n_iter, success = full_batch_solve(
-            theta0,
-            jnp.asarray(Xp),
-            jnp.asarray(yp),
-            jnp.asarray(sp),
-            jnp.asarray(tp),
-            jnp.asarray(wp),
-            strata,
-            jnp.asarray(lam),
-            jnp.asarray(float(self.alpha)),
-            self.tol,
-            self.max_iter,
-            binary=binary,
-        )
-        theta = jnp.asarray(theta)
-        self.n_iter_ = n_iter
-        self.objective_ = objective
-        if not success:
-            warnings.warn(
-                f"L-BFGS stopped after {self.n_iter_} iterations with gradient norm "
-                f"{float(grad_norm):.2e} > tol={self.tol}; increase max_iter or alpha.",
-                ConvergenceWarning,
-                stacklevel=3,
+        root_seed = int(check_random_state(self.random_state).randint(2**31))
+        problem = (data.X, y_codes, data.groups, strata_codes, weight, strata)
+        if solver == "full-batch":
+            result = run_full_batch(
+                *problem,
+                n_classes=n_classes,
+                fairness_weight=lam,
+                alpha=self.alpha,
+                tol=self.tol,
+                max_iter=self.max_iter,
             )
+            if not result.converged:
+                warnings.warn(
+                    f"L-BFGS stopped after {result.n_iter} iterations with gradient norm "
+                    f"{result.grad_norm:.2e} > tol={self.tol}; increase max_iter or alpha.",
+                    ConvergenceWarning,
+                    stacklevel=2,
+                )
+            log_fit(
+                self,
+                "full-batch L-BFGS: %d iterations, objective %.6g, gradient norm %.2e",
+                result.n_iter,
+                result.objective,
+                result.grad_norm,
+            )
+        else:
+            result = run_sgda(
+                *problem,
+                n_classes=n_classes,
+                fairness_weight=lam,
+                seed=root_seed,
+                alpha=self.alpha,
+                batch_size=self.batch_size,
+                n_epochs=self.n_epochs,
+                learning_rate=self.learning_rate,
+                dual_learning_rate=self.dual_learning_rate,
+                dual_radius=self.dual_radius,
+                clip_sample=privacy.clip_sample,
+                clip_batch=privacy.clip_batch,
+                sigma_theta=privacy.sigma_theta,
+                sigma_w=privacy.sigma_w,
+                batching=self.batching,
+                return_iterate=self.return_iterate,
+                dual_init=self.dual_init,
+                dtype=self.dtype,
+                record_history=self.record_history or bool(self.verbose),
+            )
+            if result.history is not None:
+                record = as_history(result.history)
+                if self.record_history:
+                    self.history_ = record
+                if self.verbose:
+                    self._log_epochs(record, result.n_iter)
+        self.n_iter_ = result.n_iter
+        self.objective_ = result.objective
+        self.intercept_ = result.theta[0].copy()
+        self.coef_ = result.theta[1:].T.copy()
+        self.W_ = result.W if equalized_odds else result.W[0]
+        return self
+
+    def _log_epochs(self, record, n_iter):
+        """verbose: one line per SGDA epoch (level 2) and a summary of the last one."""
+        steps = n_iter // self.n_epochs
+        for e in range(self.n_epochs):
+            part = slice(e * steps, (e + 1) * steps)
+            log_fit(
+                self,
+                "epoch %d/%d: loss %.5f, saddle %.5f, ||W|| %.4f",
+                e + 1,
+                self.n_epochs,
+                record["batch_loss"][part].mean(),
+                record["batch_saddle"][part].mean(),
+                record["w_norm"][part][-1],
+                level=2,
+            )
+        last = slice(n_iter - steps, n_iter)
         log_fit(
             self,
-            "full-batch L-BFGS: %d iterations, objective %.6g, gradient norm %.2e",
-            self.n_iter_,
-            self.objective_,
-            float(grad_norm),
+            "SGDA: %d iterations (%d epochs), last-epoch loss %.5f, saddle %.5f, ||W|| %.4f",
+            n_iter,
+            self.n_epochs,
+            record["batch_loss"][last].mean(),
+            record["batch_saddle"][last].mean(),
+            record["w_norm"][-1],
         )
-        # on the padded rows (weight 0 there): no recompilation for a new row count
-        F = probabilities(scores(theta, jnp.asarray(Xp)), binary)
-        W = closed_form_w(F, jnp.asarray(sp), jnp.asarray(tp), jnp.asarray(wp), strata)
-        return theta, W
-
-    def _fit_sgda(
-        self,
-        theta0,
-        X,
-        y,
-        s,
-        t,
-        weight,
-        strata,
-        lam,
-        binary,
-        n_strata,
-        n_groups,
-        n_classes,
-        m,
-        root_seed,
-    ):
-        private = self.dp_epsilon is not None
-        inf = jnp.inf
-        clip_sample = self.clip_norm if private and self.clip_mode == "per_sample" else inf
-        clip_batch = self.clip_norm if private and self.clip_mode == "batch" else inf
-        hyper = SGDAHyper(
-            *(
-                jnp.asarray(float(v))
-                for v in (
-                    lam,
-                    self.learning_rate,
-                    self.dual_learning_rate,
-                    self.dual_radius,
-                    clip_sample,
-                    clip_batch,
-                    self.sigma_theta_,
-                    self.sigma_w_,
-                    self.alpha,
-                )
-            )
-        )
-        key = jax.random.key(root_seed, impl=_defaults.PRNG_IMPL)
-        key, key_w0 = jax.random.split(key)
-        shape = (n_strata, n_groups, n_classes)
-        if self.dual_init == "normal":
-            W0 = jax.random.normal(key_w0, shape) * strata.mask[:, :, None]
-        else:
-            W0 = jnp.zeros(shape)
-        X = jnp.asarray(X, dtype=jnp.float32 if self.dtype == "float32" else jnp.float64)
-        theta, W, history = sgda_solve(
-            theta0,
-            W0,
-            X,
-            jnp.asarray(y.astype(np.int32)),
-            jnp.asarray(s),
-            jnp.asarray(t),
-            jnp.asarray(weight),
-            strata,
-            hyper,
-            key,
-            binary=binary,
-            batch_size=m,
-            n_epochs=self.n_epochs,
-            batching=self.batching,
-            record_history=self.record_history or bool(self.verbose),
-            random_iterate=self.return_iterate == "random",
-        )
-        self.n_iter_ = self.n_epochs * -(-X.shape[0] // m)
-        self.objective_ = float("nan")
-        if history is not None:
-            names = ("batch_loss", "batch_saddle", "w_norm")
-            record = as_history(dict(zip(names, history)))
-            if self.record_history:
-                self.history_ = record
-            if self.verbose:
-                steps = self.n_iter_ // self.n_epochs
-                for e in range(self.n_epochs):
-                    part = slice(e * steps, (e + 1) * steps)
-                    log_fit(
-                        self,
-                        "epoch %d/%d: loss %.5f, saddle %.5f, ||W|| %.4f",
-                        e + 1,
-                        self.n_epochs,
-                        record["batch_loss"][part].mean(),
-                        record["batch_saddle"][part].mean(),
-                        record["w_norm"][part][-1],
-                        level=2,
-                    )
-                last = slice(self.n_iter_ - steps, self.n_iter_)
-                log_fit(
-                    self,
-                    "SGDA: %d iterations (%d epochs), last-epoch loss %.5f, saddle "
-                    "%.5f, ||W|| %.4f",
-                    self.n_iter_,
-                    self.n_epochs,
-                    record["batch_loss"][last].mean(),
-                    record["batch_saddle"][last].mean(),
-                    record["w_norm"][-1],
-                )
-        return theta, W
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -6,6 +6,9 @@
 * :func:`sgda_solve` is Algorithm 1 of Lowy, Gupta, Razaviyayn (ICLR 2023): simultaneous
   stochastic descent in theta and projected ascent in W with optional per-sample
   clipping and Gaussian noise (spec 5.3), one ``lax.scan`` over all T iterations.
+* :func:`run_full_batch` and :func:`run_sgda` are the entry points of the estimator: they
+  take host arrays, set up the solve (padding, starting point, keys, W0) under
+  ``jax.enable_x64``, and return an :class:`ERMIResult` of numpy values.
 
 Random streams (spec 11): one key per purpose (batches, theta-noise, W-noise, random
 iterate), so the batch sequence does not depend on k, l or the noise settings.
@@ -31,8 +34,12 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.optimize
 
+from fairest._kernels import scores
+from fairest._kernels._buckets import pad_rows
+from fairest.ermi import _defaults
 from fairest.ermi._kernels import (
     Strata,
+    closed_form_w,
     fermi_objective,
     loss_and_logit_grad,
     probabilities,
@@ -40,14 +47,38 @@ from fairest.ermi._kernels import (
 )
 
 __all__ = [
+    "ERMIResult",
     "SGDAHyper",
     "draw_below",
     "draws_per_round",
     "full_batch_solve",
     "project_ball",
+    "run_full_batch",
+    "run_sgda",
+    "sgda_iterations",
     "sgda_solve",
     "uniform_subset",
 ]
+
+HISTORY_KEYS = ("batch_loss", "batch_saddle", "w_norm")  # the per-iteration SGDA records
+
+
+class ERMIResult(NamedTuple):
+    """Outcome of :func:`run_full_batch` / :func:`run_sgda` (numpy values)."""
+
+    theta: np.ndarray  # (d + 1, q) intercept row first; q = 1 (binary) or n_classes
+    W: np.ndarray  # (n_strata, n_groups, n_classes) auxiliary matrix
+    n_iter: int  # L-BFGS iterations, or SGDA iterations T
+    converged: bool  # L-BFGS reached tol; SGDA (a fixed T, no stopping test): always True
+    objective: float  # final full-batch objective (NaN for SGDA)
+    grad_norm: float  # full batch: infinity norm of the final gradient (NaN for SGDA)
+    history: dict | None  # SGDA with record_history: HISTORY_KEYS -> (T,) arrays
+
+
+def sgda_iterations(n_samples: int, batch_size: int, n_epochs: int) -> tuple[int, int]:
+    """``(m, T)``: the minibatch size ``min(batch_size, n)`` and ``T = n_epochs ceil(n / m)``."""
+    m = min(batch_size, n_samples)
+    return m, n_epochs * -(-n_samples // m)
 
 
 class SGDAHyper(NamedTuple):
@@ -387,3 +418,158 @@ def sgda_solve(
             history = tuple(h.reshape(-1) for h in history)
     theta, W, chosen = state
     return (chosen if random_iterate else theta), W, history
+
+
+def _device_strata(strata) -> Strata:
+    return Strata(*(jnp.asarray(a) for a in strata))
+
+
+def run_full_batch(
+    X,
+    y,
+    s,
+    t,
+    weight,
+    strata,
+    *,
+    n_classes: int,
+    fairness_weight: float,
+    alpha: float = _defaults.ALPHA,
+    tol: float = _defaults.FULL_BATCH_TOL,
+    max_iter: int = _defaults.FULL_BATCH_MAX_ITER,
+) -> ERMIResult:
+    """Exact FERMI by :func:`full_batch_solve` from zeros, W at its closed form.
+
+    ``X`` (n, d), labels ``y``, groups ``s`` and strata ``t`` (int codes), ``weight`` (mean
+    1) and ``strata`` (the numpy ``Strata`` constants) are host arrays. The rows are padded
+    to a bucketed count (weight 0), so a new row count rarely recompiles.
+    """
+    binary = n_classes == 2
+    n, d = X.shape
+    with jax.enable_x64(True):
+        theta0 = jnp.zeros((d + 1, 1 if binary else n_classes))
+        strata = _device_strata(strata)
+        Xp, yp, sp, tp, wp = (
+            jnp.asarray(a) for a in pad_rows(n, X, y.astype(np.int32), s, t, weight)
+        )
+        theta, objective, grad_norm, n_iter, converged = full_batch_solve(
+            theta0,
+            Xp,
+            yp,
+            sp,
+            tp,
+            wp,
+            strata,
+            jnp.asarray(fairness_weight),
+            jnp.asarray(float(alpha)),
+            tol,
+            max_iter,
+            binary=binary,
+        )
+        theta = jnp.asarray(theta)
+        # on the padded rows (weight 0 there): no recompilation for a new row count
+        W = closed_form_w(probabilities(scores(theta, Xp), binary), sp, tp, wp, strata)
+    return ERMIResult(
+        theta=np.asarray(theta, dtype=np.float64),
+        W=np.asarray(W, dtype=np.float64),
+        n_iter=n_iter,
+        converged=converged,
+        objective=objective,
+        grad_norm=float(grad_norm),
+        history=None,
+    )
+
+
+def run_sgda(
+    X,
+    y,
+    s,
+    t,
+    weight,
+    strata,
+    *,
+    n_classes: int,
+    fairness_weight: float,
+    seed: int,
+    alpha: float = _defaults.ALPHA,
+    batch_size: int = _defaults.BATCH_SIZE,
+    n_epochs: int = _defaults.N_EPOCHS,
+    learning_rate: float = _defaults.LEARNING_RATE,
+    dual_learning_rate: float = _defaults.DUAL_LEARNING_RATE,
+    dual_radius: float = _defaults.DUAL_RADIUS,
+    clip_sample: float = np.inf,
+    clip_batch: float = np.inf,
+    sigma_theta: float = 0.0,
+    sigma_w: float = 0.0,
+    batching: str = "uniform",
+    return_iterate: str = "last",
+    dual_init: str = "zeros",
+    dtype: str = "float64",
+    record_history: bool = False,
+) -> ERMIResult:
+    """(DP-)SGDA (:func:`sgda_solve`) from ``theta = 0`` and ``W0`` per ``dual_init``.
+
+    Host arrays as for :func:`run_full_batch`. ``clip_sample`` / ``clip_batch`` /
+    ``sigma_theta`` / ``sigma_w`` come from ``_dp.calibrate_privacy`` (``inf`` / 0:
+    non-private). ``seed`` is the root of the random streams (spec 11): W0 (``"normal"``),
+    then batches, noise and the random iterate. ``dtype="float32"`` runs the two
+    minibatch products on a float32 copy of X.
+    """
+    binary = n_classes == 2
+    n, d = X.shape
+    m, n_iter = sgda_iterations(n, batch_size, n_epochs)
+    with jax.enable_x64(True):
+        theta0 = jnp.zeros((d + 1, 1 if binary else n_classes))
+        strata = _device_strata(strata)
+        hyper = SGDAHyper(
+            *(
+                jnp.asarray(float(v))
+                for v in (
+                    fairness_weight,
+                    learning_rate,
+                    dual_learning_rate,
+                    dual_radius,
+                    clip_sample,
+                    clip_batch,
+                    sigma_theta,
+                    sigma_w,
+                    alpha,
+                )
+            )
+        )
+        key = jax.random.key(seed, impl=_defaults.PRNG_IMPL)
+        key, key_w0 = jax.random.split(key)
+        shape = (*strata.inv_sqrt_p.shape, n_classes)  # (n_strata, n_groups, n_classes)
+        if dual_init == "normal":
+            W0 = jax.random.normal(key_w0, shape) * strata.mask[:, :, None]
+        else:
+            W0 = jnp.zeros(shape)
+        theta, W, history = sgda_solve(
+            theta0,
+            W0,
+            jnp.asarray(X, dtype=jnp.float32 if dtype == "float32" else jnp.float64),
+            jnp.asarray(y.astype(np.int32)),
+            jnp.asarray(s),
+            jnp.asarray(t),
+            jnp.asarray(weight),
+            strata,
+            hyper,
+            key,
+            binary=binary,
+            batch_size=m,
+            n_epochs=n_epochs,
+            batching=batching,
+            record_history=record_history,
+            random_iterate=return_iterate == "random",
+        )
+    if history is not None:
+        history = {name: np.asarray(h) for name, h in zip(HISTORY_KEYS, history)}
+    return ERMIResult(
+        theta=np.asarray(theta, dtype=np.float64),
+        W=np.asarray(W, dtype=np.float64),
+        n_iter=n_iter,
+        converged=True,
+        objective=float("nan"),
+        grad_norm=float("nan"),
+        history=history,
+    )

@@ -12,34 +12,20 @@ import warnings
 from numbers import Integral, Real
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from fairest.reweighting import _defaults
 from fairest.reweighting._badr_metrics import CLASSIFICATION_METRICS, REGRESSION_METRICS
-from fairest.reweighting._bilevel import (
-    ImplicitOracle,
-    exact_metric_value,
-    run_frank_wolfe,
-    run_scipy,
-)
-from fairest.reweighting._common import (
-    baseline_weights,
-    build_metric_spec,
-    make_problem,
-    single_class_groups,
-)
+from fairest.reweighting._common import build_metric_spec, make_problem
+from fairest.reweighting._solve import SOLVERS, BADRSettings, solve_badr
 from fairest.utils._estimator import encode_binary_target, validate_fit_data
 from fairest.utils._linear import LinearClassifierMixin, LinearRegressorMixin
 from fairest.utils._reporting import as_history, log_fit
 
 __all__ = ["BADRClassifier", "BADRRegressor"]
-
-SOLVERS = ("slsqp", "frank-wolfe", "trust-constr", "gd", "sgd")
 
 
 class _BADRBase(BaseEstimator):
@@ -74,11 +60,12 @@ class _BADRBase(BaseEstimator):
         "record_history": ["boolean"],
     }
 
-    # ------------------------------------------------------------------ fit machinery
+    # ------------------------------------------------------------------ fit
     def _fit_badr(self, data, loss: str, y_num: np.ndarray, task: str):
-        n = data.X.shape[0]
         num_groups = len(data.group_labels)
-        metric, temperature = build_metric_spec(self.metric, self.metric_params, task, loss, n)
+        metric, temperature = build_metric_spec(
+            self.metric, self.metric_params, task, loss, data.X.shape[0]
+        )
         penalize = self.penalize_intercept
         if penalize is None:
             penalize = loss == "squared_hinge"  # spec section 2: liblinear's convention
@@ -86,7 +73,8 @@ class _BADRBase(BaseEstimator):
         if np.any(totals <= 0):
             raise ValueError("Every group needs a positive total sample weight.")
         self.groups_ = data.group_labels
-        history = {}
+        # the solver's settings are the estimator's parameters of the same names
+        settings = BADRSettings(**{name: getattr(self, name) for name in BADRSettings._fields})
         with jax.enable_x64(True):
             problem = make_problem(
                 data,
@@ -98,230 +86,46 @@ class _BADRBase(BaseEstimator):
                 self.inner_max_iter,
                 reference_compat=self.reference_compat,
             )
-            theta0 = jax.device_put(np.zeros(data.X.shape[1] + 1))
-            if num_groups == 1:  # nothing to reweigh, no disparity: the plain model
-                return self._fit_one_group(loss, problem, theta0)
-            orc = ImplicitOracle(loss, metric, num_groups, problem, theta0, data.groups)
-            orc.compile_in_background(vertices=self.safeguard)
-            uniform = np.full(num_groups, 1.0 / num_groups)
-            candidates = self._evaluate_baselines(orc, totals, data, loss, penalize)
-            lam, n_iter, converged, message, history = self._run_solver(
-                orc, loss, metric, num_groups, problem, data, uniform
-            )
-            value, _, out = orc.evaluate(lam)
-            for restart in self._restart_points(candidates, totals):
-                if value < min(candidates.values()):
-                    break  # the solver beats every baseline: no restart
-                lam2, n_iter2, converged2, message2, history2 = self._run_solver(
-                    orc, loss, metric, num_groups, problem, data, restart
-                )
-                n_iter += n_iter2
-                value2, _, out2 = orc.evaluate(lam2)
-                if value2 < value:
-                    lam, value, out = lam2, value2, out2
-                    converged, message, history = converged2, message2, history2
-            if self.safeguard and candidates:
-                name = min(candidates, key=candidates.get)
-                if candidates[name] < value:
-                    lam = baseline_weights(totals)[name]
-                    value, _, out = orc.evaluate(lam)
-            selected = self._selected_name(lam, candidates, totals)
-            if not bool(out.inner_converged):
-                warnings.warn(
-                    "The lower-level Newton solve did not reach inner_tol at the returned "
-                    "group weights; increase inner_max_iter.",
-                    ConvergenceWarning,
-                    stacklevel=3,
-                )
-            theta = np.asarray(out.theta)
-            exact = float(exact_metric_value(metric, out.theta, problem, num_groups))
-            losses = np.asarray(out.group_losses)
-        if not converged:
+            result = solve_badr(loss, metric, problem, data.groups, num_groups, settings)
+        if not result.inner_converged:
             warnings.warn(
-                f"BADR solver {self.solver!r} did not converge ({message}); the best weights "
-                "found are returned. Increase max_iter or loosen tol.",
+                "The Newton solve did not reach inner_tol; increase inner_max_iter."
+                if num_groups == 1
+                else "The lower-level Newton solve did not reach inner_tol at the returned "
+                "group weights; increase inner_max_iter.",
                 ConvergenceWarning,
                 stacklevel=3,
             )
-        log_fit(
-            self,
-            "BADR %s: %d outer iterations, %d oracle calls, train unfairness %.6g (%s)",
-            self.solver,
-            n_iter,
-            orc.nfev,
-            value,
-            selected,
-        )
-        self._set_linear_parameters(theta)
-        self.group_weights_ = np.asarray(lam, dtype=np.float64)
-        self.n_iter_ = int(n_iter) if num_groups > 1 else int(out.inner_iter)
-        self.n_evaluations_ = orc.nfev
-        self.converged_ = bool(converged)
-        self.unfairness_ = float(value)
-        self.unfairness_exact_ = exact
-        self.group_losses_ = losses
-        self.baseline_unfairness_ = dict(candidates)
-        self.selected_ = selected
-        if self.record_history:
-            self.history_ = as_history(history)
-        return self
-
-    def _fit_one_group(self, loss, problem, theta0):
-        from fairest.reweighting._bilevel import group_losses_and_jacobian, lower_solve
-
-        result = lower_solve(loss, jnp.ones(1), theta0, problem, 1)
-        if not bool(result.converged):
+        if not result.converged:
             warnings.warn(
-                "The Newton solve did not reach inner_tol; increase inner_max_iter.",
+                f"BADR solver {self.solver!r} did not converge ({result.message}); the best "
+                "weights found are returned. Increase max_iter or loosen tol.",
                 ConvergenceWarning,
-                stacklevel=4,
+                stacklevel=3,
             )
-        theta = np.asarray(result.theta)
-        self._set_linear_parameters(theta)
-        self.group_weights_ = np.ones(1)
-        self.n_iter_ = int(result.n_iter)
-        self.n_evaluations_ = 1
-        self.converged_ = True
-        self.unfairness_ = 0.0
-        self.unfairness_exact_ = 0.0
-        losses, _ = group_losses_and_jacobian(loss, result.theta, problem, 1)
-        self.group_losses_ = np.asarray(losses)
-        self.baseline_unfairness_ = {}
-        self.selected_ = "one group"
+        if num_groups > 1:
+            log_fit(
+                self,
+                "BADR %s: %d outer iterations, %d oracle calls, train unfairness %.6g (%s)",
+                self.solver,
+                result.n_iter,
+                result.n_evaluations,
+                result.unfairness,
+                result.selected,
+            )
+        self._set_linear_parameters(result.theta)
+        self.group_weights_ = result.group_weights
+        self.n_iter_ = result.n_iter
+        self.n_evaluations_ = result.n_evaluations
+        self.converged_ = result.converged
+        self.unfairness_ = result.unfairness
+        self.unfairness_exact_ = result.unfairness_exact
+        self.group_losses_ = result.group_losses
+        self.baseline_unfairness_ = result.baseline_unfairness
+        self.selected_ = result.selected
         if self.record_history:
-            self.history_ = as_history({})
+            self.history_ = as_history(result.history)
         return self
-
-    def _restart_points(self, candidates, totals) -> list[np.ndarray]:
-        """Where to restart a two-loop solver that ends no better than a baseline.
-
-        A solver started at uniform weights stops at once when uniform is nearly stationary
-        (for instance a local maximum of the unfairness when the groups mirror each
-        other). It is then run again from the best baseline other than uniform and, if
-        that is no better, from the best one-group vertex.
-        """
-        if self.solver not in ("slsqp", "trust-constr", "frank-wolfe") or not candidates:
-            return []
-        weights = baseline_weights(totals)
-        ranked = [
-            n
-            for n in sorted(candidates, key=candidates.get)
-            if np.max(np.abs(weights[n] - weights["uniform"])) > 1e-9
-        ]
-        vertices = [n for n in ranked if n.startswith("group_")]
-        names = list(dict.fromkeys(ranked[:1] + vertices[:1]))
-        return [weights[n] for n in names]
-
-    def _selected_name(self, lam, candidates, totals) -> str:
-        """The baseline whose weights ``lam`` are, else the solver's name."""
-        weights = baseline_weights(totals)
-        for name in candidates:
-            if np.max(np.abs(np.asarray(lam) - weights[name])) <= 1e-12:
-                return name
-        return self.solver
-
-    def _evaluate_baselines(self, orc, totals, data, loss, penalize) -> dict[str, float]:
-        """Phi at uniform, balanced and every one-group vertex (spec 4.8 safeguard).
-
-        A vertex on a single-class group (logistic with a free intercept) has no minimiser
-        and is skipped. Uniform is evaluated first: theta*(uniform) warm-starts the solver.
-        """
-        values = {}
-        y_num = np.asarray(orc.problem.y)[: data.X.shape[0]]
-        single_class = single_class_groups(loss, penalize, y_num, data.groups, totals.size)
-        for name, lam in baseline_weights(totals).items():
-            if not self.safeguard and name != "uniform":
-                continue
-            if name.startswith("group_") and single_class[int(name[6:])]:
-                continue
-            values[name] = orc.evaluate(lam)[0]
-        theta_uniform = orc.evaluate(baseline_weights(totals)["uniform"])[2].theta
-        orc.theta = theta_uniform
-        return values if self.safeguard else {}
-
-    def _run_solver(self, orc, loss, metric, num_groups, problem, data, lam0):
-        solver = self.solver
-        max_iter = self.max_iter or _defaults.MAX_ITER[solver]
-        tol = self.tol if self.tol is not None else _defaults.TOL[solver]
-        history = {}
-        if solver in ("slsqp", "trust-constr"):
-            start = len(orc.path)
-            lam, n_iter, message, ok = run_scipy(solver, orc, lam0, max_iter=max_iter, tol=tol)
-            if orc.best[1] is not None and orc.best[0] < orc.evaluate(lam)[0]:
-                lam = orc.best[1]
-            if self.record_history:
-                path = orc.path[start:]
-                history = {
-                    "unfairness": np.array([v for v, _ in path]),
-                    "group_weights": np.array([w for _, w in path]),
-                }
-            return lam, n_iter, ok, message, history
-        if solver == "frank-wolfe":
-            lam, n_iter, ok, hist = run_frank_wolfe(
-                orc,
-                lam0,
-                max_iter=max_iter,
-                tol=tol,
-                step_rule=self.step_rule,
-                gap_mode=self.gap_mode,
-                record=self.record_history,
-            )
-            return lam, n_iter, ok, "Frank-Wolfe gap above tol", hist or {}
-        return self._run_single_loop(orc, loss, metric, num_groups, problem, data, lam0, max_iter)
-
-    def _run_single_loop(self, orc, loss, metric, num_groups, problem, data, lam0, max_iter):
-        from fairest._kernels._projections import project_simplex
-        from fairest.reweighting._single_loop import lipschitz_step, make_sampler, single_loop
-
-        stochastic = self.solver == "sgd"
-        n = data.X.shape[0]
-        batch_size = self.batch_size or max(num_groups, min(n, _defaults.BATCH_SIZE))
-        if stochastic and batch_size < num_groups:
-            raise ValueError(
-                f"batch_size={batch_size} is smaller than the number of groups "
-                f"({num_groups}); every group needs at least one sample per batch."
-            )
-        seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
-        sampler = make_sampler(data.groups, num_groups, batch_size, seed) if stochastic else None
-        rate = self.learning_rate
-        if rate == "auto":
-            rate = lipschitz_step(loss, problem, jnp.asarray(lam0), orc.theta, num_groups)
-        check_every = min(self.check_every, max_iter)
-        n_chunks = -(-max_iter // check_every)
-        state, (lams, values, proxy, grad_norm) = single_loop(
-            loss,
-            metric,
-            num_groups,
-            problem,
-            sampler,
-            jnp.asarray(lam0),
-            orc.theta,
-            jnp.float64(orc.evaluate(lam0)[0]),
-            jax.random.key(seed),
-            jnp.float64(rate),
-            jnp.float64(self.dual_learning_rate),
-            jnp.float64(self.clip_norm),
-            jnp.int32(check_every),
-            n_chunks=n_chunks,
-            stochastic=stochastic,
-            batch_size=batch_size if stochastic else 0,
-        )
-        values = np.asarray(values)
-        ok = bool(np.all(np.isfinite(values))) and bool(np.isfinite(float(state.best_value)))
-        lam = np.asarray(project_simplex(state.best_lam))
-        if not np.all(np.isfinite(lam)):
-            lam = np.asarray(lam0)
-        history = {}
-        if self.record_history:
-            history = {
-                "iteration": np.arange(1, n_chunks + 1) * check_every,
-                "group_weights": np.asarray(lams),
-                "unfairness": values,
-                "unfairness_proxy": np.asarray(proxy),
-                "grad_norm": np.asarray(grad_norm),
-            }
-        message = "diverged (non-finite iterates); lower learning_rate" if not ok else ""
-        return lam, n_chunks * check_every, ok, message, history
 
 
 _DOC_PARAMS = """

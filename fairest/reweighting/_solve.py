@@ -1,0 +1,348 @@
+"""BADR's one solver entry point: :func:`solve_badr` (badr spec sections 4-6).
+
+It holds the policy around the solvers of :mod:`fairest.reweighting._bilevel` and
+:mod:`fairest.reweighting._single_loop`: the safeguard's baselines (uniform, balanced,
+every one-group vertex, spec 4.8), the dispatch to the chosen solver, the restarts of a
+two-loop solver that ends no better than a baseline, the final choice of the weights, and
+the one-group case (nothing to reweigh). It takes a :class:`~._bilevel.Problem` built by
+:func:`~._common.make_problem` and returns a :class:`BADRResult` of host values; the
+estimators only validate, build the problem, call it and store the result.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from sklearn.utils import check_random_state
+
+from fairest.reweighting import _defaults
+from fairest.reweighting._badr_metrics import MetricSpec
+from fairest.reweighting._bilevel import (
+    ImplicitOracle,
+    Problem,
+    exact_metric_value,
+    group_losses_and_jacobian,
+    lower_solve,
+    run_frank_wolfe,
+    run_scipy,
+)
+from fairest.reweighting._common import baseline_weights, single_class_groups
+
+__all__ = [
+    "SOLVERS",
+    "BADRResult",
+    "BADRSettings",
+    "evaluate_baselines",
+    "restart_points",
+    "run_single_loop",
+    "run_solver",
+    "selected_name",
+    "solve_badr",
+]
+
+SOLVERS = ("slsqp", "frank-wolfe", "trust-constr", "gd", "sgd")
+TWO_LOOP_SOLVERS = ("slsqp", "trust-constr", "frank-wolfe")
+
+
+class BADRSettings(NamedTuple):
+    """The hyper-parameters of a BADR solve (the estimator's parameters of the same names).
+
+    ``max_iter`` / ``tol`` ``None`` mean the solver's default (``_defaults.MAX_ITER``,
+    ``_defaults.TOL``); ``batch_size`` ``None`` means ``max(G, min(n, 256))``;
+    ``random_state`` seeds badr-sgd's minibatches (and badr-gd's key), drawn only by the
+    single-loop solvers.
+    """
+
+    solver: str = "slsqp"
+    max_iter: int | None = None
+    tol: float | None = None
+    batch_size: int | None = None
+    learning_rate: float | str = _defaults.LEARNING_RATE
+    dual_learning_rate: float = _defaults.DUAL_LEARNING_RATE
+    clip_norm: float = _defaults.CLIP_NORM
+    check_every: int = _defaults.CHECK_EVERY
+    step_rule: str = "log"
+    gap_mode: str = "gap"
+    safeguard: bool = True
+    random_state: object = None
+    record_history: bool = False
+
+
+class BADRResult(NamedTuple):
+    """Outcome of :func:`solve_badr` (host values)."""
+
+    theta: np.ndarray  # (d + 1,) intercept first: the weighted refit at group_weights
+    group_weights: np.ndarray  # (G,) on the simplex
+    n_iter: int  # outer iterations (one group: Newton iterations of the plain fit)
+    n_evaluations: int  # oracle calls (lower-level solves) made from the host
+    converged: bool
+    message: str  # why the solver did not converge ("" or a reason)
+    inner_converged: bool  # the lower-level Newton solve at group_weights reached inner_tol
+    unfairness: float  # smooth train unfairness at group_weights
+    unfairness_exact: float
+    group_losses: np.ndarray  # (G,) mean train loss of every group
+    baseline_unfairness: dict  # safeguard baselines -> smooth unfairness ({} without safeguard)
+    selected: str  # the solver's name, a baseline's name or "one group"
+    history: dict  # per outer iteration / oracle call / check ({} unless record_history)
+
+
+def solve_badr(
+    loss: str,
+    metric: MetricSpec,
+    problem: Problem,
+    groups: np.ndarray,
+    num_groups: int,
+    settings: BADRSettings | None = None,
+) -> BADRResult:
+    """Group weights of minimal train unfairness and the model fitted at them.
+
+    Parameters
+    ----------
+    loss : {"logistic", "squared_hinge", "squared_error"}
+        Per-sample loss of the model.
+    metric : MetricSpec
+        The smooth train unfairness (``_common.build_metric_spec``).
+    problem : Problem
+        Padded float64 device arrays (``_common.make_problem``, built inside
+        ``jax.enable_x64(True)``); every group needs a positive total weight.
+    groups : ndarray of shape (n_samples,)
+        Integer group codes ``0..G-1`` of the unpadded rows.
+    num_groups : int
+        Number G of groups.
+    settings : BADRSettings, default=None
+        The solver and its hyper-parameters; ``None`` means ``BADRSettings()`` (the
+        estimators' defaults).
+
+    Returns
+    -------
+    BADRResult
+        Weights, model and diagnostics. With a single group the plain model is fitted
+        (weights ``[1.0]``, ``selected="one group"``).
+
+    Two-loop solvers start at uniform weights (warm-started at ``theta*(uniform)``); with
+    ``settings.safeguard`` the baselines are evaluated first, a two-loop solver that ends
+    no better than them is restarted (:func:`restart_points`), and the best baseline is
+    returned when it still beats the solver (spec 4.8).
+    """
+    settings = BADRSettings() if settings is None else settings
+    groups = np.asarray(groups)
+    n = groups.shape[0]
+    with jax.enable_x64(True):
+        totals = np.bincount(groups, weights=np.asarray(problem.weight)[:n], minlength=num_groups)
+        theta0 = jax.device_put(np.zeros(problem.X.shape[1] + 1))
+        if num_groups == 1:  # nothing to reweigh, no disparity: the plain model
+            return _solve_one_group(loss, problem, theta0)
+        orc = ImplicitOracle(loss, metric, num_groups, problem, theta0, groups)
+        orc.compile_in_background(vertices=settings.safeguard)
+        uniform = np.full(num_groups, 1.0 / num_groups)
+        candidates = evaluate_baselines(orc, totals, groups, loss, settings.safeguard)
+        lam, n_iter, converged, message, history = run_solver(
+            orc, loss, metric, problem, groups, uniform, settings
+        )
+        value, _, out = orc.evaluate(lam)
+        for restart in restart_points(settings.solver, candidates, totals):
+            if value < min(candidates.values()):
+                break  # the solver beats every baseline: no restart
+            lam2, n_iter2, converged2, message2, history2 = run_solver(
+                orc, loss, metric, problem, groups, restart, settings
+            )
+            n_iter += n_iter2
+            value2, _, out2 = orc.evaluate(lam2)
+            if value2 < value:
+                lam, value, out = lam2, value2, out2
+                converged, message, history = converged2, message2, history2
+        if settings.safeguard and candidates:
+            name = min(candidates, key=candidates.get)
+            if candidates[name] < value:
+                lam = baseline_weights(totals)[name]
+                value, _, out = orc.evaluate(lam)
+        selected = selected_name(lam, candidates, totals, settings.solver)
+        return BADRResult(
+            theta=np.asarray(out.theta),
+            group_weights=np.asarray(lam, dtype=np.float64),
+            n_iter=int(n_iter),
+            n_evaluations=orc.nfev,
+            converged=bool(converged),
+            message=message,
+            inner_converged=bool(out.inner_converged),
+            unfairness=float(value),
+            unfairness_exact=float(exact_metric_value(metric, out.theta, problem, num_groups)),
+            group_losses=np.asarray(out.group_losses),
+            baseline_unfairness=dict(candidates),
+            selected=selected,
+            history=history,
+        )
+
+
+def _solve_one_group(loss, problem, theta0) -> BADRResult:
+    """The plain (unweighted) model: one Newton solve, no disparity."""
+    result = lower_solve(loss, jnp.ones(1), theta0, problem, 1)
+    losses, _ = group_losses_and_jacobian(loss, result.theta, problem, 1)
+    return BADRResult(
+        theta=np.asarray(result.theta),
+        group_weights=np.ones(1),
+        n_iter=int(result.n_iter),
+        n_evaluations=1,
+        converged=True,
+        message="",
+        inner_converged=bool(result.converged),
+        unfairness=0.0,
+        unfairness_exact=0.0,
+        group_losses=np.asarray(losses),
+        baseline_unfairness={},
+        selected="one group",
+        history={},
+    )
+
+
+def restart_points(solver: str, candidates: dict, totals) -> list[np.ndarray]:
+    """Where to restart a two-loop solver that ends no better than a baseline.
+
+    A solver started at uniform weights stops at once when uniform is nearly stationary
+    (for instance a local maximum of the unfairness when the groups mirror each
+    other). It is then run again from the best baseline other than uniform and, if
+    that is no better, from the best one-group vertex.
+    """
+    if solver not in TWO_LOOP_SOLVERS or not candidates:
+        return []
+    weights = baseline_weights(totals)
+    ranked = [
+        n
+        for n in sorted(candidates, key=candidates.get)
+        if np.max(np.abs(weights[n] - weights["uniform"])) > 1e-9
+    ]
+    vertices = [n for n in ranked if n.startswith("group_")]
+    names = list(dict.fromkeys(ranked[:1] + vertices[:1]))
+    return [weights[n] for n in names]
+
+
+def selected_name(lam, candidates: dict, totals, solver: str) -> str:
+    """The baseline whose weights ``lam`` are, else the solver's name."""
+    weights = baseline_weights(totals)
+    for name in candidates:
+        if np.max(np.abs(np.asarray(lam) - weights[name])) <= 1e-12:
+            return name
+    return solver
+
+
+def evaluate_baselines(orc: ImplicitOracle, totals, groups, loss, safeguard) -> dict[str, float]:
+    """Phi at uniform, balanced and every one-group vertex (spec 4.8 safeguard).
+
+    A vertex on a single-class group (logistic with a free intercept) has no minimiser
+    and is skipped. Uniform is evaluated first, also without the safeguard:
+    theta*(uniform) warm-starts the solver. Returns ``{}`` without the safeguard.
+    """
+    values = {}
+    y_num = np.asarray(orc.problem.y)[: groups.shape[0]]
+    penalize = bool(np.asarray(orc.problem.penalize_intercept))
+    single_class = single_class_groups(loss, penalize, y_num, groups, totals.size)
+    for name, lam in baseline_weights(totals).items():
+        if not safeguard and name != "uniform":
+            continue
+        if name.startswith("group_") and single_class[int(name[6:])]:
+            continue
+        values[name] = orc.evaluate(lam)[0]
+    theta_uniform = orc.evaluate(baseline_weights(totals)["uniform"])[2].theta
+    orc.theta = theta_uniform
+    return values if safeguard else {}
+
+
+def run_solver(orc, loss, metric, problem, groups, lam0, settings: BADRSettings):
+    """One run of the chosen solver from ``lam0``.
+
+    Returns ``(lam, n_iter, converged, message, history)``.
+    """
+    solver = settings.solver
+    max_iter = settings.max_iter or _defaults.MAX_ITER[solver]
+    tol = settings.tol if settings.tol is not None else _defaults.TOL[solver]
+    history = {}
+    if solver in ("slsqp", "trust-constr"):
+        start = len(orc.path)
+        lam, n_iter, message, ok = run_scipy(solver, orc, lam0, max_iter=max_iter, tol=tol)
+        if orc.best[1] is not None and orc.best[0] < orc.evaluate(lam)[0]:
+            lam = orc.best[1]
+        if settings.record_history:
+            path = orc.path[start:]
+            history = {
+                "unfairness": np.array([v for v, _ in path]),
+                "group_weights": np.array([w for _, w in path]),
+            }
+        return lam, n_iter, ok, message, history
+    if solver == "frank-wolfe":
+        lam, n_iter, ok, hist = run_frank_wolfe(
+            orc,
+            lam0,
+            max_iter=max_iter,
+            tol=tol,
+            step_rule=settings.step_rule,
+            gap_mode=settings.gap_mode,
+            record=settings.record_history,
+        )
+        return lam, n_iter, ok, "Frank-Wolfe gap above tol", hist or {}
+    if solver in ("gd", "sgd"):
+        return run_single_loop(orc, loss, metric, problem, groups, lam0, max_iter, settings)
+    raise ValueError(f"solver must be one of {SOLVERS}; got {solver!r}.")
+
+
+def run_single_loop(orc, loss, metric, problem, groups, lam0, max_iter, settings: BADRSettings):
+    """badr-gd / badr-sgd from ``lam0``: the best weights of the exact checks.
+
+    Returns ``(lam, n_iter, converged, message, history)``; not converged means non-finite
+    iterates (then ``lam0`` is returned if the best weights are not finite).
+    """
+    from fairest._kernels._projections import project_simplex
+    from fairest.reweighting._single_loop import lipschitz_step, make_sampler, single_loop
+
+    stochastic = settings.solver == "sgd"
+    n = groups.shape[0]
+    num_groups = orc.num_groups
+    batch_size = settings.batch_size or max(num_groups, min(n, _defaults.BATCH_SIZE))
+    if stochastic and batch_size < num_groups:
+        raise ValueError(
+            f"batch_size={batch_size} is smaller than the number of groups "
+            f"({num_groups}); every group needs at least one sample per batch."
+        )
+    seed = check_random_state(settings.random_state).randint(np.iinfo(np.int32).max)
+    sampler = make_sampler(groups, num_groups, batch_size, seed) if stochastic else None
+    rate = settings.learning_rate
+    if rate == "auto":
+        rate = lipschitz_step(loss, problem, jnp.asarray(lam0), orc.theta, num_groups)
+    check_every = min(settings.check_every, max_iter)
+    n_chunks = -(-max_iter // check_every)
+    state, (lams, values, proxy, grad_norm) = single_loop(
+        loss,
+        metric,
+        num_groups,
+        problem,
+        sampler,
+        jnp.asarray(lam0),
+        orc.theta,
+        jnp.float64(orc.evaluate(lam0)[0]),
+        jax.random.key(seed),
+        jnp.float64(rate),
+        jnp.float64(settings.dual_learning_rate),
+        jnp.float64(settings.clip_norm),
+        jnp.int32(check_every),
+        n_chunks=n_chunks,
+        stochastic=stochastic,
+        batch_size=batch_size if stochastic else 0,
+    )
+    values = np.asarray(values)
+    ok = bool(np.all(np.isfinite(values))) and bool(np.isfinite(float(state.best_value)))
+    lam = np.asarray(project_simplex(state.best_lam))
+    if not np.all(np.isfinite(lam)):
+        lam = np.asarray(lam0)
+    history = {}
+    if settings.record_history:
+        history = {
+            "iteration": np.arange(1, n_chunks + 1) * check_every,
+            "group_weights": np.asarray(lams),
+            "unfairness": values,
+            "unfairness_proxy": np.asarray(proxy),
+            "grad_norm": np.asarray(grad_norm),
+        }
+    message = "diverged (non-finite iterates); lower learning_rate" if not ok else ""
+    return lam, n_chunks * check_every, ok, message, history
