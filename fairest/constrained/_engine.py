@@ -22,6 +22,13 @@ tolerance never recompiles. Sample weights reach a problem as per-row loss scale
 ``batch.s`` (``None`` when unweighted, which runs the unweighted code unchanged); the
 samplers stay uniform. Solver parameters (``hyper``) use the public ``solver_params``
 names of ``LossGapConstrainedClassifier``.
+
+Every solver guards against divergence: the scans carry a flag, the iteration by which
+the parameters were not finite (one ``isfinite`` reduction every few iterations,
+:func:`guarded_scan`; no host synchronisation), and skip the iterations after it; the
+host loop stops one chunk later, checks the whole final state, and :func:`run_solver`
+reports the iteration as ``RunResult.extras["nonfinite_iter"]``; the estimators refit or
+raise.
 """
 
 from __future__ import annotations
@@ -330,12 +337,58 @@ class GenericProblem:
 
 
 class RunResult(NamedTuple):
+    """Output of :func:`run_solver`; ``extras["nonfinite_iter"]`` is the first iteration
+    whose iterates were not finite (``None`` when every iterate was finite)."""
+
     x: np.ndarray
     state: dict
     history: dict | None  # dict of numpy arrays; None without record_history
     n_iter: int
     n_epochs: float
     extras: dict
+
+
+def all_finite(tree):
+    """On device: whether every floating-point leaf of ``tree`` is finite (a bool scalar)."""
+    leaves = [jnp.all(jnp.isfinite(leaf)) for leaf in jax.tree_util.tree_leaves(tree)
+              if jnp.issubdtype(jnp.result_type(leaf), jnp.inexact)]
+    return jnp.all(jnp.stack(leaves)) if leaves else jnp.asarray(True)
+
+
+def guard_block(length: int) -> int:
+    """Iterations between two finiteness checks of :func:`guarded_scan`: the largest
+    divisor of ``length`` up to ``_defaults.NONFINITE_CHECK_EVERY``."""
+    block = max(1, min(_defaults.NONFINITE_CHECK_EVERY, length))
+    while length % block:
+        block -= 1
+    return block
+
+
+def guarded_scan(body, state, bad, inputs, *, parameters, iteration):
+    """``lax.scan`` of ``body(state, inp, bad) -> (state, out)`` with a divergence guard.
+
+    ``bad`` (an int32 scalar carried on device) is -1 while the parameters were finite at
+    every check; the parameters (``parameters(state)``) are checked with one ``isfinite``
+    reduction every :func:`guard_block` iterations (on CPU a reduction over a few
+    thousand parameters costs a few percent of a small model's step), and on the first
+    failure ``bad`` becomes ``iteration(state, inputs of the block)``, the block's last
+    iteration.
+    ``body`` reads ``bad`` to skip the iterations after it. Nothing leaves the device.
+    Returns ``((state, bad), outputs)``, the outputs stacked as by ``lax.scan``.
+    """
+    n = jax.tree_util.tree_leaves(inputs)[0].shape[0]
+    block = guard_block(n)
+
+    def run_block(carry, inputs_block):
+        st, bad = carry
+        st, out = lax.scan(lambda s, inp: body(s, inp, bad), st, inputs_block)
+        diverged = jnp.logical_and(bad < 0, ~all_finite(parameters(st)))
+        return (st, jnp.where(diverged, iteration(st, inputs_block), bad)), out
+
+    blocks = jax.tree_util.tree_map(lambda a: a.reshape((n // block, block) + a.shape[1:]),
+                                    inputs)
+    carry, out = lax.scan(run_block, (state, bad), blocks)
+    return carry, jax.tree_util.tree_map(lambda a: a.reshape((n,) + a.shape[2:]), out)
 
 
 # ------------------------------------------------------------------------------------------
@@ -573,17 +626,21 @@ def _chunk_function(solver: str, static: tuple, problem, obj_full: bool, con_ful
             state, log = full_step(state, inp, ctx)
             return state, {key: log[key] for key in log_keys}
 
-    def chunk(state, data, aux, hyper, inputs):
+    def chunk(carry, data, aux, hyper, inputs):
+        """``carry = (state, bad)``: ``bad`` is -1 while the parameters were finite, else
+        the iteration by which they were not (:func:`guarded_scan`); the iterations after
+        it are skipped."""
         ctx = _Ctx(problem, data, aux, hyper, obj_full, con_full)
         first = jax.tree_util.tree_map(lambda a: a[0], inputs)
-        log_shape = jax.eval_shape(lambda s, i: step(s, i, ctx)[1], state, first)
+        log_shape = jax.eval_shape(lambda s, i: step(s, i, ctx)[1], carry[0], first)
 
-        def body(st, inp):
+        def body(st, inp, bad):
             def skip(s):
                 return s, jax.tree_util.tree_map(lambda a: jnp.zeros(a.shape, a.dtype),
                                                  log_shape)
 
-            st, log = lax.cond(inp["active"], lambda s: step(s, inp, ctx), skip, st)
+            run = jnp.logical_and(inp["active"], bad < 0)  # skip after a divergence
+            st, log = lax.cond(run, lambda s: step(s, inp, ctx), skip, st)
             if eval_every:
                 def evaluate(x):
                     return (ctx.f(x, ctx.full_obj_batch()), ctx.c(x, ctx.full_con_batch()))
@@ -597,7 +654,12 @@ def _chunk_function(solver: str, static: tuple, problem, obj_full: bool, con_ful
                 log = {**log, "full": lax.cond(do_eval, evaluate, no_eval, st["x"])}
             return st, log
 
-        return lax.scan(body, state, inputs)
+        # divergence guard on the parameters (the rest of the state follows them within
+        # an iteration; run_solver checks all of it at the end); reported iteration: the
+        # last active one of the block
+        return guarded_scan(
+            body, *carry, inputs, parameters=lambda st: st["x"],
+            iteration=lambda st, inp: jnp.max(jnp.where(inp["active"], inp["it"], 0)))
 
     return jax.jit(chunk)
 
@@ -793,8 +855,14 @@ def run_solver(
 
     logs, done, start = [], 0, time.perf_counter()
     chunk_start = 0.0
+    bad = jnp.asarray(-1, jnp.int32)  # first non-finite iteration (-1: none), on device
+    previous_bad = None
     while done < budget:
         if max_time is not None and time.perf_counter() - start >= max_time:
+            break
+        # stop one chunk after a divergence: the previous chunk's flag is read while the
+        # device runs the current one (no extra wait on the device)
+        if previous_bad is not None and int(previous_bad) >= 0:
             break
         n_active = int(min(L, budget - done))
         obj_idx, obj_w, epoch, t = stream.take(L)
@@ -812,7 +880,8 @@ def run_solver(
                 idx, w = con_sampler.draw(L)
                 inputs[f"con_idx{k}"] = jnp.asarray(idx)
                 inputs[f"con_w{k}"] = jnp.asarray(w, dtype=dtype)
-        state, log = chunk_fn(state, data, aux, traced, inputs)
+        previous_bad = bad
+        (state, bad), log = chunk_fn((state, bad), data, aux, traced, inputs)
         if period:
             log = jax.tree_util.tree_map(np.asarray, log)  # one host sync per chunk
             now = time.perf_counter() - start
@@ -832,7 +901,10 @@ def run_solver(
             progress(done, done / T)
 
     extras = {}
-    if solver in ("ssl-alm", "alm") and hyper.get("final_full_step", False) and done > 0:
+    nonfinite = int(bad)
+    final_step = (solver in ("ssl-alm", "alm") and hyper.get("final_full_step", False)
+                  and done > 0 and nonfinite < 0)
+    if final_step:
         state = _final_function(problem)(state, data, aux, traced)
     x = state["x"]
     if solver == "ssw":
@@ -843,6 +915,11 @@ def run_solver(
         if hyper.get("output", "last") == "random" and float(state["w_total"]) > 0:
             x = state["x_out"]
     state_np = {k: np.asarray(v) for k, v in state.items()}
+    if nonfinite < 0 and not all(np.all(np.isfinite(v)) for v in state_np.values()
+                                 if np.issubdtype(v.dtype, np.inexact)):
+        nonfinite = max(done - 1, 0)  # the multipliers or slacks of the last iteration,
+        #                               or the final full step
+    extras["nonfinite_iter"] = nonfinite if nonfinite >= 0 else None
     epochs_done = done / T
     history = (_history_dict(solver, logs, names, period, n_draws, obj_sampler, con_sampler)
                if period else None)
@@ -1081,6 +1158,7 @@ def _run_ghost(problem, data, n, x0, hyper, aux, rngs, max_iter, max_time, perio
     rows, failures, start = [], 0, time.perf_counter()
     n_samples = 0
     k = 0
+    nonfinite = None
     while k < iters:
         if max_time is not None and time.perf_counter() - start >= max_time:
             break
@@ -1127,6 +1205,10 @@ def _run_ghost(problem, data, n, x0, hyper, aux, rngs, max_iter, max_time, perio
             d_k = d1 + (d_big - 0.5 * d_odd - 0.5 * d_even) / weight
             n_samples += 3 * (1 + size)
         x = x + gamma * d_k
+        if nonfinite is None and not np.all(np.isfinite(x)):
+            nonfinite = k  # divergence guard: stop at the first non-finite iterate
+            k += 1
+            break
         if period and k % period == 0:
             row = {"iter": k, "epoch": np.nan, "time": time.perf_counter() - start,
                    "n_samples": n_samples, "objective": float(f_val)}
@@ -1141,5 +1223,8 @@ def _run_ghost(problem, data, n, x0, hyper, aux, rngs, max_iter, max_time, perio
     if period:
         history = as_history({key: [row[key] for row in rows] for key in rows[0]} if rows
                              else {"iter": np.zeros(0, int)})
-    return RunResult(x.astype(np.dtype(dtype)), {"x": x}, history, k, np.nan,
-                     {"n_qp_failures": failures})
+    x_out = x.astype(np.dtype(dtype))
+    if nonfinite is None and not np.all(np.isfinite(x_out)):
+        nonfinite = max(k - 1, 0)  # finite in float64, beyond the range of dtype
+    return RunResult(x_out, {"x": x}, history, k, np.nan,
+                     {"n_qp_failures": failures, "nonfinite_iter": nonfinite})

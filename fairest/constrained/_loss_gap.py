@@ -8,6 +8,7 @@ unconstrained SGD and fairness-penalised SGD baselines.
 
 from __future__ import annotations
 
+import copy
 from numbers import Integral, Real
 
 import jax
@@ -21,6 +22,7 @@ from fairest.constrained._common import (
     ModelProblem,
     prepare_predict,
     ravel_params,
+    refit_on_divergence,
     unravel_params,
     validate_constrained_fit,
     validate_hidden,
@@ -68,6 +70,32 @@ def resolve_solver_params(solver: str, preset: str, solver_params) -> dict:
             raise ValueError(f"solver_params[{key!r}] must be one of {sorted(options)}; "
                              f"got {params[key]!r}.")
     return params
+
+
+def constraint_scale(solver: str, pairs: str, n_groups: int) -> float:
+    """Factor of the constraints ``C(x) <= 0`` the augmented-Lagrangian solvers run on.
+
+    ``sqrt(2 / G)`` for SSL-ALM / ALM with ``constraint_pairs="all"`` and ``G > 2``
+    groups, 1 otherwise (two groups, ``"vs_mean"``, the other solvers): see the Notes of
+    :class:`LossGapConstrainedClassifier`.
+    """
+    if solver in ("ssl-alm", "alm") and pairs == "all" and n_groups > 2:
+        return float(np.sqrt(2.0 / n_groups))
+    return 1.0
+
+
+def _unscale_history(history: dict, scale: float) -> dict:
+    """``history_`` in the units of ``C(x) <= 0`` (the solver ran on ``scale * C``)."""
+    if scale == 1.0:
+        return history
+    out = {}
+    for key, value in history.items():
+        if key.startswith(("c_", "full_c_", "slack_")):
+            value = value / scale
+        elif key.startswith("lambda_"):
+            value = value * scale
+        out[key] = value
+    return out
 
 
 def constraint_matrix(kind: str, pairs: str, labels, n_groups: int):
@@ -202,9 +230,18 @@ default="loss_parity"
     is_feasible_ : bool
         ``all(constraint_values_ <= 1e-3)``.
     multipliers_ : ndarray of shape (n_constraints,) or None
-        Dual variables ``y`` of SSL-ALM / ALM (not sign-constrained); ``None`` otherwise.
+        Dual variables ``y`` of SSL-ALM / ALM (not sign-constrained), for the constraints
+        ``C(theta) <= 0`` (see ``constraint_scale_``); ``None`` otherwise.
     slacks_ : ndarray of shape (n_constraints,) or None
-        Slack variables of SSL-ALM / ALM.
+        Slack variables of SSL-ALM / ALM, in the units of ``C``.
+    constraint_scale_ : float
+        Factor ``a`` of the equivalent constraints ``a C(theta) <= 0`` the solver ran on:
+        ``sqrt(2 / n_groups)`` for SSL-ALM / ALM with ``constraint_pairs="all"`` and more
+        than two groups, 1 otherwise (see Notes).
+    step_size_factor_ : float
+        Factor applied to the step sizes of ``solver_params`` by the divergence guard:
+        1.0 unless the iterates became non-finite and a refit with smaller steps
+        succeeded (see Notes).
     history_ : dict of str to ndarray
         Only with ``record_history``: one value per recorded iteration under ``iter``,
         ``epoch``, ``time``, ``n_samples``, ``objective``, ``c_<name>`` (the iteration's
@@ -287,6 +324,33 @@ default="loss_parity"
     less: on the paper's ACSIncome task its models violate the loss-gap bound several
     times less than with the paper's estimator after the same number of epochs (see
     ``benchmarks/results/constrained_speed_epochs.md``).
+
+    Many groups (SSL-ALM, ALM): ``constraint_pairs="all"`` gives ``G (G - 1)``
+    constraints, and as a map of the group losses their matrix ``A`` has ``A^T A`` equal
+    to twice the Laplacian of the complete graph on the ``G`` groups (four times for
+    ``"loss_equalized_odds"``), of spectral norm ``2 G``. The augmented-Lagrangian step
+    sums its penalty and multiplier terms ``J^T (y + penalty_strength (C + s))`` over all
+    constraints, so at a fixed iterate it grows faster than ``G`` (12 rows per group, 5
+    features, the default MLP: norm 0.03 for 2 groups, 1.5 for 30, 18 for 100) and the
+    fixed primal step diverged (NaN parameters from about 70 groups with the defaults).
+    These two solvers therefore run on the equivalent constraints
+    ``sqrt(2 / G) C(theta) <= 0`` (the same feasible set), whose matrix has at every
+    ``G`` the spectral norm it has for two groups: in the units of ``C``, the penalty
+    and the multipliers' step shrink by ``2 / G``. Two groups, ``"vs_mean"`` (whose
+    matrix norm does not grow with ``G``) and the other solvers (SSw steps along one
+    constraint, Ghost solves a subproblem) run unchanged. ``constraint_scale_`` is the
+    factor; ``multipliers_``, ``slacks_`` and ``history_`` are reported for ``C`` itself.
+
+    Divergence guard: every solver checks on device, every 16 iterations at most, that
+    its parameters are finite (one ``isfinite`` reduction, no host synchronisation). When
+    they are not (typically features of very different scales, or a step size too
+    large), the fit is run again from the same initialisation and random streams with
+    the step sizes of ``solver_params`` (``learning_rate`` and the multipliers' or
+    constraint step) halved, at most twice, with a ``ConvergenceWarning``
+    (``step_size_factor_`` records the factor); when the last refit diverges too,
+    ``fit`` raises a ``ValueError`` naming the iteration and the remedy (scale the
+    features, e.g. with ``StandardScaler``, or lower the step sizes). A non-finite model
+    is never stored.
 
     References
     ----------
@@ -436,22 +500,42 @@ list of str or None, default=None
         def progress(n_iter, n_epochs):
             log_fit(self, "iteration %d, epoch %.2f", n_iter, n_epochs, level=2)
 
+        scale = constraint_scale(solver, self.constraint_pairs, n_groups)
+        step_keys = _defaults.STEP_SIZE_KEYS[solver]
+
         with jax.enable_x64(self.dtype == "float64"):
             params0 = model.init(rngs[0], dtype)
             x0 = ravel_params(params0)
-            aux = {"A": jnp.asarray(A, dtype=dtype), "delta": jnp.asarray(self.tolerance, dtype)}
-            result = run_solver(
-                solver, problem, X, y_codes, groups, cells, x0,
-                hyper=hyper, aux=aux, batch_size=batch_size,
-                constraint_batch_size=self.constraint_batch_size,
-                constraint_sampler=self.constraint_sampler,
-                n_epochs=None if solver == "ghost" else self.n_epochs,
-                max_iter=self.max_iter, max_time=self.max_time, rngs=rngs,
-                record_history=self.record_history, eval_every=self.eval_every,
-                constraint_names=names, dtype=dtype,
-                sample_weight=None if unit else sample_weight,
-                progress=progress if self.verbose and self.verbose >= 2 else None,
-            )
+            # the solver runs on the equivalent constraints scale * C(x) <= 0 (see Notes)
+            A_solver, delta = (A, self.tolerance) if scale == 1.0 else (
+                scale * A, scale * self.tolerance)
+            aux = {"A": jnp.asarray(A_solver, dtype=dtype), "delta": jnp.asarray(delta, dtype)}
+
+            def attempt(factor):
+                run_hyper = dict(hyper)
+                if factor != 1.0:
+                    run_hyper.update({key: factor * hyper[key] for key in step_keys})
+                result = run_solver(
+                    solver, problem, X, y_codes, groups, cells, x0,
+                    hyper=run_hyper, aux=aux, batch_size=batch_size,
+                    constraint_batch_size=self.constraint_batch_size,
+                    constraint_sampler=self.constraint_sampler,
+                    n_epochs=None if solver == "ghost" else self.n_epochs,
+                    max_iter=self.max_iter, max_time=self.max_time,
+                    rngs=copy.deepcopy(rngs),  # every refit draws the same streams
+                    record_history=self.record_history, eval_every=self.eval_every,
+                    constraint_names=names, dtype=dtype,
+                    sample_weight=None if unit else sample_weight,
+                    progress=progress if self.verbose and self.verbose >= 2 else None,
+                )
+                bad = result.extras.get("nonfinite_iter")
+                if bad is None and not np.all(np.isfinite(result.x)):
+                    bad = result.n_iter  # defensive: never store a non-finite model
+                return result, bad
+
+            remedy = " / ".join(f'solver_params["{key}"]' for key in step_keys)
+            result, self.step_size_factor_ = refit_on_divergence(self, attempt, remedy=remedy,
+                                                                 X=X)
             x = jnp.asarray(result.x, dtype=dtype)
             self.params_ = [(np.asarray(W), np.asarray(b)) for W, b in unravel_params(model, x)]
         # training-set statistics of the returned model, on the host in float64
@@ -476,10 +560,12 @@ list of str or None, default=None
         self.loss_gaps_ = group_losses[:, None] - group_losses[None, :]
         self.is_feasible_ = bool(np.all(c_full <= _defaults.FEASIBILITY_TOL))
         alm = solver in ("ssl-alm", "alm")
-        self.multipliers_ = result.state["y"] if alm else None
-        self.slacks_ = result.state["s"] if alm else None
+        # multipliers and slacks of C(x) <= 0 itself (the solver's are of scale * C)
+        self.multipliers_ = scale * result.state["y"] if alm else None
+        self.slacks_ = result.state["s"] / scale if alm else None
+        self.constraint_scale_ = scale
         if result.history is not None:
-            self.history_ = result.history
+            self.history_ = _unscale_history(result.history, scale)
         elif hasattr(self, "history_"):
             del self.history_  # a refit without record_history keeps no stale history
         self.n_iter_ = result.n_iter

@@ -23,6 +23,7 @@ parameter vector, traced hyper-parameters); ``optax.sgd(momentum, nesterov)`` an
 
 from __future__ import annotations
 
+import copy
 import math
 from functools import partial
 from numbers import Integral, Real
@@ -39,6 +40,7 @@ from fairest.constrained import _defaults
 from fairest.constrained._common import (
     prepare_predict,
     ravel_params,
+    refit_on_divergence,
     split_sensitive_columns,
     unravel_params,
     validate_hidden,
@@ -46,6 +48,8 @@ from fairest.constrained._common import (
 from fairest.constrained._engine import (
     MLP,
     EpochSampler,
+    all_finite,
+    guarded_scan,
     group_means,
     numpy_forward,
     per_sample_stats,
@@ -303,7 +307,7 @@ def _make_epoch_fn(model: MLP, num_groups: int, metric, use_buffer: bool, balanc
         direction = grad + hyper["momentum"] * v if nesterovs_momentum else v
         x = (x - inp["learning_rate"] * direction) * mask
         new_state = {"x": x, "v": v, "lam": lam, "buf": buf, "count": count, "m1": m1,
-                     "m2": m2, "t_dual": t_dual}
+                     "m2": m2, "t_dual": t_dual, "it": state["it"]}
         if not record:
             return new_state, None
         log = {"objective": objective, "lam": lam, "psi_hat": estimate,
@@ -311,7 +315,21 @@ def _make_epoch_fn(model: MLP, num_groups: int, metric, use_buffer: bool, balanc
         return new_state, log
 
     def epoch(state, data, ref, hyper, flags, inputs):
-        return lax.scan(lambda s, i: step(s, i, data, ref, hyper, flags), state, inputs)
+        """``lax.scan`` of the steps of one epoch with the divergence guard: ``state["bad"]``
+        is -1 while the parameters were finite, else the step (counted in ``state["it"]``)
+        by which they were not (:func:`fairest.constrained._engine.guarded_scan`)."""
+        counters = {"it": state.get("it", jnp.asarray(0, jnp.int32)),
+                    "bad": state.get("bad", jnp.asarray(-1, jnp.int32))}
+        inner = {k: v for k, v in state.items() if k not in ("it", "bad")}
+
+        def body(st, inp, bad):
+            st, log = step(st, inp, data, ref, hyper, flags)
+            return {**st, "it": st["it"] + 1}, log
+
+        (inner, bad), log = guarded_scan(
+            body, {**inner, "it": counters["it"]}, counters["bad"], inputs,
+            parameters=lambda st: st["x"], iteration=lambda st, inp: st["it"] - 1)
+        return {**inner, "bad": bad}, log
 
     return jax.jit(epoch)
 
@@ -511,6 +529,26 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
         Validation accuracy of the returned iterate (``early_stopping`` only).
     n_iter_ : int
         Number of fine-tuning iterations.
+    dense_step_size_factor_ : float or None
+        Factor applied to ``dense_learning_rate`` by the divergence guard (1.0 unless a
+        refit was needed, see Notes); ``None`` with ``dense_model``.
+    step_size_factor_ : float
+        Factor applied to ``learning_rate`` and ``dual_learning_rate`` of the fine-tuning
+        by the divergence guard (1.0 unless a refit was needed, see Notes).
+
+    Notes
+    -----
+    Divergence guard: every 16 steps at most, the scan checks on device that the
+    parameters are finite (one ``isfinite`` reduction, no host synchronisation). When
+    the iterates of the dense pre-training or of the fine-tuning become non-finite
+    (typically features of very different scales, or a step size too large), that phase
+    is run again from its initialisation (the initial or the dense network) on the same
+    minibatches with its step sizes halved (``dense_learning_rate``; ``learning_rate`` and
+    ``dual_learning_rate``), at most twice, with a ``ConvergenceWarning``; when the last
+    refit diverges too, ``fit`` raises a ``ValueError`` naming the phase, the iteration
+    and the remedy (scale the features, e.g. with ``StandardScaler``, or lower the step
+    sizes). A ``dense_model`` with non-finite parameters is refused. A non-finite model
+    is never stored.
 
     References
     ----------
@@ -722,7 +760,16 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
                 return {"x": x, "v": jnp.zeros_like(x), "lam": zeros_g,
                         "buf": jnp.zeros((G, self.buffer_size), dtype),
                         "count": jnp.zeros(G, jnp.int32), "m1": zeros_g, "m2": zeros_g,
-                        "t_dual": jnp.asarray(0.0, dtype)}
+                        "t_dual": jnp.asarray(0.0, dtype),
+                        "it": jnp.asarray(0, jnp.int32), "bad": jnp.asarray(-1, jnp.int32)}
+
+            def diverged(state, final=False):
+                """First non-finite step of the phase, or None (one host read); ``final``
+                also checks the rest of the state (multipliers, momentum) at the end."""
+                bad = int(state["bad"])
+                if bad < 0 and final and not bool(all_finite(state)):
+                    bad = max(int(state["it"]) - 1, 0)
+                return bad if bad >= 0 else None
 
             # 1. dense model
             if self.dense_model is not None:
@@ -734,20 +781,36 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
                     raise ValueError(f"dense_model has layer shapes {shapes}; this estimator "
                                      f"needs {expected}.")
                 x_dense = ravel_params(dense_params)
+                if not bool(all_finite(x_dense)):
+                    raise ValueError("dense_model has non-finite (NaN/inf) parameters; refit "
+                                     "it on scaled features (e.g. StandardScaler).")
+                self.dense_step_size_factor_ = None
             else:
                 x0 = ravel_params(model.init(rngs[0], dtype))
-                state = new_state(x0)
                 hyper = self._hyper(dtype, self.dense_momentum, self.dense_alpha)
                 dense_mask = {**data, "mask": jnp.ones_like(x0)}
-                for epoch in range(self.dense_n_epochs):
-                    lr = _learning_rate_at(epoch, self.dense_learning_rate,
-                                           self.learning_rate_milestones,
-                                           self.learning_rate_decay, self.dense_n_epochs)
-                    state, _ = self._run_epoch(epoch_fn, state, dense_mask, ref_zero, hyper,
-                                               False, sampler, lr, dtype)
-                    log_fit(self, "dense epoch %d/%d: learning_rate=%.4g", epoch + 1,
-                            self.dense_n_epochs, lr, level=2)
-                x_dense = state["x"]
+                sampler_start = copy.deepcopy(sampler.rng)
+
+                def dense_attempt(factor):
+                    sampler.rng = copy.deepcopy(sampler_start)  # the same minibatches
+                    state, previous = new_state(x0), None
+                    for epoch in range(self.dense_n_epochs):
+                        if previous is not None and diverged(previous) is not None:
+                            break  # the previous epoch diverged (read while this one runs)
+                        lr = factor * _learning_rate_at(epoch, self.dense_learning_rate,
+                                                        self.learning_rate_milestones,
+                                                        self.learning_rate_decay,
+                                                        self.dense_n_epochs)
+                        previous = state
+                        state, _ = self._run_epoch(epoch_fn, state, dense_mask, ref_zero,
+                                                   hyper, False, sampler, lr, dtype)
+                        log_fit(self, "dense epoch %d/%d: learning_rate=%.4g", epoch + 1,
+                                self.dense_n_epochs, lr, level=2)
+                    return state["x"], diverged(state, final=True)
+
+                x_dense, self.dense_step_size_factor_ = refit_on_divergence(
+                    self, dense_attempt, remedy="dense_learning_rate", X=X,
+                    phase=" of the dense pre-training")
             dense_list = [(np.asarray(W), np.asarray(b))
                           for W, b in unravel_params(model, x_dense)]
 
@@ -765,43 +828,55 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
 
             # 3-4. GMP + fine-tuning, one primal optimiser state throughout
             prunable = self._prunable(n_layers)
-            masks = [np.ones(W.shape) for W, _ in dense_list]
-            state = new_state(x_dense)
-            hyper = self._hyper(dtype, self.momentum, self.alpha)
-            logs = []
-            best = (-np.inf, None, None, None)  # validation accuracy, x, masks, epoch
-            for epoch in range(self.n_epochs):
-                if epoch <= self.pruning_epochs:
-                    target = gmp_schedule(epoch, self.initial_sparsity, self.target_sparsity,
-                                          self.pruning_epochs)
-                    current = unravel_params(model, state["x"])
-                    masks = [prune_layer(np.asarray(W), m, target) if p else m
-                             for (W, _), m, p in zip(current, masks, prunable)]
-                mask = flat_mask(masks)
-                state = {**state, "x": state["x"] * mask}
-                constrained = epoch >= self.pruning_epochs or self.constrain_while_pruning
-                constrained = constrained and self.metric is not None
-                lr = _learning_rate_at(epoch, self.learning_rate,
-                                       self.learning_rate_milestones,
-                                       self.learning_rate_decay, self.n_epochs)
-                state, log = self._run_epoch(epoch_fn, state, {**data, "mask": mask}, ref,
-                                             hyper, constrained, sampler, lr, dtype)
-                if record_every:
-                    log = jax.tree_util.tree_map(np.asarray, log)
-                    steps = log["objective"].shape[0]
-                    log["learning_rate"] = np.full(steps, lr)
-                    log["epoch"] = np.full(steps, epoch)
-                    log["sparsity"] = np.full(steps, self._sparsity(masks, prunable)[0])
-                    logs.append(log)
-                if self.verbose and self.verbose >= 2:
-                    log_fit(self, "epoch %d/%d: sparsity=%.3f learning_rate=%.4g "
-                            "max_multiplier=%.4g", epoch + 1, self.n_epochs,
-                            self._sparsity(masks, prunable)[0], lr,
-                            float(jnp.max(state["lam"], initial=0.0)), level=2)
-                if validation is not None and epoch >= self.pruning_epochs:
-                    score = self._accuracy(model, state["x"], *validation)
-                    if score > best[0]:
-                        best = (score, state["x"], [m.copy() for m in masks], epoch)
+            sampler_start = copy.deepcopy(sampler.rng)
+
+            def finetune_attempt(factor):
+                sampler.rng = copy.deepcopy(sampler_start)  # the same minibatches
+                masks = [np.ones(W.shape) for W, _ in dense_list]
+                state, previous = new_state(x_dense), None
+                hyper = self._hyper(dtype, self.momentum, self.alpha, factor)
+                logs = []
+                best = (-np.inf, None, None, None)  # validation accuracy, x, masks, epoch
+                for epoch in range(self.n_epochs):
+                    if previous is not None and diverged(previous) is not None:
+                        break  # the previous epoch diverged (read while this one runs)
+                    if epoch <= self.pruning_epochs:
+                        target = gmp_schedule(epoch, self.initial_sparsity,
+                                              self.target_sparsity, self.pruning_epochs)
+                        current = unravel_params(model, state["x"])
+                        masks = [prune_layer(np.asarray(W), m, target) if p else m
+                                 for (W, _), m, p in zip(current, masks, prunable)]
+                    mask = flat_mask(masks)
+                    state = {**state, "x": state["x"] * mask}
+                    constrained = epoch >= self.pruning_epochs or self.constrain_while_pruning
+                    constrained = constrained and self.metric is not None
+                    lr = factor * _learning_rate_at(epoch, self.learning_rate,
+                                                    self.learning_rate_milestones,
+                                                    self.learning_rate_decay, self.n_epochs)
+                    previous = state
+                    state, log = self._run_epoch(epoch_fn, state, {**data, "mask": mask},
+                                                 ref, hyper, constrained, sampler, lr, dtype)
+                    if record_every:
+                        log = jax.tree_util.tree_map(np.asarray, log)
+                        steps = log["objective"].shape[0]
+                        log["learning_rate"] = np.full(steps, lr)
+                        log["epoch"] = np.full(steps, epoch)
+                        log["sparsity"] = np.full(steps, self._sparsity(masks, prunable)[0])
+                        logs.append(log)
+                    if self.verbose and self.verbose >= 2:
+                        log_fit(self, "epoch %d/%d: sparsity=%.3f learning_rate=%.4g "
+                                "max_multiplier=%.4g", epoch + 1, self.n_epochs,
+                                self._sparsity(masks, prunable)[0], lr,
+                                float(jnp.max(state["lam"], initial=0.0)), level=2)
+                    if validation is not None and epoch >= self.pruning_epochs:
+                        score = self._accuracy(model, state["x"], *validation)
+                        if score > best[0]:
+                            best = (score, state["x"], [m.copy() for m in masks], epoch)
+                return (state, masks, logs, best), diverged(state, final=True)
+
+            (state, masks, logs, best), self.step_size_factor_ = refit_on_divergence(
+                self, finetune_attempt, remedy="learning_rate / dual_learning_rate", X=X,
+                phase=" of the fine-tuning")
             x_final = state["x"]
             if best[1] is not None:
                 x_final, masks = best[1], best[2]
@@ -862,10 +937,13 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
         params = [(np.asarray(W), np.asarray(b)) for W, b in unravel_params(model, x)]
         return float(_mean(self._correct(numpy_forward(params, X), y_codes), sample_weight))
 
-    def _hyper(self, dtype, momentum, alpha):
+    def _hyper(self, dtype, momentum, alpha, step_factor=1.0):
+        """Traced hyper-parameters; ``step_factor`` scales the dual step (divergence refits)."""
+        dual = self.dual_learning_rate if step_factor == 1.0 else (
+            step_factor * self.dual_learning_rate)
         return {k: jnp.asarray(v, dtype) for k, v in (
             ("momentum", momentum), ("alpha", alpha), ("tolerance", self.tolerance),
-            ("dual_learning_rate", self.dual_learning_rate))}
+            ("dual_learning_rate", dual))}
 
     @staticmethod
     def _run_epoch(epoch_fn, state, data, ref, hyper, constrained, sampler, lr, dtype):

@@ -18,18 +18,6 @@ ESTIMATORS = [
     if "sensitive_features" in inspect.signature(cls.fit).parameters
 ]
 IDS = [cls.__name__ for cls in ESTIMATORS]
-# Known failures being fixed (the constrained solvers diverge without an error); strict,
-# so the mark must go when the fix lands.
-DIVERGES = pytest.mark.xfail(strict=True, reason="constrained solvers return NaN models")
-
-
-def _marked(names):
-    return [
-        pytest.param(cls, marks=DIVERGES, id=cls.__name__)
-        if cls.__name__ in names
-        else pytest.param(cls, id=cls.__name__)
-        for cls in ESTIMATORS
-    ]
 
 
 def _is_regressor(cls) -> bool:
@@ -204,7 +192,7 @@ def test_one_class_group_fits_finite_or_refuses_clearly(cls):
         _assert_finite_model(estimator, X)
 
 
-@pytest.mark.parametrize("cls", _marked({"LossGapConstrainedClassifier"}))
+@pytest.mark.parametrize("cls", ESTIMATORS, ids=IDS)
 def test_many_groups_fit_finite_or_refuse_clearly(cls):
     X, y, A = _data(cls, n=1200, n_groups=100)
     try:
@@ -215,7 +203,7 @@ def test_many_groups_fit_finite_or_refuse_clearly(cls):
         _assert_finite_model(estimator, X)
 
 
-@pytest.mark.parametrize("cls", _marked({"LossGapConstrainedClassifier", "PrunedFairClassifier"}))
+@pytest.mark.parametrize("cls", ESTIMATORS, ids=IDS)
 def test_huge_feature_scale_fits_finite_or_refuses_clearly(cls):
     X, y, A = _data(cls)
     X = X.copy()
