@@ -171,7 +171,11 @@ class LossGapConstrainedClassifier(ScoreClassifierMixin, BaseEstimator):
         ``loss + fairness_weight * P`` with the fairret accuracy-parity penalty.
         ``"ssl_alm"`` and ``"penalty_sgd"`` are accepted as aliases.
     tolerance : float, default=0.005
-        Bound ``delta`` on the loss gaps.
+        Bound ``delta`` on the loss gaps that the solver targets. The solvers are
+        stochastic, so the bound is not a guarantee on the training set (nor on new
+        data): what is promised is the measurement, ``train_unfairness_``, the exact
+        (weighted) train value of the returned model, with ``is_feasible_`` saying
+        whether it is within ``tolerance`` (up to ``1e-3``); ``verbose=1`` logs both.
     metric : {"loss_parity", "loss_equal_opportunity", "loss_equalized_odds"}, \
 default="loss_parity"
         Loss gaps on all rows, on rows with ``y = 1``, or the sum over both labels of the
@@ -229,6 +233,11 @@ default="loss_parity"
         ``L_g - L_h`` on the training set.
     is_feasible_ : bool
         ``all(constraint_values_ <= 1e-3)``.
+    train_unfairness_ : float
+        The exact train value of ``metric`` for the returned model, ``max(A L) =
+        max(constraint_values_) + tolerance``: the largest loss gap over the compared pairs
+        (for ``"loss_equalized_odds"`` the largest sum over both labels), weighted by
+        ``sample_weight``; compare it with ``tolerance``.
     multipliers_ : ndarray of shape (n_constraints,) or None
         Dual variables ``y`` of SSL-ALM / ALM (not sign-constrained), for the constraints
         ``C(theta) <= 0`` (see ``constraint_scale_``); ``None`` otherwise.
@@ -559,6 +568,7 @@ list of str or None, default=None
         self.group_losses_ = group_losses
         self.loss_gaps_ = group_losses[:, None] - group_losses[None, :]
         self.is_feasible_ = bool(np.all(c_full <= _defaults.FEASIBILITY_TOL))
+        self.train_unfairness_ = float(c_full.max() + self.tolerance) if c_full.size else 0.0
         alm = solver in ("ssl-alm", "alm")
         # multipliers and slacks of C(x) <= 0 itself (the solver's are of scale * C)
         self.multipliers_ = scale * result.state["y"] if alm else None
@@ -575,8 +585,9 @@ list of str or None, default=None
         if not hidden:
             W, b = self.params_[0]
             self.coef_, self.intercept_ = W.T.copy(), b.copy()
-        log_fit(self, "solver=%s iterations=%d max constraint=%.4g feasible=%s", solver,
-                self.n_iter_, c_full.max(), self.is_feasible_)
+        log_fit(self, "solver=%s iterations=%d train %s %.4g (tolerance %g) feasible=%s",
+                solver, self.n_iter_, self.metric, self.train_unfairness_, self.tolerance,
+                self.is_feasible_)
         return self
 
     def _cells(self, groups, y_codes, n_groups):

@@ -299,3 +299,21 @@ def test_constrained_bad_sample_weight_raises():
                  sample_weight=1.0 - ((g == 0) & (y == 1)))  # its cell (0, y=1) weighs 0
     with pytest.raises(ValueError, match="2 classes"):
         est.fit(X, y, sensitive_features=g, sample_weight=(y == 1).astype(float))
+
+
+@pytest.mark.parametrize("solver", ["ssl-alm", "alm", "ssw"])
+@pytest.mark.parametrize("tolerance", [0.002, 0.02, 0.1])
+def test_constrained_train_unfairness_is_the_exact_weighted_loss_gap(solver, tolerance):
+    """What tolerance promises for these stochastic solvers: train_unfairness_ is the exact
+    weighted train loss gap of the returned model (checked against fairest.metrics.loss_gap),
+    and is_feasible_ says whether it is within tolerance."""
+    from fairest.metrics import loss_gap
+
+    X, y, g = _data(n=400, seed=5)
+    w = np.random.default_rng(2).uniform(0.2, 3.0, size=len(y))
+    est = LossGapConstrainedClassifier(
+        **LINEAR, solver=solver, tolerance=tolerance, n_epochs=3, random_state=0
+    ).fit(X, y, sensitive_features=g, sample_weight=w)
+    exact = loss_gap(y, est.predict_proba(X), sensitive_features=g, sample_weight=w)
+    assert est.train_unfairness_ == pytest.approx(exact, rel=1e-8, abs=1e-12)
+    assert est.is_feasible_ == (exact <= tolerance + 1e-3)
