@@ -54,8 +54,7 @@ def _column_names(X, sensitive_features):
     if isinstance(sensitive_features, str):
         if not isinstance(X, pd.DataFrame):
             raise ValueError(
-                "sensitive_features given as a column name needs X to be a pandas "
-                "DataFrame."
+                "sensitive_features given as a column name needs X to be a pandas DataFrame."
             )
         if sensitive_features not in X.columns:
             raise ValueError(
@@ -199,7 +198,9 @@ def refit_on_divergence(estimator, attempt, *, remedy: str, X, phase: str = ""):
                     f"{first}{phase}; refitted from the initialisation with the step sizes "
                     f"multiplied by {factor:g}. Scale the features (e.g. StandardScaler) or "
                     f"lower {remedy} to fit with the given step sizes.",
-                    ConvergenceWarning, stacklevel=3)
+                    ConvergenceWarning,
+                    stacklevel=3,
+                )
             return output, factor
         first = bad if first is None else first
         factor *= _defaults.NONFINITE_STEP_FACTOR

@@ -83,10 +83,17 @@ SOLVER_DEFAULTS = {
 
 # preset "release" (spec 3.6, 3.7, 4.2): the humancompatible/train configs [C].
 RELEASE_OVERRIDES = {
-    "ssw": {"learning_rate": 0.2, "constraint_learning_rate": 0.02,
-            "constraint_tol_decay_start": 800},
-    "ghost": {"learning_rate": 0.02, "learning_rate_decay_rate": 0.001,
-              "relaxation_weight": 0.8, "relaxation_radius": 0.5},
+    "ssw": {
+        "learning_rate": 0.2,
+        "constraint_learning_rate": 0.02,
+        "constraint_tol_decay_start": 800,
+    },
+    "ghost": {
+        "learning_rate": 0.02,
+        "learning_rate_decay_rate": 0.001,
+        "relaxation_weight": 0.8,
+        "relaxation_radius": 0.5,
+    },
 }
 
 # --- paper A, sections 2.4-2.9 / 4.3 --------------------------------------------------------

@@ -34,9 +34,10 @@ raise.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache, partial
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -350,8 +351,11 @@ class RunResult(NamedTuple):
 
 def all_finite(tree):
     """On device: whether every floating-point leaf of ``tree`` is finite (a bool scalar)."""
-    leaves = [jnp.all(jnp.isfinite(leaf)) for leaf in jax.tree_util.tree_leaves(tree)
-              if jnp.issubdtype(jnp.result_type(leaf), jnp.inexact)]
+    leaves = [
+        jnp.all(jnp.isfinite(leaf))
+        for leaf in jax.tree_util.tree_leaves(tree)
+        if jnp.issubdtype(jnp.result_type(leaf), jnp.inexact)
+    ]
     return jnp.all(jnp.stack(leaves)) if leaves else jnp.asarray(True)
 
 
@@ -385,8 +389,7 @@ def guarded_scan(body, state, bad, inputs, *, parameters, iteration):
         diverged = jnp.logical_and(bad < 0, ~all_finite(parameters(st)))
         return (st, jnp.where(diverged, iteration(st, inputs_block), bad)), out
 
-    blocks = jax.tree_util.tree_map(lambda a: a.reshape((n // block, block) + a.shape[1:]),
-                                    inputs)
+    blocks = jax.tree_util.tree_map(lambda a: a.reshape((n // block, block) + a.shape[1:]), inputs)
     carry, out = lax.scan(run_block, (state, bad), blocks)
     return carry, jax.tree_util.tree_map(lambda a: a.reshape((n,) + a.shape[2:]), out)
 
@@ -420,15 +423,17 @@ class _Ctx:
         if self.obj_full:
             return self.full_obj_batch()
         d, idx = self.data, inp["obj_idx"]
-        return Batch(d["X"][idx], d["y"][idx], d["groups"][idx], inp["obj_w"],
-                     _rows(d.get("s"), idx))
+        return Batch(
+            d["X"][idx], d["y"][idx], d["groups"][idx], inp["obj_w"], _rows(d.get("s"), idx)
+        )
 
     def con_batch(self, inp, k: int):
         if self.con_full:
             return self.full_con_batch()
         d, idx = self.data, inp[f"con_idx{k}"]
-        return Batch(d["X"][idx], d["y"][idx], d["cells"][idx], inp[f"con_w{k}"],
-                     _rows(d.get("cs"), idx))
+        return Batch(
+            d["X"][idx], d["y"][idx], d["cells"][idx], inp[f"con_w{k}"], _rows(d.get("cs"), idx)
+        )
 
     def f(self, x, batch):
         return self.problem.objective(x, batch, self.aux)
@@ -456,8 +461,7 @@ def _step_penalty(state, inp, ctx):
     return {"x": state["x"] - lr * g}, {"objective": f, "step_size": lr}
 
 
-def _step_ssw(state, inp, ctx, *, f_rule: str, c_rule: str, reset: bool,
-              shared_draw: bool = False):
+def _step_ssw(state, inp, ctx, *, f_rule: str, c_rule: str, reset: bool, shared_draw: bool = False):
     """One SSw iteration (spec 3.6); ``shared_draw`` [F] takes the constraint step on the
     draw of the switching test instead of an independent one."""
     h = ctx.hyper
@@ -467,15 +471,13 @@ def _step_ssw(state, inp, ctx, *, f_rule: str, c_rule: str, reset: bool,
     n_f = jnp.where(new_epoch, 0, state["n_f"])
     n_c = jnp.where(new_epoch, 0, state["n_c"])
     # tolerance eps_t = eps_0 * decay^max(0, t - start + 1) (spec 3.6 step 1)
-    exponent = jnp.maximum(counter_index - h["constraint_tol_decay_start"] + 1,
-                           0).astype(x.dtype)
+    exponent = jnp.maximum(counter_index - h["constraint_tol_decay_start"] + 1, 0).astype(x.dtype)
     eps = h["constraint_tol"] * h["constraint_tol_decay"] ** exponent
     batch1 = ctx.con_batch(inp, 1)
     c1 = ctx.c(x, batch1)
     c_hat = jnp.max(c1)
     take_constraint = c_hat >= eps
-    f_lr = (h["learning_rate"] / jnp.sqrt(n_f + 1.0) if f_rule == "dimin"
-            else h["learning_rate"])
+    f_lr = h["learning_rate"] / jnp.sqrt(n_f + 1.0) if f_rule == "dimin" else h["learning_rate"]
 
     def constraint_step(_):
         batch2 = batch1 if shared_draw else ctx.con_batch(inp, 2)
@@ -547,8 +549,7 @@ def _step_ssl_alm(state, inp, ctx, *, shared_draw: bool = False):
         "z_x": z_x + h["anchor_rate"] * (x - z_x),
         "z_s": z_s + h["anchor_rate"] * (s - z_s),
     }
-    log = {"objective": f, "c": c1, "lambda": y_new, "slack": s,
-           "step_size": h["learning_rate"]}
+    log = {"objective": f, "c": c1, "lambda": y_new, "slack": s, "step_size": h["learning_rate"]}
     return state, log
 
 
@@ -559,8 +560,9 @@ def _ssl_alm_final_step(state, ctx):
     f_grad = jax.grad(ctx.f)(x, ctx.full_obj_batch())
     full = ctx.full_con_batch()
     c_full, c_vjp = jax.vjp(lambda z: ctx.c(z, full), x)
-    G_x, G_s = _alm_direction(x, s, state["y"], state["z_x"], state["z_s"], f_grad, c_vjp,
-                              c_full + s, h)
+    G_x, G_s = _alm_direction(
+        x, s, state["y"], state["z_x"], state["z_s"], f_grad, c_vjp, c_full + s, h
+    )
     lr = h["learning_rate"]
     return {**state, "x": x - lr * G_x, "s": jnp.maximum(s - lr * G_s, 0.0)}
 
@@ -602,16 +604,22 @@ def _init_state(solver, x0, s0, m):
         return {"x": x0, "s": s0, "y": zeros_m, "z_x": x0, "z_s": s0}
     if solver == "ssw":
         zero = jnp.zeros((), jnp.int32)
-        return {"x": x0, "n_f": zero, "n_c": zero, "x_out": x0,
-                "w_total": jnp.zeros((), x0.dtype)}
+        return {"x": x0, "n_f": zero, "n_c": zero, "x_out": x0, "w_total": jnp.zeros((), x0.dtype)}
     if solver == "gda":
         return {"x": x0, "lam": zeros_m}
     return {"x": x0}
 
 
 @lru_cache(maxsize=64)
-def _chunk_function(solver: str, static: tuple, problem, obj_full: bool, con_full: bool,
-                    eval_every: int, log_keys: tuple | None = None):
+def _chunk_function(
+    solver: str,
+    static: tuple,
+    problem,
+    obj_full: bool,
+    con_full: bool,
+    eval_every: int,
+    log_keys: tuple | None = None,
+):
     """Jitted ``scan`` over one chunk of iterations; cached on the static configuration.
 
     ``log_keys`` (``None`` = all) are the per-iteration log entries the scan returns.
@@ -636,19 +644,20 @@ def _chunk_function(solver: str, static: tuple, problem, obj_full: bool, con_ful
 
         def body(st, inp, bad):
             def skip(s):
-                return s, jax.tree_util.tree_map(lambda a: jnp.zeros(a.shape, a.dtype),
-                                                 log_shape)
+                return s, jax.tree_util.tree_map(lambda a: jnp.zeros(a.shape, a.dtype), log_shape)
 
             run = jnp.logical_and(inp["active"], bad < 0)  # skip after a divergence
             st, log = lax.cond(run, lambda s: step(s, inp, ctx), skip, st)
             if eval_every:
+
                 def evaluate(x):
                     return (ctx.f(x, ctx.full_obj_batch()), ctx.c(x, ctx.full_con_batch()))
 
                 def no_eval(x):
                     shapes = jax.eval_shape(evaluate, x)
-                    return jax.tree_util.tree_map(lambda a: jnp.full(a.shape, jnp.nan, a.dtype),
-                                                  shapes)
+                    return jax.tree_util.tree_map(
+                        lambda a: jnp.full(a.shape, jnp.nan, a.dtype), shapes
+                    )
 
                 do_eval = jnp.logical_and(inp["active"], (inp["it"] + 1) % eval_every == 0)
                 log = {**log, "full": lax.cond(do_eval, evaluate, no_eval, st["x"])}
@@ -658,8 +667,12 @@ def _chunk_function(solver: str, static: tuple, problem, obj_full: bool, con_ful
         # an iteration; run_solver checks all of it at the end); reported iteration: the
         # last active one of the block
         return guarded_scan(
-            body, *carry, inputs, parameters=lambda st: st["x"],
-            iteration=lambda st, inp: jnp.max(jnp.where(inp["active"], inp["it"], 0)))
+            body,
+            *carry,
+            inputs,
+            parameters=lambda st: st["x"],
+            iteration=lambda st, inp: jnp.max(jnp.where(inp["active"], inp["it"], 0)),
+        )
 
     return jax.jit(chunk)
 
@@ -808,24 +821,39 @@ def run_solver(
     m = problem.m
     names = constraint_names or [str(i) for i in range(m)]
     balanced = solver == "penalty" and hyper.get("balanced_batches", False)
-    loss_scale, cell_scale = loss_scales(sample_weight, groups, cells, problem.n_cells,
-                                         by_group=balanced)
-    data = _device_data(X, np.asarray(y), np.asarray(groups), np.asarray(cells), dtype,
-                        loss_scale, cell_scale)
+    loss_scale, cell_scale = loss_scales(
+        sample_weight, groups, cells, problem.n_cells, by_group=balanced
+    )
+    data = _device_data(
+        X, np.asarray(y), np.asarray(groups), np.asarray(cells), dtype, loss_scale, cell_scale
+    )
     x0 = jnp.asarray(x0, dtype=dtype)
     if solver == "ghost":
-        return _run_ghost(problem, data, n, x0, hyper, aux, rngs, max_iter, max_time,
-                          period, names, dtype, progress)
+        return _run_ghost(
+            problem,
+            data,
+            n,
+            x0,
+            hyper,
+            aux,
+            rngs,
+            max_iter,
+            max_time,
+            period,
+            names,
+            dtype,
+            progress,
+        )
 
     if balanced:
         n_groups = int(np.max(groups)) + 1
-        obj_sampler = _BalancedEpochSampler(np.asarray(groups), n_groups,
-                                            batch_size or n, rngs[1])
+        obj_sampler = _BalancedEpochSampler(np.asarray(groups), n_groups, batch_size or n, rngs[1])
     else:
         obj_sampler = EpochSampler(n, batch_size, rngs[1])
     n_cells = problem.n_cells
-    con_sampler = GroupSampler(np.asarray(cells), n_cells, constraint_batch_size, rngs[2],
-                               constraint_sampler)
+    con_sampler = GroupSampler(
+        np.asarray(cells), n_cells, constraint_batch_size, rngs[2], constraint_sampler
+    )
     solver_rng = rngs[3]
     T = obj_sampler.iters_per_epoch
     budget = np.inf
@@ -839,12 +867,16 @@ def run_solver(
 
     static = _static_options(solver, hyper)
     n_draws = _constraint_draws(solver, hyper) if m > 0 else 0
-    traced = {k: jnp.asarray(v, dtype=dtype) for k, v in hyper.items()
-              if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    traced = {
+        k: jnp.asarray(v, dtype=dtype)
+        for k, v in hyper.items()
+        if isinstance(v, (int, float)) and not isinstance(v, bool)
+    }
     # without a history only SSw's step types leave the device (for step_counts)
     log_keys = None if period else (("constraint_step",) if solver == "ssw" else ())
-    chunk_fn = _chunk_function(solver, static, problem, obj_sampler.full, con_sampler.full,
-                               int(eval_every or 0), log_keys)
+    chunk_fn = _chunk_function(
+        solver, static, problem, obj_sampler.full, con_sampler.full, int(eval_every or 0), log_keys
+    )
 
     s0 = jnp.zeros(m, dtype=dtype)
     if solver in ("ssl-alm", "alm") and hyper.get("slack_init", "zero") == "feasible":
@@ -885,8 +917,8 @@ def run_solver(
         if period:
             log = jax.tree_util.tree_map(np.asarray, log)  # one host sync per chunk
             now = time.perf_counter() - start
-            frac = (np.arange(1, n_active + 1) / n_active)
-            log = jax.tree_util.tree_map(lambda a: a[:n_active], log)
+            frac = np.arange(1, n_active + 1) / n_active
+            log = jax.tree_util.tree_map(lambda a, k=n_active: a[:k], log)
             log["time"] = chunk_start + frac * (now - chunk_start)
             log["epoch"] = epoch[:n_active] + (t[:n_active] + 1) / T
             log["iter"] = np.arange(done, done + n_active)
@@ -902,27 +934,40 @@ def run_solver(
 
     extras = {}
     nonfinite = int(bad)
-    final_step = (solver in ("ssl-alm", "alm") and hyper.get("final_full_step", False)
-                  and done > 0 and nonfinite < 0)
+    final_step = (
+        solver in ("ssl-alm", "alm")
+        and hyper.get("final_full_step", False)
+        and done > 0
+        and nonfinite < 0
+    )
     if final_step:
         state = _final_function(problem)(state, data, aux, traced)
     x = state["x"]
     if solver == "ssw":
-        steps = (np.concatenate([np.asarray(lg["constraint_step"]) for lg in logs])
-                 if logs else np.zeros(0))
-        extras["step_counts"] = {"objective": int((~steps.astype(bool)).sum()),
-                                 "constraint": int(steps.astype(bool).sum())}
+        steps = (
+            np.concatenate([np.asarray(lg["constraint_step"]) for lg in logs])
+            if logs
+            else np.zeros(0)
+        )
+        extras["step_counts"] = {
+            "objective": int((~steps.astype(bool)).sum()),
+            "constraint": int(steps.astype(bool).sum()),
+        }
         if hyper.get("output", "last") == "random" and float(state["w_total"]) > 0:
             x = state["x_out"]
     state_np = {k: np.asarray(v) for k, v in state.items()}
-    if nonfinite < 0 and not all(np.all(np.isfinite(v)) for v in state_np.values()
-                                 if np.issubdtype(v.dtype, np.inexact)):
+    if nonfinite < 0 and not all(
+        np.all(np.isfinite(v)) for v in state_np.values() if np.issubdtype(v.dtype, np.inexact)
+    ):
         nonfinite = max(done - 1, 0)  # the multipliers or slacks of the last iteration,
         #                               or the final full step
     extras["nonfinite_iter"] = nonfinite if nonfinite >= 0 else None
     epochs_done = done / T
-    history = (_history_dict(solver, logs, names, period, n_draws, obj_sampler, con_sampler)
-               if period else None)
+    history = (
+        _history_dict(solver, logs, names, period, n_draws, obj_sampler, con_sampler)
+        if period
+        else None
+    )
     return RunResult(np.asarray(x), state_np, history, done, epochs_done, extras)
 
 
@@ -930,9 +975,11 @@ def _static_options(solver: str, hyper: dict) -> tuple:
     """Option strings of ``hyper`` that select code paths (compiled in, not traced)."""
     shared = (("shared_draw", True),) if hyper.get("constraint_draw") == "shared" else ()
     if solver == "ssw":
-        return (("f_rule", hyper["learning_rate_rule"]),
-                ("c_rule", hyper["constraint_learning_rate_rule"]),
-                ("reset", bool(hyper["reset_each_epoch"]))) + shared
+        return (
+            ("f_rule", hyper["learning_rate_rule"]),
+            ("c_rule", hyper["constraint_learning_rate_rule"]),
+            ("reset", bool(hyper["reset_each_epoch"])),
+        ) + shared
     if solver in ("ssl-alm", "alm"):
         return shared
     return ()
@@ -951,11 +998,15 @@ def _history_dict(solver, logs, names, period, n_draws, obj_sampler, con_sampler
         return as_history({"iter": np.zeros(0, int)})
     merged = {k: np.concatenate([lg[k] for lg in logs]) for k in logs[0] if k != "full"}
     keep = merged["iter"] % period == 0
-    cols = {"iter": merged["iter"][keep], "epoch": merged["epoch"][keep],
-            "time": merged["time"][keep]}
+    cols = {
+        "iter": merged["iter"][keep],
+        "epoch": merged["epoch"][keep],
+        "time": merged["time"][keep],
+    }
     rows_f = obj_sampler.batch_width
-    rows_c = (con_sampler.width if not con_sampler.full
-              else sum(mm.size for mm in con_sampler.members))
+    rows_c = (
+        con_sampler.width if not con_sampler.full else sum(mm.size for mm in con_sampler.members)
+    )
     per_iter = rows_f + n_draws * rows_c
     if solver == "ssw":
         con = merged["constraint_step"].astype(bool)
@@ -1045,9 +1096,10 @@ def _qp_cvxpy(g, c, J, kappa, tau, box):
         d = cp.Variable(n)
         pg, pc, pJ, pk = cp.Parameter(n), cp.Parameter(m), cp.Parameter((m, n)), cp.Parameter()
         pbox = cp.Parameter(nonneg=True)
-        prob = cp.Problem(cp.Minimize(pg @ d + (tau_half := cp.Parameter(nonneg=True))
-                                      * cp.sum_squares(d)),
-                          [pc + pJ @ d <= pk, cp.abs(d) <= pbox])
+        prob = cp.Problem(
+            cp.Minimize(pg @ d + (tau_half := cp.Parameter(nonneg=True)) * cp.sum_squares(d)),
+            [pc + pJ @ d <= pk, cp.abs(d) <= pbox],
+        )
         _QP_CACHE[key] = (prob, d, pg, pc, pJ, pk, pbox, tau_half)
     prob, d, pg, pc, pJ, pk, pbox, tau_half = _QP_CACHE[key]
     pg.value, pc.value, pJ.value = g, c, J
@@ -1075,9 +1127,14 @@ def _qp_dual(g, c, J, kappa, tau, box):
         value = g @ d + 0.5 * tau * d @ d + mu @ slack
         return -value, -slack
 
-    res = minimize(neg_dual, np.zeros(c.size), jac=True, method="L-BFGS-B",
-                   bounds=[(0.0, None)] * c.size,
-                   options={"ftol": 1e-16, "gtol": 1e-13, "maxiter": 5000, "maxls": 50})
+    res = minimize(
+        neg_dual,
+        np.zeros(c.size),
+        jac=True,
+        method="L-BFGS-B",
+        bounds=[(0.0, None)] * c.size,
+        options={"ftol": 1e-16, "gtol": 1e-13, "maxiter": 5000, "maxls": 50},
+    )
     if not np.all(np.isfinite(res.x)):
         raise RuntimeError("dual QP diverged")
     d = primal(res.x)
@@ -1097,7 +1154,7 @@ def ghost_subproblem(g, c, J, *, tau, box, kappa_lambda, kappa_box, backend="dua
     for solve in solvers:
         try:
             return solve(g, c, J, kappa, tau, box), kappa, False
-        except Exception:  # noqa: BLE001 - retry with the other backend, then d = 0 [spec 3.7]
+        except Exception:
             continue
     return np.zeros_like(g), kappa, True
 
@@ -1106,10 +1163,20 @@ def ghost_subproblem(g, c, J, *, tau, box, kappa_lambda, kappa_box, backend="dua
 def _ghost_derivatives(problem):
     def derivs(x, data, aux, obj_idx, con_idx):
         d = data
-        bf = Batch(d["X"][obj_idx], d["y"][obj_idx], d["groups"][obj_idx],
-                   jnp.ones(obj_idx.shape, x.dtype), _rows(d.get("s"), obj_idx))
-        bc = Batch(d["X"][con_idx], d["y"][con_idx], d["cells"][con_idx],
-                   jnp.ones(con_idx.shape, x.dtype), _rows(d.get("cs"), con_idx))
+        bf = Batch(
+            d["X"][obj_idx],
+            d["y"][obj_idx],
+            d["groups"][obj_idx],
+            jnp.ones(obj_idx.shape, x.dtype),
+            _rows(d.get("s"), obj_idx),
+        )
+        bc = Batch(
+            d["X"][con_idx],
+            d["y"][con_idx],
+            d["cells"][con_idx],
+            jnp.ones(con_idx.shape, x.dtype),
+            _rows(d.get("cs"), con_idx),
+        )
         f, g = jax.value_and_grad(problem.objective)(x, bf, aux)
         c = problem.constraints(x, bc, aux)
         J = jax.jacrev(problem.constraints)(x, bc, aux)
@@ -1135,8 +1202,9 @@ def ghost_step_size(k: int, step0: float, decay: float, rule: str) -> float:
     return gamma
 
 
-def _run_ghost(problem, data, n, x0, hyper, aux, rngs, max_iter, max_time, period, names,
-               dtype, progress=None):
+def _run_ghost(
+    problem, data, n, x0, hyper, aux, rngs, max_iter, max_time, period, names, dtype, progress=None
+):
     """Stochastic Ghost (spec 3.7); ``hyper`` holds the public ``solver_params`` names,
     mapped here to the spec's symbols (p0, gamma_0, zeta_gamma, tau, beta, lambda_kappa,
     rho_kappa). ``period`` records every ``period``-th iteration (0: no history)."""
@@ -1148,9 +1216,12 @@ def _run_ghost(problem, data, n, x0, hyper, aux, rngs, max_iter, max_time, perio
     largest = max(mm.size for mm in members)
     p0 = hyper["mlmc_probability"]
     step0, decay = hyper["learning_rate"], hyper["learning_rate_decay_rate"]
-    sub = {"tau": hyper["proximal_strength"], "box": hyper["trust_radius"],
-           "kappa_lambda": hyper["relaxation_weight"],
-           "kappa_box": hyper["relaxation_radius"]}
+    sub = {
+        "tau": hyper["proximal_strength"],
+        "box": hyper["trust_radius"],
+        "kappa_lambda": hyper["relaxation_weight"],
+        "kappa_box": hyper["relaxation_radius"],
+    }
     backend = hyper["qp_backend"]
     iters = hyper["max_iter"] if max_iter is None else max_iter
     x = np.asarray(x0, dtype=np.float64)
@@ -1171,8 +1242,7 @@ def _run_ghost(problem, data, n, x0, hyper, aux, rngs, max_iter, max_time, perio
         def solve(f_g_c_J):
             nonlocal failures
             _, g, c, J = (np.asarray(a, dtype=np.float64) for a in f_g_c_J)
-            d, kappa, failed = ghost_subproblem(g, c, J.reshape(c.size, -1), backend=backend,
-                                                **sub)
+            d, kappa, failed = ghost_subproblem(g, c, J.reshape(c.size, -1), backend=backend, **sub)
             failures += int(failed)
             return d, kappa, c
 
@@ -1191,9 +1261,14 @@ def _run_ghost(problem, data, n, x0, hyper, aux, rngs, max_iter, max_time, perio
             obj_one = obj_rng.integers(n, size=1)
             con_one = np.stack([mm[con_rng.integers(mm.size, size=1)] for mm in members])
 
-            def at(obj, con):
-                return derivs(xj, data, aux, jnp.asarray(obj, jnp.int32),
-                              jnp.asarray(con.reshape(-1), jnp.int32))
+            def at(obj, con, xj=xj):
+                return derivs(
+                    xj,
+                    data,
+                    aux,
+                    jnp.asarray(obj, jnp.int32),
+                    jnp.asarray(con.reshape(-1), jnp.int32),
+                )
 
             out1 = at(obj_one, con_one)
             f_val = out1[0]
@@ -1210,8 +1285,13 @@ def _run_ghost(problem, data, n, x0, hyper, aux, rngs, max_iter, max_time, perio
             k += 1
             break
         if period and k % period == 0:
-            row = {"iter": k, "epoch": np.nan, "time": time.perf_counter() - start,
-                   "n_samples": n_samples, "objective": float(f_val)}
+            row = {
+                "iter": k,
+                "epoch": np.nan,
+                "time": time.perf_counter() - start,
+                "n_samples": n_samples,
+                "objective": float(f_val),
+            }
             for j, name in enumerate(names):
                 row["c_" + name] = float(c_used[j])
             row.update({"step_size": gamma, "kappa": kappa, "N_geom": N})
@@ -1221,10 +1301,19 @@ def _run_ghost(problem, data, n, x0, hyper, aux, rngs, max_iter, max_time, perio
             progress(k, np.nan)
     history = None
     if period:
-        history = as_history({key: [row[key] for row in rows] for key in rows[0]} if rows
-                             else {"iter": np.zeros(0, int)})
+        history = as_history(
+            {key: [row[key] for row in rows] for key in rows[0]}
+            if rows
+            else {"iter": np.zeros(0, int)}
+        )
     x_out = x.astype(np.dtype(dtype))
     if nonfinite is None and not np.all(np.isfinite(x_out)):
         nonfinite = max(k - 1, 0)  # finite in float64, beyond the range of dtype
-    return RunResult(x_out, {"x": x}, history, k, np.nan,
-                     {"n_qp_failures": failures, "nonfinite_iter": nonfinite})
+    return RunResult(
+        x_out,
+        {"x": x},
+        history,
+        k,
+        np.nan,
+        {"n_qp_failures": failures, "nonfinite_iter": nonfinite},
+    )

@@ -38,17 +38,19 @@ __all__ = [
 SOLVERS = ("ssl-alm", "alm", "ssw", "ghost", "sgd", "penalty")
 _ALIASES = {"ssl_alm": "ssl-alm", "penalty_sgd": "penalty"}
 _STRING_OPTIONS = {  # per solver: the allowed values of its option strings
-    "ssl-alm": {"slack_init": {"zero", "feasible"},
-                "constraint_draw": {"independent", "shared"}},
-    "alm": {"slack_init": {"zero", "feasible"},
-            "constraint_draw": {"independent", "shared"}},
-    "ssw": {"learning_rate_rule": {"const", "dimin"},
-            "constraint_learning_rate_rule": {"const", "dimin", "adaptive"},
-            "output": {"last", "random"},
-            "constraint_draw": {"independent", "shared"}},
-    "ghost": {"learning_rate_rule": {"dimin", "inv_iter"},
-              "sampling": {"mlmc", "full"},
-              "qp_backend": {"cvxpy", "dual"}},
+    "ssl-alm": {"slack_init": {"zero", "feasible"}, "constraint_draw": {"independent", "shared"}},
+    "alm": {"slack_init": {"zero", "feasible"}, "constraint_draw": {"independent", "shared"}},
+    "ssw": {
+        "learning_rate_rule": {"const", "dimin"},
+        "constraint_learning_rate_rule": {"const", "dimin", "adaptive"},
+        "output": {"last", "random"},
+        "constraint_draw": {"independent", "shared"},
+    },
+    "ghost": {
+        "learning_rate_rule": {"dimin", "inv_iter"},
+        "sampling": {"mlmc", "full"},
+        "qp_backend": {"cvxpy", "dual"},
+    },
     "penalty": {"penalty": {"accuracy_parity_l1"}},
 }
 
@@ -67,8 +69,9 @@ def resolve_solver_params(solver: str, preset: str, solver_params) -> dict:
         params[key] = value
     for key, options in _STRING_OPTIONS.get(solver, {}).items():
         if params[key] not in options:
-            raise ValueError(f"solver_params[{key!r}] must be one of {sorted(options)}; "
-                             f"got {params[key]!r}.")
+            raise ValueError(
+                f"solver_params[{key!r}] must be one of {sorted(options)}; got {params[key]!r}."
+            )
     return params
 
 
@@ -377,8 +380,7 @@ default="loss_parity"
         "hidden_layer_sizes": ["array-like"],
         "solver": [StrOptions(set(SOLVERS) | set(_ALIASES))],
         "tolerance": [Interval(Real, 0, None, closed="left")],
-        "metric": [StrOptions({"loss_parity", "loss_equal_opportunity",
-                               "loss_equalized_odds"})],
+        "metric": [StrOptions({"loss_parity", "loss_equal_opportunity", "loss_equalized_odds"})],
         "constraint_pairs": [StrOptions({"all", "vs_mean"})],
         "batch_size": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"}), None],
         "constraint_batch_size": [Interval(Integral, 1, None, closed="left"), None],
@@ -475,11 +477,13 @@ list of str or None, default=None
                 "record_history=True (or an int)."
             )
         X, y_codes, classes, groups, labels, sample_weight = validate_constrained_fit(
-            self, X, y, sensitive_features, sample_weight)
+            self, X, y, sensitive_features, sample_weight
+        )
         n_classes, n_groups = classes.size, labels.size
         if n_classes > 2 and self.metric != "loss_parity":
-            raise ValueError(f"metric={self.metric!r} needs a binary target; y has "
-                             f"{n_classes} classes.")
+            raise ValueError(
+                f"metric={self.metric!r} needs a binary target; y has {n_classes} classes."
+            )
         cells = self._cells(groups, y_codes, n_groups)
         n_cells = 2 * n_groups if self.metric == "loss_equalized_odds" else n_groups
         counts = np.bincount(cells[cells >= 0], minlength=n_cells)
@@ -516,8 +520,9 @@ list of str or None, default=None
             params0 = model.init(rngs[0], dtype)
             x0 = ravel_params(params0)
             # the solver runs on the equivalent constraints scale * C(x) <= 0 (see Notes)
-            A_solver, delta = (A, self.tolerance) if scale == 1.0 else (
-                scale * A, scale * self.tolerance)
+            A_solver, delta = (
+                (A, self.tolerance) if scale == 1.0 else (scale * A, scale * self.tolerance)
+            )
             aux = {"A": jnp.asarray(A_solver, dtype=dtype), "delta": jnp.asarray(delta, dtype)}
 
             def attempt(factor):
@@ -525,15 +530,26 @@ list of str or None, default=None
                 if factor != 1.0:
                     run_hyper.update({key: factor * hyper[key] for key in step_keys})
                 result = run_solver(
-                    solver, problem, X, y_codes, groups, cells, x0,
-                    hyper=run_hyper, aux=aux, batch_size=batch_size,
+                    solver,
+                    problem,
+                    X,
+                    y_codes,
+                    groups,
+                    cells,
+                    x0,
+                    hyper=run_hyper,
+                    aux=aux,
+                    batch_size=batch_size,
                     constraint_batch_size=self.constraint_batch_size,
                     constraint_sampler=self.constraint_sampler,
                     n_epochs=None if solver == "ghost" else self.n_epochs,
-                    max_iter=self.max_iter, max_time=self.max_time,
+                    max_iter=self.max_iter,
+                    max_time=self.max_time,
                     rngs=copy.deepcopy(rngs),  # every refit draws the same streams
-                    record_history=self.record_history, eval_every=self.eval_every,
-                    constraint_names=names, dtype=dtype,
+                    record_history=self.record_history,
+                    eval_every=self.eval_every,
+                    constraint_names=names,
+                    dtype=dtype,
                     sample_weight=None if unit else sample_weight,
                     progress=progress if self.verbose and self.verbose >= 2 else None,
                 )
@@ -543,23 +559,26 @@ list of str or None, default=None
                 return result, bad
 
             remedy = " / ".join(f'solver_params["{key}"]' for key in step_keys)
-            result, self.step_size_factor_ = refit_on_divergence(self, attempt, remedy=remedy,
-                                                                 X=X)
+            result, self.step_size_factor_ = refit_on_divergence(self, attempt, remedy=remedy, X=X)
             x = jnp.asarray(result.x, dtype=dtype)
             self.params_ = [(np.asarray(W), np.asarray(b)) for W, b in unravel_params(model, x)]
         # training-set statistics of the returned model, on the host in float64
         loss = sample_losses(numpy_forward(self.params_, X), y_codes)
         if unit:
-            cell_losses = (np.bincount(cells[in_cell], loss[in_cell], minlength=n_cells)
-                           / np.bincount(cells[in_cell], minlength=n_cells))
+            cell_losses = np.bincount(
+                cells[in_cell], loss[in_cell], minlength=n_cells
+            ) / np.bincount(cells[in_cell], minlength=n_cells)
             group_losses = np.bincount(groups, loss, minlength=n_groups) / np.bincount(
-                groups, minlength=n_groups)
+                groups, minlength=n_groups
+            )
         else:
             weighted = sample_weight * loss
-            cell_losses = (np.bincount(cells[in_cell], weighted[in_cell], minlength=n_cells)
-                           / cell_weight)
-            group_losses = (np.bincount(groups, weighted, minlength=n_groups)
-                            / np.bincount(groups, sample_weight, minlength=n_groups))
+            cell_losses = (
+                np.bincount(cells[in_cell], weighted[in_cell], minlength=n_cells) / cell_weight
+            )
+            group_losses = np.bincount(groups, weighted, minlength=n_groups) / np.bincount(
+                groups, sample_weight, minlength=n_groups
+            )
         c_full = A @ cell_losses - self.tolerance
         self.classes_ = classes
         self.groups_ = labels
@@ -585,9 +604,16 @@ list of str or None, default=None
         if not hidden:
             W, b = self.params_[0]
             self.coef_, self.intercept_ = W.T.copy(), b.copy()
-        log_fit(self, "solver=%s iterations=%d train %s %.4g (tolerance %g) feasible=%s",
-                solver, self.n_iter_, self.metric, self.train_unfairness_, self.tolerance,
-                self.is_feasible_)
+        log_fit(
+            self,
+            "solver=%s iterations=%d train %s %.4g (tolerance %g) feasible=%s",
+            solver,
+            self.n_iter_,
+            self.metric,
+            self.train_unfairness_,
+            self.tolerance,
+            self.is_feasible_,
+        )
         return self
 
     def _cells(self, groups, y_codes, n_groups):
@@ -615,6 +641,7 @@ list of str or None, default=None
         X = prepare_predict(self, X)
         z = numpy_forward(self.params_, X)
         return z[:, 0] if z.shape[1] == 1 else z
+
 
 def sample_losses(logits, y_codes):
     """Per-sample cross-entropy in float64 (BCE-with-logits for one output column)."""

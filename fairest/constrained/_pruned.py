@@ -49,8 +49,8 @@ from fairest.constrained._engine import (
     MLP,
     EpochSampler,
     all_finite,
-    guarded_scan,
     group_means,
+    guarded_scan,
     numpy_forward,
     per_sample_stats,
     spawn_rngs,
@@ -59,8 +59,8 @@ from fairest.constrained._engine import (
 from fairest.constrained._loss_gap import sample_losses
 from fairest.utils._estimator import validate_fit_data
 from fairest.utils._linear import ScoreClassifierMixin
-from fairest.utils._validation import raise_if_weightless_group
 from fairest.utils._reporting import as_history, log_fit
+from fairest.utils._validation import raise_if_weightless_group
 
 __all__ = ["PrunedFairClassifier", "gmp_schedule", "prune_layer", "buffer_push"]
 
@@ -182,9 +182,17 @@ def buffer_means(buf, count):
 # ------------------------------------------------------------------------------------------
 
 
-def _make_epoch_fn(model: MLP, num_groups: int, metric, use_buffer: bool, balanced: bool,
-                   absolute_gaps: bool, dual_opt: str, nesterovs_momentum: bool,
-                   record: bool = True):
+def _make_epoch_fn(
+    model: MLP,
+    num_groups: int,
+    metric,
+    use_buffer: bool,
+    balanced: bool,
+    absolute_gaps: bool,
+    dual_opt: str,
+    nesterovs_momentum: bool,
+    record: bool = True,
+):
     """Jitted epoch (a ``lax.scan`` of steps) for one static configuration.
 
     ``metric`` is a public metric name or ``None`` (no mitigation); ``record`` makes the
@@ -211,8 +219,7 @@ def _make_epoch_fn(model: MLP, num_groups: int, metric, use_buffer: bool, balanc
             return weighted_mean(values if r_all is None else r_all * values, w)
 
         def group_mean(values):
-            return group_means(values if r_grp is None else r_grp * values, gb, w,
-                               num_groups)
+            return group_means(values if r_grp is None else r_grp * values, gb, w, num_groups)
 
         logits = MLP.apply(unravel_params(model, x * mask), Xb)
         loss_i, correct_i, _ = per_sample_stats(logits, yb)
@@ -227,8 +234,9 @@ def _make_epoch_fn(model: MLP, num_groups: int, metric, use_buffer: bool, balanc
             pushed = correct_i if accuracy_gaps else loss_i
             if r_grp is not None:
                 pushed = r_grp * pushed
-            new_buf, new_count = buffer_push(buf, count, lax.stop_gradient(pushed), gb,
-                                             valid, num_groups)
+            new_buf, new_count = buffer_push(
+                buf, count, lax.stop_gradient(pushed), gb, valid, num_groups
+            )
             buf = jnp.where(constrained, new_buf, buf)
             count = jnp.where(constrained, new_count, count)
 
@@ -306,20 +314,35 @@ def _make_epoch_fn(model: MLP, num_groups: int, metric, use_buffer: bool, balanc
         v = hyper["momentum"] * v + grad
         direction = grad + hyper["momentum"] * v if nesterovs_momentum else v
         x = (x - inp["learning_rate"] * direction) * mask
-        new_state = {"x": x, "v": v, "lam": lam, "buf": buf, "count": count, "m1": m1,
-                     "m2": m2, "t_dual": t_dual, "it": state["it"]}
+        new_state = {
+            "x": x,
+            "v": v,
+            "lam": lam,
+            "buf": buf,
+            "count": count,
+            "m1": m1,
+            "m2": m2,
+            "t_dual": t_dual,
+            "it": state["it"],
+        }
         if not record:
             return new_state, None
-        log = {"objective": objective, "lam": lam, "psi_hat": estimate,
-               "buffer_full": count >= buf.shape[1]}
+        log = {
+            "objective": objective,
+            "lam": lam,
+            "psi_hat": estimate,
+            "buffer_full": count >= buf.shape[1],
+        }
         return new_state, log
 
     def epoch(state, data, ref, hyper, flags, inputs):
         """``lax.scan`` of the steps of one epoch with the divergence guard: ``state["bad"]``
         is -1 while the parameters were finite, else the step (counted in ``state["it"]``)
         by which they were not (:func:`fairest.constrained._engine.guarded_scan`)."""
-        counters = {"it": state.get("it", jnp.asarray(0, jnp.int32)),
-                    "bad": state.get("bad", jnp.asarray(-1, jnp.int32))}
+        counters = {
+            "it": state.get("it", jnp.asarray(0, jnp.int32)),
+            "bad": state.get("bad", jnp.asarray(-1, jnp.int32)),
+        }
         inner = {k: v for k, v in state.items() if k not in ("it", "bad")}
 
         def body(st, inp, bad):
@@ -327,8 +350,13 @@ def _make_epoch_fn(model: MLP, num_groups: int, metric, use_buffer: bool, balanc
             return {**st, "it": st["it"] + 1}, log
 
         (inner, bad), log = guarded_scan(
-            body, {**inner, "it": counters["it"]}, counters["bad"], inputs,
-            parameters=lambda st: st["x"], iteration=lambda st, inp: st["it"] - 1)
+            body,
+            {**inner, "it": counters["it"]},
+            counters["bad"],
+            inputs,
+            parameters=lambda st: st["x"],
+            iteration=lambda st, inp: st["it"] - 1,
+        )
         return {**inner, "bad": bad}, log
 
     return jax.jit(epoch)
@@ -343,8 +371,9 @@ def _epoch_fn(*key):
     return _EPOCH_CACHE[key]
 
 
-def _learning_rate_at(epoch: int, learning_rate: float, milestones, decay: float,
-                      total: int) -> float:
+def _learning_rate_at(
+    epoch: int, learning_rate: float, milestones, decay: float, total: int
+) -> float:
     passed = sum(epoch >= int(frac * total) for frac in milestones)
     return learning_rate * decay**passed
 
@@ -359,10 +388,12 @@ def _mean(values, sample_weight):
 def _group_means(values, groups, sample_weight, num_groups):
     """Per-group means of ``values``, weighted by ``sample_weight`` unless it is None."""
     if sample_weight is None:
-        return (np.bincount(groups, values, minlength=num_groups)
-                / np.bincount(groups, minlength=num_groups))
-    return (np.bincount(groups, sample_weight * values, minlength=num_groups)
-            / np.bincount(groups, sample_weight, minlength=num_groups))
+        return np.bincount(groups, values, minlength=num_groups) / np.bincount(
+            groups, minlength=num_groups
+        )
+    return np.bincount(groups, sample_weight * values, minlength=num_groups) / np.bincount(
+        groups, sample_weight, minlength=num_groups
+    )
 
 
 # ------------------------------------------------------------------------------------------
@@ -572,8 +603,7 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
         "pruning_epochs": [Interval(Integral, 0, None, closed="left")],
         "prune_layers": [StrOptions({"all", "hidden"})],
         "n_epochs": [Interval(Integral, 0, None, closed="left")],
-        "metric": [StrOptions({"excess_accuracy_gap", "excess_loss_gap", "loss_parity"}),
-                   None],
+        "metric": [StrOptions({"excess_accuracy_gap", "excess_loss_gap", "loss_parity"}), None],
         "tolerance": [Interval(Real, 0, None, closed="left")],
         "use_buffer": ["boolean"],
         "buffer_size": [Interval(Integral, 1, None, closed="left")],
@@ -703,7 +733,8 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
         """
         hidden = validate_hidden(self.hidden_layer_sizes)
         X, sensitive_features, self.sensitive_columns_ = split_sensitive_columns(
-            X, sensitive_features)
+            X, sensitive_features
+        )
         fit_data = validate_fit_data(self, X, y, sensitive_features, sample_weight)
         X, groups, labels = fit_data.X, fit_data.groups, fit_data.group_labels
         classes, y_codes = np.unique(fit_data.y, return_inverse=True)
@@ -719,8 +750,7 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
         rngs = spawn_rngs(self.random_state, 5)
         validation = None
         if self.early_stopping:
-            X, y_codes, groups, sw, validation = self._hold_out(X, y_codes, groups, sw,
-                                                                rngs[4])
+            X, y_codes, groups, sw, validation = self._hold_out(X, y_codes, groups, sw, rngs[4])
         n, G = X.shape[0], labels.size
         if sw is not None:
             totals = np.bincount(groups, sw, minlength=G)
@@ -731,37 +761,64 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
         model = MLP(X.shape[1], hidden, 1 if classes.size == 2 else classes.size)
         dtype = jnp.float64 if self.dtype == "float64" else jnp.float32
         record_every = int(self.record_history)  # True records every iteration
-        key = (model, G, self.metric, bool(self.use_buffer),
-               self.buffer_overall == "balanced", bool(self.absolute_gaps),
-               self.dual_optimizer, bool(self.nesterovs_momentum), record_every > 0)
+        key = (
+            model,
+            G,
+            self.metric,
+            bool(self.use_buffer),
+            self.buffer_overall == "balanced",
+            bool(self.absolute_gaps),
+            self.dual_optimizer,
+            bool(self.nesterovs_momentum),
+            record_every > 0,
+        )
         with jax.enable_x64(self.dtype == "float64"):
             epoch_fn = _epoch_fn(*key)
-            data = {"X": jnp.asarray(X, dtype), "y": jnp.asarray(y_codes),
-                    "groups": jnp.asarray(groups)}
+            data = {
+                "X": jnp.asarray(X, dtype),
+                "y": jnp.asarray(y_codes),
+                "groups": jnp.asarray(groups),
+            }
             if sw is not None:
                 group_mean_weight = totals / np.bincount(groups, minlength=G)
                 data["row_scale"] = jnp.asarray(sw / sw.mean(), dtype)
                 data["group_row_scale"] = jnp.asarray(sw / group_mean_weight[groups], dtype)
             n_layers = len(model.sizes) - 1
-            ones = [(np.ones((a, b)), np.ones(b)) for a, b in
-                    zip(model.sizes[:-1], model.sizes[1:])]
+            ones = [
+                (np.ones((a, b)), np.ones(b)) for a, b in zip(model.sizes[:-1], model.sizes[1:])
+            ]
 
             def flat_mask(masks):
-                return jnp.asarray(ravel_params(
-                    [(jnp.asarray(m), jnp.asarray(o[1])) for m, o in zip(masks, ones)]), dtype)
+                return jnp.asarray(
+                    ravel_params(
+                        [(jnp.asarray(m), jnp.asarray(o[1])) for m, o in zip(masks, ones)]
+                    ),
+                    dtype,
+                )
 
             sampler = EpochSampler(n, self.batch_size, rngs[1])
             zeros_g = jnp.zeros(G, dtype)
-            ref_zero = {"acc": jnp.asarray(0.0, dtype), "acc_g": zeros_g,
-                        "loss": jnp.asarray(0.0, dtype), "loss_g": zeros_g,
-                        "pi": jnp.asarray(pi, dtype)}
+            ref_zero = {
+                "acc": jnp.asarray(0.0, dtype),
+                "acc_g": zeros_g,
+                "loss": jnp.asarray(0.0, dtype),
+                "loss_g": zeros_g,
+                "pi": jnp.asarray(pi, dtype),
+            }
 
             def new_state(x):
-                return {"x": x, "v": jnp.zeros_like(x), "lam": zeros_g,
-                        "buf": jnp.zeros((G, self.buffer_size), dtype),
-                        "count": jnp.zeros(G, jnp.int32), "m1": zeros_g, "m2": zeros_g,
-                        "t_dual": jnp.asarray(0.0, dtype),
-                        "it": jnp.asarray(0, jnp.int32), "bad": jnp.asarray(-1, jnp.int32)}
+                return {
+                    "x": x,
+                    "v": jnp.zeros_like(x),
+                    "lam": zeros_g,
+                    "buf": jnp.zeros((G, self.buffer_size), dtype),
+                    "count": jnp.zeros(G, jnp.int32),
+                    "m1": zeros_g,
+                    "m2": zeros_g,
+                    "t_dual": jnp.asarray(0.0, dtype),
+                    "it": jnp.asarray(0, jnp.int32),
+                    "bad": jnp.asarray(-1, jnp.int32),
+                }
 
             def diverged(state, final=False):
                 """First non-finite step of the phase, or None (one host read); ``final``
@@ -773,17 +830,22 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
 
             # 1. dense model
             if self.dense_model is not None:
-                dense_params = [(jnp.asarray(W, dtype), jnp.asarray(b, dtype))
-                                for W, b in self.dense_model.params_]
+                dense_params = [
+                    (jnp.asarray(W, dtype), jnp.asarray(b, dtype))
+                    for W, b in self.dense_model.params_
+                ]
                 shapes = [W.shape for W, _ in dense_params]
                 expected = list(zip(model.sizes[:-1], model.sizes[1:]))
                 if shapes != expected:
-                    raise ValueError(f"dense_model has layer shapes {shapes}; this estimator "
-                                     f"needs {expected}.")
+                    raise ValueError(
+                        f"dense_model has layer shapes {shapes}; this estimator needs {expected}."
+                    )
                 x_dense = ravel_params(dense_params)
                 if not bool(all_finite(x_dense)):
-                    raise ValueError("dense_model has non-finite (NaN/inf) parameters; refit "
-                                     "it on scaled features (e.g. StandardScaler).")
+                    raise ValueError(
+                        "dense_model has non-finite (NaN/inf) parameters; refit "
+                        "it on scaled features (e.g. StandardScaler)."
+                    )
                 self.dense_step_size_factor_ = None
             else:
                 x0 = ravel_params(model.init(rngs[0], dtype))
@@ -797,22 +859,35 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
                     for epoch in range(self.dense_n_epochs):
                         if previous is not None and diverged(previous) is not None:
                             break  # the previous epoch diverged (read while this one runs)
-                        lr = factor * _learning_rate_at(epoch, self.dense_learning_rate,
-                                                        self.learning_rate_milestones,
-                                                        self.learning_rate_decay,
-                                                        self.dense_n_epochs)
+                        lr = factor * _learning_rate_at(
+                            epoch,
+                            self.dense_learning_rate,
+                            self.learning_rate_milestones,
+                            self.learning_rate_decay,
+                            self.dense_n_epochs,
+                        )
                         previous = state
-                        state, _ = self._run_epoch(epoch_fn, state, dense_mask, ref_zero,
-                                                   hyper, False, sampler, lr, dtype)
-                        log_fit(self, "dense epoch %d/%d: learning_rate=%.4g", epoch + 1,
-                                self.dense_n_epochs, lr, level=2)
+                        state, _ = self._run_epoch(
+                            epoch_fn, state, dense_mask, ref_zero, hyper, False, sampler, lr, dtype
+                        )
+                        log_fit(
+                            self,
+                            "dense epoch %d/%d: learning_rate=%.4g",
+                            epoch + 1,
+                            self.dense_n_epochs,
+                            lr,
+                            level=2,
+                        )
                     return state["x"], diverged(state, final=True)
 
                 x_dense, self.dense_step_size_factor_ = refit_on_divergence(
-                    self, dense_attempt, remedy="dense_learning_rate", X=X,
-                    phase=" of the dense pre-training")
-            dense_list = [(np.asarray(W), np.asarray(b))
-                          for W, b in unravel_params(model, x_dense)]
+                    self,
+                    dense_attempt,
+                    remedy="dense_learning_rate",
+                    X=X,
+                    phase=" of the dense pre-training",
+                )
+            dense_list = [(np.asarray(W), np.asarray(b)) for W, b in unravel_params(model, x_dense)]
 
             # 2. reference statistics on the whole training set
             z_dense = numpy_forward(dense_list, X)
@@ -821,10 +896,13 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
             acc_g = _group_means(correct_d, groups, sw, G)
             loss_g = _group_means(loss_d, groups, sw, G)
             acc_d, mean_loss_d = _mean(correct_d, sw), _mean(loss_d, sw)
-            ref = {**ref_zero, "acc": jnp.asarray(acc_d, dtype),
-                   "acc_g": jnp.asarray(acc_g, dtype),
-                   "loss": jnp.asarray(mean_loss_d, dtype),
-                   "loss_g": jnp.asarray(loss_g, dtype)}
+            ref = {
+                **ref_zero,
+                "acc": jnp.asarray(acc_d, dtype),
+                "acc_g": jnp.asarray(acc_g, dtype),
+                "loss": jnp.asarray(mean_loss_d, dtype),
+                "loss_g": jnp.asarray(loss_g, dtype),
+            }
 
             # 3-4. GMP + fine-tuning, one primal optimiser state throughout
             prunable = self._prunable(n_layers)
@@ -841,21 +919,37 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
                     if previous is not None and diverged(previous) is not None:
                         break  # the previous epoch diverged (read while this one runs)
                     if epoch <= self.pruning_epochs:
-                        target = gmp_schedule(epoch, self.initial_sparsity,
-                                              self.target_sparsity, self.pruning_epochs)
+                        target = gmp_schedule(
+                            epoch, self.initial_sparsity, self.target_sparsity, self.pruning_epochs
+                        )
                         current = unravel_params(model, state["x"])
-                        masks = [prune_layer(np.asarray(W), m, target) if p else m
-                                 for (W, _), m, p in zip(current, masks, prunable)]
+                        masks = [
+                            prune_layer(np.asarray(W), m, target) if p else m
+                            for (W, _), m, p in zip(current, masks, prunable)
+                        ]
                     mask = flat_mask(masks)
                     state = {**state, "x": state["x"] * mask}
                     constrained = epoch >= self.pruning_epochs or self.constrain_while_pruning
                     constrained = constrained and self.metric is not None
-                    lr = factor * _learning_rate_at(epoch, self.learning_rate,
-                                                    self.learning_rate_milestones,
-                                                    self.learning_rate_decay, self.n_epochs)
+                    lr = factor * _learning_rate_at(
+                        epoch,
+                        self.learning_rate,
+                        self.learning_rate_milestones,
+                        self.learning_rate_decay,
+                        self.n_epochs,
+                    )
                     previous = state
-                    state, log = self._run_epoch(epoch_fn, state, {**data, "mask": mask},
-                                                 ref, hyper, constrained, sampler, lr, dtype)
+                    state, log = self._run_epoch(
+                        epoch_fn,
+                        state,
+                        {**data, "mask": mask},
+                        ref,
+                        hyper,
+                        constrained,
+                        sampler,
+                        lr,
+                        dtype,
+                    )
                     if record_every:
                         log = jax.tree_util.tree_map(np.asarray, log)
                         steps = log["objective"].shape[0]
@@ -864,10 +958,16 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
                         log["sparsity"] = np.full(steps, self._sparsity(masks, prunable)[0])
                         logs.append(log)
                     if self.verbose and self.verbose >= 2:
-                        log_fit(self, "epoch %d/%d: sparsity=%.3f learning_rate=%.4g "
-                                "max_multiplier=%.4g", epoch + 1, self.n_epochs,
-                                self._sparsity(masks, prunable)[0], lr,
-                                float(jnp.max(state["lam"], initial=0.0)), level=2)
+                        log_fit(
+                            self,
+                            "epoch %d/%d: sparsity=%.3f learning_rate=%.4g max_multiplier=%.4g",
+                            epoch + 1,
+                            self.n_epochs,
+                            self._sparsity(masks, prunable)[0],
+                            lr,
+                            float(jnp.max(state["lam"], initial=0.0)),
+                            level=2,
+                        )
                     if validation is not None and epoch >= self.pruning_epochs:
                         score = self._accuracy(model, state["x"], *validation)
                         if score > best[0]:
@@ -875,8 +975,12 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
                 return (state, masks, logs, best), diverged(state, final=True)
 
             (state, masks, logs, best), self.step_size_factor_ = refit_on_divergence(
-                self, finetune_attempt, remedy="learning_rate / dual_learning_rate", X=X,
-                phase=" of the fine-tuning")
+                self,
+                finetune_attempt,
+                remedy="learning_rate / dual_learning_rate",
+                X=X,
+                phase=" of the fine-tuning",
+            )
             x_final = state["x"]
             if best[1] is not None:
                 x_final, masks = best[1], best[2]
@@ -899,11 +1003,14 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
         delta_g = acc_g - acc_s_g
         delta = acc_d - acc_s
         psi = delta_g - delta
-        self.train_eags_ = pd.Series(psi, index=pd.Index(list(labels), tupleize_cols=False),
-                                     name="excess_accuracy_gap")
+        self.train_eags_ = pd.Series(
+            psi, index=pd.Index(list(labels), tupleize_cols=False), name="excess_accuracy_gap"
+        )
         self.train_disparity_ = {
-            "acc": float(acc_s), "psi_pw": float(delta_g.max() - delta_g.min()),
-            "max_eag": float(psi.max()), "delta": float(delta),
+            "acc": float(acc_s),
+            "psi_pw": float(delta_g.max() - delta_g.min()),
+            "max_eag": float(psi.max()),
+            "delta": float(delta),
             "is_feasible": bool(psi.max() <= self.tolerance),
         }
         if record_every:
@@ -924,14 +1031,17 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
         if np.bincount(strata).min() < 2:
             strata = groups
         seed = int(rng.integers(2**31 - 1))
-        train, val = train_test_split(np.arange(X.shape[0]), test_size=self.validation_fraction,
-                                      stratify=strata, random_state=seed)
+        train, val = train_test_split(
+            np.arange(X.shape[0]),
+            test_size=self.validation_fraction,
+            stratify=strata,
+            random_state=seed,
+        )
         if sample_weight is None:
             sw_train = sw_val = None
         else:
             sw_train, sw_val = sample_weight[train], sample_weight[val]
-        return (X[train], y_codes[train], groups[train], sw_train,
-                (X[val], y_codes[val], sw_val))
+        return (X[train], y_codes[train], groups[train], sw_train, (X[val], y_codes[val], sw_val))
 
     def _accuracy(self, model, x, X, y_codes, sample_weight=None):
         params = [(np.asarray(W), np.asarray(b)) for W, b in unravel_params(model, x)]
@@ -939,18 +1049,30 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
 
     def _hyper(self, dtype, momentum, alpha, step_factor=1.0):
         """Traced hyper-parameters; ``step_factor`` scales the dual step (divergence refits)."""
-        dual = self.dual_learning_rate if step_factor == 1.0 else (
-            step_factor * self.dual_learning_rate)
-        return {k: jnp.asarray(v, dtype) for k, v in (
-            ("momentum", momentum), ("alpha", alpha), ("tolerance", self.tolerance),
-            ("dual_learning_rate", dual))}
+        dual = (
+            self.dual_learning_rate
+            if step_factor == 1.0
+            else (step_factor * self.dual_learning_rate)
+        )
+        return {
+            k: jnp.asarray(v, dtype)
+            for k, v in (
+                ("momentum", momentum),
+                ("alpha", alpha),
+                ("tolerance", self.tolerance),
+                ("dual_learning_rate", dual),
+            )
+        }
 
     @staticmethod
     def _run_epoch(epoch_fn, state, data, ref, hyper, constrained, sampler, lr, dtype):
         """One epoch on device; the log stays on device (None unless recorded)."""
         idx, w = sampler.epoch()
-        inputs = {"idx": jnp.asarray(idx), "w": jnp.asarray(w, dtype),
-                  "learning_rate": jnp.full(idx.shape[0], lr, dtype)}
+        inputs = {
+            "idx": jnp.asarray(idx),
+            "w": jnp.asarray(w, dtype),
+            "learning_rate": jnp.full(idx.shape[0], lr, dtype),
+        }
         flags = {"constrained": jnp.asarray(constrained)}
         return epoch_fn(state, data, ref, hyper, flags, inputs)
 
@@ -969,19 +1091,22 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
     @staticmethod
     def _history(logs, G, every):
         """``history_``: every ``every``-th fine-tuning iteration, as numpy arrays."""
-        keys = ("objective", "learning_rate", "epoch", "sparsity", "lam", "psi_hat",
-                "buffer_full")
+        keys = ("objective", "learning_rate", "epoch", "sparsity", "lam", "psi_hat", "buffer_full")
         if logs:
             merged = {k: np.concatenate([lg[k] for lg in logs]) for k in keys}
         else:
-            merged = {k: np.zeros((0, G) if k in ("lam", "psi_hat", "buffer_full") else 0)
-                      for k in keys}
+            merged = {
+                k: np.zeros((0, G) if k in ("lam", "psi_hat", "buffer_full") else 0) for k in keys
+            }
         it = np.arange(merged["objective"].shape[0])
         keep = it % every == 0
-        records = {"iter": it[keep], "epoch": merged["epoch"][keep].astype(int),
-                   "objective": merged["objective"][keep],
-                   "learning_rate": merged["learning_rate"][keep],
-                   "sparsity": merged["sparsity"][keep]}
+        records = {
+            "iter": it[keep],
+            "epoch": merged["epoch"][keep].astype(int),
+            "objective": merged["objective"][keep],
+            "learning_rate": merged["learning_rate"][keep],
+            "sparsity": merged["sparsity"][keep],
+        }
         for g in range(G):
             records[f"lambda_g{g}"] = merged["lam"][keep, g]
             records[f"psi_hat_g{g}"] = merged["psi_hat"][keep, g]
@@ -1030,15 +1155,20 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
         Xv = prepare_predict(self, X)
         z_dense = numpy_forward(self.dense_params_, Xv)
         z_dense = z_dense[:, 0] if z_dense.shape[1] == 1 else z_dense
-        dense_pred = self.classes_[(z_dense > 0).astype(int) if z_dense.ndim == 1
-                                   else np.argmax(z_dense, axis=1)]
+        dense_pred = self.classes_[
+            (z_dense > 0).astype(int) if z_dense.ndim == 1 else np.argmax(z_dense, axis=1)
+        ]
         sparse_pred = self.predict(X)
-        table = excess_accuracy_gaps(np.asarray(y), dense_pred, sparse_pred,
-                                     sensitive_features=sensitive_features)
+        table = excess_accuracy_gaps(
+            np.asarray(y), dense_pred, sparse_pred, sensitive_features=sensitive_features
+        )
         y_arr = np.asarray(y)
-        summary = pd.DataFrame({
-            "accuracy_gap": [np.mean(dense_pred == y_arr) - np.mean(sparse_pred == y_arr)],
-            "psi_pw": [table["accuracy_gap"].max() - table["accuracy_gap"].min()],
-            "max_eag": [table["excess_accuracy_gap"].max()],
-        }, index=pd.Index(["summary"], name="group"))
+        summary = pd.DataFrame(
+            {
+                "accuracy_gap": [np.mean(dense_pred == y_arr) - np.mean(sparse_pred == y_arr)],
+                "psi_pw": [table["accuracy_gap"].max() - table["accuracy_gap"].min()],
+                "max_eag": [table["excess_accuracy_gap"].max()],
+            },
+            index=pd.Index(["summary"], name="group"),
+        )
         return pd.concat([table, summary])

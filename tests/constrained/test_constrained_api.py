@@ -22,16 +22,25 @@ def _data(n=240, seed=0):
     return X, y, g
 
 
-
 def test_constrained_spec_solver_names_are_aliases():
     X, y, g = _data()
-    est = LossGapConstrainedClassifier(hidden_layer_sizes=(), solver="ssl_alm", n_epochs=1, random_state=0)
-    ref = LossGapConstrainedClassifier(hidden_layer_sizes=(), solver="ssl-alm", n_epochs=1, random_state=0)
-    np.testing.assert_array_equal(est.fit(X, y, sensitive_features=g).coef_,
-                                  ref.fit(X, y, sensitive_features=g).coef_)
-    ghost = LossGapConstrainedClassifier(hidden_layer_sizes=(), solver="ghost", max_iter=3,
-                                         random_state=0, solver_params={"qp_backend": "dual"},
-                                         record_history=True)
+    est = LossGapConstrainedClassifier(
+        hidden_layer_sizes=(), solver="ssl_alm", n_epochs=1, random_state=0
+    )
+    ref = LossGapConstrainedClassifier(
+        hidden_layer_sizes=(), solver="ssl-alm", n_epochs=1, random_state=0
+    )
+    np.testing.assert_array_equal(
+        est.fit(X, y, sensitive_features=g).coef_, ref.fit(X, y, sensitive_features=g).coef_
+    )
+    ghost = LossGapConstrainedClassifier(
+        hidden_layer_sizes=(),
+        solver="ghost",
+        max_iter=3,
+        random_state=0,
+        solver_params={"qp_backend": "dual"},
+        record_history=True,
+    )
     ghost.fit(X, y, sensitive_features=g)
     assert ghost.n_iter_ == 3 and ghost.n_qp_failures_ == 0
     assert {"kappa", "N_geom"} <= set(ghost.history_)
@@ -40,8 +49,9 @@ def test_constrained_spec_solver_names_are_aliases():
 def test_constrained_dataframe_column_sensitive_features_and_pickle():
     X, y, g = _data()
     df = pd.DataFrame(X, columns=["a", "b", "c", "d"]).assign(group=np.where(g, "u", "v"))
-    est = LossGapConstrainedClassifier(hidden_layer_sizes=(4,), n_epochs=1, random_state=0,
-                                       record_history=7)
+    est = LossGapConstrainedClassifier(
+        hidden_layer_sizes=(4,), n_epochs=1, random_state=0, record_history=7
+    )
     est.fit(df, y, sensitive_features="group")
     assert list(est.feature_names_in_) == ["a", "b", "c", "d"]
     assert list(est.groups_) == ["u", "v"]
@@ -82,14 +92,17 @@ def test_constrained_clear_errors():
     y3 = y.copy()
     y3[:10] = 2
     with pytest.raises(ValueError, match="binary"):
-        LossGapConstrainedClassifier(hidden_layer_sizes=(), metric="loss_equal_opportunity"
-                                     ).fit(X, y3, sensitive_features=g)
+        LossGapConstrainedClassifier(hidden_layer_sizes=(), metric="loss_equal_opportunity").fit(
+            X, y3, sensitive_features=g
+        )
     with pytest.raises(ValueError, match="unknown solver_params"):
         LossGapConstrainedClassifier(solver="ssw", solver_params={"dual_learning_rate": 1.0}).fit(
-            X, y, sensitive_features=g)
+            X, y, sensitive_features=g
+        )
     with pytest.raises(ValueError, match="cell"):
-        LossGapConstrainedClassifier(hidden_layer_sizes=(), metric="loss_equal_opportunity"
-                                     ).fit(X, np.where(g == 1, 0, y), sensitive_features=g)
+        LossGapConstrainedClassifier(hidden_layer_sizes=(), metric="loss_equal_opportunity").fit(
+            X, np.where(g == 1, 0, y), sensitive_features=g
+        )
     with pytest.raises(ValueError, match="hidden_layer_sizes"):
         LossGapConstrainedClassifier(hidden_layer_sizes=(0,)).fit(X, y, sensitive_features=g)
 
@@ -99,32 +112,42 @@ def test_constrained_multiclass_and_more_groups():
     X = rng.normal(size=(300, 3))
     y = np.digitize(X[:, 0], [-0.5, 0.5])
     g = rng.integers(0, 3, 300)
-    est = LossGapConstrainedClassifier(hidden_layer_sizes=(), n_epochs=1, random_state=0,
-                                       constraint_pairs="all").fit(X, y, sensitive_features=g)
+    est = LossGapConstrainedClassifier(
+        hidden_layer_sizes=(), n_epochs=1, random_state=0, constraint_pairs="all"
+    ).fit(X, y, sensitive_features=g)
     assert len(est.constraint_names_) == 6 and est.predict_proba(X).shape == (300, 3)
-    vs_mean = LossGapConstrainedClassifier(hidden_layer_sizes=(), n_epochs=1, random_state=0,
-                                           constraint_pairs="vs_mean")
+    vs_mean = LossGapConstrainedClassifier(
+        hidden_layer_sizes=(), n_epochs=1, random_state=0, constraint_pairs="vs_mean"
+    )
     vs_mean.fit(X, y, sensitive_features=g)
     L = vs_mean.group_losses_
-    np.testing.assert_allclose(vs_mean.constraint_values_[0], L[0] - L.mean() - 0.005,
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        vs_mean.constraint_values_[0], L[0] - L.mean() - 0.005, rtol=1e-5, atol=1e-6
+    )
     yb = (y > 0).astype(int)
-    eo = LossGapConstrainedClassifier(hidden_layer_sizes=(), n_epochs=1, random_state=0,
-                                      metric="loss_equalized_odds", dtype="float64")
+    eo = LossGapConstrainedClassifier(
+        hidden_layer_sizes=(),
+        n_epochs=1,
+        random_state=0,
+        metric="loss_equalized_odds",
+        dtype="float64",
+    )
     eo.fit(X, yb, sensitive_features=g)
     assert len(eo.constraint_names_) == 12
     z = eo.decision_function(X)
     loss = np.logaddexp(0, z) - yb * z
     a = [loss[(g == 0) & (yb == v)].mean() - loss[(g == 1) & (yb == v)].mean() for v in (0, 1)]
-    np.testing.assert_allclose(eo.constraint_values_[:4].max(), abs(a[0]) + abs(a[1]) - 0.005,
-                               rtol=1e-10)
+    np.testing.assert_allclose(
+        eo.constraint_values_[:4].max(), abs(a[0]) + abs(a[1]) - 0.005, rtol=1e-10
+    )
 
 
 def test_constrained_predict_without_groups_warns_only_at_fit():
     X, y, _ = _data()
     with pytest.warns(FairnessWarning):
-        est = LossGapConstrainedClassifier(hidden_layer_sizes=(), n_epochs=1,
-                                           random_state=0).fit(X, y)
+        est = LossGapConstrainedClassifier(hidden_layer_sizes=(), n_epochs=1, random_state=0).fit(
+            X, y
+        )
     assert est.predict(X).shape == y.shape
 
 
@@ -142,8 +165,9 @@ def test_constrained_list_of_str_labels_are_groups_not_columns(frame):
     assert est.sensitive_columns_ is None
     np.testing.assert_array_equal(est.coef_, ref.coef_)
     if frame:  # a list of distinct column names still names columns
-        cols = LossGapConstrainedClassifier(**kw).fit(Xf.assign(s=labels), y,
-                                                      sensitive_features=["s"])
+        cols = LossGapConstrainedClassifier(**kw).fit(
+            Xf.assign(s=labels), y, sensitive_features=["s"]
+        )
         assert cols.sensitive_columns_ == ("s",) and list(cols.groups_) == ["a", "b"]
         np.testing.assert_array_equal(cols.coef_, ref.coef_)
 

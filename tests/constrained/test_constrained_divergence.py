@@ -19,9 +19,17 @@ from fairest.constrained._engine import (
 )
 from fairest.constrained._loss_gap import constraint_matrix
 
-PRUNED_FAST = dict(hidden_layer_sizes=(8,), dense_n_epochs=30, n_epochs=4, pruning_epochs=2,
-                   target_sparsity=0.5, batch_size=16, learning_rate=0.05,
-                   dense_learning_rate=0.05, random_state=0)
+PRUNED_FAST = dict(
+    hidden_layer_sizes=(8,),
+    dense_n_epochs=30,
+    n_epochs=4,
+    pruning_epochs=2,
+    target_sparsity=0.5,
+    batch_size=16,
+    learning_rate=0.05,
+    dense_learning_rate=0.05,
+    random_state=0,
+)
 
 
 def _data(n_per=60, n_groups=2, p=3, seed=0):
@@ -39,7 +47,8 @@ def _data(n_per=60, n_groups=2, p=3, seed=0):
 def _finite(est, X):
     leaves = [a for layer in est.params_ for a in layer]
     return all(np.all(np.isfinite(a)) for a in leaves) and np.all(
-        np.isfinite(est.decision_function(X)))
+        np.isfinite(est.decision_function(X))
+    )
 
 
 def _assert_clear(error, *words):
@@ -76,7 +85,8 @@ def test_loss_gap_100_groups_all_pairs_default_fit_is_finite(solver):
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)  # no refit needed
         est = LossGapConstrainedClassifier(solver=solver, random_state=0).fit(
-            X, y, sensitive_features=g)
+            X, y, sensitive_features=g
+        )
     assert _finite(est, X)
     assert est.step_size_factor_ == 1.0
     assert est.constraint_scale_ == pytest.approx(np.sqrt(2 / 100))
@@ -88,19 +98,25 @@ def test_loss_gap_100_groups_all_pairs_default_fit_is_finite(solver):
 def test_loss_gap_1200_rows_100_groups_cheap_settings_finite():
     """The setting of tests/reliability (linear model, learning_rate 0.1, 20 epochs)."""
     X, y, g = _data(n_per=12, n_groups=100)
-    est = LossGapConstrainedClassifier(hidden_layer_sizes=(), n_epochs=20, random_state=0,
-                                       solver_params={"learning_rate": 0.1})
+    est = LossGapConstrainedClassifier(
+        hidden_layer_sizes=(), n_epochs=20, random_state=0, solver_params={"learning_rate": 0.1}
+    )
     est.fit(X, y, sensitive_features=g)
     assert _finite(est, X) and est.step_size_factor_ == 1.0
 
 
 def test_two_groups_and_other_solvers_run_unscaled():
     X, y, g = _data(n_groups=3)
-    for solver, pairs, G in (("ssl-alm", "all", 2), ("ssl-alm", "vs_mean", 3),
-                             ("ssw", "all", 3), ("sgd", "all", 3)):
+    for solver, pairs, G in (
+        ("ssl-alm", "all", 2),
+        ("ssl-alm", "vs_mean", 3),
+        ("ssw", "all", 3),
+        ("sgd", "all", 3),
+    ):
         groups = g if G == 3 else g % 2
-        est = LossGapConstrainedClassifier(hidden_layer_sizes=(), solver=solver, n_epochs=1,
-                                           constraint_pairs=pairs, random_state=0)
+        est = LossGapConstrainedClassifier(
+            hidden_layer_sizes=(), solver=solver, n_epochs=1, constraint_pairs=pairs, random_state=0
+        )
         est.fit(X, y, sensitive_features=groups)
         assert est.constraint_scale_ == 1.0
 
@@ -110,8 +126,13 @@ def test_scaled_run_reports_multipliers_slacks_and_history_in_units_of_c():
     full-data constraint values recorded at the last iteration equal ``constraint_values_``
     and its multipliers equal ``multipliers_`` (no final full step)."""
     X, y, g = _data(n_groups=3)
-    kw = dict(hidden_layer_sizes=(), dtype="float64", n_epochs=2, random_state=0,
-              solver_params={"final_full_step": False})
+    kw = dict(
+        hidden_layer_sizes=(),
+        dtype="float64",
+        n_epochs=2,
+        random_state=0,
+        solver_params={"final_full_step": False},
+    )
     est = LossGapConstrainedClassifier(record_history=True, **kw)
     est.fit(X, y, sensitive_features=g)
     a = np.sqrt(2 / 3)
@@ -137,8 +158,13 @@ def test_scaled_run_reports_multipliers_slacks_and_history_in_units_of_c():
 def test_loss_gap_huge_feature_scale_is_finite_or_a_clear_error(solver):
     X, y, g = _data()
     X[:, 2] *= 1e10
-    est = LossGapConstrainedClassifier(hidden_layer_sizes=(), solver=solver, n_epochs=20,
-                                       solver_params={"learning_rate": 0.1}, random_state=0)
+    est = LossGapConstrainedClassifier(
+        hidden_layer_sizes=(),
+        solver=solver,
+        n_epochs=20,
+        solver_params={"learning_rate": 0.1},
+        random_state=0,
+    )
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
@@ -153,8 +179,9 @@ def test_loss_gap_huge_feature_scale_is_finite_or_a_clear_error(solver):
 def test_loss_gap_default_solver_huge_feature_scale_raises():
     X, y, g = _data()
     X[:, 2] *= 1e10
-    est = LossGapConstrainedClassifier(hidden_layer_sizes=(), n_epochs=20, random_state=0,
-                                       solver_params={"learning_rate": 0.1})
+    est = LossGapConstrainedClassifier(
+        hidden_layer_sizes=(), n_epochs=20, random_state=0, solver_params={"learning_rate": 0.1}
+    )
     with pytest.raises(ValueError) as error:
         est.fit(X, y, sensitive_features=g)
     _assert_clear(error.value, "StandardScaler", "iteration", "e+10")
@@ -163,8 +190,13 @@ def test_loss_gap_default_solver_huge_feature_scale_raises():
 @pytest.mark.parametrize("solver", ["ssl-alm", "alm", "ssw", "sgd", "penalty"])
 def test_loss_gap_huge_step_is_finite_or_a_clear_error(solver):
     X, y, g = _data()
-    est = LossGapConstrainedClassifier(hidden_layer_sizes=(4,), solver=solver, n_epochs=2,
-                                       solver_params={"learning_rate": 1e6}, random_state=0)
+    est = LossGapConstrainedClassifier(
+        hidden_layer_sizes=(4,),
+        solver=solver,
+        n_epochs=2,
+        solver_params={"learning_rate": 1e6},
+        random_state=0,
+    )
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
@@ -177,12 +209,17 @@ def test_loss_gap_huge_step_is_finite_or_a_clear_error(solver):
 
 def test_loss_gap_huge_step_ssl_alm_raises_after_the_refits():
     X, y, g = _data()
-    est = LossGapConstrainedClassifier(hidden_layer_sizes=(), n_epochs=2, random_state=0,
-                                       solver_params={"learning_rate": 1e6})
+    est = LossGapConstrainedClassifier(
+        hidden_layer_sizes=(), n_epochs=2, random_state=0, solver_params={"learning_rate": 1e6}
+    )
     with pytest.raises(ValueError) as error:
         est.fit(X, y, sensitive_features=g)
-    _assert_clear(error.value, f"{_defaults.NONFINITE_RETRIES} refits",
-                  'solver_params["learning_rate"]', 'solver_params["dual_learning_rate"]')
+    _assert_clear(
+        error.value,
+        f"{_defaults.NONFINITE_RETRIES} refits",
+        'solver_params["learning_rate"]',
+        'solver_params["dual_learning_rate"]',
+    )
 
 
 def test_loss_gap_large_step_recovers_with_halved_steps():
@@ -192,13 +229,14 @@ def test_loss_gap_large_step_recovers_with_halved_steps():
     kw = dict(hidden_layer_sizes=(), n_epochs=2, random_state=0)
     with pytest.warns(ConvergenceWarning, match="non-finite"):
         est = LossGapConstrainedClassifier(solver_params={"learning_rate": 20.0}, **kw).fit(
-            X, y, sensitive_features=g)
+            X, y, sensitive_features=g
+        )
     assert _finite(est, X)
     factor = est.step_size_factor_
     assert factor in (0.5, 0.25)
     direct = LossGapConstrainedClassifier(
-        solver_params={"learning_rate": 20.0 * factor, "dual_learning_rate": 0.05 * factor},
-        **kw).fit(X, y, sensitive_features=g)
+        solver_params={"learning_rate": 20.0 * factor, "dual_learning_rate": 0.05 * factor}, **kw
+    ).fit(X, y, sensitive_features=g)
     assert direct.step_size_factor_ == 1.0
     for (W1, b1), (W2, b2) in zip(est.params_, direct.params_):
         np.testing.assert_array_equal(W1, W2)
@@ -225,25 +263,50 @@ def test_run_solver_reports_the_first_non_finite_iteration():
     first = None
     with np.errstate(all="ignore"):
         for k in range(200):
-            x = (x - np.float32(lr) * (Xf.T @ (Xf @ x - yf) / np.float32(50))).astype(
-                np.float32)
+            x = (x - np.float32(lr) * (Xf.T @ (Xf @ x - yf) / np.float32(50))).astype(np.float32)
             if not np.all(np.isfinite(x)):
                 first = k
                 break
     assert first is not None
     cells = np.zeros(50, np.int32)
-    res = run_solver("sgd", GenericProblem(mse, no_constraint, m=0), X, y, cells, cells,
-                     np.zeros(3), hyper={"learning_rate": lr}, batch_size=None,
-                     constraint_batch_size=None, n_epochs=None, max_iter=200,
-                     rngs=spawn_rngs(0), record_history=False, dtype=jnp.float32)
+    res = run_solver(
+        "sgd",
+        GenericProblem(mse, no_constraint, m=0),
+        X,
+        y,
+        cells,
+        cells,
+        np.zeros(3),
+        hyper={"learning_rate": lr},
+        batch_size=None,
+        constraint_batch_size=None,
+        n_epochs=None,
+        max_iter=200,
+        rngs=spawn_rngs(0),
+        record_history=False,
+        dtype=jnp.float32,
+    )
     # checked every guard_block(256) iterations: reported is the last of first's block
     block = guard_block(256)
     assert block == _defaults.NONFINITE_CHECK_EVERY
     assert res.extras["nonfinite_iter"] == (first // block + 1) * block - 1
-    ok = run_solver("sgd", GenericProblem(mse, no_constraint, m=0), X, y, cells, cells,
-                    np.zeros(3), hyper={"learning_rate": 0.1}, batch_size=None,
-                    constraint_batch_size=None, n_epochs=None, max_iter=200,
-                    rngs=spawn_rngs(0), record_history=False, dtype=jnp.float32)
+    ok = run_solver(
+        "sgd",
+        GenericProblem(mse, no_constraint, m=0),
+        X,
+        y,
+        cells,
+        cells,
+        np.zeros(3),
+        hyper={"learning_rate": 0.1},
+        batch_size=None,
+        constraint_batch_size=None,
+        n_epochs=None,
+        max_iter=200,
+        rngs=spawn_rngs(0),
+        record_history=False,
+        dtype=jnp.float32,
+    )
     assert ok.extras["nonfinite_iter"] is None and np.all(np.isfinite(ok.x))
 
 
@@ -274,13 +337,14 @@ def test_pruned_large_dense_step_recovers_with_halved_steps():
     X, y, g = _data()
     with pytest.warns(ConvergenceWarning, match="dense pre-training"):
         est = PrunedFairClassifier(**{**PRUNED_FAST, "dense_learning_rate": 50.0}).fit(
-            X, y, sensitive_features=g)
+            X, y, sensitive_features=g
+        )
     assert _finite(est, X)
     assert est.dense_step_size_factor_ in (0.5, 0.25) and est.step_size_factor_ == 1.0
     assert all(np.all(np.isfinite(a)) for layer in est.dense_params_ for a in layer)
     direct = PrunedFairClassifier(
-        **{**PRUNED_FAST, "dense_learning_rate": 50.0 * est.dense_step_size_factor_}).fit(
-        X, y, sensitive_features=g)
+        **{**PRUNED_FAST, "dense_learning_rate": 50.0 * est.dense_step_size_factor_}
+    ).fit(X, y, sensitive_features=g)
     for (W1, b1), (W2, b2) in zip(est.params_, direct.params_):
         np.testing.assert_array_equal(W1, W2)
         np.testing.assert_array_equal(b1, b2)
@@ -295,4 +359,5 @@ def test_pruned_refuses_a_non_finite_dense_model():
     dense.params_ = [(W, dense.params_[0][1])] + dense.params_[1:]
     with pytest.raises(ValueError, match="non-finite"):
         PrunedFairClassifier(**{**PRUNED_FAST, "dense_model": dense}).fit(
-            X, y, sensitive_features=g)
+            X, y, sensitive_features=g
+        )

@@ -41,8 +41,9 @@ def test_constrained_group_sampler_passes_and_balance():
         assert np.all(cells[rows] == c)
         n_c = counts[c]
         for p in range(len(rows) // n_c):
-            np.testing.assert_array_equal(np.sort(rows[p * n_c : (p + 1) * n_c]),
-                                          np.flatnonzero(cells == c))
+            np.testing.assert_array_equal(
+                np.sort(rows[p * n_c : (p + 1) * n_c]), np.flatnonzero(cells == c)
+            )
     replay = GroupSampler(cells, 3, 4, np.random.default_rng(1), mode="replay")
     idx, w = replay.draw(2 * int(np.ceil(counts[0] / 4)))
     half = idx.shape[0] // 2

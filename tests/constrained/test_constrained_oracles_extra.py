@@ -19,8 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from fairest.constrained import PrunedFairClassifier
-from fairest.constrained import _engine
+from fairest.constrained import PrunedFairClassifier, _engine
 from fairest.constrained._engine import (
     MLP,
     EpochSampler,
@@ -64,21 +63,37 @@ class _Dense:
 # ------------------------------------------------------------------------------------------
 
 VARIANTS = {
-    "ceag-rb-balanced": dict(metric="excess_accuracy_gap", use_buffer=True,
-                             buffer_overall="balanced"),
-    "ceag-rb-weighted": dict(metric="excess_accuracy_gap", use_buffer=True,
-                             buffer_overall="weighted"),
+    "ceag-rb-balanced": dict(
+        metric="excess_accuracy_gap", use_buffer=True, buffer_overall="balanced"
+    ),
+    "ceag-rb-weighted": dict(
+        metric="excess_accuracy_gap", use_buffer=True, buffer_overall="weighted"
+    ),
     "ceag-no-rb": dict(metric="excess_accuracy_gap", use_buffer=False),
     "excess-loss-rb": dict(metric="excess_loss_gap", use_buffer=True),
     "el-free-rb": dict(metric="loss_parity", use_buffer=True, absolute_gaps=False),
     "el-abs-no-rb": dict(metric="loss_parity", use_buffer=False, absolute_gaps=True),
 }
 
-COMMON = dict(hidden_layer_sizes=(), target_sparsity=0.5, initial_sparsity=0.0,
-              pruning_epochs=1, n_epochs=4, batch_size=8, learning_rate=0.2, momentum=0.9,
-              alpha=1e-3, learning_rate_milestones=(0.75,), learning_rate_decay=0.1,
-              tolerance=0.02, dual_learning_rate=0.5, buffer_size=5, dtype="float64",
-              random_state=3, record_history=True)
+COMMON = dict(
+    hidden_layer_sizes=(),
+    target_sparsity=0.5,
+    initial_sparsity=0.0,
+    pruning_epochs=1,
+    n_epochs=4,
+    batch_size=8,
+    learning_rate=0.2,
+    momentum=0.9,
+    alpha=1e-3,
+    learning_rate_milestones=(0.75,),
+    learning_rate_decay=0.1,
+    tolerance=0.02,
+    dual_learning_rate=0.5,
+    buffer_size=5,
+    dtype="float64",
+    random_state=3,
+    record_history=True,
+)
 
 
 def _reference(X, y, g, W0, b0, kw, *, primal_first=False):
@@ -88,8 +103,13 @@ def _reference(X, y, g, W0, b0, kw, *, primal_first=False):
     metric, use_buffer = kw["metric"], kw["use_buffer"]
     absolute_gaps = kw.get("absolute_gaps", True)
     weighted = kw.get("buffer_overall", "balanced") == "weighted"
-    k, eta, eps, mu, wd = kw["buffer_size"], kw["dual_learning_rate"], kw["tolerance"], \
-        kw["momentum"], kw["alpha"]
+    k, eta, eps, mu, wd = (
+        kw["buffer_size"],
+        kw["dual_learning_rate"],
+        kw["tolerance"],
+        kw["momentum"],
+        kw["alpha"],
+    )
     Xt = np.hstack([X, np.ones((n, 1))])  # flat order: W then b
     pi = np.bincount(g, minlength=G) / n
 
@@ -109,9 +129,14 @@ def _reference(X, y, g, W0, b0, kw, *, primal_first=False):
     for epoch in range(kw["n_epochs"]):
         if epoch <= kw["pruning_epochs"]:  # GMP event at the start of the epoch (cubic)
             t, T = epoch, kw["pruning_epochs"]
-            s = kw["target_sparsity"] if t >= T else (
-                kw["target_sparsity"] + (kw["initial_sparsity"] - kw["target_sparsity"])
-                * (1 - t / T) ** 3)
+            s = (
+                kw["target_sparsity"]
+                if t >= T
+                else (
+                    kw["target_sparsity"]
+                    + (kw["initial_sparsity"] - kw["target_sparsity"]) * (1 - t / T) ** 3
+                )
+            )
             n_zero = math.ceil(s * p - 1e-9)
             active = mask[:p] * np.abs(x[:p])
             order = np.argsort(active, kind="stable")
@@ -119,7 +144,8 @@ def _reference(X, y, g, W0, b0, kw, *, primal_first=False):
             x = x * mask
         constrained = epoch >= kw["pruning_epochs"]
         lr = kw["learning_rate"] * kw["learning_rate_decay"] ** sum(
-            epoch >= int(f * kw["n_epochs"]) for f in kw["learning_rate_milestones"])
+            epoch >= int(f * kw["n_epochs"]) for f in kw["learning_rate_milestones"]
+        )
         idx, w = sampler.epoch()
         for rows, wt in zip(idx, w):
             rows = rows[wt > 0]
@@ -143,8 +169,7 @@ def _reference(X, y, g, W0, b0, kw, *, primal_first=False):
                     overall = stat[eligible].mean()
             else:
                 eligible = present & constrained
-                stat = np.array([stat_src[gb == c].mean() if present[c] else 0.0
-                                 for c in range(G)])
+                stat = np.array([stat_src[gb == c].mean() if present[c] else 0.0 for c in range(G)])
                 overall = stat_src.mean()
             if metric == "excess_accuracy_gap":
                 est = (Ad_g - stat) - (Ad - overall)
@@ -230,8 +255,9 @@ def test_constrained_absent_group_untouched_without_buffers(problem):
     np.testing.assert_array_equal(psi[absent], 0.0)
     # present_g straight from the kernel
     values = jnp.asarray([1.0, 2.0, 3.0, 4.0])
-    means, counts, present = group_means(values, jnp.asarray([0, 0, 1, 2]),
-                                         jnp.asarray([1.0, 1.0, 1.0, 0.0]), 3)
+    means, counts, present = group_means(
+        values, jnp.asarray([0, 0, 1, 2]), jnp.asarray([1.0, 1.0, 1.0, 0.0]), 3
+    )
     np.testing.assert_array_equal(present, [True, True, False])
     np.testing.assert_array_equal(means, [1.5, 3.0, 0.0])
 
@@ -246,14 +272,28 @@ def _direct_step_setup(X, y, g, lr):
     G = 3
     rng = np.random.default_rng(5)
     x = jnp.asarray(rng.normal(size=X.shape[1] + 1))
-    state = {"x": x, "v": jnp.zeros_like(x), "lam": jnp.zeros(G), "buf": jnp.zeros((G, 40)),
-             "count": jnp.zeros(G, jnp.int32), "m1": jnp.zeros(G), "m2": jnp.zeros(G),
-             "t_dual": jnp.asarray(0.0)}
-    data = {"X": jnp.asarray(X), "y": jnp.asarray(y), "groups": jnp.asarray(g),
-            "mask": jnp.ones_like(x)}
+    state = {
+        "x": x,
+        "v": jnp.zeros_like(x),
+        "lam": jnp.zeros(G),
+        "buf": jnp.zeros((G, 40)),
+        "count": jnp.zeros(G, jnp.int32),
+        "m1": jnp.zeros(G),
+        "m2": jnp.zeros(G),
+        "t_dual": jnp.asarray(0.0),
+    }
+    data = {
+        "X": jnp.asarray(X),
+        "y": jnp.asarray(y),
+        "groups": jnp.asarray(g),
+        "mask": jnp.ones_like(x),
+    }
     T, n = 6, X.shape[0]
-    inputs = {"idx": jnp.tile(jnp.arange(n, dtype=jnp.int32), (T, 1)),
-              "w": jnp.ones((T, n)), "learning_rate": jnp.full(T, lr)}
+    inputs = {
+        "idx": jnp.tile(jnp.arange(n, dtype=jnp.int32), (T, 1)),
+        "w": jnp.ones((T, n)),
+        "learning_rate": jnp.full(T, lr),
+    }
     fn = _epoch_fn(model, G, "excess_accuracy_gap", False, True, True, "sgd", False)
     return fn, state, data, inputs, np.asarray(x)
 
@@ -265,14 +305,20 @@ def test_constrained_dual_uses_true_values_not_the_surrogate(problem):
     with jax.enable_x64(True):
         # (a) surrogate (L_g - Ld_g) - (L_B - Ld) ~ 1e6 while the true estimate is negative
         fn, state, data, inputs, x0 = _direct_step_setup(X, y, g, lr=0.3)
-        hyper = {"momentum": jnp.asarray(0.9), "alpha": jnp.asarray(0.0),
-                 "dual_learning_rate": jnp.asarray(0.5)}
+        hyper = {
+            "momentum": jnp.asarray(0.9),
+            "alpha": jnp.asarray(0.0),
+            "dual_learning_rate": jnp.asarray(0.5),
+        }
         flags = {"constrained": jnp.asarray(True)}
-        ref = {"acc": jnp.asarray(0.8), "acc_g": jnp.asarray([0.8, 0.7, 0.9]),
-               "loss": jnp.asarray(0.0), "loss_g": jnp.full(3, -1e6),
-               "pi": jnp.asarray(np.bincount(g) / len(g))}
-        _, probe = fn(state, data, ref, {**hyper, "tolerance": jnp.asarray(10.0)}, flags,
-                      inputs)
+        ref = {
+            "acc": jnp.asarray(0.8),
+            "acc_g": jnp.asarray([0.8, 0.7, 0.9]),
+            "loss": jnp.asarray(0.0),
+            "loss_g": jnp.full(3, -1e6),
+            "pi": jnp.asarray(np.bincount(g) / len(g)),
+        }
+        _, probe = fn(state, data, ref, {**hyper, "tolerance": jnp.asarray(10.0)}, flags, inputs)
         psi = np.asarray(probe["psi_hat"])
         assert np.all(np.asarray(probe["lam"]) == 0.0)
         eps_ok = float(psi.max()) + 1e-3  # lambda = 0 => trajectory independent of eps
@@ -281,8 +327,7 @@ def test_constrained_dual_uses_true_values_not_the_surrogate(problem):
         np.testing.assert_array_equal(log["psi_hat"], psi)
         # the same run with eps just below the largest estimate does move lambda (power)
         eps_bad = float(psi.max()) - 1e-3
-        _, log = fn(state, data, ref, {**hyper, "tolerance": jnp.asarray(eps_bad)}, flags,
-                    inputs)
+        _, log = fn(state, data, ref, {**hyper, "tolerance": jnp.asarray(eps_bad)}, flags, inputs)
         assert np.asarray(log["lam"]).max() > 0
 
         # (b) primal frozen (lr = 0), surrogate exactly 0 at x: lambda_g = t * eta * v_g
@@ -293,10 +338,13 @@ def test_constrained_dual_uses_true_values_not_the_surrogate(problem):
         Ad_g = A_g + np.array([0.10, -0.05, 0.02])
         Ad = corr.mean() + 0.01
         v = (Ad_g - A_g) - (Ad - corr.mean()) - 0.02
-        ref = {"acc": jnp.asarray(Ad), "acc_g": jnp.asarray(Ad_g),
-               "loss": jnp.asarray(loss.mean()),
-               "loss_g": jnp.asarray([loss[g == c].mean() for c in range(3)]),
-               "pi": jnp.asarray(np.bincount(g) / len(g))}
+        ref = {
+            "acc": jnp.asarray(Ad),
+            "acc_g": jnp.asarray(Ad_g),
+            "loss": jnp.asarray(loss.mean()),
+            "loss_g": jnp.asarray([loss[g == c].mean() for c in range(3)]),
+            "pi": jnp.asarray(np.bincount(g) / len(g)),
+        }
         _, log = fn(state, data, ref, {**hyper, "tolerance": jnp.asarray(0.02)}, flags, inputs)
         t = np.arange(1, 7)[:, None]
         expected = np.where(v > 0, t * 0.5 * v, 0.0)
@@ -311,8 +359,16 @@ def test_constrained_dual_uses_true_values_not_the_surrogate(problem):
 
 def test_constrained_pruned_determinism_and_history_length():
     X, y, g = _data(n=200, seed=4)
-    kw = dict(hidden_layer_sizes=(8,), dense_n_epochs=3, n_epochs=4, pruning_epochs=2,
-              target_sparsity=0.6, batch_size=32, buffer_size=5, record_history=3)
+    kw = dict(
+        hidden_layer_sizes=(8,),
+        dense_n_epochs=3,
+        n_epochs=4,
+        pruning_epochs=2,
+        target_sparsity=0.6,
+        batch_size=32,
+        buffer_size=5,
+        record_history=3,
+    )
     a = PrunedFairClassifier(random_state=7, **kw).fit(X, y, sensitive_features=g)
     b = PrunedFairClassifier(random_state=7, **kw).fit(X, y, sensitive_features=g)
     c = PrunedFairClassifier(random_state=8, **kw).fit(X, y, sensitive_features=g)
@@ -350,14 +406,34 @@ def test_constrained_ghost_mlmc_combination_is_exact(monkeypatch):
     def con(x, batch, aux):
         return jnp.array([x @ x - 1.0])
 
-    hyper = dict(mlmc_probability=0.4, learning_rate=0.1, learning_rate_decay_rate=0.3,
-                 learning_rate_rule="dimin", relaxation_weight=0.5, relaxation_radius=0.8,
-                 proximal_strength=1.0, trust_radius=10.0, max_iter=25, sampling="mlmc",
-                 qp_backend="dual")
+    hyper = dict(
+        mlmc_probability=0.4,
+        learning_rate=0.1,
+        learning_rate_decay_rate=0.3,
+        learning_rate_rule="dimin",
+        relaxation_weight=0.5,
+        relaxation_radius=0.8,
+        proximal_strength=1.0,
+        trust_radius=10.0,
+        max_iter=25,
+        sampling="mlmc",
+        qp_backend="dual",
+    )
     with jax.enable_x64(True):
-        res = run_solver("ghost", GenericProblem(mse, con, m=1, n_cells=2), X, y, cells,
-                         cells, np.zeros(3), hyper=hyper, aux={}, n_epochs=None,
-                         rngs=spawn_rngs(1), dtype=jnp.float64)
+        res = run_solver(
+            "ghost",
+            GenericProblem(mse, con, m=1, n_cells=2),
+            X,
+            y,
+            cells,
+            cells,
+            np.zeros(3),
+            hyper=hyper,
+            aux={},
+            n_epochs=None,
+            rngs=spawn_rngs(1),
+            dtype=jnp.float64,
+        )
     # the 1/(p0 (1-p0)^N) amplification multiplies an exactly-zero correction
     assert res.history["N_geom"].max() >= 1
     gammas, gamma = [], 0.1
@@ -382,8 +458,13 @@ def test_constrained_ghost_single_constraint_closed_form_equals_linprog(scale):
         J = scale * rng.normal(size=(1, 6))
         c = np.array([rng.uniform(0.0, 2.0)])
         kappa, t_star, d = ghost_kappa(c, J, 0.5, 0.8)
-        res = linprog(np.r_[np.zeros(6), 1.0], A_ub=np.hstack([J, -np.ones((1, 1))]), b_ub=-c,
-                      bounds=[(-0.8, 0.8)] * 6 + [(0, None)], method="highs")
+        res = linprog(
+            np.r_[np.zeros(6), 1.0],
+            A_ub=np.hstack([J, -np.ones((1, 1))]),
+            b_ub=-c,
+            bounds=[(-0.8, 0.8)] * 6 + [(0, None)],
+            method="highs",
+        )
         np.testing.assert_allclose(t_star, res.x[-1], atol=1e-9)
         assert c[0] + J[0] @ d <= t_star + 1e-12 and np.all(np.abs(d) <= 0.8)
         np.testing.assert_allclose(kappa, 0.5 * c[0] + 0.5 * t_star, rtol=1e-12)

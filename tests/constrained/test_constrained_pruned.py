@@ -22,8 +22,16 @@ def _data(n=800, seed=0):
     return X, (score + 0.3 * rng.normal(size=n) > 0).astype(int), g
 
 
-SMALL = dict(hidden_layer_sizes=(16,), dense_n_epochs=20, n_epochs=12, pruning_epochs=6,
-             batch_size=64, learning_rate=0.05, dense_learning_rate=0.05, random_state=0)
+SMALL = dict(
+    hidden_layer_sizes=(16,),
+    dense_n_epochs=20,
+    n_epochs=12,
+    pruning_epochs=6,
+    batch_size=64,
+    learning_rate=0.05,
+    dense_learning_rate=0.05,
+    random_state=0,
+)
 
 
 def _lambdas(est):
@@ -59,8 +67,9 @@ def test_constrained_replay_buffer_matches_deque():
         values = rng.normal(size=size)
         g = rng.integers(0, G, size)
         valid = rng.random(size) < 0.85
-        buf, count = buffer_push(buf, count, jnp.asarray(values), jnp.asarray(g),
-                                 jnp.asarray(valid), G)
+        buf, count = buffer_push(
+            buf, count, jnp.asarray(values), jnp.asarray(g), jnp.asarray(valid), G
+        )
         for v, gi, ok in zip(values, g, valid):
             if ok:
                 ref[gi].append(v)
@@ -78,13 +87,22 @@ def nft_and_ceag():
     X, y, g = _data()
     # buffer_overall="weighted": the released "balanced" overall accuracy biases the
     # minority's estimate downwards (spec 2.5), which stalls the dual player here
-    kw = dict(SMALL, hidden_layer_sizes=(32,), n_epochs=20, dtype="float64",
-              target_sparsity=0.9, buffer_overall="weighted", record_history=True)
+    kw = dict(
+        SMALL,
+        hidden_layer_sizes=(32,),
+        n_epochs=20,
+        dtype="float64",
+        target_sparsity=0.9,
+        buffer_overall="weighted",
+        record_history=True,
+    )
     nft = PrunedFairClassifier(metric=None, **kw).fit(X, y, sensitive_features=g)
-    loose = PrunedFairClassifier(metric="excess_accuracy_gap", tolerance=1.0,
-                                 dual_learning_rate=0.5, **kw).fit(X, y, sensitive_features=g)
-    ceag = PrunedFairClassifier(metric="excess_accuracy_gap", tolerance=0.01,
-                                dual_learning_rate=0.5, **kw).fit(X, y, sensitive_features=g)
+    loose = PrunedFairClassifier(
+        metric="excess_accuracy_gap", tolerance=1.0, dual_learning_rate=0.5, **kw
+    ).fit(X, y, sensitive_features=g)
+    ceag = PrunedFairClassifier(
+        metric="excess_accuracy_gap", tolerance=0.01, dual_learning_rate=0.5, **kw
+    ).fit(X, y, sensitive_features=g)
     return X, y, g, nft, loose, ceag
 
 
@@ -115,8 +133,11 @@ def test_constrained_masks_sparsity_and_multipliers(nft_and_ceag):
     pi = np.bincount(g) / len(g)
     np.testing.assert_allclose(pi @ ceag.train_eags_.to_numpy(), 0.0, atol=1e-12)
     report = ceag.disparity_report(X, y, g)
-    np.testing.assert_allclose(report.loc[[0, 1], "excess_accuracy_gap"].to_numpy(),
-                               ceag.train_eags_.to_numpy(), atol=1e-12)
+    np.testing.assert_allclose(
+        report.loc[[0, 1], "excess_accuracy_gap"].to_numpy(),
+        ceag.train_eags_.to_numpy(),
+        atol=1e-12,
+    )
     assert report.loc["summary", "max_eag"] == pytest.approx(ceag.train_disparity_["max_eag"])
 
 
@@ -131,9 +152,12 @@ def test_constrained_ceag_lowers_excess_gap_than_nft(nft_and_ceag):
 
 def test_constrained_equalized_loss_multipliers_non_decreasing():
     X, y, g = _data(n=400)
-    est = PrunedFairClassifier(metric="loss_parity", dual_learning_rate=0.05,
-                               record_history=True,
-                               **dict(SMALL, n_epochs=8)).fit(X, y, sensitive_features=g)
+    est = PrunedFairClassifier(
+        metric="loss_parity",
+        dual_learning_rate=0.05,
+        record_history=True,
+        **dict(SMALL, n_epochs=8),
+    ).fit(X, y, sensitive_features=g)
     lam = _lambdas(est)
     assert np.all(np.diff(lam, axis=0) >= 0) and lam.max() > 0
 
@@ -142,12 +166,12 @@ def test_constrained_zero_sparsity_without_finetuning_is_dense():
     """Oracle 13."""
     X, y, g = _data(n=300)
     dense = PrunedFairClassifier(**dict(SMALL, n_epochs=0)).fit(X, y, sensitive_features=g)
-    again = PrunedFairClassifier(**dict(SMALL, n_epochs=0, target_sparsity=0.0,
-                                        dense_model=dense)).fit(X, y, sensitive_features=g)
+    again = PrunedFairClassifier(
+        **dict(SMALL, n_epochs=0, target_sparsity=0.0, dense_model=dense)
+    ).fit(X, y, sensitive_features=g)
     np.testing.assert_array_equal(again.decision_function(X), dense.decision_function(X))
     np.testing.assert_array_equal(again.train_eags_.to_numpy(), 0.0)
     assert again.sparsity_ == 0.0
-
 
 
 def test_constrained_early_stopping_returns_the_best_held_out_iterate(monkeypatch):
@@ -174,7 +198,8 @@ def test_constrained_early_stopping_returns_the_best_held_out_iterate(monkeypatc
     *_, (X_val, y_val, _) = est._hold_out(X, y, g, None, spawn_rngs(0, 5)[4])
     assert np.mean(est.predict(X_val) == y_val) == pytest.approx(est.validation_score_)
     last = PrunedFairClassifier(**dict(params, early_stopping=False)).fit(
-        X, y, sensitive_features=g)
+        X, y, sensitive_features=g
+    )
     assert last.best_epoch_ is None and last.validation_score_ is None
 
 
@@ -182,8 +207,16 @@ def test_constrained_early_stopping_returns_the_best_held_out_iterate(monkeypatc
 # sample_weight, validation, history_ and verbose
 # ------------------------------------------------------------------------------------------
 
-TINY = dict(hidden_layer_sizes=(8,), dense_n_epochs=3, n_epochs=4, pruning_epochs=2,
-            target_sparsity=0.6, batch_size=32, buffer_size=5, random_state=0)
+TINY = dict(
+    hidden_layer_sizes=(8,),
+    dense_n_epochs=3,
+    n_epochs=4,
+    pruning_epochs=2,
+    target_sparsity=0.6,
+    batch_size=32,
+    buffer_size=5,
+    random_state=0,
+)
 
 
 def _same_fit(a, b):
@@ -201,11 +234,11 @@ def test_constrained_pruned_unit_weights_are_bitwise_the_unweighted_fit(metric):
     X, y, g = _data(n=300)
     kw = dict(TINY, metric=metric, record_history=True, dual_learning_rate=0.5)
     plain = PrunedFairClassifier(**kw).fit(X, y, sensitive_features=g)
-    ones = PrunedFairClassifier(**kw).fit(X, y, sensitive_features=g,
-                                          sample_weight=np.ones(len(y)))
+    ones = PrunedFairClassifier(**kw).fit(X, y, sensitive_features=g, sample_weight=np.ones(len(y)))
     _same_fit(plain, ones)
     weighted = PrunedFairClassifier(**kw).fit(
-        X, y, sensitive_features=g, sample_weight=np.random.default_rng(0).random(len(y)))
+        X, y, sensitive_features=g, sample_weight=np.random.default_rng(0).random(len(y))
+    )
     assert not np.array_equal(weighted.params_[0][0], plain.params_[0][0])
 
 
@@ -241,9 +274,18 @@ def test_constrained_pruned_weighted_train_metrics_match_an_independent_computat
     # one full batch, no pruning at step 0: the first logged objective is the weighted
     # mean loss of the dense model
     est = PrunedFairClassifier(
-        (), dense_model=_Dense([(W0, b0)]), target_sparsity=0.5, pruning_epochs=1,
-        n_epochs=3, batch_size=len(y), learning_rate=0.1, metric="excess_accuracy_gap",
-        tolerance=0.0, dual_learning_rate=0.5, dtype="float64", random_state=0,
+        (),
+        dense_model=_Dense([(W0, b0)]),
+        target_sparsity=0.5,
+        pruning_epochs=1,
+        n_epochs=3,
+        batch_size=len(y),
+        learning_rate=0.1,
+        metric="excess_accuracy_gap",
+        tolerance=0.0,
+        dual_learning_rate=0.5,
+        dtype="float64",
+        random_state=0,
         record_history=True,
     ).fit(X, y, sensitive_features=g, sample_weight=sw)
 
@@ -262,7 +304,8 @@ def test_constrained_pruned_weighted_train_metrics_match_an_independent_computat
         dense_g.append(weighted_acc(dense_pred, rows))
         delta_g.append(dense_g[-1] - weighted_acc(sparse_pred, rows))
         assert est.dense_group_loss_[c] == pytest.approx(
-            np.average(loss[rows], weights=sw[rows]), rel=1e-12)
+            np.average(loss[rows], weights=sw[rows]), rel=1e-12
+        )
     np.testing.assert_allclose(est.dense_group_accuracy_, dense_g, rtol=1e-12)
     delta = weighted_acc(dense_pred) - weighted_acc(sparse_pred)
     psi = np.array(delta_g) - delta
@@ -270,11 +313,9 @@ def test_constrained_pruned_weighted_train_metrics_match_an_independent_computat
     assert est.train_disparity_["acc"] == pytest.approx(weighted_acc(sparse_pred), rel=1e-12)
     assert est.train_disparity_["delta"] == pytest.approx(delta, rel=1e-10, abs=1e-12)
     assert est.train_disparity_["max_eag"] == pytest.approx(psi.max(), rel=1e-10, abs=1e-12)
-    assert est.train_disparity_["psi_pw"] == pytest.approx(np.ptp(delta_g), rel=1e-10,
-                                                          abs=1e-12)
+    assert est.train_disparity_["psi_pw"] == pytest.approx(np.ptp(delta_g), rel=1e-10, abs=1e-12)
     # training objective: every row's loss times its weight over the mean weight
-    assert est.history_["objective"][0] == pytest.approx(np.mean(sw / sw.mean() * loss),
-                                                         rel=1e-12)
+    assert est.history_["objective"][0] == pytest.approx(np.mean(sw / sw.mean() * loss), rel=1e-12)
     # shares-weighted gaps sum to 0 with the weighted shares
     shares = np.array([sw[g == c].sum() for c in (0, 1)]) / sw.sum()
     np.testing.assert_allclose(shares @ psi, 0.0, atol=1e-12)
@@ -297,18 +338,15 @@ def test_constrained_pruned_group_labels_as_a_list_of_strings():
     with_group = df.assign(group=np.where(g == 1, "minority", "majority"))
     named = PrunedFairClassifier(**TINY).fit(with_group, y, sensitive_features=["group"])
     assert list(named.feature_names_in_) == list(df.columns)
-    np.testing.assert_array_equal(named.decision_function(with_group),
-                                  ref.decision_function(X))
+    np.testing.assert_array_equal(named.decision_function(with_group), ref.decision_function(X))
 
 
 def test_constrained_pruned_history_only_when_recorded():
     X, y, g = _data(n=200)
     plain = PrunedFairClassifier(**TINY).fit(X, y, sensitive_features=g)
     assert not hasattr(plain, "history_")
-    every = PrunedFairClassifier(**dict(TINY, record_history=True)).fit(
-        X, y, sensitive_features=g)
-    third = PrunedFairClassifier(**dict(TINY, record_history=3)).fit(
-        X, y, sensitive_features=g)
+    every = PrunedFairClassifier(**dict(TINY, record_history=True)).fit(X, y, sensitive_features=g)
+    third = PrunedFairClassifier(**dict(TINY, record_history=3)).fit(X, y, sensitive_features=g)
     for (W1, _), (W2, _) in zip(plain.params_, every.params_):
         np.testing.assert_array_equal(W1, W2)  # recording changes nothing
     assert all(isinstance(v, np.ndarray) for v in every.history_.values())

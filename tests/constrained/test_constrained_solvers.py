@@ -57,18 +57,42 @@ def _norm_constraint(x, batch, aux):
 NORM_BALL = GenericProblem(_mse, _norm_constraint, m=1)
 
 CONVEX_RUNS = {
-    "ssw": dict(learning_rate=0.05, constraint_learning_rate=0.05, learning_rate_rule="dimin",
-                constraint_learning_rate_rule="dimin", constraint_tol=0.0,
-                constraint_tol_decay=1.0, constraint_tol_decay_start=10**9,
-                reset_each_epoch=False, output="last", output_start=0),
-    "alm": dict(learning_rate=0.05, dual_learning_rate=0.05, penalty_strength=1.0,
-                proximal_strength=0.0, anchor_rate=0.5, dual_radius=1e6,
-                slack_init="zero", final_full_step=False),
+    "ssw": dict(
+        learning_rate=0.05,
+        constraint_learning_rate=0.05,
+        learning_rate_rule="dimin",
+        constraint_learning_rate_rule="dimin",
+        constraint_tol=0.0,
+        constraint_tol_decay=1.0,
+        constraint_tol_decay_start=10**9,
+        reset_each_epoch=False,
+        output="last",
+        output_start=0,
+    ),
+    "alm": dict(
+        learning_rate=0.05,
+        dual_learning_rate=0.05,
+        penalty_strength=1.0,
+        proximal_strength=0.0,
+        anchor_rate=0.5,
+        dual_radius=1e6,
+        slack_init="zero",
+        final_full_step=False,
+    ),
     "gda": dict(learning_rate=0.05, dual_learning_rate=0.05),
-    "ghost": dict(mlmc_probability=0.4, learning_rate=0.5, learning_rate_decay_rate=0.0,
-                  learning_rate_rule="inv_iter", relaxation_weight=0.5,
-                  relaxation_radius=0.8, proximal_strength=2.0, trust_radius=10.0,
-                  max_iter=300, sampling="full", qp_backend="dual"),
+    "ghost": dict(
+        mlmc_probability=0.4,
+        learning_rate=0.5,
+        learning_rate_decay_rate=0.0,
+        learning_rate_rule="inv_iter",
+        relaxation_weight=0.5,
+        relaxation_radius=0.8,
+        proximal_strength=2.0,
+        trust_radius=10.0,
+        max_iter=300,
+        sampling="full",
+        qp_backend="dual",
+    ),
 }
 
 
@@ -79,17 +103,28 @@ def test_constrained_all_solvers_reach_norm_ball_optimum(solver):
     import cvxpy as cp
 
     w = cp.Variable(X.shape[1])
-    cp.Problem(cp.Minimize(cp.sum_squares(X @ w - y) / X.shape[0]),
-               [cp.sum_squares(w) <= r]).solve(solver="CLARABEL")
+    cp.Problem(cp.Minimize(cp.sum_squares(X @ w - y) / X.shape[0]), [cp.sum_squares(w) <= r]).solve(
+        solver="CLARABEL"
+    )
     np.testing.assert_allclose(w.value, w_star, atol=1e-6)
 
     cells = np.zeros(X.shape[0], dtype=np.int32)
     with jax.enable_x64(True):
         res = run_solver(
-            solver, NORM_BALL, X, y, cells, cells, np.zeros(X.shape[1]),
-            hyper=CONVEX_RUNS[solver], aux={"r": jnp.asarray(r)}, batch_size=None,
-            constraint_batch_size=None, n_epochs=None,
-            max_iter=300 if solver == "ghost" else 20_000, rngs=spawn_rngs(0),
+            solver,
+            NORM_BALL,
+            X,
+            y,
+            cells,
+            cells,
+            np.zeros(X.shape[1]),
+            hyper=CONVEX_RUNS[solver],
+            aux={"r": jnp.asarray(r)},
+            batch_size=None,
+            constraint_batch_size=None,
+            n_epochs=None,
+            max_iter=300 if solver == "ghost" else 20_000,
+            rngs=spawn_rngs(0),
             dtype=jnp.float64,
         )
     x = res.x
@@ -131,13 +166,24 @@ def _ssl_alm_context():
     """An SSL-ALM step context on the small two-constraint problem (call under x64);
     returns the context, its hyper-parameters and the group codes."""
     X, y, g = _small_data()
-    hyper_np = dict(learning_rate=0.05, dual_learning_rate=0.5, penalty_strength=1.0,
-                    proximal_strength=2.0, anchor_rate=0.5, dual_radius=10.0)
+    hyper_np = dict(
+        learning_rate=0.05,
+        dual_learning_rate=0.5,
+        penalty_strength=1.0,
+        proximal_strength=2.0,
+        anchor_rate=0.5,
+        dual_radius=10.0,
+    )
     hyper = {k: jnp.asarray(v) for k, v in hyper_np.items()}
-    data = {"X": jnp.asarray(X), "y": jnp.asarray(y), "groups": jnp.asarray(g),
-            "cells": jnp.asarray(g), "w": jnp.ones(len(y)), "cw": jnp.ones(len(y))}
-    ctx = _Ctx(_two_constraint_problem(), data, {"delta": jnp.asarray(0.01)}, hyper, False,
-               False)
+    data = {
+        "X": jnp.asarray(X),
+        "y": jnp.asarray(y),
+        "groups": jnp.asarray(g),
+        "cells": jnp.asarray(g),
+        "w": jnp.ones(len(y)),
+        "cw": jnp.ones(len(y)),
+    }
+    ctx = _Ctx(_two_constraint_problem(), data, {"delta": jnp.asarray(0.01)}, hyper, False, False)
     return ctx, hyper, g
 
 
@@ -151,8 +197,13 @@ def test_constrained_ssl_alm_step_invariants():
             inp[f"con_idx{k}"], inp[f"con_w{k}"] = jnp.asarray(idx), jnp.ones(8)
         x = jnp.asarray(rng.normal(size=4))
         s = jnp.asarray([0.3, 0.0])
-        state = {"x": x, "s": s, "y": jnp.asarray([0.2, -0.1]), "z_x": x + 0.1,
-                 "z_s": jnp.asarray([0.1, 0.2])}
+        state = {
+            "x": x,
+            "s": s,
+            "y": jnp.asarray([0.2, -0.1]),
+            "z_x": x + 0.1,
+            "z_s": jnp.asarray([0.1, 0.2]),
+        }
         new, _ = _step_ssl_alm(state, inp, ctx)
 
         # explicit full-Jacobian reference of steps 2-7
@@ -162,10 +213,15 @@ def test_constrained_ssl_alm_step_invariants():
         y_ref = state["y"] + hyper["dual_learning_rate"] * h1
         assert np.linalg.norm(y_ref) < 10.0
         h2 = ctx.c(x, b2) + s
-        G_x = (jax.grad(ctx.f)(x, bf) + J.T @ y_ref + hyper["penalty_strength"] * J.T @ h2
-               + hyper["proximal_strength"] * (x - state["z_x"]))
-        G_s = (y_ref + hyper["penalty_strength"] * h2
-               + hyper["proximal_strength"] * (s - state["z_s"]))
+        G_x = (
+            jax.grad(ctx.f)(x, bf)
+            + J.T @ y_ref
+            + hyper["penalty_strength"] * J.T @ h2
+            + hyper["proximal_strength"] * (x - state["z_x"])
+        )
+        G_s = (
+            y_ref + hyper["penalty_strength"] * h2 + hyper["proximal_strength"] * (s - state["z_s"])
+        )
         np.testing.assert_allclose(new["y"], y_ref, rtol=1e-12)
         lr = hyper["learning_rate"]
         np.testing.assert_allclose(new["x"], x - lr * G_x, rtol=1e-12, atol=1e-14)
@@ -184,14 +240,33 @@ def test_constrained_ssl_alm_step_invariants():
 def test_constrained_ssl_alm_history_invariants():
     X, y, g = _small_data()
     problem = _two_constraint_problem()
-    hyper = dict(learning_rate=0.05, dual_learning_rate=2.0, penalty_strength=1.0,
-                 proximal_strength=2.0, anchor_rate=0.5, dual_radius=1.0,
-                 slack_init="zero", final_full_step=True)
+    hyper = dict(
+        learning_rate=0.05,
+        dual_learning_rate=2.0,
+        penalty_strength=1.0,
+        proximal_strength=2.0,
+        anchor_rate=0.5,
+        dual_radius=1.0,
+        slack_init="zero",
+        final_full_step=True,
+    )
     with jax.enable_x64(True):
-        res = run_solver("ssl-alm", problem, X, y, g, g, np.zeros(4), hyper=hyper,
-                         aux={"delta": jnp.asarray(0.0)}, batch_size=8,
-                         constraint_batch_size=4, n_epochs=3, rngs=spawn_rngs(5),
-                         dtype=jnp.float64)
+        res = run_solver(
+            "ssl-alm",
+            problem,
+            X,
+            y,
+            g,
+            g,
+            np.zeros(4),
+            hyper=hyper,
+            aux={"delta": jnp.asarray(0.0)},
+            batch_size=8,
+            constraint_batch_size=4,
+            n_epochs=3,
+            rngs=spawn_rngs(5),
+            dtype=jnp.float64,
+        )
     lam = np.column_stack([res.history["lambda_0"], res.history["lambda_1"]])
     slack = np.column_stack([res.history["slack_0"], res.history["slack_1"]])
     assert np.all(slack >= 0) and np.all(res.state["s"] >= 0)
@@ -217,8 +292,13 @@ def test_constrained_ghost_kappa_and_lp(m):
     assert 0.0 <= kappa <= np.maximum(c, 0).max() + 1e-12
     # the LP against a direct linprog of min t s.t. c + J d <= t, t >= 0, |d| <= rho
     n = J.shape[1]
-    res = linprog(np.r_[np.zeros(n), 1.0], A_ub=np.hstack([J, -np.ones((m, 1))]), b_ub=-c,
-                  bounds=[(-0.8, 0.8)] * n + [(0, None)], method="highs")
+    res = linprog(
+        np.r_[np.zeros(n), 1.0],
+        A_ub=np.hstack([J, -np.ones((m, 1))]),
+        b_ub=-c,
+        bounds=[(-0.8, 0.8)] * n + [(0, None)],
+        method="highs",
+    )
     np.testing.assert_allclose(t_star, res.x[-1], atol=1e-9)
     # all constraints satisfied -> kappa = 0
     kappa0, _, _ = ghost_kappa(-np.abs(c), J, 0.5, 0.8)
@@ -234,8 +314,13 @@ def test_constrained_ghost_kappa_pair_closed_form_equals_lp(seed, scale):
     J = np.vstack([J1, -J1])
     c = rng.normal(size=2) + rng.choice([-1.0, 0.5, 3.0])
     _, t_star, d = ghost_kappa(c, J, 0.5, 0.8)
-    res = linprog(np.r_[np.zeros(7), 1.0], A_ub=np.hstack([J, -np.ones((2, 1))]), b_ub=-c,
-                  bounds=[(-0.8, 0.8)] * 7 + [(0, None)], method="highs")
+    res = linprog(
+        np.r_[np.zeros(7), 1.0],
+        A_ub=np.hstack([J, -np.ones((2, 1))]),
+        b_ub=-c,
+        bounds=[(-0.8, 0.8)] * 7 + [(0, None)],
+        method="highs",
+    )
     np.testing.assert_allclose(t_star, res.x[-1], atol=1e-9)
     assert np.all(np.abs(d) <= 0.8 + 1e-12)
     assert np.all(c + J @ d <= t_star + 1e-9)  # d attains t*
@@ -264,14 +349,34 @@ def test_constrained_ghost_reduces_to_sgd():
     """Oracle 20: delta, beta huge -> d = -g/tau and x_{k+1} = x_k - gamma_k/tau grad f(1 row)."""
     X, y, g = _small_data()
     problem = _two_constraint_problem()
-    hyper = dict(mlmc_probability=0.4, learning_rate=0.05, learning_rate_decay_rate=0.05,
-                 learning_rate_rule="dimin", relaxation_weight=0.5, relaxation_radius=0.8,
-                 proximal_strength=2.0, trust_radius=1e6, max_iter=20, sampling="mlmc",
-                 qp_backend="dual")
+    hyper = dict(
+        mlmc_probability=0.4,
+        learning_rate=0.05,
+        learning_rate_decay_rate=0.05,
+        learning_rate_rule="dimin",
+        relaxation_weight=0.5,
+        relaxation_radius=0.8,
+        proximal_strength=2.0,
+        trust_radius=1e6,
+        max_iter=20,
+        sampling="mlmc",
+        qp_backend="dual",
+    )
     with jax.enable_x64(True):
-        res = run_solver("ghost", problem, X, y, g, g, np.zeros(4), hyper=hyper,
-                         aux={"delta": jnp.asarray(1e6)}, n_epochs=None, rngs=spawn_rngs(7),
-                         dtype=jnp.float64)
+        res = run_solver(
+            "ghost",
+            problem,
+            X,
+            y,
+            g,
+            g,
+            np.zeros(4),
+            hyper=hyper,
+            aux={"delta": jnp.asarray(1e6)},
+            n_epochs=None,
+            rngs=spawn_rngs(7),
+            dtype=jnp.float64,
+        )
         # replay the same draws: objective stream rngs[1], one row per iteration after the
         # 2^{N+1} big-sample rows (draw order of the engine)
         rngs = spawn_rngs(7)
@@ -310,22 +415,35 @@ def test_constrained_ssl_alm_shared_draw_step_uses_zeta1_only():
         ctx, hyper, g = _ssl_alm_context()
         rng = np.random.default_rng(4)
         idx = np.concatenate([rng.choice(np.flatnonzero(g == c), 4) for c in (0, 1)])
-        inp = {"obj_idx": jnp.asarray(rng.integers(0, 120, 8)), "obj_w": jnp.ones(8),
-               "con_idx1": jnp.asarray(idx), "con_w1": jnp.ones(8)}  # no second draw
+        inp = {
+            "obj_idx": jnp.asarray(rng.integers(0, 120, 8)),
+            "obj_w": jnp.ones(8),
+            "con_idx1": jnp.asarray(idx),
+            "con_w1": jnp.ones(8),
+        }  # no second draw
         x = jnp.asarray(rng.normal(size=4))
         s = jnp.asarray([0.3, 0.0])
-        state = {"x": x, "s": s, "y": jnp.asarray([0.2, -0.1]), "z_x": x + 0.1,
-                 "z_s": jnp.asarray([0.1, 0.2])}
+        state = {
+            "x": x,
+            "s": s,
+            "y": jnp.asarray([0.2, -0.1]),
+            "z_x": x + 0.1,
+            "z_s": jnp.asarray([0.1, 0.2]),
+        }
         new, _ = _step_ssl_alm(state, inp, ctx, shared_draw=True)
 
         b1, bf = ctx.con_batch(inp, 1), ctx.obj_batch(inp)
         J = jax.jacrev(lambda z: ctx.c(z, b1))(x)
         h1 = ctx.c(x, b1) + s
         y_ref = state["y"] + hyper["dual_learning_rate"] * h1
-        G_x = (jax.grad(ctx.f)(x, bf) + J.T @ (y_ref + hyper["penalty_strength"] * h1)
-               + hyper["proximal_strength"] * (x - state["z_x"]))
-        G_s = (y_ref + hyper["penalty_strength"] * h1
-               + hyper["proximal_strength"] * (s - state["z_s"]))
+        G_x = (
+            jax.grad(ctx.f)(x, bf)
+            + J.T @ (y_ref + hyper["penalty_strength"] * h1)
+            + hyper["proximal_strength"] * (x - state["z_x"])
+        )
+        G_s = (
+            y_ref + hyper["penalty_strength"] * h1 + hyper["proximal_strength"] * (s - state["z_s"])
+        )
         np.testing.assert_allclose(new["y"], y_ref, rtol=1e-12)
         lr = hyper["learning_rate"]
         np.testing.assert_allclose(new["x"], x - lr * G_x, rtol=1e-12, atol=1e-14)
@@ -334,14 +452,34 @@ def test_constrained_ssl_alm_shared_draw_step_uses_zeta1_only():
 
 def _ssl_alm_run(constraint_draw, constraint_batch_size):
     X, y, g = _small_data()
-    hyper = dict(learning_rate=0.05, dual_learning_rate=0.5, penalty_strength=1.0,
-                 proximal_strength=2.0, anchor_rate=0.5, dual_radius=10.0,
-                 slack_init="zero", final_full_step=True, constraint_draw=constraint_draw)
+    hyper = dict(
+        learning_rate=0.05,
+        dual_learning_rate=0.5,
+        penalty_strength=1.0,
+        proximal_strength=2.0,
+        anchor_rate=0.5,
+        dual_radius=10.0,
+        slack_init="zero",
+        final_full_step=True,
+        constraint_draw=constraint_draw,
+    )
     with jax.enable_x64(True):
-        return run_solver("ssl-alm", _two_constraint_problem(), X, y, g, g, np.zeros(4),
-                          hyper=hyper, aux={"delta": jnp.asarray(0.01)}, batch_size=8,
-                          constraint_batch_size=constraint_batch_size, n_epochs=2,
-                          rngs=spawn_rngs(7), dtype=jnp.float64)
+        return run_solver(
+            "ssl-alm",
+            _two_constraint_problem(),
+            X,
+            y,
+            g,
+            g,
+            np.zeros(4),
+            hyper=hyper,
+            aux={"delta": jnp.asarray(0.01)},
+            batch_size=8,
+            constraint_batch_size=constraint_batch_size,
+            n_epochs=2,
+            rngs=spawn_rngs(7),
+            dtype=jnp.float64,
+        )
 
 
 def test_constrained_ssl_alm_shared_draw_runs():
@@ -353,30 +491,50 @@ def test_constrained_ssl_alm_shared_draw_runs():
     assert not np.allclose(sh.x, ind.x)
     rows = 8 + 2 * 4
     np.testing.assert_array_equal(sh.history["n_samples"], (sh.history["iter"] + 1) * rows)
-    np.testing.assert_array_equal(ind.history["n_samples"],
-                                  (ind.history["iter"] + 1) * (rows + 2 * 4))
+    np.testing.assert_array_equal(
+        ind.history["n_samples"], (ind.history["iter"] + 1) * (rows + 2 * 4)
+    )
 
 
 def test_constrained_ssw_shared_draw_steps_on_the_tested_draw():
     problem = _two_constraint_problem()
     X, y, g = _small_data()
-    hyper_np = dict(learning_rate=0.5, constraint_learning_rate=0.05, constraint_tol=1e-4,
-                    constraint_tol_decay=0.97, constraint_tol_decay_start=500, output_start=0)
+    hyper_np = dict(
+        learning_rate=0.5,
+        constraint_learning_rate=0.05,
+        constraint_tol=1e-4,
+        constraint_tol_decay=0.97,
+        constraint_tol_decay_start=500,
+        output_start=0,
+    )
     with jax.enable_x64(True):
         hyper = {k: jnp.asarray(v) for k, v in hyper_np.items()}
-        data = {"X": jnp.asarray(X), "y": jnp.asarray(y), "groups": jnp.asarray(g),
-                "cells": jnp.asarray(g), "w": jnp.ones(len(y)), "cw": jnp.ones(len(y))}
+        data = {
+            "X": jnp.asarray(X),
+            "y": jnp.asarray(y),
+            "groups": jnp.asarray(g),
+            "cells": jnp.asarray(g),
+            "w": jnp.ones(len(y)),
+            "cw": jnp.ones(len(y)),
+        }
         ctx = _Ctx(problem, data, {"delta": jnp.asarray(-1.0)}, hyper, False, False)
         rng = np.random.default_rng(5)
         idx = np.concatenate([rng.choice(np.flatnonzero(g == c), 4) for c in (0, 1)])
-        inp = {"obj_idx": jnp.asarray(rng.integers(0, 120, 8)), "obj_w": jnp.ones(8),
-               "con_idx1": jnp.asarray(idx), "con_w1": jnp.ones(8),  # no second draw
-               "t": jnp.asarray(0), "it": jnp.asarray(0), "u": jnp.asarray(0.5)}
+        inp = {
+            "obj_idx": jnp.asarray(rng.integers(0, 120, 8)),
+            "obj_w": jnp.ones(8),
+            "con_idx1": jnp.asarray(idx),
+            "con_w1": jnp.ones(8),  # no second draw
+            "t": jnp.asarray(0),
+            "it": jnp.asarray(0),
+            "u": jnp.asarray(0.5),
+        }
         x = jnp.asarray(rng.normal(size=4))
         zero = jnp.zeros((), jnp.int32)
         state = {"x": x, "n_f": zero, "n_c": zero, "x_out": x, "w_total": jnp.zeros(())}
-        new, log = _step_ssw(state, inp, ctx, f_rule="const", c_rule="const", reset=True,
-                             shared_draw=True)
+        new, log = _step_ssw(
+            state, inp, ctx, f_rule="const", c_rule="const", reset=True, shared_draw=True
+        )
         b1 = ctx.con_batch(inp, 1)
         c1 = ctx.c(x, b1)
         assert bool(log["constraint_step"])  # delta = -1: every estimate is violated
