@@ -56,3 +56,18 @@ def count_compilations():
         return len(messages)
 
     return count
+
+
+@pytest.fixture(autouse=True, scope="module")
+def release_compiled_code():
+    """Drop JAX's compiled executables after every test module.
+
+    The suite compiles thousands of small XLA programs in one process; each keeps memory
+    mappings alive, and past the kernel's limit on mappings per process (65,530 by
+    default) the next compilation crashes the interpreter. Tests within a module still
+    share their compiled code.
+    """
+    yield
+    import jax
+
+    jax.clear_caches()
