@@ -736,6 +736,7 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
             X, sensitive_features
         )
         fit_data = validate_fit_data(self, X, y, sensitive_features, sample_weight)
+        _check_milestones(self.learning_rate_milestones)
         X, groups, labels = fit_data.X, fit_data.groups, fit_data.group_labels
         classes, y_codes = np.unique(fit_data.y, return_inverse=True)
         if classes.size < 2:
@@ -1172,3 +1173,16 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
             index=pd.Index(["summary"], name="group"),
         )
         return pd.concat([table, summary])
+
+
+def _check_milestones(milestones) -> None:
+    """``learning_rate_milestones`` must be fractions of the epochs in (0, 1]."""
+    try:
+        values = np.asarray(milestones, dtype=np.float64).ravel()
+    except (TypeError, ValueError):
+        values = None
+    if values is None or not np.all((values > 0) & (values <= 1)):
+        raise ValueError(
+            "learning_rate_milestones must be fractions of the epochs in (0, 1], e.g. "
+            f"(0.6, 0.8, 0.9); got {milestones!r}."
+        )

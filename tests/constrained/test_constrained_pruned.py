@@ -374,3 +374,12 @@ def test_constrained_pruned_verbose_logs(caplog):
     with caplog.at_level(logging.INFO, logger="fairest"):
         PrunedFairClassifier(**TINY).fit(X, y, sensitive_features=g)
     assert not caplog.records
+
+
+@pytest.mark.parametrize("milestones", [("a",), (0.5, 1.5), (-0.1,)])
+def test_constrained_pruned_bad_milestones_name_the_parameter(milestones):
+    X, y, g = _data(n=200)
+    with pytest.raises(ValueError, match="learning_rate_milestones must be fractions"):
+        PrunedFairClassifier(**TINY, learning_rate_milestones=milestones).fit(
+            X, y, sensitive_features=g
+        )
