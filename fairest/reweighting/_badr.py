@@ -69,9 +69,6 @@ class _BADRBase(BaseEstimator):
         penalize = self.penalize_intercept
         if penalize is None:
             penalize = loss == "squared_hinge"  # spec section 2: liblinear's convention
-        totals = np.bincount(data.groups, weights=data.sample_weight, minlength=num_groups)
-        if np.any(totals <= 0):
-            raise ValueError("Every group needs a positive total sample weight.")
         self.groups_ = data.group_labels
         # the solver's settings are the estimator's parameters of the same names
         settings = BADRSettings(**{name: getattr(self, name) for name in BADRSettings._fields})
