@@ -194,7 +194,7 @@ class Comparison:
     fitted: dict  # method name -> fitted Pipeline
 
 
-def _group_labels(sensitive: pd.DataFrame) -> np.ndarray:
+def group_labels(sensitive: pd.DataFrame) -> np.ndarray:
     if sensitive.shape[1] == 1:
         return sensitive.iloc[:, 0].astype(str).to_numpy()
     return sensitive.astype(str).agg("|".join, axis=1).to_numpy()
@@ -202,7 +202,7 @@ def _group_labels(sensitive: pd.DataFrame) -> np.ndarray:
 
 def _score_row(method: Method, estimator, data: CompareData, fit_seconds: float) -> dict:
     y_pred = estimator.predict(data.X_test)
-    groups = _group_labels(data.s_test)
+    groups = group_labels(data.s_test)
     row = {"method": method.label, "fit time (s)": fit_seconds}
     if data.task == "regression":
         row["RMSE"] = root_mean_squared_error(data.y_test, y_pred)
@@ -239,7 +239,7 @@ def run_comparison(
         method = METHODS[name]
         progress(f"[{position}/{len(method_names)}] fitting {method.label} ...")
         pipeline = make_pipeline(_preprocessor(), method.make(random_state))
-        groups = _group_labels(data.s_train)
+        groups = group_labels(data.s_train)
         start = time.perf_counter()
         if method.routed:
             with config_context(enable_metadata_routing=True):

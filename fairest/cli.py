@@ -162,7 +162,9 @@ def _check_split(data) -> None:
             f"too few rows to compare methods: {len(data.y_train)} train / "
             f"{len(data.y_test)} test after the split; use at least 20 rows."
         )
-    counts = pd.Series(_group_keys(data.s_train)).value_counts()
+    from fairest._compare import group_labels
+
+    counts = pd.Series(group_labels(data.s_train)).value_counts()
     small = counts[counts < 2]
     if len(small):
         shown = ", ".join(f"{label!r} ({n} row)" for label, n in small.head(5).items())
@@ -172,10 +174,6 @@ def _check_split(data) -> None:
         )
     if data.task == "classification" and len(np.unique(data.y_train)) < 2:
         raise UserError("the training split holds one class only; use more rows.")
-
-
-def _group_keys(sensitive: pd.DataFrame) -> np.ndarray:
-    return sensitive.astype(str).agg("|".join, axis=1).to_numpy()
 
 
 def _check_output(folder: Path) -> None:
