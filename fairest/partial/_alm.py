@@ -32,7 +32,8 @@ anchor, the anchor is returned (so the IDCA invariants of spec section 5.1 still
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -144,8 +145,9 @@ def _pdp_constraints(s, data: Data, cfg: Config, delta):
         consts = jnp.stack([jnp.zeros(2), -levels], axis=1)
     value, first, second = phi
     M = data.membership.T @ value.T  # (G, 2): columns M1, M2
-    JM = jnp.stack([_lin_rows(data.membership * first[i][:, None] / tau, data)
-                    for i in range(2)])  # (2, G, D)
+    JM = jnp.stack(
+        [_lin_rows(data.membership * first[i][:, None] / tau, data) for i in range(2)]
+    )  # (2, G, D)
     u = M[None, :, :] + consts[:, None, :]  # (level, G, which)
     P = delta * jnp.logaddexp(u[..., 0] / delta, u[..., 1] / delta)  # (level, G)
     pi = jax.nn.sigmoid((u[..., 0] - u[..., 1]) / delta)  # weight of the first piece
@@ -178,8 +180,10 @@ def _pieces(v, anc: Anchor, data: Data, cfg: Config, delta) -> _Pieces:
     prox = 0.5 * jnp.sum(delta_v * delta_v)
     loss, r0 = _logistic_parts(s, data)
     g0 = loss + 0.5 * data.alpha * jnp.sum(w * w) + data.mu * prox
-    grad0 = jnp.concatenate([jnp.sum(r0)[None], r0 @ data.X + data.alpha * w,
-                             jnp.zeros_like(theta)]) + data.mu * delta_v
+    grad0 = (
+        jnp.concatenate([jnp.sum(r0)[None], r0 @ data.X + data.alpha * w, jnp.zeros_like(theta)])
+        + data.mu * delta_v
+    )
     p = jax.nn.sigmoid(s)
     if cfg.constraint == "statistical":
         fplus, jac, curvature = _psp_constraints(s, theta, data, cfg, delta)
@@ -304,13 +308,22 @@ def _solve(v0, anc: Anchor, data: Data, cfg: Config, n_iter, start: Multipliers)
 
         return jax.lax.cond(inner_done, update_multipliers, newton_step, None)
 
-    init = _State(v0, start.lam, start.rho, jnp.int32(0), jnp.asarray(jnp.inf, v0.dtype),
-                  jnp.int32(0), jnp.int32(0), jnp.array(False))
+    init = _State(
+        v0,
+        start.lam,
+        start.rho,
+        jnp.int32(0),
+        jnp.asarray(jnp.inf, v0.dtype),
+        jnp.int32(0),
+        jnp.int32(0),
+        jnp.array(False),
+    )
     return jax.lax.while_loop(lambda st: ~st.done & (st.it < n_iter), body, init)
 
 
-def alm(v0, anc: Anchor, data: Data, cfg: Config, eps, n_iter,
-        start: Multipliers | None = None) -> tuple[SSGResult, Multipliers]:
+def alm(
+    v0, anc: Anchor, data: Data, cfg: Config, eps, n_iter, start: Multipliers | None = None
+) -> tuple[SSGResult, Multipliers]:
     """Solve subproblem (31) from ``v0`` with at most ``n_iter`` Newton steps and
     multiplier updates (over both smoothing stages), from the multipliers ``start``
     (:func:`cold_start` by default); ``data.X`` must be dense (:func:`dense_data`).

@@ -66,7 +66,12 @@ def _penalty(x, data: Data, cfg: Config):
 
 @partial(jax.jit, static_argnames="cfg")
 def _penalty_descent(x0, data: Data, cfg: Config, weight, step, n_iter):
-    """Full-batch subgradient descent with a constant step; returns the last iterate."""
+    """Full-batch subgradient descent with a constant step; returns the last iterate,
+    its loss and penalty, and the number of steps taken.
+
+    Every step checks on device that the objective and the subgradient at the current
+    iterate are finite; the loop stops at the first that is not (huge features or a too
+    large step overflow), keeping that iterate, and the caller raises."""
 
     def total(x):
         value = objective(x, data, cfg)
@@ -74,10 +79,22 @@ def _penalty_descent(x0, data: Data, cfg: Config, weight, step, n_iter):
             return value
         return value + weight * _penalty(x, data, cfg)
 
-    grad = jax.grad(total)
-    x = jax.lax.fori_loop(0, n_iter, lambda _, x: x - step * grad(x), x0)
+    value_and_grad = jax.value_and_grad(total)
+
+    def cond(state):
+        k, _, finite = state
+        return (k < n_iter) & finite
+
+    def body(state):
+        k, x, _ = state
+        value, grad = value_and_grad(x)
+        finite = jnp.isfinite(value) & jnp.all(jnp.isfinite(grad))
+        x_next = x - step * grad
+        return k + finite.astype(k.dtype), jnp.where(finite, x_next, x), finite
+
+    n_steps, x, _ = jax.lax.while_loop(cond, body, (jnp.int32(0), x0, jnp.array(True)))
     penalty = _penalty(x, data, cfg) if cfg.constraint != "none" else jnp.zeros(())
-    return x, objective(x, data, cfg), penalty
+    return x, objective(x, data, cfg), penalty, n_steps
 
 
 class PartialParityPenaltyClassifier(_LinearClassifierMixin, BaseEstimator):
@@ -193,25 +210,44 @@ class PartialParityPenaltyClassifier(_LinearClassifierMixin, BaseEstimator):
         cfg = Config(kind, "ramp", "minimal", G, X.shape[1], grid.size)
         with jax.enable_x64(True):
             data = build_data(
-                X, y01, codes, sw, G, grid=grid, slack=0.0, lo=lo, hi=hi,
-                threshold=float(self.threshold), alpha=float(self.alpha), mu=0.0, rho=0.0,
+                X,
+                y01,
+                codes,
+                sw,
+                G,
+                grid=grid,
+                slack=0.0,
+                lo=lo,
+                hi=hi,
+                threshold=float(self.threshold),
+                alpha=float(self.alpha),
+                mu=0.0,
+                rho=0.0,
                 width=1.0,
             )
             x0 = np.concatenate([np.zeros(1 + X.shape[1]), 0.5 - grid])
-            x, f0, pen = _penalty_descent(
-                jnp.asarray(x0), data, cfg, jnp.float64(self.fairness_weight),
-                jnp.float64(self.learning_rate), jnp.int32(self.max_iter),
+            x, f0, pen, n_steps = _penalty_descent(
+                jnp.asarray(x0),
+                data,
+                cfg,
+                jnp.float64(self.fairness_weight),
+                jnp.float64(self.learning_rate),
+                jnp.int32(self.max_iter),
             )
-            x = np.asarray(x)
-            self.objective_, self.penalty_ = float(f0), float(pen)
+            x, f0, pen, n_steps = np.asarray(x), float(f0), float(pen), int(n_steps)
+        if n_steps < self.max_iter or not np.isfinite(f0 + pen):
+            raise ValueError(
+                f"{type(self).__name__}: the iterates became non-finite after {n_steps} "
+                "subgradient steps (overflow): scale the features (e.g. StandardScaler) "
+                "or lower learning_rate."
+            )
         d = X.shape[1]
+        self.objective_, self.penalty_ = f0, pen
         self._set_linear_parameters(x[: 1 + d])
         self.thresholds_ = x[1 + d :]
         self.grid_ = grid
         self.groups_ = fit_data.group_labels
         self.n_iter_ = int(self.max_iter)
-        if not np.all(np.isfinite(x)):
-            raise FloatingPointError("subgradient descent diverged; lower learning_rate.")
         return self
 
 
@@ -292,18 +328,32 @@ class _PairwiseConstrainedClassifier(_LinearClassifierMixin, BaseEstimator):
     def _sets(self, groups, y01, G):
         """The constraints' (mask_A, mask_B) terms on the samples (brute-force checks)."""
         cells = 2 * groups + y01.astype(int)
-        return [[(np.isin(cells, a), np.isin(cells, b)) for a, b in terms]
-                for terms in self._cell_sets(G)]
+        return [
+            [(np.isin(cells, a), np.isin(cells, b)) for a, b in terms]
+            for terms in self._cell_sets(G)
+        ]
 
     def _quadratic_forms(self, X, y01, codes, weights, G):
         """Each constraint as ``1/2 w^T Q w + q^T w + c <= tolerance`` (spec 8.4)."""
-        moments = _qcqp.cell_moments(X, weights, 2 * codes + y01.astype(int), 2 * G)
+        with np.errstate(over="ignore", invalid="ignore"):
+            moments = _qcqp.cell_moments(X, weights, 2 * codes + y01.astype(int), 2 * G)
+        if not all(np.all(np.isfinite(m)) for m in moments):
+            raise ValueError(
+                _overflow_message(self, "the pairwise constraints' second moments", remedy="")
+            )
         try:
-            return _qcqp.pairwise_forms(moments, self._cell_sets(G), self._offset)
+            forms = _qcqp.pairwise_forms(moments, self._cell_sets(G), self._offset)
+        except np.linalg.LinAlgError:
+            raise ValueError(
+                _overflow_message(self, "the pairwise constraints", remedy="")
+            ) from None
         except ValueError:
             raise ValueError(
                 f"{type(self).__name__} needs every group to contain both classes."
             ) from None
+        if not all(np.all(np.isfinite(f)) for f in forms):
+            raise ValueError(_overflow_message(self, "the pairwise constraints", remedy=""))
+        return forms
 
     def _projector(self, forms):
         """``v -> argmin_{w in F} ||w - v||`` for the chosen ``projection``."""
@@ -320,8 +370,9 @@ class _PairwiseConstrainedClassifier(_LinearClassifierMixin, BaseEstimator):
                 # no dual maximiser (a feasible set without interior, e.g. tolerance=0
                 # with more constraints than features): the reference solver takes over
                 if not fallback:
-                    fallback.append(_qcqp.clarabel_projector(
-                        forms, self.tolerance, _defaults.PROJECTION_TOL))
+                    fallback.append(
+                        _qcqp.clarabel_projector(forms, self.tolerance, _defaults.PROJECTION_TOL)
+                    )
                 multipliers = np.zeros(forms.constant.size)
                 return fallback[0](v)
             return w
@@ -392,11 +443,21 @@ class _PairwiseConstrainedClassifier(_LinearClassifierMixin, BaseEstimator):
         # p x p solves and n x p products: one BLAS thread is fastest, and several
         # threads on a busy machine were 15x slower (a9a, p = 247)
         with threadpool_limits(limits=1, user_api="blas"):
-            project = self._projector(self._quadratic_forms(X, y01, codes, sw, G)) if (
-                G >= 2) else None
+            project = (
+                self._projector(self._quadratic_forms(X, y01, codes, sw, G)) if (G >= 2) else None
+            )
             b, w, value, self.n_iter_, converged = _projected_gradient_descent(
-                X, y01, sw / sw.sum(), project, self.learning_rate, self.alpha,
-                self.max_iter, self.tol)
+                X,
+                y01,
+                sw / sw.sum(),
+                project,
+                self.learning_rate,
+                self.alpha,
+                self.max_iter,
+                self.tol,
+            )
+        if not (np.isfinite(value) and np.isfinite(b) and np.all(np.isfinite(w))):
+            raise ValueError(_overflow_message(self, "the iterates"))
         if not converged and self.tol > 0:
             warnings.warn(
                 f"{type(self).__name__} did not converge in {self.max_iter} iterations.",
@@ -407,6 +468,13 @@ class _PairwiseConstrainedClassifier(_LinearClassifierMixin, BaseEstimator):
         self.objective_ = value
         self.groups_ = fit_data.group_labels
         return self
+
+
+def _overflow_message(estimator, what, remedy="or lower learning_rate") -> str:
+    return (
+        f"{type(estimator).__name__}: {what} became non-finite (overflow): scale the "
+        f"features (e.g. StandardScaler) {remedy}.".replace(" .", ".")
+    )
 
 
 def _projected_gradient_descent(X, y01, c, project, step, alpha, max_iter, tol):
@@ -422,13 +490,18 @@ def _projected_gradient_descent(X, y01, c, project, step, alpha, max_iter, tol):
     b, w = 0.0, np.zeros(X.shape[1])
     previous = np.inf
     for it in range(max_iter):
-        s = X @ w + b
-        r = c * (0.5 * (1.0 + np.tanh(0.5 * s)) - y01)
-        b = b - step * r.sum()
-        target = w - step * (r @ X + alpha * w)
-        w = target if project is None else project(target)
-        s = X @ w + b
-        value = float(c @ (np.logaddexp(0.0, s) - y01 * s) + 0.5 * alpha * w @ w)
+        with np.errstate(over="ignore", invalid="ignore"):
+            s = X @ w + b
+            r = c * (0.5 * (1.0 + np.tanh(0.5 * s)) - y01)
+            b = b - step * r.sum()
+            target = w - step * (r @ X + alpha * w)
+            if not (np.isfinite(b) and np.all(np.isfinite(target))):
+                return b, w, np.nan, it + 1, False
+            w = target if project is None else project(target)
+            s = X @ w + b
+            value = float(c @ (np.logaddexp(0.0, s) - y01 * s) + 0.5 * alpha * w @ w)
+        if not np.isfinite(value):  # the caller raises
+            return b, w, value, it + 1, False
         if abs(previous - value) < tol:
             return b, w, value, it + 1, True
         previous = value
@@ -504,8 +577,9 @@ class InterGroupPairwiseConstrainedClassifier(_PairwiseConstrainedClassifier):
     _offset = 1.0
 
     def _cell_sets(self, G):
-        return [[((2 * k + 1,), (2 * kk,)), ((2 * k,), (2 * kk + 1,))]
-                for k, kk in _ordered_pairs(G)]
+        return [
+            [((2 * k + 1,), (2 * kk,)), ((2 * k,), (2 * kk + 1,))] for k, kk in _ordered_pairs(G)
+        ]
 
 
 class IntraGroupPairwiseConstrainedClassifier(_PairwiseConstrainedClassifier):
@@ -521,5 +595,6 @@ class IntraGroupPairwiseConstrainedClassifier(_PairwiseConstrainedClassifier):
     _offset = 1.0
 
     def _cell_sets(self, G):
-        return [[((2 * k + 1,), (2 * k,)), ((2 * kk,), (2 * kk + 1,))]
-                for k, kk in _ordered_pairs(G)]
+        return [
+            [((2 * k + 1,), (2 * k,)), ((2 * kk,), (2 * kk + 1,))] for k, kk in _ordered_pairs(G)
+        ]

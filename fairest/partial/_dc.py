@@ -27,7 +27,8 @@ and ``X^T u`` a scatter-add over the non-zeros only.
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -412,8 +413,9 @@ def evaluate(v, anc: Anchor, data: Data, cfg: Config) -> Evaluation:
         if cfg.surrogate == "ramp":
             # lower family: f^+ = B (shift -1/2), upper family: f^+ = A (shift +1/2);
             # one (G, n) x (n, 2J) product for both
-            plus = _gmean(jnp.concatenate([jax.nn.relu(z - 0.5), jax.nn.relu(z + 0.5)], 1),
-                          data, cfg)
+            plus = _gmean(
+                jnp.concatenate([jax.nn.relu(z - 0.5), jax.nn.relu(z + 0.5)], 1), data, cfg
+            )
             P_lower, P_upper = plus[:, :J], plus[:, J:]
         else:
             P_upper = _gmean(jax.nn.sigmoid(z), data, cfg)
@@ -438,8 +440,9 @@ def evaluate(v, anc: Anchor, data: Data, cfg: Config) -> Evaluation:
         z = (s - data.threshold) / data.width
         P_lo, P_hi, (d_lo, d_hi, dextra), extra = _pdp_group_pieces(z, data, cfg)
         matrix = (P_lo + extra)[:, None] + (P_hi + extra)[None, :] - data.slack
-        gcon = _mask_diagonal(matrix.ravel().reshape(G, G) - linear.reshape(G, G)
-                              + curvature * prox, cfg).ravel()
+        gcon = _mask_diagonal(
+            matrix.ravel().reshape(G, G) - linear.reshape(G, G) + curvature * prox, cfg
+        ).ravel()
         u_first = data.cg * (d_lo + dextra)
         u_second = data.cg * (d_hi + dextra)
 

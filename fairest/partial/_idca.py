@@ -40,7 +40,11 @@ def level_grid(interval, tolerance: float, n_grid: int, rule: str) -> np.ndarray
 
     ``"lemma"``: ``alpha + j (1 - kappa)(beta - alpha) / J``, j = 0..J-1 (empty when
     ``kappa >= 1``: no constraint is needed); ``"interval"``: ``alpha + j (beta - alpha) / J``;
-    ``"linspace"``: J points from alpha to beta inclusive.
+    ``"linspace"``: J points from alpha to beta inclusive; ``"closed"`` (the tightening
+    rounds of the estimator, not public): J points from alpha to ``beta - kappa (beta -
+    alpha)`` inclusive, the whole range of Lemma 5.1, whose last level also constrains
+    the bottom of the band that ``"lemma"`` leaves one spacing short of (empty when
+    ``kappa >= 1``).
     """
     lo, hi = float(interval[0]), float(interval[1])
     width = hi - lo
@@ -49,6 +53,10 @@ def level_grid(interval, tolerance: float, n_grid: int, rule: str) -> np.ndarray
         if tolerance >= 1.0:
             return np.zeros(0)
         return lo + j * (1.0 - tolerance) * width / n_grid
+    if rule == "closed":
+        if tolerance >= 1.0:
+            return np.zeros(0)
+        return lo + j * (1.0 - tolerance) * width / max(n_grid - 1, 1)
     if rule == "interval":
         return lo + j * width / n_grid
     if rule == "linspace":
@@ -56,8 +64,9 @@ def level_grid(interval, tolerance: float, n_grid: int, rule: str) -> np.ndarray
     raise ValueError(f"unknown grid rule {rule!r}")
 
 
-def initial_point(n_features: int, grid, slack: float, surrogate: str, width: float,
-                  intercept: float = 0.0):
+def initial_point(
+    n_features: int, grid, slack: float, surrogate: str, width: float, intercept: float = 0.0
+):
     """A constant model and thresholds that make it feasible with margin ``c/2``.
 
     ``w = 0``, ``b = intercept`` (spec section 5.1 has ``b = 0``: ``h = 0``) and
@@ -98,7 +107,9 @@ class IDCAResult(NamedTuple):
 def _idca_scan(x0, data: Data, cfg: Config, eps_seq, inner_iter, n_outer, inner):
     """Scan over ``len(eps_seq)`` (a bucket >= K) steps; steps ``k >= n_outer`` are skipped
     by ``lax.cond``, so K is traced and changing it within a bucket does not recompile."""
-    nan = jnp.asarray(jnp.nan, x0.dtype)
+    # records of the skipped (padding) steps are sliced off by run_idca; a finite fill
+    # (not NaN) keeps every output finite, so the fit runs under ``jax_debug_nans``
+    fill = jnp.zeros((), x0.dtype)
     if inner == "alm":  # multipliers carried from one subproblem to the next
         data = dense_data(data)
 
@@ -122,7 +133,7 @@ def _idca_scan(x0, data: Data, cfg: Config, eps_seq, inner_iter, n_outer, inner)
         return (out.v, warm), record
 
     def skip(carry, eps):
-        return carry, (nan, nan, nan, jnp.int32(0), jnp.array(True), jnp.array(False))
+        return carry, (fill, fill, fill, jnp.int32(0), jnp.array(True), jnp.array(False))
 
     def outer(carry, inputs):
         k, eps = inputs
@@ -135,8 +146,9 @@ def _idca_scan(x0, data: Data, cfg: Config, eps_seq, inner_iter, n_outer, inner)
     return x_final, records, last.f0, last.fmax
 
 
-def run_idca(x0, data: Data, cfg: Config, eps, inner_iter: int, n_outer: int,
-             inner: str = "ssg") -> IDCAResult:
+def run_idca(
+    x0, data: Data, cfg: Config, eps, inner_iter: int, n_outer: int, inner: str = "ssg"
+) -> IDCAResult:
     """IDCA from ``x0``: ``n_outer`` outer iterations with SSG tolerance ``eps`` (a scalar
     or one value per outer iteration) and ``inner_iter`` SSG steps each; ``inner="alm"``
     solves every subproblem with :func:`fairest.partial._alm.alm` instead,
@@ -192,7 +204,9 @@ def run_ssg_direct(x0, data: Data, cfg: Config, eps_seq) -> DirectResult:
         d = ev.direction(feasible, index)
         norm2 = jnp.sum(d * d)
         step = jnp.where(feasible, eps, gmax) / jnp.where(norm2 > 0, norm2, 1.0)
-        x_next = jnp.where(norm2 > 0, x - step * d, x)
+        moved = x - step * d
+        # no step to a non-finite point (overflow on features of huge scale)
+        x_next = jnp.where((norm2 > 0) & jnp.all(jnp.isfinite(moved)), moved, x)
         state = (
             x_next,
             jnp.where(take, x, best_x),

@@ -90,8 +90,9 @@ def cell_moments(X, weights, cells, n_cells):
     counts = onehot.sum(axis=0)
     first = onehot.T @ X
     # every sample lies in one cell: the per-cell products cost n p^2 in all
-    second = np.stack([X[cells == c].T @ (X[cells == c] * weights[cells == c, None])
-                       for c in range(n_cells)])
+    second = np.stack(
+        [X[cells == c].T @ (X[cells == c] * weights[cells == c, None]) for c in range(n_cells)]
+    )
     return counts, first, second
 
 
@@ -133,8 +134,12 @@ def pairwise_forms(moments, constraints, offset):
     sizes = [len(terms) for terms in constraints]
     owner = np.repeat(np.arange(len(constraints)), sizes)  # constraint of every term
     mean_a, mean_b = means[0::2], means[1::2]
-    hess = (seconds[0::2] + seconds[1::2] - np.einsum("ti,tj->tij", mean_a, mean_b)
-            - np.einsum("ti,tj->tij", mean_b, mean_a))
+    hess = (
+        seconds[0::2]
+        + seconds[1::2]
+        - np.einsum("ti,tj->tij", mean_a, mean_b)
+        - np.einsum("ti,tj->tij", mean_b, mean_a)
+    )
     m = len(constraints)
     hessians = np.zeros((m,) + hess.shape[1:])
     np.add.at(hessians, owner, hess)
@@ -173,8 +178,9 @@ def _projected_gradient(mu, slack):
     return np.where(mu > 0, slack, np.maximum(slack, 0.0))
 
 
-def project(v, forms: QuadraticForms, tolerance, multipliers=None, *, rtol=RTOL,
-            max_iter=MAX_NEWTON):
+def project(
+    v, forms: QuadraticForms, tolerance, multipliers=None, *, rtol=RTOL, max_iter=MAX_NEWTON
+):
     """Exact Euclidean projection of ``v`` onto ``{w : g_k(w) <= tolerance for all k}``.
 
     Parameters
@@ -235,8 +241,7 @@ def project(v, forms: QuadraticForms, tolerance, multipliers=None, *, rtol=RTOL,
             # q_k = -q_k' at w = 0)
             size = np.trace(curvature) / free.sum() + 1e-300
             ridge = size * (1e-14 + min(1.0, residual / scale))
-            direction[free] = np.linalg.solve(curvature + ridge * np.eye(free.sum()),
-                                              slack[free])
+            direction[free] = np.linalg.solve(curvature + ridge * np.eye(free.sum()), slack[free])
         step = 1.0
         while step >= MIN_STEP:
             trial = np.maximum(mu + step * direction, 0.0)

@@ -8,7 +8,8 @@ candidate and the step is the Polyak-type objective step ``v - eps / ||d||^2 d``
 with the smallest ``g_0`` (the last point ``v_T`` is never evaluated, as in the paper).
 A zero objective subgradient means the subproblem is solved exactly and the loop idles;
 a zero constraint subgradient at an infeasible point means the subproblem looks
-infeasible and is flagged.
+infeasible and is flagged. A step that would leave the finite numbers (overflow) is not
+taken either: the loop idles at the last finite iterate.
 
 If no iterate was nearly feasible (only possible when the start is not), the least
 infeasible iterate is returned instead, and ``found`` is False.
@@ -70,9 +71,13 @@ def ssg(v0, anc: Anchor, data: Data, cfg: Config, eps, n_iter) -> SSGResult:
         norm2 = jnp.sum(d * d)
         zero = norm2 <= 0.0
         step = jnp.where(feasible, eps, gmax) / jnp.where(zero, 1.0, norm2)
-        move = live & ~zero
+        v_next = st.v - step * d
+        # a non-finite step (overflow on features of huge scale) is not taken: the loop
+        # idles at the last finite iterate
+        finite = jnp.all(jnp.isfinite(v_next))
+        move = live & ~zero & finite
         return _State(
-            v=jnp.where(move, st.v - step * d, st.v),
+            v=jnp.where(move, v_next, st.v),
             best_v=jnp.where(take, st.v, st.best_v),
             best_g0=jnp.where(take, ev.g0, st.best_g0),
             best_gmax=jnp.where(take, gmax, st.best_gmax),
@@ -80,7 +85,7 @@ def ssg(v0, anc: Anchor, data: Data, cfg: Config, eps, n_iter) -> SSGResult:
             fallback_v=jnp.where(fallback, st.v, st.fallback_v),
             fallback_gmax=jnp.where(fallback, gmax, st.fallback_gmax),
             fallback_g0=jnp.where(fallback, ev.g0, st.fallback_g0),
-            stopped=st.stopped | (live & zero),
+            stopped=st.stopped | (live & (zero | ~finite)),
             stuck=st.stuck | (live & zero & ~feasible),
             n_feasible=st.n_feasible + (live & feasible).astype(jnp.int32),
         )

@@ -21,7 +21,9 @@ import sklearn
 ROOT = Path(__file__).resolve().parents[2]
 BUILD_OUTPUTS = {"_build", "auto_examples", "generated"}  # written by the site's build
 PAGES = sorted(
-    page for page in (ROOT / "docs").rglob("*.md") if not BUILD_OUTPUTS & set(page.relative_to(ROOT).parts)
+    page
+    for page in (ROOT / "docs").rglob("*.md")
+    if not BUILD_OUTPUTS & set(page.relative_to(ROOT).parts)
 ) + [ROOT / "README.md"]
 FENCE = re.compile(
     r"^(?P<indent>[ \t]*)(?P<ticks>`{3,})(?P<info>[^`\n]*)\n(?P<body>.*?)^(?P=indent)(?P=ticks)[ \t]*$",
@@ -53,8 +55,11 @@ def code_blocks(text):
 
 
 def python_blocks(path):
-    return [(line, source) for line, language, flags, source in code_blocks(path.read_text(encoding="utf-8"))
-            if language in {"python", "py"} and "no-run" not in flags]
+    return [
+        (line, source)
+        for line, language, flags, source in code_blocks(path.read_text(encoding="utf-8"))
+        if language in {"python", "py"} and "no-run" not in flags
+    ]
 
 
 def _page_id(path):
@@ -68,7 +73,9 @@ def test_code_block_parser():
     text = "x\n```python\na = 1\n```\n\n  ```python no-run\n  b = 2\n  ```\n````md\n```python\nc\n```\n````\n"
     blocks = code_blocks(text)
     assert [(line, language, flags) for line, language, flags, _ in blocks] == [
-        (3, "python", []), (7, "python", ["no-run"]), (10, "md", []),
+        (3, "python", []),
+        (7, "python", ["no-run"]),
+        (10, "md", []),
     ]
     assert blocks[1][3] == "b = 2\n"
 

@@ -11,7 +11,9 @@ import inspect
 import pytest
 from sklearn.base import BaseEstimator
 
-pytest.importorskip("numpydoc", reason="numpydoc is needed for the docstring checks (pip install numpydoc)")
+pytest.importorskip(
+    "numpydoc", reason="numpydoc is needed for the docstring checks (pip install numpydoc)"
+)
 
 from _public_api import all_targets, api_objects
 from numpydoc.validate import validate
@@ -47,11 +49,27 @@ CLASSES = [item for item in API if item.kind == "class"]
 
 def test_the_walk_covers_the_public_api():
     documented = {item.short for item in API}
-    for module_name in ("fairest", "fairest.reweighting", "fairest.partial", "fairest.ermi",
-                        "fairest.constrained", "fairest.metrics", "fairest.model_selection",
-                        "fairest.plot", "fairest.datasets", "fairest.utils", "fairest.utils.discovery"):
-        exported = {name for name in importlib.import_module(module_name).__all__ if not name.startswith("__")}
-        assert exported <= documented, f"{module_name}: {sorted(exported - documented)} not documented"
+    for module_name in (
+        "fairest",
+        "fairest.reweighting",
+        "fairest.partial",
+        "fairest.ermi",
+        "fairest.constrained",
+        "fairest.metrics",
+        "fairest.model_selection",
+        "fairest.plot",
+        "fairest.datasets",
+        "fairest.utils",
+        "fairest.utils.discovery",
+    ):
+        exported = {
+            name
+            for name in importlib.import_module(module_name).__all__
+            if not name.startswith("__")
+        }
+        assert exported <= documented, (
+            f"{module_name}: {sorted(exported - documented)} not documented"
+        )
     assert "fairest.reweighting.BADRClassifier.fit" in TARGETS  # methods are walked
     assert "fairest.BADRClassifier" not in TARGETS  # once, under the most specific module
     assert not any(target.endswith("_request") for target in TARGETS)  # sklearn's generated ones
@@ -60,8 +78,14 @@ def test_the_walk_covers_the_public_api():
 @pytest.mark.parametrize("target", TARGETS)
 def test_numpydoc(target):
     report = validate(target)
-    failures = [f"{code} ({CHECKS[code]}): {message}" for code, message in report["errors"] if code in CHECKS]
-    assert not failures, f"{target} ({report.get('file')}:{report.get('file_line')}):\n  " + "\n  ".join(failures)
+    failures = [
+        f"{code} ({CHECKS[code]}): {message}"
+        for code, message in report["errors"]
+        if code in CHECKS
+    ]
+    assert not failures, (
+        f"{target} ({report.get('file')}:{report.get('file_line')}):\n  " + "\n  ".join(failures)
+    )
 
 
 ESTIMATORS = [item for item in CLASSES if issubclass(item.obj, BaseEstimator)]
@@ -75,5 +99,7 @@ def test_estimators_cite_their_method(item):
 
 
 def test_estimators_have_an_attributes_section():
-    missing = [item.name for item in ESTIMATORS if "Attributes\n----------" not in inspect.getdoc(item.obj)]
+    missing = [
+        item.name for item in ESTIMATORS if "Attributes\n----------" not in inspect.getdoc(item.obj)
+    ]
     assert not missing, f"estimators without an Attributes section: {missing}"

@@ -34,6 +34,13 @@ def test_discovery_finds_every_exported_estimator():
 
 
 EXPECTED_FAILED_CHECKS = {
+    "CertifiedFairClassifier": {
+        "check_sample_weight_equivalence_on_dense_data": (
+            "the candidate / safety split is over rows: a repeated row can land in both "
+            "parts, a weighted row in one, so the candidate fits differ (the weights go to "
+            "the candidate fit only; the safety test counts rows)"
+        ),
+    },
     "PartialParityClassifier": {
         "check_sample_weight_equivalence_on_dense_data": (
             "a fixed budget of switching-subgradient steps is not bitwise invariant to "
@@ -92,6 +99,7 @@ def _grid_parameter(estimator):
     pytest.skip("no continuous hyper-parameter to search over")
 
 
+@pytest.mark.filterwarnings("ignore::fairest.utils.FairnessWarning")
 @pytest.mark.parametrize("routing", [True, False], ids=["routing", "legacy"])
 @pytest.mark.parametrize("cls", ESTIMATORS, ids=IDS)
 def test_sensitive_features_through_pipeline_and_search(cls, routing):
@@ -113,6 +121,7 @@ def test_sensitive_features_through_pipeline_and_search(cls, routing):
         assert np.all(np.isfinite(result["test_score"]))
 
 
+@pytest.mark.filterwarnings("ignore::fairest.utils.FairnessWarning")
 @pytest.mark.parametrize("cls", ESTIMATORS, ids=IDS)
 def test_pickle_clone_and_group_blind_predict(cls):
     estimator = fast_instance(cls)
@@ -129,6 +138,7 @@ def test_pickle_clone_and_group_blind_predict(cls):
         assert set(np.unique(fitted.predict(X))) <= {"no", "yes"}
 
 
+@pytest.mark.filterwarnings("ignore::fairest.utils.FairnessWarning")
 @pytest.mark.parametrize("frame", ["pandas", "polars"])
 @pytest.mark.parametrize("cls", ESTIMATORS, ids=IDS)
 def test_dataframe_input(cls, frame):
@@ -176,6 +186,7 @@ def test_pipeline_import_is_sklearn():
     assert Pipeline is make_pipeline(StandardScaler()).__class__
 
 
+@pytest.mark.filterwarnings("ignore::fairest.utils.FairnessWarning")
 @pytest.mark.parametrize("cls", ESTIMATORS, ids=IDS)
 def test_grid_search_does_not_recompile(cls, count_compilations):
     """After a warm-up fit, CV folds of nearby sizes and new grid values compile nothing."""

@@ -1,9 +1,7 @@
 """Shared small problems of the partial-fairness tests (imported by the test modules)."""
 
 import cvxpy as cp
-import jax
 import numpy as np
-import pytest
 
 from fairest.partial._estimator import PartialParityClassifier
 
@@ -19,27 +17,39 @@ def make_data(n=120, d=3, seed=0, shift=0.8, n_groups=2):
     return X, y, g
 
 
-def make_problem(metric=PSP, surrogate="ramp", dc_split="minimal", tolerance=0.2,
-                 interval=(0.0, 0.5), n=120, d=3, n_grid=4, proximal_strength=0.0, seed=0,
-                 n_groups=2, sample_weight=None, alpha=0.0):
+def make_problem(
+    metric=PSP,
+    surrogate="ramp",
+    dc_split="minimal",
+    tolerance=0.2,
+    interval=(0.0, 0.5),
+    n=120,
+    d=3,
+    n_grid=4,
+    proximal_strength=0.0,
+    seed=0,
+    n_groups=2,
+    sample_weight=None,
+    alpha=0.0,
+):
     """(cfg, data, x0, X, y, g) of a small problem, built the way the estimator builds it.
 
     Call inside ``jax.enable_x64(True)``."""
     X, y, g = make_data(n, d, seed, n_groups=n_groups)
     clf = PartialParityClassifier(
-        metric, interval=interval, tolerance=tolerance, surrogate=surrogate,
-        dc_split=dc_split, n_grid=n_grid, proximal_strength=proximal_strength, alpha=alpha,
+        metric,
+        interval=interval,
+        tolerance=tolerance,
+        surrogate=surrogate,
+        dc_split=dc_split,
+        n_grid=n_grid,
+        proximal_strength=proximal_strength,
+        alpha=alpha,
     )
     weights = np.ones(n) if sample_weight is None else sample_weight
     codes = g.astype(np.int32)
     cfg, data, x0 = clf._problem(X, y.astype(float), codes, weights, n_groups, interval)
     return cfg, data, x0, X, y, g
-
-
-@pytest.fixture
-def x64():
-    with jax.enable_x64(True):
-        yield
 
 
 def cvxpy_subproblem(xk, X, y, g, grid, slack, G=2):

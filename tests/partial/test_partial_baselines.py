@@ -1,7 +1,6 @@
 """Baselines of the paper: penalty method (114)/(119) and the pairwise constrained
 models (102), (105), (107) (spec oracle 19)."""
 
-
 import numpy as np
 import pytest
 from _partial_helpers import PDP, PSP, make_data
@@ -54,16 +53,16 @@ def test_zero_model_feasible_and_projection_satisfies_constraints(cls):
 def test_penalty_reduces_partial_unfairness(metric):
     X, y, g = make_data(400, 3, 0)
     interval = (0.0, 0.5)
-    measure = partial_statistical_parity if metric == PSP else (
-        partial_demographic_parity)
+    measure = partial_statistical_parity if metric == PSP else (partial_demographic_parity)
     values, losses = [], []
     for weight in (0.0, 2.0):
-        clf = PartialParityPenaltyClassifier(metric, interval=interval, fairness_weight=weight,
-                                             learning_rate=0.5, max_iter=3000)
+        clf = PartialParityPenaltyClassifier(
+            metric, interval=interval, fairness_weight=weight, learning_rate=0.5, max_iter=3000
+        )
         clf.fit(X, y, sensitive_features=g)
-        values.append(measure(None, clf.decision_function(X), sensitive_features=g,
-                              interval=interval))
+        values.append(
+            measure(None, clf.decision_function(X), sensitive_features=g, interval=interval)
+        )
         losses.append(clf.objective_)
     assert values[1] < values[0] - 0.1
     assert losses[1] > losses[0]
-

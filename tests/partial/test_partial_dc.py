@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from _partial_helpers import PDP, PSP, make_problem, x64  # noqa: F401  (fixture)
+from _partial_helpers import PDP, PSP, make_problem
 
 from fairest.partial._dc import anchor, constraint_values, dc_pieces, evaluate, objective
 from fairest.partial._idca import (
@@ -33,15 +33,20 @@ def _numpy_constraints(x, X, g, weights, grid, slack, interval, surrogate, metri
     """NumPy reference of the constraints of (15) / (21), straight from the spec formulas."""
     d = X.shape[1]
     s = X @ x[1 : 1 + d] + x[0]
-    sigma = (lambda z: np.clip(z + 0.5, 0, 1)) if surrogate == "ramp" else (
-        lambda z: 1 / (1 + np.exp(-z)))
+    sigma = (
+        (lambda z: np.clip(z + 0.5, 0, 1))
+        if surrogate == "ramp"
+        else (lambda z: 1 / (1 + np.exp(-z)))
+    )
     lo, hi = interval
     if metric == PSP:
         theta = x[1 + d :]
-        means = np.array([
-            [np.average(sigma(s[g == k] - t), weights=weights[g == k]) for t in theta]
-            for k in range(G)
-        ])
+        means = np.array(
+            [
+                [np.average(sigma(s[g == k] - t), weights=weights[g == k]) for t in theta]
+                for k in range(G)
+            ]
+        )
         return np.concatenate([(grid[None] - means).ravel(), (means - grid[None] - slack).ravel()])
     S = np.array([np.average(sigma(s[g == k]), weights=weights[g == k]) for k in range(G)])
     T = np.minimum(S, hi) - np.minimum(S, lo)
@@ -55,25 +60,38 @@ def test_dc_pieces_sum_to_constraints_and_match_numpy(x64, metric, surrogate, dc
     """Oracle 7 (f+ - f- equals the directly computed constraint) and oracle 9 (NumPy)."""
     rng = np.random.default_rng(1)
     weights = rng.uniform(0.5, 2.0, 120)
-    cfg, data, x0, X, y, g = make_problem(metric, surrogate, dc_split, proximal_strength=0.3,
-                                          sample_weight=weights)
+    cfg, data, x0, X, y, g = make_problem(
+        metric, surrogate, dc_split, proximal_strength=0.3, sample_weight=weights
+    )
     off_diagonal = ~np.eye(2, dtype=bool).ravel() if metric == PDP else slice(None)
     for x in _random_points(x0, rng):
         direct = np.asarray(constraint_values(jnp.asarray(x), data, cfg))
         plus, minus = (np.asarray(a) for a in dc_pieces(jnp.asarray(x), data, cfg))
-        np.testing.assert_allclose((plus - minus)[off_diagonal], direct[off_diagonal],
-                                   rtol=0, atol=1e-12)
-        reference = _numpy_constraints(x, X, g, weights, np.asarray(data.grid),
-                                       float(data.slack), (0.0, 0.5), surrogate, metric)
-        np.testing.assert_allclose(direct[off_diagonal], reference[off_diagonal],
-                                   rtol=0, atol=1e-12)
+        np.testing.assert_allclose(
+            (plus - minus)[off_diagonal], direct[off_diagonal], rtol=0, atol=1e-12
+        )
+        reference = _numpy_constraints(
+            x,
+            X,
+            g,
+            weights,
+            np.asarray(data.grid),
+            float(data.slack),
+            (0.0, 0.5),
+            surrogate,
+            metric,
+        )
+        np.testing.assert_allclose(
+            direct[off_diagonal], reference[off_diagonal], rtol=0, atol=1e-12
+        )
 
 
 def test_ramp_identities():
     """Oracle 7: sigma+ - sigma- = sigma, and min(A - B, a) = A + a - max(B + a, A)."""
     z = np.linspace(-3, 3, 1001)
-    np.testing.assert_array_equal(np.maximum(z + 0.5, 0) - np.maximum(z - 0.5, 0),
-                                  np.clip(z + 0.5, 0, 1))
+    np.testing.assert_array_equal(
+        np.maximum(z + 0.5, 0) - np.maximum(z - 0.5, 0), np.clip(z + 0.5, 0, 1)
+    )
     rng = np.random.default_rng(0)
     for _ in range(200):
         scores = rng.normal(size=30)
@@ -120,8 +138,12 @@ def test_subgradients_match_finite_differences(x64, metric, surrogate, dc_split)
         return float(out.g0), np.asarray(out.gcon)
 
     basis = np.eye(v.size)
-    numeric = np.array([(np.array([values(v + h * e)[0]]) - np.array([values(v - h * e)[0]]))
-                        / (2 * h) for e in basis])[:, 0]
+    numeric = np.array(
+        [
+            (np.array([values(v + h * e)[0]]) - np.array([values(v - h * e)[0]])) / (2 * h)
+            for e in basis
+        ]
+    )[:, 0]
     np.testing.assert_allclose(np.asarray(ev.direction(True, 0)), numeric, atol=1e-6)
     gcon_plus = np.array([values(v + h * e)[1] for e in basis])
     gcon_minus = np.array([values(v - h * e)[1] for e in basis])
@@ -155,8 +177,9 @@ def test_initial_point_is_feasible_with_margin(x64):
     np.testing.assert_allclose(values[np.isfinite(values)], -float(data.slack), atol=1e-15)
 
 
-@pytest.mark.parametrize("metric,surrogate", [(PSP, "ramp"), (PSP, "sigmoid"),
-                                              (PDP, "ramp"), (PDP, "sigmoid")])
+@pytest.mark.parametrize(
+    "metric,surrogate", [(PSP, "ramp"), (PSP, "sigmoid"), (PDP, "ramp"), (PDP, "sigmoid")]
+)
 def test_constant_start_is_feasible_with_margin(x64, metric, surrogate):
     """Any constant model h = b is feasible: theta shifted by b keeps every (15) constraint
     at -c/2 (the same values as b = 0), and every (21) constraint equals -c."""
@@ -165,8 +188,11 @@ def test_constant_start_is_feasible_with_margin(x64, metric, surrogate):
     x_b = initial_point(cfg.num_features, grid, slack, surrogate, 1.0, intercept=1.7)
     assert x_b[0] == 1.7 and not np.any(x_b[1 : 1 + cfg.num_features])
     at_b = np.asarray(constraint_values(jnp.asarray(x_b), data, cfg))
-    at_zero = np.asarray(constraint_values(jnp.asarray(
-        initial_point(cfg.num_features, grid, slack, surrogate, 1.0)), data, cfg))
+    at_zero = np.asarray(
+        constraint_values(
+            jnp.asarray(initial_point(cfg.num_features, grid, slack, surrogate, 1.0)), data, cfg
+        )
+    )
     finite = np.isfinite(at_b)
     np.testing.assert_allclose(at_b[finite], at_zero[finite], atol=1e-12)
     expected = -0.5 * slack if metric == PSP else -slack
@@ -183,11 +209,13 @@ def test_constant_intercept_minimises_the_loss_of_constant_models():
 
 
 def test_level_grids():
-    np.testing.assert_allclose(level_grid((0.05, 0.3), 0.2, 10, "lemma"),
-                               0.05 + np.arange(10) * 0.8 * 0.25 / 10)
+    np.testing.assert_allclose(
+        level_grid((0.05, 0.3), 0.2, 10, "lemma"), 0.05 + np.arange(10) * 0.8 * 0.25 / 10
+    )
     assert level_grid((0.0, 0.5), 1.0, 10, "lemma").size == 0
-    np.testing.assert_allclose(level_grid((0.0, 0.5), 0.0, 5, "lemma"),
-                               level_grid((0.0, 0.5), 0.7, 5, "interval"))
+    np.testing.assert_allclose(
+        level_grid((0.0, 0.5), 0.0, 5, "lemma"), level_grid((0.0, 0.5), 0.7, 5, "interval")
+    )
     np.testing.assert_allclose(level_grid((0.2, 0.4), 0.1, 3, "linspace"), [0.2, 0.3, 0.4])
     # grid="lemma" stays inside [alpha, beta - c) (Lemma 5.1)
     grid = level_grid((0.1, 0.6), 0.25, 10, "lemma")
@@ -238,9 +266,16 @@ def test_sparse_rows_match_dense(x64, metric, surrogate, dc_split):
         X[i, rng.choice(d - G, 2, replace=False)] = rng.normal(size=2)
         X[i, d - G + g[i]] = 1.0
     y = (X[:, 0] + rng.normal(size=n) > 0).astype(float)
-    clf = PartialParityClassifier(metric, interval=(0.1, 0.6), tolerance=0.2,
-                                  surrogate=surrogate, dc_split=dc_split, n_grid=4,
-                                  surrogate_width=0.7, proximal_strength=0.1)
+    clf = PartialParityClassifier(
+        metric,
+        interval=(0.1, 0.6),
+        tolerance=0.2,
+        surrogate=surrogate,
+        dc_split=dc_split,
+        n_grid=4,
+        surrogate_width=0.7,
+        proximal_strength=0.1,
+    )
     codes = g.astype(np.int32)
     cfg, sparse, x0 = clf._problem(X, y, codes, np.ones(n), G, (0.1, 0.6))
     assert isinstance(sparse.X, SparseRows)
@@ -259,6 +294,5 @@ def test_sparse_rows_match_dense(x64, metric, surrogate, dc_split):
         np.testing.assert_allclose(e_s.gcon, e_d.gcon, atol=1e-12)
         m = e_s.gcon.shape[0]
         for i in sorted({1, m // 2, m - 2}):  # a few constraints (eager calls are slow)
-            np.testing.assert_allclose(e_s.direction(False, i), e_d.direction(False, i),
-                                       atol=1e-12)
+            np.testing.assert_allclose(e_s.direction(False, i), e_d.direction(False, i), atol=1e-12)
         np.testing.assert_allclose(e_s.direction(True, 0), e_d.direction(True, 0), atol=1e-12)

@@ -21,8 +21,7 @@ from fairest.metrics import (
     partial_statistical_parity,
     suggest_interval,
 )
-from fairest.partial import GroupInteractionFeatures, PartialParityClassifier
-from fairest.partial import _defaults
+from fairest.partial import GroupInteractionFeatures, PartialParityClassifier, _defaults
 from fairest.utils import FairnessWarning
 
 INTERVAL = (0.0, 0.5)
@@ -61,6 +60,7 @@ def _surrogate_gap(clf, X, g):
     return gap
 
 
+@pytest.mark.filterwarnings("ignore::fairest.utils.FairnessWarning")  # exact metric > tolerance
 def test_psp_within_documented_bound_and_monotone(data):
     """Oracles 15/16: the exact training pSP is at most kappa + (1-kappa)/J +
     2 (eps + e)/(beta - alpha) + 2/(n_min (beta - alpha)); smaller kappa gives smaller pSP
@@ -96,8 +96,9 @@ def test_psp_within_documented_bound_and_monotone(data):
 def test_pdp_close_to_tolerance(data):
     """Oracle 16, pDP: training pDP <= kappa + surrogate gap + 2 eps / (beta - alpha)."""
     X, y, g = data
-    unconstrained = PartialParityClassifier(PDP, interval=INTERVAL, tolerance=1.0,
-                                            **FAST).fit(X, y, sensitive_features=g)
+    unconstrained = PartialParityClassifier(PDP, interval=INTERVAL, tolerance=1.0, **FAST).fit(
+        X, y, sensitive_features=g
+    )
     before = partial_demographic_parity(
         None, unconstrained.decision_function(X), sensitive_features=g, interval=INTERVAL
     )
@@ -113,6 +114,7 @@ def test_pdp_close_to_tolerance(data):
     assert clf.objective_ >= unconstrained.objective_
 
 
+@pytest.mark.filterwarnings("ignore::fairest.utils.FairnessWarning")  # exact metric > tolerance
 def test_full_interval_and_three_groups():
     """Oracle 17: interval [0, 1) is a full-SP-constrained model on the same code path;
     three groups give 2 G J constraints with shared thresholds."""
@@ -124,11 +126,13 @@ def test_full_interval_and_three_groups():
     assert full_sp <= 0.1 + 0.9 / 20 + 2 * 0.15 + 2 / np.bincount(g).min()
 
 
+@pytest.mark.filterwarnings("ignore::fairest.utils.FairnessWarning")  # exact metric > tolerance
 def test_sigmoid_surrogate_and_weights(data):
     X, y, g = data
     weights = np.where(g == 0, 2.0, 1.0)
-    clf = PartialParityClassifier(interval=INTERVAL, tolerance=0.1, surrogate="sigmoid",
-                                  record_history=True, **FAST)
+    clf = PartialParityClassifier(
+        interval=INTERVAL, tolerance=0.1, surrogate="sigmoid", record_history=True, **FAST
+    )
     clf.fit(X, y, sensitive_features=g, sample_weight=weights)
     history = clf.history_
     assert history["params"].shape == (31, 1 + 3 + 10)
@@ -141,8 +145,14 @@ def test_verbose_logs_a_summary_and_outer_iterations(data, caplog, verbose, n_li
     """verbose=1 logs one summary line, verbose=2 also one line per outer iteration
     k = 1..K; history_ (record_history=True) is a dict of numpy arrays."""
     X, y, g = data
-    clf = PartialParityClassifier(interval=INTERVAL, tolerance=0.2, max_iter=4,
-                                  inner_max_iter=20, verbose=verbose, record_history=True)
+    clf = PartialParityClassifier(
+        interval=INTERVAL,
+        tolerance=0.2,
+        max_iter=4,
+        inner_max_iter=20,
+        verbose=verbose,
+        record_history=True,
+    )
     with caplog.at_level(logging.INFO, logger="fairest"):
         clf.fit(X, y, sensitive_features=g)
     lines = [r.getMessage() for r in caplog.records if r.name.startswith("fairest.partial")]
@@ -154,6 +164,7 @@ def test_verbose_logs_a_summary_and_outer_iterations(data, caplog, verbose, n_li
     assert clf.history_["objective"].shape == (5,)
 
 
+@pytest.mark.filterwarnings("ignore::fairest.utils.FairnessWarning")  # exact metric > tolerance
 def test_interval_auto_follows_guideline(data):
     X, y, g = data
     clf = PartialParityClassifier(interval="auto", tolerance=0.2, max_iter=2, inner_max_iter=10)
@@ -166,21 +177,25 @@ def test_interval_auto_follows_guideline(data):
 
 def test_ssg_direct_solver(data):
     X, y, g = data
-    clf = PartialParityClassifier(interval=INTERVAL, tolerance=0.2, solver="ssg_direct",
-                                  max_iter=5, inner_max_iter=200)
+    clf = PartialParityClassifier(
+        interval=INTERVAL, tolerance=0.2, solver="ssg_direct", max_iter=5, inner_max_iter=200
+    )
     clf.fit(X, y, sensitive_features=g)
     assert clf.constraint_violation_ <= clf.inner_tol
 
 
+@pytest.mark.filterwarnings("ignore::fairest.utils.FairnessWarning")  # exact metric > tolerance
 def test_theory_schedule_caps_and_needs_proximal_strength(data, monkeypatch):
     X, y, g = data
     with pytest.raises(ValueError, match="proximal_strength > 0"):
         PartialParityClassifier(interval=INTERVAL, schedule="theory").fit(
-            X, y, sensitive_features=g)
+            X, y, sensitive_features=g
+        )
     monkeypatch.setattr(_defaults, "THEORY_MAX_OUTER", 3)
     monkeypatch.setattr(_defaults, "THEORY_MAX_INNER", 20)
-    clf = PartialParityClassifier(interval=INTERVAL, schedule="theory", proximal_strength=0.1,
-                                  inner_tol=0.1)
+    clf = PartialParityClassifier(
+        interval=INTERVAL, schedule="theory", proximal_strength=0.1, inner_tol=0.1
+    )
     with pytest.warns(ConvergenceWarning, match="capped"):
         clf.fit(X, y, sensitive_features=g)
     assert clf.schedule_["max_iter"] == 3 and clf.schedule_["inner_max_iter"] == 20
@@ -190,8 +205,7 @@ def test_theory_schedule_caps_and_needs_proximal_strength(data, monkeypatch):
 def test_errors(data):
     X, y, g = data
     with pytest.raises(ValueError, match="binary"):
-        PartialParityClassifier(interval=INTERVAL).fit(X, np.arange(400) % 3,
-                                                       sensitive_features=g)
+        PartialParityClassifier(interval=INTERVAL).fit(X, np.arange(400) % 3, sensitive_features=g)
     with pytest.raises(ValueError, match="interval"):
         PartialParityClassifier(interval=(0.5, 0.2)).fit(X, y, sensitive_features=g)
     with pytest.raises(ValueError, match="rows"):
@@ -202,6 +216,7 @@ def test_errors(data):
         PartialParityClassifier(interval=INTERVAL).fit(X_nan, y, sensitive_features=g)
 
 
+@pytest.mark.filterwarnings("ignore::fairest.utils.FairnessWarning")  # exact metric > tolerance
 def test_pickle_pipeline_and_grid_search(data):
     X, y, g = data
     Xg = np.column_stack([X, g + 1.0])
@@ -238,7 +253,7 @@ def test_group_interaction_features():
         GroupInteractionFeatures(group_column=5).fit(X)
 
 
-
+@pytest.mark.filterwarnings("ignore::fairest.utils.FairnessWarning")  # exact metric > tolerance
 def test_init_starts_from_a_constant_model(data):
     """init="zero" starts at h = 0 (the paper), "intercept" at the best constant model;
     "auto" picks the intercept for pDP and zero for pSP. Every start is feasible, so the
@@ -248,9 +263,15 @@ def test_init_starts_from_a_constant_model(data):
     starts = {}
     for metric in (PSP, PDP):
         for init in ("zero", "intercept", "auto"):
-            clf = PartialParityClassifier(metric, interval=INTERVAL, tolerance=0.1,
-                                          init=init, max_iter=3, inner_max_iter=50,
-                                          record_history=True)
+            clf = PartialParityClassifier(
+                metric,
+                interval=INTERVAL,
+                tolerance=0.1,
+                init=init,
+                max_iter=3,
+                inner_max_iter=50,
+                record_history=True,
+            )
             history = clf.fit(X, y, sensitive_features=g).history_
             start = history["params"][0]
             assert not np.any(start[1 : 1 + X.shape[1]])
@@ -274,8 +295,9 @@ def test_intercept_start_escapes_the_pdp_trap_of_the_zero_start():
     y = (X[:, 0] + 0.5 * X[:, 1] + rng.normal(size=400) > -1.0).astype(int)
     fits = {}
     for init in ("zero", "intercept"):
-        clf = PartialParityClassifier(PDP, interval=(0.7, 1.0), tolerance=0.05,
-                                      init=init, max_iter=30, inner_max_iter=100)
+        clf = PartialParityClassifier(
+            PDP, interval=(0.7, 1.0), tolerance=0.05, init=init, max_iter=30, inner_max_iter=100
+        )
         fits[init] = clf.fit(X, y, sensitive_features=g)
     assert fits["intercept"].objective_ < fits["zero"].objective_ - 0.1
     assert fits["intercept"].score(X, y) > fits["zero"].score(X, y) + 0.05
@@ -295,8 +317,12 @@ def test_auto_interval_uses_sample_weight_like_repeated_rows():
     params = dict(max_iter=2, inner_max_iter=10)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        weighted = PartialParityClassifier(**params).fit(X, y, sensitive_features=A, sample_weight=w)
-        repeated = PartialParityClassifier(**params).fit(X[repeat], y[repeat], sensitive_features=A[repeat])
+        weighted = PartialParityClassifier(**params).fit(
+            X, y, sensitive_features=A, sample_weight=w
+        )
+        repeated = PartialParityClassifier(**params).fit(
+            X[repeat], y[repeat], sensitive_features=A[repeat]
+        )
         unweighted = PartialParityClassifier(**params).fit(X, y, sensitive_features=A)
     assert weighted.interval_ == repeated.interval_
     assert weighted.interval_ != unweighted.interval_  # the weights matter on this data

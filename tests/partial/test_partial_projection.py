@@ -11,8 +11,8 @@ from fairest.partial import (
     GroupAUCConstrainedClassifier,
     InterGroupPairwiseConstrainedClassifier,
     IntraGroupPairwiseConstrainedClassifier,
+    _qcqp,
 )
-from fairest.partial import _qcqp
 
 CONSTRAINED = [
     GroupAUCConstrainedClassifier,
@@ -57,8 +57,7 @@ def test_quadratic_forms_equal_weighted_pairwise_average(cls, n_groups):
                 values = 0.5 * (1.0 + s[a][:, None] - s[b][None, :]) ** 2
                 total += np.sum(pair_weights * values) / pair_weights.sum()
             brute.append(total - clf._offset)
-        np.testing.assert_allclose(_qcqp.constraint_values(forms, w), brute, rtol=1e-12,
-                                   atol=1e-12)
+        np.testing.assert_allclose(_qcqp.constraint_values(forms, w), brute, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("cls", CONSTRAINED)
@@ -114,8 +113,12 @@ def test_fitted_models_agree_across_projections(cls):
     X, y, g = make_data(150, 2, 0, shift=1.5)
     loose = cls(tolerance=100.0, max_iter=60, tol=0).fit(X, y, sensitive_features=g)
     kappa = 0.5 * max(loose.constraint_values(X, g, y).max(), 0.05)
-    fits = [cls(tolerance=kappa, max_iter=60, tol=0, projection=projection).fit(
-        X, y, sensitive_features=g) for projection in ("exact", "clarabel")]
+    fits = [
+        cls(tolerance=kappa, max_iter=60, tol=0, projection=projection).fit(
+            X, y, sensitive_features=g
+        )
+        for projection in ("exact", "clarabel")
+    ]
     np.testing.assert_allclose(fits[0].coef_, fits[1].coef_, atol=2e-4)
     np.testing.assert_allclose(fits[0].intercept_, fits[1].intercept_, atol=2e-4)
     assert abs(fits[0].objective_ - fits[1].objective_) <= 1e-6
@@ -128,20 +131,20 @@ def test_degenerate_tolerance_zero_with_three_groups():
     1e-12 and the fitted coefficients are zero to rounding."""
     X, y, g = make_data(150, 2, 0, shift=1.5, n_groups=3)
     clf = GroupAUCConstrainedClassifier(tolerance=0.0, max_iter=5, tol=0).fit(
-        X, y, sensitive_features=g)
+        X, y, sensitive_features=g
+    )
     assert np.abs(clf.coef_).max() <= 1e-9
 
 
 def test_failed_exact_projection_falls_back_to_clarabel(monkeypatch):
     X, y, g = make_data(150, 2, 0, shift=1.5)
-    reference = GroupAUCConstrainedClassifier(0.05, max_iter=20, tol=0,
-                                              projection="clarabel").fit(
-        X, y, sensitive_features=g)
+    reference = GroupAUCConstrainedClassifier(0.05, max_iter=20, tol=0, projection="clarabel").fit(
+        X, y, sensitive_features=g
+    )
 
     def failing(*args, **kwargs):
         raise RuntimeError("projection failed")
 
     monkeypatch.setattr(_qcqp, "project", failing)
-    clf = GroupAUCConstrainedClassifier(0.05, max_iter=20, tol=0).fit(
-        X, y, sensitive_features=g)
+    clf = GroupAUCConstrainedClassifier(0.05, max_iter=20, tol=0).fit(X, y, sensitive_features=g)
     np.testing.assert_allclose(clf.coef_, reference.coef_, rtol=0, atol=1e-12)

@@ -1,11 +1,10 @@
 """SSG inner solver and IDCA outer loop (spec oracles 11, 12, 20; SSG vs cvxpy+Clarabel)."""
 
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from _partial_helpers import PDP, cvxpy_subproblem, make_problem, x64  # noqa: F401  (fixture)
+from _partial_helpers import PDP, cvxpy_subproblem, make_problem
 
 from fairest.partial._dc import anchor, evaluate
 from fairest.partial._idca import run_idca, run_ssg_direct
@@ -30,8 +29,9 @@ def test_ssg_matches_cvxpy_on_small_subproblem(x64, anchor_iterations):
     assert bool(out.found)
     assert float(jnp.max(ev.gcon)) <= eps
     assert float(ev.g0) == pytest.approx(float(out.g0), abs=1e-14)
-    reference = cvxpy_subproblem(np.asarray(xk), X, y.astype(float), g, np.asarray(data.grid),
-                                  float(data.slack))
+    reference = cvxpy_subproblem(
+        np.asarray(xk), X, y.astype(float), g, np.asarray(data.grid), float(data.slack)
+    )
     # eps-feasible points may beat the exact optimum slightly; SSG must come within a few eps
     assert abs(float(out.g0) - reference) <= 3 * eps, (float(out.g0), reference)
     print(f"SSG g0 - Clarabel optimum: {float(out.g0) - reference:.2e}")
