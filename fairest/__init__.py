@@ -1,5 +1,6 @@
 """fairest: fairness-aware estimators that feel native to scikit-learn."""
 
+from fairest._config import config_context, get_config, set_config
 from fairest.constrained import LossGapConstrainedClassifier, PrunedFairClassifier
 from fairest.ermi import ERMIClassifier
 from fairest.partial import (
@@ -35,5 +36,8 @@ __all__ = [
     "PartialParityPenaltyClassifier",
     "PrunedFairClassifier",
     "__version__",
+    "config_context",
+    "get_config",
+    "set_config",
     "show_versions",
 ]

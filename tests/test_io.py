@@ -1,0 +1,88 @@
+"""fairest.io: aligned chunks from iterables and parquet, group vocabulary of a stream."""
+
+import numpy as np
+import pytest
+
+from fairest.io import Chunk, GroupVocabulary, iter_chunks, iter_parquet
+
+
+def _frame(n=1000, seed=0):
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame(
+        {
+            "x0": rng.normal(size=n),
+            "x1": rng.normal(size=n),
+            "sex": rng.choice(["F", "M"], n),
+            "race": rng.choice(["a", "b", "c"], n),
+            "w": rng.uniform(0.5, 2.0, n),
+            "label": rng.integers(0, 2, n),
+        }
+    )
+
+
+def test_iter_chunks_accepts_tuples_mappings_and_chunks():
+    X, y, a, w = np.ones((4, 2)), np.zeros(4), np.array(list("abab")), np.ones(4)
+    chunks = list(
+        iter_chunks([(X, y), (X, y, a), {"X": X, "y": y, "sample_weight": w}, Chunk(X, y, a, w)])
+    )
+    assert [chunk.sensitive_features is None for chunk in chunks] == [True, False, True, False]
+    assert all(chunk.X.shape == (4, 2) for chunk in chunks)
+
+
+@pytest.mark.parametrize(
+    "item, match",
+    [
+        ((np.ones((4, 2)), np.zeros(3)), "y has 3 rows but X has 4"),
+        ((np.ones((4, 2)), np.zeros(4), np.zeros(5)), "sensitive_features has 5 rows"),
+        ((np.ones(4), np.zeros(4)), "X must be 2-D"),
+        ({"X": np.ones((4, 2)), "y": np.zeros(4), "groups": np.zeros(4)}, "unknown keys"),
+    ],
+)
+def test_misaligned_chunks_are_refused_by_index(item, match):
+    with pytest.raises(ValueError, match=match) as error:
+        list(iter_chunks([(np.ones((2, 2)), np.zeros(2)), item]))
+    assert "chunk 1" in str(error.value)
+
+
+def test_a_chunk_of_the_wrong_kind_is_refused():
+    with pytest.raises(TypeError, match="chunk 0: expected"):
+        list(iter_chunks([np.ones((4, 2))]))
+
+
+def test_parquet_stream_keeps_rows_aligned(tmp_path):
+    pytest.importorskip("pyarrow")
+    frame = _frame()
+    path = tmp_path / "data.parquet"
+    frame.to_parquet(path, row_group_size=300)
+    chunks = list(
+        iter_parquet(path, target="label", sensitive=["sex", "race"], weight="w", batch_size=256)
+    )
+    assert max(len(chunk.y) for chunk in chunks) <= 256
+    X = np.concatenate([chunk.X for chunk in chunks])
+    np.testing.assert_array_equal(X, frame[["x0", "x1"]].to_numpy())
+    np.testing.assert_array_equal(np.concatenate([c.y for c in chunks]), frame["label"])
+    np.testing.assert_array_equal(np.concatenate([c.sample_weight for c in chunks]), frame["w"])
+    groups = np.concatenate([c.sensitive_features for c in chunks])
+    np.testing.assert_array_equal(groups, frame[["sex", "race"]].to_numpy())
+
+
+def test_parquet_missing_column_is_named(tmp_path):
+    pytest.importorskip("pyarrow")
+    path = tmp_path / "data.parquet"
+    _frame(10).to_parquet(path)
+    with pytest.raises(ValueError, match=r"\['gender'\]"):
+        next(iter_parquet(path, target="label", sensitive="gender"))
+
+
+def test_vocabulary_learnt_from_the_first_chunk_refuses_new_labels():
+    vocabulary = GroupVocabulary()
+    np.testing.assert_array_equal(vocabulary.codes(np.array(["M", "F", "M"])), [1, 0, 1])
+    with pytest.raises(ValueError, match=r"\['X'\] were not in the groups known.*groups="):
+        vocabulary.codes(np.array(["F", "X"]))
+
+
+def test_vocabulary_given_up_front_accepts_a_group_absent_from_the_first_chunk():
+    vocabulary = GroupVocabulary(groups=["F", "M", "X"])
+    np.testing.assert_array_equal(vocabulary.codes(np.array(["M"])), [1])
+    np.testing.assert_array_equal(vocabulary.codes(np.array(["X", "F"])), [2, 0])
