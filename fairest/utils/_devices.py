@@ -21,13 +21,14 @@ ROW_AXIS = "rows"
 
 def configured_devices() -> list | None:
     """The devices of the current configuration: ``None`` (JAX's default placement) or a
-    list of ``jax.Device`` (``"all"``: every local device)."""
+    list of ``jax.Device`` (``"all"``: every device of every process, i.e. the local
+    devices when there is one process)."""
     spec = get_config()["devices"]
     if spec is None:
         return None
     import jax
 
-    return list(jax.local_devices()) if spec == "all" else list(spec)
+    return list(jax.devices()) if spec == "all" else list(spec)
 
 
 def row_mesh(devices):
@@ -71,6 +72,8 @@ def place_rows(arrays, devices=None):
     import jax
 
     devices = configured_devices() if devices is None else devices
+    if jax.process_count() > 1:
+        return _place_process_rows(arrays, devices)
     if not devices:
         return [jax.device_put(np.asarray(a)) for a in arrays]
     if len(devices) == 1:
@@ -87,6 +90,40 @@ def place_rows(arrays, devices=None):
             pad = np.zeros((length - n_rows,) + array.shape[1:], dtype=array.dtype)
             array = np.concatenate([array, pad])
         placed.append(jax.device_put(array, _row_sharding(mesh, array.ndim)))
+    return placed
+
+
+def _place_process_rows(arrays, devices):
+    """Multi-process placement: each process passes only its own rows; they are padded to
+    the longest process's share (rounded to a multiple of the local device count) and
+    assembled into one global row-sharded array per input
+    (:func:`jax.make_array_from_process_local_data`)."""
+    import jax
+    from jax.experimental import multihost_utils
+
+    devices = list(jax.devices()) if not devices else list(devices)
+    if len(devices) != jax.device_count():
+        raise ValueError(
+            "with several processes (jax.distributed) fairest shards over every device: "
+            "use config_context(devices='all')."
+        )
+    mesh = row_mesh(devices)
+    n_local = arrays[0].shape[0]
+    longest = int(np.max(multihost_utils.process_allgather(np.array([n_local]))))
+    length = padded_length(longest, jax.local_device_count())
+    placed = []
+    for array in arrays:
+        array = np.asarray(array)
+        if array.shape[0] != n_local:
+            raise ValueError("place_rows: the arrays must have the same number of rows.")
+        pad = np.zeros((length - n_local,) + array.shape[1:], dtype=array.dtype)
+        local = np.concatenate([array, pad]) if length > n_local else array
+        global_shape = (length * jax.process_count(),) + array.shape[1:]
+        placed.append(
+            jax.make_array_from_process_local_data(
+                _row_sharding(mesh, array.ndim), local, global_shape
+            )
+        )
     return placed
 
 
