@@ -226,6 +226,10 @@ def fit_one(data, fairness, eps, lam, seed, epochs, solver="sgda", max_iter=500,
         dp_epsilon=None if eps == INF else eps,
         random_state=seed,
         dtype=dtype,
+        # the paper's protocol as before issue 23 (not the estimator's new defaults):
+        # closed-form calibration and the last iterate
+        accounting="paper",
+        return_iterate="last",
     )
     with warnings.catch_warnings():
         # PrivacyWarning outside the closed form's conditions; full batch: L-BFGS max_iter

@@ -222,6 +222,7 @@ def fairest_theta(data, lam, seed, epochs):
         dual_learning_rate=LR_W,
         dual_radius=RADIUS,
         random_state=seed,
+        return_iterate="last",  # the paper's iterate (the default became "average", issue 23)
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -53,6 +53,8 @@ __all__ = [
     "draws_per_round",
     "full_batch_solve",
     "project_ball",
+    "resolve_dual_learning_rate",
+    "resolve_dual_radius",
     "run_full_batch",
     "run_sgda",
     "sgda_iterations",
@@ -75,6 +77,22 @@ class ERMIResult(NamedTuple):
     history: dict | None  # SGDA with record_history: HISTORY_KEYS -> (T,) arrays
 
 
+def resolve_dual_learning_rate(value, fairness_weight: float) -> float:
+    """``"auto"``: ``DUAL_STEP / lam`` (the lam-scaled W ascent contracts at the same rate
+    for every lam), ``DUAL_STEP`` at lam = 0 (W gets no gradient); a number is kept."""
+    if value != "auto":
+        return float(value)
+    lam = float(fairness_weight)
+    return _defaults.DUAL_STEP / lam if lam > 0 else _defaults.DUAL_STEP
+
+
+def resolve_dual_radius(value, n_classes: int) -> float:
+    """``"auto"``: ``2 sqrt(l)``, twice the norm of the maximiser at independence (spec 3.2)."""
+    if value != "auto":
+        return float(value)
+    return _defaults.DUAL_RADIUS_FACTOR * float(np.sqrt(n_classes))
+
+
 def sgda_iterations(n_samples: int, batch_size: int, n_epochs: int) -> tuple[int, int]:
     """``(m, T)``: the minibatch size ``min(batch_size, n)`` and ``T = n_epochs ceil(n / m)``."""
     m = min(batch_size, n_samples)
@@ -93,6 +111,9 @@ class SGDAHyper(NamedTuple):
     sigma_theta: jax.Array  # effective noise stds (spec 6.6)
     sigma_w: jax.Array
     alpha: jax.Array  # L2 strength on the coefficients (not the intercept)
+    # per-sample clipping norm of the lam-scaled ERMI part of the theta-gradient (the part
+    # that depends on s, privacy_unit="sensitive"); inf disables
+    clip_fairness: jax.Array = float("inf")
 
 
 @partial(jax.jit, static_argnames="binary")
@@ -239,6 +260,11 @@ def _batch_constants(X, y, s, t, weight, strata: Strata):
     return floats, ints
 
 
+def _clip_factor(norms, clip):
+    """``min(1, clip / norm)`` per entry (exactly 1.0 below the clip or when it is inf)."""
+    return jnp.where(norms > clip, clip / jnp.maximum(norms, 1e-300), 1.0)
+
+
 def _take_rows(a, idx):
     """``a[idx]`` for indices known to be in range (skips the bounds handling of the gather)."""
     return a.at[idx].get(mode="promise_in_bounds")
@@ -271,15 +297,14 @@ def _sgda_step(
         dloss = (F[:, 1] - fb[:, 1])[:, None]
     else:
         dloss = F - jax.nn.one_hot(yb, l, dtype=F.dtype)
-    A = cb[:, None] * (dloss + hyper.lam * saddle_logit_grad(F, coefficients, binary))
+    fair = hyper.lam * saddle_logit_grad(F, coefficients, binary)
+    # per-sample clip of the s-dependent part alone (a no-op, factor 1.0, when inf)
+    fair_norms = jnp.sqrt(jnp.sum(fair * fair, axis=1) * row_sq)
+    fair = fair * _clip_factor(fair_norms, hyper.clip_fairness)[:, None]
+    A = cb[:, None] * (dloss + fair)
     # per-sample clipping: ||(1, x_i) a_i^T|| = ||a_i|| ||(1, x_i)|| (spec 3.3)
     norms = jnp.sqrt(jnp.sum(A * A, axis=1) * row_sq)
-    A = (
-        A
-        * jnp.where(norms > hyper.clip_sample, hyper.clip_sample / jnp.maximum(norms, 1e-300), 1.0)[
-            :, None
-        ]
-    )
+    A = A * _clip_factor(norms, hyper.clip_sample)[:, None]
     grad_b = jnp.sum(A, axis=0) / m_eff  # intercept row, (q,)
     grad_c = (A.T.astype(X.dtype) @ Xb).T.astype(theta.dtype) / m_eff  # coefficient rows, (d, q)
     grad_norm = jnp.sqrt(jnp.sum(grad_b * grad_b) + jnp.sum(grad_c * grad_c))
@@ -325,6 +350,7 @@ def _sgda_step(
         "batching",
         "record_history",
         "random_iterate",
+        "average",
     ),
 )
 def sgda_solve(
@@ -345,13 +371,16 @@ def sgda_solve(
     batching: str,
     record_history: bool,
     random_iterate: bool,
+    average: bool = False,
 ):
     """Run T = n_epochs * ceil(n / m) DP-SGDA iterations; returns ``(theta, W, history)``.
 
     ``history`` is ``(batch loss, batch Psi, ||W||_F)`` per iteration when
     ``record_history`` (else ``None``). With ``random_iterate`` the returned theta is
     ``theta_tau``, tau uniform on 1..T (the iterate the theory analyses). ``X`` may be
-    float32 (see :func:`_sgda_step`); everything else is float64.
+    float32 (see :func:`_sgda_step`); everything else is float64. With ``average`` the
+    returned theta and W are the means of the last ``ceil(T / 2)`` iterates (tail
+    averaging; post-processing of the released iterates, so it costs no privacy).
 
     The random streams are those of spec 11: iteration ``it`` uses
     ``fold_in(k, it)`` of the batch, theta-noise and W-noise keys (all T keys are derived
@@ -368,16 +397,24 @@ def sgda_solve(
     fold = jax.vmap(jax.random.fold_in, in_axes=(None, 0))
     step_keys = (fold(k_theta, its), fold(k_w, its))
 
+    average_from = n_iter // 2  # iterates it + 1 > T // 2: the last ceil(T / 2)
+
     def advance(carry, idx, valid, it, keys):
-        theta, W, chosen = carry
+        theta, W, chosen, sums = carry
         theta_new, W_new, record = _sgda_step(
             theta, W, idx, valid, keys, X, floats, ints, strata, hyper, binary, record_history
         )
         if random_iterate:
             chosen = jnp.where(it + 1 == tau, theta_new, chosen)
-        return (theta_new, W_new, chosen), record
+        if average:
+            use = it >= average_from
+            sums = (
+                sums[0] + jnp.where(use, theta_new, 0.0),
+                sums[1] + jnp.where(use, W_new, 0.0),
+            )
+        return (theta_new, W_new, chosen, sums), record
 
-    init = (theta0, W0, theta0)
+    init = (theta0, W0, theta0, (jnp.zeros_like(theta0), jnp.zeros_like(W0)) if average else ())
     if batching == "uniform" and m < n:
         ones = jnp.ones(m, floats.dtype)
         batch_keys = fold(k_batch, its)
@@ -416,7 +453,10 @@ def sgda_solve(
         state, history = jax.lax.scan(epoch, init, (jnp.arange(n_epochs), epoch_keys))
         if record_history:
             history = tuple(h.reshape(-1) for h in history)
-    theta, W, chosen = state
+    theta, W, chosen, sums = state
+    if average:
+        count = n_iter - average_from
+        return sums[0] / count, sums[1] / count, history
     return (chosen if random_iterate else theta), W, history
 
 
@@ -495,14 +535,15 @@ def run_sgda(
     batch_size: int = _defaults.BATCH_SIZE,
     n_epochs: int = _defaults.N_EPOCHS,
     learning_rate: float = _defaults.LEARNING_RATE,
-    dual_learning_rate: float = _defaults.DUAL_LEARNING_RATE,
-    dual_radius: float = _defaults.DUAL_RADIUS,
+    dual_learning_rate: float | str = _defaults.DUAL_LEARNING_RATE,
+    dual_radius: float | str = _defaults.DUAL_RADIUS,
     clip_sample: float = np.inf,
     clip_batch: float = np.inf,
+    clip_fairness: float = np.inf,
     sigma_theta: float = 0.0,
     sigma_w: float = 0.0,
     batching: str = "uniform",
-    return_iterate: str = "last",
+    return_iterate: str = "average",
     dual_init: str = "zeros",
     dtype: str = "float64",
     record_history: bool = False,
@@ -510,7 +551,7 @@ def run_sgda(
     """(DP-)SGDA (:func:`sgda_solve`) from ``theta = 0`` and ``W0`` per ``dual_init``.
 
     Host arrays as for :func:`run_full_batch`. ``clip_sample`` / ``clip_batch`` /
-    ``sigma_theta`` / ``sigma_w`` come from ``_dp.calibrate_privacy`` (``inf`` / 0:
+    ``clip_fairness`` / ``sigma_theta`` / ``sigma_w`` come from ``_dp.calibrate_privacy`` (``inf`` / 0:
     non-private). ``seed`` is the root of the random streams (spec 11): W0 (``"normal"``),
     then batches, noise and the random iterate. ``dtype="float32"`` runs the two
     minibatch products on a float32 copy of X.
@@ -518,6 +559,8 @@ def run_sgda(
     binary = n_classes == 2
     n, d = X.shape
     m, n_iter = sgda_iterations(n, batch_size, n_epochs)
+    dual_learning_rate = resolve_dual_learning_rate(dual_learning_rate, fairness_weight)
+    dual_radius = resolve_dual_radius(dual_radius, n_classes)
     with jax.enable_x64(True):
         theta0 = jnp.zeros((d + 1, 1 if binary else n_classes))
         strata = _device_strata(strata)
@@ -534,14 +577,17 @@ def run_sgda(
                     sigma_theta,
                     sigma_w,
                     alpha,
+                    clip_fairness,
                 )
             )
         )
         key = jax.random.key(seed, impl=_defaults.PRNG_IMPL)
         key, key_w0 = jax.random.split(key)
         shape = (*strata.inv_sqrt_p.shape, n_classes)  # (n_strata, n_groups, n_classes)
-        if dual_init == "normal":
-            W0 = jax.random.normal(key_w0, shape) * strata.mask[:, :, None]
+        if dual_init == "normal":  # projected: every W the steps see is in the ball
+            W0 = project_ball(
+                jax.random.normal(key_w0, shape) * strata.mask[:, :, None], dual_radius
+            )
         else:
             W0 = jnp.zeros(shape)
         theta, W, history = sgda_solve(
@@ -561,6 +607,7 @@ def run_sgda(
             batching=batching,
             record_history=record_history,
             random_iterate=return_iterate == "random",
+            average=return_iterate == "average",
         )
     if history is not None:
         history = {name: np.asarray(h) for name, h in zip(HISTORY_KEYS, history)}

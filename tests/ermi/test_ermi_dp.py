@@ -88,8 +88,14 @@ def test_estimator_stores_the_calibrated_noise():
     lam = 0.5
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyWarning)
-        clf = ERMIClassifier(
-            fairness_weight=lam, dp_epsilon=2.0, batch_size=100, n_epochs=2, random_state=0
+        clf = ERMIClassifier(  # the closed form (accounting="paper") and its radius
+            fairness_weight=lam,
+            dp_epsilon=2.0,
+            batch_size=100,
+            n_epochs=2,
+            random_state=0,
+            accounting="paper",
+            dual_radius=5.0,
         )
         clf.fit(X, y, sensitive_features=s)
     rho = (120 - 1) / n

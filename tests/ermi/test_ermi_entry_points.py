@@ -36,6 +36,8 @@ def _problem(X, y, s):
     ],
 )
 def test_calibrate_privacy_is_what_the_estimator_uses(params):
+    # the closed-form calibration (no longer the default) with its paper constants
+    params = {"accounting": "paper", "dual_radius": 5.0, "clip_norm": 5.0, **params}
     X, y, s = _data()
     n = X.shape[0]
     est = ERMIClassifier(
@@ -101,8 +103,12 @@ def test_run_full_batch_and_run_sgda_are_what_the_estimator_fits():
     np.testing.assert_array_equal(result.W[0], est.W_)
     assert (result.n_iter, result.objective) == (est.n_iter_, est.objective_)
 
-    params = dict(n_epochs=3, batch_size=64, dual_init="normal", record_history=True)
-    est = ERMIClassifier(dp_epsilon=2.0, random_state=3, **params).fit(X, y, sensitive_features=s)
+    params = dict(
+        n_epochs=3, batch_size=64, dual_init="normal", record_history=True, dual_radius=5.0
+    )
+    est = ERMIClassifier(  # the closed-form calibration (no longer the default)
+        dp_epsilon=2.0, random_state=3, accounting="paper", clip_norm=5.0, **params
+    ).fit(X, y, sensitive_features=s)
     m, n_iter = sgda_iterations(X.shape[0], 64, 3)
     privacy = calibrate_privacy(
         X, m, n_iter, epsilon=2.0, data_min_group_fraction=rho, fairness_weight=1.0

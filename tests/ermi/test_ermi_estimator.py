@@ -119,6 +119,7 @@ def test_sgda_lowers_violation_and_is_close_to_sklearn_at_lambda_zero():
         learning_rate=0.05,
         dual_learning_rate=0.1,
         alpha=0.0,
+        return_iterate="last",  # the oracle's setting: the paper's last iterate
     )
     dp, err = {}, {}
     for lam in (0.0, 4.0):
