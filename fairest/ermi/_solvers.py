@@ -45,6 +45,7 @@ from fairest.ermi._kernels import (
     probabilities,
     saddle_logit_grad,
 )
+from fairest.utils._devices import place_rows
 
 __all__ = [
     "ERMIResult",
@@ -351,6 +352,7 @@ def _sgda_step(
         "record_history",
         "random_iterate",
         "average",
+        "n_rows",
     ),
 )
 def sgda_solve(
@@ -372,6 +374,7 @@ def sgda_solve(
     record_history: bool,
     random_iterate: bool,
     average: bool = False,
+    n_rows: int | None = None,
 ):
     """Run T = n_epochs * ceil(n / m) DP-SGDA iterations; returns ``(theta, W, history)``.
 
@@ -381,12 +384,14 @@ def sgda_solve(
     float32 (see :func:`_sgda_step`); everything else is float64. With ``average`` the
     returned theta and W are the means of the last ``ceil(T / 2)`` iterates (tail
     averaging; post-processing of the released iterates, so it costs no privacy).
+    ``n_rows`` (default ``X.shape[0]``): the rows batches are drawn from, the first ones
+    of the arrays; rows after them (padding of a sharded placement) are never drawn.
 
     The random streams are those of spec 11: iteration ``it`` uses
     ``fold_in(k, it)`` of the batch, theta-noise and W-noise keys (all T keys are derived
     up front in one vectorised call, not inside the loop).
     """
-    n = X.shape[0]
+    n = X.shape[0] if n_rows is None else n_rows
     m = batch_size
     steps = -(-n // m)
     n_iter = n_epochs * steps
@@ -489,9 +494,8 @@ def run_full_batch(
     with jax.enable_x64(True):
         theta0 = jnp.zeros((d + 1, 1 if binary else n_classes))
         strata = _device_strata(strata)
-        Xp, yp, sp, tp, wp = (
-            jnp.asarray(a) for a in pad_rows(n, X, y.astype(np.int32), s, t, weight)
-        )
+        # bucketed rows (weight 0), sharded over the configured devices
+        Xp, yp, sp, tp, wp = place_rows(pad_rows(n, X, y.astype(np.int32), s, t, weight))
         theta, objective, grad_norm, n_iter, converged = full_batch_solve(
             theta0,
             Xp,
@@ -590,14 +594,19 @@ def run_sgda(
             )
         else:
             W0 = jnp.zeros(shape)
+        rows = place_rows(
+            [
+                X.astype(np.float32 if dtype == "float32" else np.float64, copy=False),
+                y.astype(np.int32),
+                s,
+                t,
+                weight,
+            ]
+        )  # sharded over the configured devices (padding rows are never drawn)
         theta, W, history = sgda_solve(
             theta0,
             W0,
-            jnp.asarray(X, dtype=jnp.float32 if dtype == "float32" else jnp.float64),
-            jnp.asarray(y.astype(np.int32)),
-            jnp.asarray(s),
-            jnp.asarray(t),
-            jnp.asarray(weight),
+            *rows,
             strata,
             hyper,
             key,
@@ -608,6 +617,7 @@ def run_sgda(
             record_history=record_history,
             random_iterate=return_iterate == "random",
             average=return_iterate == "average",
+            n_rows=n,
         )
     if history is not None:
         history = {name: np.asarray(h) for name, h in zip(HISTORY_KEYS, history)}
