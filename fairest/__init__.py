@@ -11,6 +11,7 @@ from fairest.partial import (
     PartialParityClassifier,
     PartialParityPenaltyClassifier,
 )
+from fairest.postprocessing import GroupThresholdClassifier
 from fairest.reweighting import (
     BADRClassifier,
     BADRRegressor,
@@ -27,6 +28,7 @@ __all__ = [
     "ERMIClassifier",
     "GroupAUCConstrainedClassifier",
     "GroupInteractionFeatures",
+    "GroupThresholdClassifier",
     "GroupWeightedClassifier",
     "GroupWeightedRegressor",
     "InterGroupPairwiseConstrainedClassifier",

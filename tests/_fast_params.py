@@ -4,7 +4,20 @@ Like scikit-learn's own checking parameters: these tests check the API and the i
 handling, the family tests check the algorithms.
 """
 
+from sklearn.linear_model import LogisticRegression
+
 CHECK_PARAMS = {
+    # tolerance 1 always certifies: the API tests need a model that predicts
+    "CertifiedFairClassifier": {
+        "estimator": LogisticRegression(),
+        "constraints": (("demographic_parity_difference", 1.0),),
+        "random_state": 0,
+    },
+    # group-blind mode, so that the shared tests' group-free predict(X) applies
+    "GroupThresholdClassifier": {
+        "estimator": LogisticRegression(),
+        "group_estimator": LogisticRegression(),
+    },
     "PartialParityClassifier": {"max_iter": 10, "inner_max_iter": 100},
     "PartialParityPenaltyClassifier": {"max_iter": 300, "learning_rate": 0.5},
     "GroupAUCConstrainedClassifier": {"max_iter": 100},

@@ -1,0 +1,13 @@
+"""Post-processing: group-specific thresholds on the scores of any fitted classifier.
+
+:class:`GroupThresholdClassifier` wraps any scikit-learn classifier and picks one
+threshold per group (or a seeded randomized mixture) that maximises accuracy subject to
+demographic parity, equal opportunity or equalized odds within a ``tolerance``, exactly and
+in time polynomial in the number of groups. :func:`make_group_scorer` routes the groups to
+``predict`` inside a model selection.
+"""
+
+from fairest.postprocessing._estimator import GroupThresholdClassifier
+from fairest.postprocessing._scoring import make_group_scorer
+
+__all__ = ["GroupThresholdClassifier", "make_group_scorer"]
