@@ -45,14 +45,16 @@ The reference is never imported here: this file is re-run inside the reference v
 (``--reference-runner``), which ``ensure_reference_venv`` creates in ``benchmarks/.venvs/hct`` with
 ``pip install torch==2.13.0 humancompatible-train==0.4.2`` when missing (override with
 ``--reference-venv`` or the ``FAIREST_HCT_VENV`` environment variable). Data are read from
-``<repo>/../shared/datasets``; the script exits cleanly when the folder is absent.
+``<repo>/../shared/datasets`` (:func:`_common.shared_dataset`); the script exits cleanly
+when they are absent. Built on the harness ``benchmarks/_common.py`` (options, shared
+data, timing, result files).
 
-Run: ``python benchmarks/constrained_speed.py`` (a few minutes), ``--quick`` for a smoke run.
+Run: ``python benchmarks/constrained_speed.py`` (a few minutes), ``--quick`` for a smoke run
+(1 epoch, 1 seed; writes nothing unless ``--name`` is given).
 """
 
 from __future__ import annotations
 
-import argparse
 import atexit
 import json
 import os
@@ -66,8 +68,7 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-SHARED = ROOT.parent / "shared" / "datasets"
+sys.path.insert(0, str(HERE))
 NAME = "constrained_speed"
 REFERENCE = ("torch==2.13.0", "humancompatible-train==0.4.2")
 DEFAULT_VENV = Path(os.environ.get("FAIREST_HCT_VENV", HERE / ".venvs" / "hct"))  # git-ignored
@@ -236,15 +237,15 @@ def ensure_reference_venv(venv_dir: Path) -> Path:
 
 
 def load_data():
+    from _common import SHARED_DATASETS, shared_dataset
     from sklearn.model_selection import train_test_split
     from sklearn.preprocessing import StandardScaler
 
     from fairest.datasets import fetch_acs_income, seed_data_home
 
-    if not SHARED.is_dir():
-        return None
+    shared_dataset("acs")  # exits cleanly when absent
     with tempfile.TemporaryDirectory(prefix="fairest_acs_") as home:
-        seed_data_home(SHARED, home, datasets=["acs_income"], verify=False)
+        seed_data_home(SHARED_DATASETS, home, datasets=["acs_income"], verify=False)
         bunch = fetch_acs_income(states="OK", data_home=home)
     keep = [i for i, f in enumerate(bunch.feature_names) if f != "RAC1P"]
     X = bunch.data[:, keep]
@@ -322,11 +323,14 @@ def score(params, data) -> dict:
 
 
 def run_fairest(method, epochs, seed, data) -> dict:
+    from _common import measure
+
     est = fairest_estimator(method, epochs, seed)
     load = os.getloadavg()
-    start = time.perf_counter()
-    est.fit(data["X_train"], data["y_train"], sensitive_features=data["g_train"])
-    wall = time.perf_counter() - start
+    fit = measure(
+        lambda: est.fit(data["X_train"], data["y_train"], sensitive_features=data["g_train"])
+    )
+    wall = fit.wall_s
     hist = est.history_
     return {
         "side": "fairest",
@@ -335,6 +339,7 @@ def run_fairest(method, epochs, seed, data) -> dict:
         "epochs": epochs,
         "s_per_epoch": wall / epochs,
         "fit_wall_s": wall,
+        "fit_cpu_s": fit.cpu_s,
         "history_s_per_epoch": float(hist["time"][-1]) / epochs,
         "loadavg": load,
         "loadavg_after": os.getloadavg(),
@@ -390,7 +395,9 @@ def run_reference(
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from _common import RESULTS, base_parser, machine, measure, write_results
+
+    parser = base_parser(__doc__, name=NAME)
     parser.add_argument("--epochs", type=int, default=5)
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--methods", nargs="+", default=["ssl-alm", "ssw"])
@@ -403,19 +410,12 @@ def main():
         help="torch thread counts to time the reference with (0 = torch's "
         "default); the fastest counts",
     )
-    parser.add_argument("--quick", action="store_true", help="1 epoch, 1 seed, no result files")
     args = parser.parse_args()
     if args.quick:
         args.epochs, args.seeds = 1, [0]
 
     data = load_data()
-    if data is None:
-        print(f"{SHARED} is absent: nothing to run.")
-        return
     python = ensure_reference_venv(args.reference_venv)
-    sys.path.insert(0, str(HERE))
-    from _common import RESULTS, machine, write_results
-
     workdir = tempfile.mkdtemp(prefix="fairest_hct_")
     atexit.register(shutil.rmtree, workdir, True)
     data_path = Path(workdir) / "train.npz"
@@ -426,31 +426,33 @@ def main():
         run_fairest(method, 1, args.seeds[0], data)
 
     runs = []
-    total_start = time.perf_counter()
-    for seed in args.seeds:
-        for method in args.methods:
-            for side in ("fairest", "reference"):
-                if side == "fairest":
-                    r = run_fairest(method, args.epochs, seed, data)
-                else:
-                    r = run_reference(
-                        python,
-                        method,
-                        args.epochs,
-                        seed,
-                        data_path,
-                        workdir,
-                        data,
-                        tuple(args.reference_threads),
+
+    def run_all():
+        for seed in args.seeds:
+            for method in args.methods:
+                for side in ("fairest", "reference"):
+                    if side == "fairest":
+                        r = run_fairest(method, args.epochs, seed, data)
+                    else:
+                        r = run_reference(
+                            python,
+                            method,
+                            args.epochs,
+                            seed,
+                            data_path,
+                            workdir,
+                            data,
+                            tuple(args.reference_threads),
+                        )
+                    runs.append(r)
+                    load = r["loadavg"] if side == "fairest" else r["loadavg_reference"][0]
+                    print(
+                        f"{method} seed {seed} {r['side']}: {r['s_per_epoch']:.3f} s/epoch, "
+                        f"train violation {r['train_violation']:+.4f}, load {load[0]:.1f}",
+                        flush=True,
                     )
-                runs.append(r)
-                load = r["loadavg"] if side == "fairest" else r["loadavg_reference"][0]
-                print(
-                    f"{method} seed {seed} {r['side']}: {r['s_per_epoch']:.3f} s/epoch, "
-                    f"train violation {r['train_violation']:+.4f}, load {load[0]:.1f}",
-                    flush=True,
-                )
-    total = time.perf_counter() - total_start
+
+    total = measure(run_all).wall_s
 
     rows = []
     for method in args.methods:
@@ -481,11 +483,11 @@ def main():
             }
         )
         print(rows[-1], flush=True)
-    if args.quick:
+    if args.quick and args.name == NAME:
         return
-    notes = build_notes(args, runs, rows, total)
-    write_results(NAME, rows, list(rows[0]), notes)
-    payload = json.loads((RESULTS / f"{NAME}.json").read_text())
+    notes = build_notes(args, runs, rows, total) + ("\n\n" + args.extra_notes).rstrip()
+    write_results(args.name, rows, list(rows[0]), notes)
+    payload = json.loads((RESULTS / f"{args.name}.json").read_text())
     payload.update(
         {
             "runs": runs,
@@ -494,8 +496,8 @@ def main():
             "fairest_machine": machine(),
         }
     )
-    (RESULTS / f"{NAME}.json").write_text(json.dumps(payload, indent=2, default=float))
-    print((RESULTS / f"{NAME}.md").read_text())
+    (RESULTS / f"{args.name}.json").write_text(json.dumps(payload, indent=2, default=float))
+    print((RESULTS / f"{args.name}.md").read_text())
 
 
 def build_notes(args, runs, rows, total) -> str:

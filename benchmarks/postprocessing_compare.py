@@ -294,9 +294,9 @@ def group_scaling(data, group_counts, metrics):
         for metric in metrics:
             row = {"groups": count, "metric": metric}
             row["fairest_s"] = run_fairest(base, scaled, metric, 0.02)[0]
-            row["fairest_randomized_s"] = run_fairest(
-                base, scaled, metric, 0.02, randomized=True
-            )[0]
+            row["fairest_randomized_s"] = run_fairest(base, scaled, metric, 0.02, randomized=True)[
+                0
+            ]
             row["fairlearn_s"] = run_fairlearn(base, scaled, metric)[0]
             if has_error_parity():
                 row["error_parity_s"] = run_error_parity(base, scaled, metric, 0.02)[0]
@@ -315,8 +315,14 @@ def write_all(args, rows, scaling):
         "between groups. " + args.extra_notes
     )
     columns = [
-        "dataset", "metric", "method", "tolerance", "test_accuracy", "test_unfairness",
-        "train_unfairness", "fit_s",
+        "dataset",
+        "metric",
+        "method",
+        "tolerance",
+        "test_accuracy",
+        "test_unfairness",
+        "train_unfairness",
+        "fit_s",
     ]
     write_results(args.name, rows, columns, notes)
     equal = at_equal_unfairness(rows)

@@ -4,13 +4,20 @@
 below: adding a method is adding one entry. A method is a factory of an unfitted
 estimator; the job wraps it in the same preprocessing Pipeline, routes
 ``sensitive_features`` through metadata routing, times ``fit`` and scores the held-out
-split.
+split, with percentile bootstrap intervals (:class:`fairest.metrics.MetricFrame`, the same
+replicates for every method). A :class:`~fairest.utils.FairnessWarning`, a
+:class:`~sklearn.exceptions.ConvergenceWarning` of a fit or an
+:class:`~sklearn.exceptions.UndefinedMetricWarning` of its scoring (a tiny group without
+positives in the test split) becomes a one-line note of the method instead of a warning.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import importlib.util
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -18,6 +25,7 @@ import numpy as np
 import pandas as pd
 from sklearn import config_context
 from sklearn.compose import ColumnTransformer, make_column_selector
+from sklearn.exceptions import ConvergenceWarning, UndefinedMetricWarning
 from sklearn.impute import SimpleImputer
 from sklearn.metrics import accuracy_score, root_mean_squared_error
 from sklearn.pipeline import make_pipeline
@@ -25,7 +33,8 @@ from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
 from fairest.constrained import LossGapConstrainedClassifier
 from fairest.ermi import ERMIClassifier
-from fairest.metrics import demographic_parity_difference, equalized_odds_difference
+from fairest.metrics import MetricFrame, demographic_parity_difference, equalized_odds_difference
+from fairest.metrics._frame import RATE_METRICS
 from fairest.partial import PartialParityClassifier
 from fairest.reweighting import (
     BADRClassifier,
@@ -33,8 +42,13 @@ from fairest.reweighting import (
     GroupWeightedClassifier,
     GroupWeightedRegressor,
 )
+from fairest.utils import FairnessWarning
 
 __all__ = ["METHODS", "Method", "CompareData", "Comparison", "run_comparison"]
+
+N_BOOT = 200  # bootstrap replicates of the test metrics
+CI_LEVEL = 0.95
+NOTED_WARNINGS = (FairnessWarning, ConvergenceWarning, UndefinedMetricWarning)
 
 
 @dataclass(frozen=True)
@@ -200,24 +214,107 @@ def group_labels(sensitive: pd.DataFrame) -> np.ndarray:
     return sensitive.astype(str).agg("|".join, axis=1).to_numpy()
 
 
-def _score_row(method: Method, estimator, data: CompareData, fit_seconds: float) -> dict:
+def _rates(*names):
+    """Built-in rates, 0 where undefined (fairlearn's convention, as in the point values)."""
+    return {name: dataclasses.replace(RATE_METRICS[name], undefined=0.0) for name in names}
+
+
+def _interval(values) -> str:
+    low, high = np.quantile(
+        np.asarray(values, dtype=float), [(1 - CI_LEVEL) / 2, (1 + CI_LEVEL) / 2]
+    )
+    return f"[{low:.4f}, {high:.4f}]"
+
+
+def ci_column(metric: str) -> str:
+    """Name of the column holding the interval of ``metric``."""
+    return f"{metric} {CI_LEVEL:.0%} CI"
+
+
+def _score_row(method: Method, estimator, data: CompareData, fit_seconds: float, n_boot, seed):
     y_pred = estimator.predict(data.X_test)
     groups = group_labels(data.s_test)
     row = {"method": method.label, "fit time (s)": fit_seconds}
+    bootstrap = dict(sensitive_features=groups, n_boot=n_boot, random_state=seed)
     if data.task == "regression":
         row["RMSE"] = root_mean_squared_error(data.y_test, y_pred)
         per_group = pd.Series(y_pred).groupby(groups).mean()
         row["mean prediction gap"] = float(per_group.max() - per_group.min())
+        if n_boot:
+            frame = MetricFrame(
+                metrics=_rates("mean_squared_error", "mean_prediction"),
+                y_true=np.asarray(data.y_test, dtype=float),
+                y_pred=np.asarray(y_pred, dtype=float),
+                **bootstrap,
+            )
+            mse = frame.bootstrap_distribution("overall")["mean_squared_error"]
+            row[ci_column("RMSE")] = _interval(np.sqrt(mse))
+            gaps = frame.bootstrap_distribution("difference")["mean_prediction"]
+            row[ci_column("mean prediction gap")] = _interval(gaps)
         return row
     positive = np.unique(data.y_train)[-1]
+    y_true01 = (data.y_test == positive).astype(int)
+    y_pred01 = (y_pred == positive).astype(int)
     row["accuracy"] = accuracy_score(data.y_test, y_pred)
     row["demographic parity diff"] = demographic_parity_difference(
-        data.y_test == positive, y_pred == positive, sensitive_features=groups
+        y_true01, y_pred01, sensitive_features=groups
     )
     row["equalized odds diff"] = equalized_odds_difference(
-        data.y_test == positive, y_pred == positive, sensitive_features=groups
+        y_true01, y_pred01, sensitive_features=groups
     )
+    if n_boot:
+        frame = MetricFrame(
+            metrics=_rates(
+                "accuracy", "selection_rate", "true_positive_rate", "false_positive_rate"
+            ),
+            y_true=y_true01,
+            y_pred=y_pred01,
+            **bootstrap,
+        )
+        differences = frame.bootstrap_distribution("difference")
+        row[ci_column("accuracy")] = _interval(frame.bootstrap_distribution("overall")["accuracy"])
+        row[ci_column("demographic parity diff")] = _interval(differences["selection_rate"])
+        odds = differences[["true_positive_rate", "false_positive_rate"]].max(axis=1)
+        row[ci_column("equalized odds diff")] = _interval(odds)
     return row
+
+
+def _note(caught) -> str:
+    """The noted warnings of a fit as one line each: the sentence before the advice."""
+    lines = []
+    for record in caught:
+        text = " ".join(str(record.message).split()).split("; ")[0]
+        line = f"{record.category.__name__}: {text}"
+        if line not in lines:
+            lines.append(line)
+    return " | ".join(lines)
+
+
+@contextlib.contextmanager
+def _noting_warnings(noted: list):
+    """Collect the noted warnings raised inside the block into ``noted``; any other
+    warning goes on as it came."""
+    with warnings.catch_warnings(record=True) as caught:
+        for category in NOTED_WARNINGS:
+            warnings.simplefilter("always", category)
+        yield
+    for record in caught:
+        if issubclass(record.category, NOTED_WARNINGS):
+            noted.append(record)
+        else:
+            warnings.warn_explicit(record.message, record.category, record.filename, record.lineno)
+
+
+def _fit(method: Method, pipeline, data: CompareData, groups) -> float:
+    """Fit ``pipeline``; return the seconds it took."""
+    start = time.perf_counter()
+    if method.routed:
+        with config_context(enable_metadata_routing=True):
+            pipeline.fit(data.X_train, data.y_train, sensitive_features=groups)
+    else:  # an estimator without metadata routing: scikit-learn's step__param path
+        step = pipeline.steps[-1][0]
+        pipeline.fit(data.X_train, data.y_train, **{f"{step}__sensitive_features": groups})
+    return time.perf_counter() - start
 
 
 def run_comparison(
@@ -225,31 +322,29 @@ def run_comparison(
     method_names: list[str],
     *,
     random_state: int = 0,
+    n_boot: int = N_BOOT,
     progress: Callable[[str], None] = lambda message: None,
-) -> pd.DataFrame:
+) -> Comparison:
     """Fit each method on the training split and score it on the test split.
 
     Returns a :class:`Comparison`: a table with one row per method (accuracy or RMSE,
-    demographic parity and equalized odds differences on the test split, the wall-clock
-    fit time, and what the method chose: group weights, interval, privacy spent) and the
-    fitted pipelines by method name.
+    demographic parity and equalized odds differences on the test split with their
+    bootstrap intervals over ``n_boot`` replicates of the test rows (none when 0), the
+    wall-clock fit time, what the method chose: group weights, interval, privacy spent,
+    and a ``note`` of the fairness or convergence warnings of its fit) and the fitted
+    pipelines by method name.
     """
     rows, fitted = [], {}
     for position, name in enumerate(method_names, start=1):
         method = METHODS[name]
         progress(f"[{position}/{len(method_names)}] fitting {method.label} ...")
         pipeline = make_pipeline(_preprocessor(), method.make(random_state))
-        groups = group_labels(data.s_train)
-        start = time.perf_counter()
-        if method.routed:
-            with config_context(enable_metadata_routing=True):
-                pipeline.fit(data.X_train, data.y_train, sensitive_features=groups)
-        else:  # an estimator without metadata routing: scikit-learn's step__param path
-            step = pipeline.steps[-1][0]
-            pipeline.fit(data.X_train, data.y_train, **{f"{step}__sensitive_features": groups})
-        seconds = time.perf_counter() - start
-        row = _score_row(method, pipeline, data, seconds)
+        noted = []
+        with _noting_warnings(noted):
+            seconds = _fit(method, pipeline, data, group_labels(data.s_train))
+            row = _score_row(method, pipeline, data, seconds, n_boot, random_state)
         row["fitted"] = method.describe(pipeline[-1]) if method.describe else ""
+        row["note"] = _note(noted)
         rows.append(row)
         fitted[name] = pipeline
     return Comparison(pd.DataFrame(rows).set_index("method"), fitted)

@@ -1,6 +1,8 @@
 """The report of ``fairest compare``: ``report.md``, a self-contained ``report.html``, PNGs.
 
-Figures (matplotlib is optional; without it the report has the tables only):
+The table gives each test metric with its percentile bootstrap interval; a *Notes*
+section lists the warnings a fit raised (a fairness target missed, a solver stopped
+early), one line per method. Figures:
 
 - ``pareto.png``: test accuracy vs demographic parity difference, one point per method;
 - ``cdf_<method>.png``: per-group CDFs of the test scores of every method with a
@@ -39,11 +41,25 @@ def markdown_table(table: pd.DataFrame, floatfmt: str = "{:.4f}") -> str:
     return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
 
 
-def _summary(data) -> str:
-    return (
+def _summary(data, table: pd.DataFrame) -> str:
+    intervals = [c for c in table.columns if c.endswith(" CI")]
+    text = (
         f"Train rows: {len(data.y_train)}, test rows: {len(data.y_test)}, task: {data.task}, "
-        f"sensitive: {', '.join(data.s_train.columns)}. Metrics on the test split."
+        f"sensitive: {', '.join(data.s_train.columns)}. Metrics on the test split"
     )
+    if intervals:
+        text += (
+            f"; the CI columns are {intervals[0].split()[-2]} percentile bootstrap intervals "
+            "(test rows resampled, the same replicates for every method)"
+        )
+    return text + "."
+
+
+def _notes(table: pd.DataFrame) -> list[str]:
+    """One line per method whose fit warned."""
+    if "note" not in table.columns:
+        return []
+    return [f"{label}: {note}" for label, note in table["note"].items() if note]
 
 
 def write_report(comparison, data, output: Path) -> Path:
@@ -53,17 +69,22 @@ def write_report(comparison, data, output: Path) -> Path:
     table.to_csv(output / "results.csv")
     figures = _figures(comparison, data, output)
     title = f"fairest compare: {data.name}"
-    lines = [f"# {title}", "", _summary(data), "", markdown_table(table), ""]
+    shown = table.drop(columns="note", errors="ignore")
+    lines = [f"# {title}", "", _summary(data, table), "", markdown_table(shown), ""]
+    notes = _notes(table)
+    if notes:
+        lines += ["## Notes", "", *(f"- {note}" for note in notes), ""]
     for figure in figures:
         lines += [f"![{figure.caption}]({figure.path.name})", ""]
     report = output / "report.md"
     report.write_text("\n".join(lines), encoding="utf-8")
-    (output / "report.html").write_text(_html(title, data, table, figures), encoding="utf-8")
+    page = _html(title, _summary(data, table), shown, notes, figures)
+    (output / "report.html").write_text(page, encoding="utf-8")
     return report
 
 
-def _html(title: str, data, table: pd.DataFrame, figures: list[Figure]) -> str:
-    """One self-contained page: the table and the PNGs inlined as base64."""
+def _html(title: str, summary: str, table: pd.DataFrame, notes, figures: list[Figure]) -> str:
+    """One self-contained page: the table, the notes and the PNGs inlined as base64."""
     images = "".join(
         f'<figure><img alt="{html.escape(f.caption)}" src="data:image/png;base64,'
         f'{base64.b64encode(f.path.read_bytes()).decode()}"/>'
@@ -71,6 +92,9 @@ def _html(title: str, data, table: pd.DataFrame, figures: list[Figure]) -> str:
         for f in figures
     )
     formatted = table.to_html(float_format=lambda v: f"{v:.4f}", border=0, classes="results")
+    if notes:
+        items = "".join(f"<li>{html.escape(note)}</li>" for note in notes)
+        formatted += f"<h2>Notes</h2><ul>{items}</ul>"
     style = (
         "body{font-family:sans-serif;margin:2em;max-width:80em}"
         "table.results{border-collapse:collapse}"
@@ -81,23 +105,18 @@ def _html(title: str, data, table: pd.DataFrame, figures: list[Figure]) -> str:
     return (
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"/>'
         f"<title>{html.escape(title)}</title><style>{style}</style></head><body>"
-        f"<h1>{html.escape(title)}</h1><p>{html.escape(_summary(data))}</p>{formatted}{images}"
+        f"<h1>{html.escape(title)}</h1><p>{html.escape(summary)}</p>{formatted}{images}"
         "</body></html>\n"
     )
 
 
 def _figures(comparison, data, output: Path) -> list[Figure]:
-    try:
-        import matplotlib.pyplot as plt
-    except ImportError:  # matplotlib is an optional dependency
-        return []
     figures = []
     if data.task == "classification":
         figures.append(_pareto_figure(comparison.table, data, output))
     for name, pipeline in comparison.fitted.items():
         if getattr(pipeline[-1], "interval_", None) is not None:
             figures.append(_cdf_figure(name, pipeline, data, output))
-    plt.close("all")
     return figures
 
 

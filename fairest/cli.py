@@ -14,6 +14,8 @@ import pandas as pd
 __all__ = ["main"]
 
 _BUNDLED = ("adult", "german_credit", "compas", "ricci")
+_FETCHED = ("acs_income",)  # read from the data cache (or the shared datasets folder)
+_ACS_NOMINAL = ["COW", "MAR", "OCCP", "POBP", "RELP", "SEX", "RAC1P"]  # codes, not amounts
 
 
 class UserError(Exception):
@@ -57,6 +59,62 @@ def _load_bundled(name: str, sensitive: list[str] | None, test_size: float, seed
         stratify=strata if strata.value_counts().min() >= 2 else None,
     )
     X_train, X_test, y_train, y_test, s_train, s_test = parts
+    return CompareData(name, X_train, y_train, s_train, X_test, y_test, s_test, "classification")
+
+
+def _acs_data_homes(data_home):
+    """Folders to look in: ``--data-home``, else the data cache and ``../shared/datasets``."""
+    if data_home is not None:
+        return [data_home]
+    return [None, str(Path.cwd().parent / "shared" / "datasets")]
+
+
+def _load_acs_income(state, data_home, sensitive, test_size: float, seed: int):
+    from sklearn.model_selection import train_test_split
+
+    from fairest._compare import CompareData
+    from fairest.datasets import fetch_acs_income, get_data_home
+    from fairest.datasets._fetchers import ACS_STATES
+
+    if state is None:
+        raise UserError(f"--dataset acs_income needs --state, one of {', '.join(ACS_STATES)}.")
+    state = state.upper()
+    if state not in ACS_STATES:
+        raise UserError(f"no ACS data for state {state!r}; available: {', '.join(ACS_STATES)}.")
+    bunch, looked = None, []
+    for home in _acs_data_homes(data_home):
+        try:
+            bunch = fetch_acs_income(states=state, data_home=home, as_frame=True)
+            break
+        except FileNotFoundError:
+            looked.append(get_data_home(home) if home is None else home)
+        except OSError as error:  # a file that fails its checksum
+            raise UserError(_one_line(error)) from None
+    if bunch is None:
+        raise UserError(
+            f"ACSIncome data for {state} not found (looked in {', '.join(looked)}); pass "
+            "--data-home with a folder holding acs/acs_income_2018_by_state/"
+            f"{state}.csv.xz, or fill the cache with fairest.datasets.seed_data_home."
+        )
+    X = bunch.data.copy()
+    X[_ACS_NOMINAL] = X[_ACS_NOMINAL].astype("int64").astype(str)  # one-hot, not scaled
+    columns = _sensitive_columns(bunch.sensitive, sensitive, default="sex")
+    y = bunch.target.to_numpy()
+    strata = (
+        pd.Series(y).astype(str).to_numpy()
+        + "|"
+        + bunch.sensitive[columns].astype(str).agg("|".join, axis=1).to_numpy()
+    )
+    parts = train_test_split(
+        X,
+        y,
+        bunch.sensitive[columns],
+        test_size=test_size,
+        random_state=seed,
+        stratify=strata if pd.Series(strata).value_counts().min() >= 2 else None,
+    )
+    X_train, X_test, y_train, y_test, s_train, s_test = parts
+    name = f"acs_income ({state})"
     return CompareData(name, X_train, y_train, s_train, X_test, y_test, s_test, "classification")
 
 
@@ -192,6 +250,7 @@ def _check_output(folder: Path) -> None:
 def _command_compare(args) -> int:
     from fairest._compare import METHODS, run_comparison
     from fairest._report import write_report
+    from fairest.utils._reporting import show_progress
 
     if args.methods == "list":
         for name, method in METHODS.items():
@@ -204,10 +263,17 @@ def _command_compare(args) -> int:
         )
     if args.data:
         data = _load_csv(args.data, args.target, sensitive, args.test_size, args.seed)
+    elif args.dataset == "acs_income":
+        data = _load_acs_income(args.state, args.data_home, sensitive, args.test_size, args.seed)
     else:
         if args.dataset not in _BUNDLED:
-            raise UserError(f"unknown dataset {args.dataset!r}; bundled: {', '.join(_BUNDLED)}.")
+            raise UserError(
+                f"unknown dataset {args.dataset!r}; bundled: {', '.join(_BUNDLED)}; "
+                f"from the data cache: {', '.join(_FETCHED)}."
+            )
         data = _load_bundled(args.dataset, sensitive, args.test_size, args.seed)
+    if args.n_boot < 0:
+        raise UserError(f"--n-boot must be 0 (no intervals) or positive; got {args.n_boot}.")
     available = [name for name, method in METHODS.items() if method.task == data.task]
     if args.methods:
         names = args.methods.split(",")
@@ -226,23 +292,43 @@ def _command_compare(args) -> int:
         f"sensitive: {', '.join(data.s_train.columns)})",
         file=sys.stderr,
     )
-    comparison = run_comparison(
-        data,
-        names,
-        random_state=args.seed,
-        progress=lambda m: print(m, file=sys.stderr, flush=True),
-    )
+    with show_progress(False if args.no_progress else None) as bar:
+
+        def say(message):
+            if bar is not None:
+                bar.clear()
+            print(message, file=sys.stderr, flush=True)
+
+        comparison = run_comparison(
+            data, names, random_state=args.seed, n_boot=args.n_boot, progress=say
+        )
     table = comparison.table
-    with pd.option_context("display.width", 200, "display.float_format", "{:.4f}".format):
-        print(table.drop(columns="fitted").to_string())
+    with pd.option_context("display.width", 250, "display.float_format", "{:.4f}".format):
+        print(_terminal_table(table).to_string())
     chosen = table["fitted"][table["fitted"] != ""]
     if len(chosen):
         print("\nwhat the methods chose:")
         for label, text in chosen.items():
             print(f"  {label}: {text}")
+    noted = table["note"][table["note"] != ""]
+    if len(noted):
+        print("\nnotes:")
+        for label, text in noted.items():
+            print(f"  {label}: {text}")
     report = write_report(comparison, data, Path(args.output))
     print(f"\nreport written to {report} and {report.with_suffix('.html').name}", file=sys.stderr)
     return 0
+
+
+def _terminal_table(table: pd.DataFrame) -> pd.DataFrame:
+    """The score table for the terminal: each metric with its interval in one cell."""
+    shown = table.drop(columns=["fitted", "note"], errors="ignore")
+    for column in [c for c in shown.columns if c.endswith(" CI")]:
+        metric = column.rsplit(" ", 2)[0]
+        if metric in shown.columns:
+            shown[metric] = [f"{v:.4f} {ci}" for v, ci in zip(shown[metric], shown[column])]
+            shown = shown.drop(columns=column)
+    return shown
 
 
 def _command_datasets(args) -> int:
@@ -265,7 +351,17 @@ def _parser() -> argparse.ArgumentParser:
     listing.set_defaults(run=_command_datasets)
     compare = commands.add_parser("compare", help="fit the available methods side by side")
     compare.add_argument(
-        "--dataset", default="adult", help=f"bundled dataset ({', '.join(_BUNDLED)}); default adult"
+        "--dataset",
+        default="adult",
+        help=f"bundled dataset ({', '.join(_BUNDLED)}), or acs_income (with --state, read from "
+        "--data-home, the data cache or ../shared/datasets); default adult",
+    )
+    compare.add_argument("--state", help="two-letter US state of --dataset acs_income, e.g. AL")
+    compare.add_argument(
+        "--data-home",
+        default=None,
+        help="folder holding the fetched datasets (default: the data cache, then "
+        "../shared/datasets)",
     )
     compare.add_argument("--data", help="a CSV file instead of a bundled dataset")
     compare.add_argument("--target", help="target column of the CSV")
@@ -277,9 +373,23 @@ def _parser() -> argparse.ArgumentParser:
         help="comma-separated method names (default: all for the task); 'list' prints them",
     )
     compare.add_argument(
-        "--test-size", type=float, default=0.3, help="held-out fraction for CSVs and non-Adult data"
+        "--test-size",
+        type=float,
+        default=0.3,
+        help="held-out fraction for CSVs and non-Adult data",
     )
     compare.add_argument("--seed", type=int, default=0)
+    compare.add_argument(
+        "--n-boot",
+        type=int,
+        default=200,
+        help="bootstrap replicates of the test rows for the confidence intervals (0: none)",
+    )
+    compare.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress line inside long fits (it is only drawn when stderr is a terminal)",
+    )
     compare.add_argument(
         "--output",
         default="fairest_report",

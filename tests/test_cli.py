@@ -63,6 +63,14 @@ def test_compare_on_csv_writes_report(csv_file, tmp_path, capsys):
         "group weights f: 0."
     )
     assert "what the methods chose:" in printed
+    # bootstrap intervals of the test metrics: in the report, the CSV and the terminal
+    assert "| accuracy 95% CI |" in report
+    for metric in ("accuracy", "demographic parity diff", "equalized odds diff"):
+        bounds = results[f"{metric} 95% CI"].str.strip("[]").str.split(", ", expand=True)
+        low, high = bounds[0].astype(float), bounds[1].astype(float)
+        assert ((0 <= low) & (low <= high) & (high <= 1)).all()
+        assert (low <= results[metric] + 0.05).all() and (results[metric] - 0.05 <= high).all()
+    assert "95% percentile bootstrap" in report
     page = (output / "report.html").read_text()
     assert page.startswith("<!DOCTYPE html>") and "ERM (logistic regression)" in page
     assert page.count('src="data:image/png;base64,') == 1  # self-contained: the PNG is inlined
@@ -95,6 +103,110 @@ def test_compare_report_shows_partial_interval_and_group_cdfs(csv_file, tmp_path
     assert (output / "report.html").read_text().count("data:image/png;base64,") == 2
 
 
+class _WarnsAfterFit:
+    """A method whose fit misses its fairness target (and says so, as the estimators do)."""
+
+    @staticmethod
+    def make(seed):
+        import warnings
+
+        from fairest import GroupWeightedClassifier
+        from fairest.utils import FairnessWarning
+
+        class Warns(GroupWeightedClassifier):
+            def fit(self, X, y, *, sensitive_features=None, sample_weight=None):
+                super().fit(X, y, sensitive_features=sensitive_features)
+                warnings.warn(
+                    "the exact training demographic_parity of the returned model is 0.2345 > "
+                    "tolerance=0.1 after 3 solves; raise tolerance.\nSecond line.",
+                    FairnessWarning,
+                    stacklevel=2,
+                )
+                return self
+
+        return Warns()
+
+
+def test_fairness_warning_of_a_fit_becomes_a_one_line_note(csv_file, tmp_path, capsys, monkeypatch):
+    """No warning escapes (the suite turns warnings into errors); the report says it."""
+    from fairest._compare import METHODS, Method
+
+    monkeypatch.setitem(
+        METHODS, "warns", Method("Warns after fit", "classification", _WarnsAfterFit.make)
+    )
+    output = tmp_path / "warns"
+    arguments = ["--data", str(csv_file), "--target", "label", "--sensitive", "sex"]
+    status = main(["compare", *arguments, "--methods", "warns,erm", "--output", str(output)])
+    assert status == 0
+    printed = capsys.readouterr().out
+    note = (
+        "Warns after fit: FairnessWarning: the exact training demographic_parity of the "
+        "returned model is 0.2345 > tolerance=0.1 after 3 solves"
+    )
+    assert "notes:\n  " + note + "\n" in printed
+    assert "- " + note + "\n" in (output / "report.md").read_text()
+    results = pd.read_csv(output / "results.csv", index_col=0, keep_default_na=False)
+    assert results.loc["ERM (logistic regression)", "note"] == ""
+
+
+def test_compare_without_bootstrap_has_no_interval_columns(csv_file, tmp_path, capsys):
+    arguments = ["--data", str(csv_file), "--target", "label", "--sensitive", "sex"]
+    output = tmp_path / "plain"
+    assert (
+        main(["compare", *arguments, "--methods", "erm", "--n-boot", "0", "--output", str(output)])
+        == 0
+    )
+    assert not [c for c in pd.read_csv(output / "results.csv").columns if c.endswith("CI")]
+    assert main(["compare", *arguments, "--n-boot", "-1", "--output", str(output)]) == 2
+    assert "--n-boot" in capsys.readouterr().err
+
+
+@pytest.mark.shared_data
+def test_compare_on_shared_acs_income(shared_datasets, tmp_path, capsys):
+    if not (shared_datasets / "acs" / "acs_income_2018_by_state" / "WY.csv.xz").is_file():
+        pytest.skip("ACSIncome WY not in the shared datasets")
+    output = tmp_path / "acs"
+    status = main(
+        [
+            "compare",
+            "--dataset",
+            "acs_income",
+            "--state",
+            "wy",
+            "--data-home",
+            str(shared_datasets),
+            "--sensitive",
+            "sex,race",
+            "--methods",
+            "erm,erm-balanced",
+            "--output",
+            str(output),
+        ]
+    )
+    assert status == 0
+    captured = capsys.readouterr()
+    assert "acs_income (WY) (2144 train / 920 test rows, sensitive: sex, race)" in captured.err
+    assert (output / "pareto.png").stat().st_size > 10_000
+    results = pd.read_csv(output / "results.csv", index_col=0)
+    # folktables' logistic baseline is about 0.77 on ACSIncome
+    assert 0.72 <= results.loc["ERM (logistic regression)", "accuracy"] <= 0.85
+    assert results["accuracy"].between(0.6, 0.9).all()
+
+
+def test_compare_acs_income_errors_are_one_line(tmp_path, capsys):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for arguments, message in [
+        (["--dataset", "acs_income"], "needs --state"),
+        (["--dataset", "acs_income", "--state", "ZZ"], "no ACS data for state 'ZZ'"),
+        (["--dataset", "acs_income", "--state", "WY", "--data-home", str(empty)], "not found"),
+    ]:
+        assert main(["compare", *arguments, "--output", str(tmp_path / "o")]) == 2
+        error = capsys.readouterr().err
+        assert message in error and "Traceback" not in error
+        assert len(error.strip().splitlines()) == 1 and len(error) < 500
+
+
 def test_compare_regression_target(csv_file, tmp_path, capsys):
     status = main(
         [
@@ -111,6 +223,8 @@ def test_compare_regression_target(csv_file, tmp_path, capsys):
     )
     assert status == 0
     assert "RMSE" in capsys.readouterr().out
+    results = pd.read_csv(tmp_path / "r" / "results.csv", index_col=0)
+    assert results["RMSE 95% CI"].str.match(r"^\[\d+\.\d{4}, \d+\.\d{4}\]$").all()
 
 
 def test_compare_bundled_small_dataset(tmp_path, capsys):

@@ -2,28 +2,23 @@
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from numbers import Integral
 
 import jax.numpy as jnp
 import numpy as np
 import pandas as pd
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from fairest.constrained import _defaults
 from fairest.constrained._engine import MLP, group_means, per_sample_stats, weighted_mean
 from fairest.utils._estimator import validate_fit_data
 
 __all__ = [
-    "prepare_fit",
     "validate_constrained_fit",
     "split_sensitive_columns",
     "ModelProblem",
     "ravel_params",
     "unravel_params",
-    "refit_on_divergence",
 ]
 
 
@@ -113,12 +108,6 @@ def validate_constrained_fit(estimator, X, y, sensitive_features, sample_weight=
     return X, y_codes.astype(np.int32), classes, groups, labels, sample_weight
 
 
-def prepare_fit(estimator, X, y, sensitive_features, sample_weight=None):
-    """Validate ``X, y``, sensitive features (and weights); encode labels. Returns
-    ``(X, y_codes, classes, groups, group_labels)``."""
-    return validate_constrained_fit(estimator, X, y, sensitive_features, sample_weight)[:5]
-
-
 def prepare_predict(estimator, X):
     check_is_fitted(estimator)
     cols = getattr(estimator, "sensitive_columns_", None)
@@ -173,41 +162,3 @@ class ModelProblem:
         acc_g, _, present = group_means(p_true, batch.g, w, self.n_groups)
         acc = weighted_mean(p_true, w)
         return jnp.sum(jnp.where(present, jnp.abs(acc_g / acc - 1.0), 0.0))
-
-
-def refit_on_divergence(estimator, attempt, *, remedy: str, X, phase: str = ""):
-    """Run ``attempt(factor) -> (output, nonfinite_iter)`` until its iterates stay finite.
-
-    ``attempt`` runs a solver from its initialisation with every step size multiplied by
-    ``factor`` and returns the first iteration whose iterates were not finite, or
-    ``None``. The first run uses ``factor=1``; a diverged run is repeated with the factor
-    multiplied by ``_defaults.NONFINITE_STEP_FACTOR``, up to
-    ``_defaults.NONFINITE_RETRIES`` times (with a :class:`ConvergenceWarning` when a refit
-    succeeds); when the last one diverges too, a ``ValueError`` names the cause and the
-    remedy (``remedy``: the parameters that set the step sizes). ``phase`` is appended to
-    the iteration (e.g. ``" of the dense pre-training"``). Returns ``(output, factor)``.
-    """
-    name = type(estimator).__name__
-    factor, first = 1.0, None
-    for retry in range(_defaults.NONFINITE_RETRIES + 1):
-        output, bad = attempt(factor)
-        if bad is None:
-            if retry:
-                warnings.warn(
-                    f"{name}: the iterates became non-finite (NaN/inf) by iteration "
-                    f"{first}{phase}; refitted from the initialisation with the step sizes "
-                    f"multiplied by {factor:g}. Scale the features (e.g. StandardScaler) or "
-                    f"lower {remedy} to fit with the given step sizes.",
-                    ConvergenceWarning,
-                    stacklevel=3,
-                )
-            return output, factor
-        first = bad if first is None else first
-        factor *= _defaults.NONFINITE_STEP_FACTOR
-    largest = float(np.max(np.abs(X))) if np.size(X) else 0.0
-    raise ValueError(
-        f"{name}: the iterates became non-finite (NaN/inf) by iteration {first}{phase}, "
-        f"also in {_defaults.NONFINITE_RETRIES} refits with the step sizes halved: scale "
-        f"the features (e.g. StandardScaler; the largest feature magnitude is "
-        f"{largest:.3g}) or lower {remedy}."
-    )

@@ -10,7 +10,7 @@ CONSTRAINT_BATCH_SIZE = 8  # rows per group per constraint draw [C] (spec 3.4)
 N_EPOCHS = 5  # spec 4.2
 HIDDEN_LAYER_SIZES = (64, 32)  # 9 -> 64 -> 32 -> 1 MLP [P] (spec 3.3)
 FEASIBILITY_TOL = 1e-3  # is_feasible_ threshold (spec 4.2)
-MIN_CHUNK = 256  # [F] iterations per jitted scan chunk (at least); see _engine.run_scan
+MIN_CHUNK = 256  # [F] iterations per jitted scan chunk (at least); see _engine._run_scan
 
 # Objective batch size used for batch_size="auto" (spec 4.2): 8, 16 for SSw [C].
 AUTO_BATCH_SIZE = {"ssw": 16}
@@ -126,14 +126,3 @@ NONFINITE_STEP_FACTOR = 0.5
 # of the scan length): an isfinite reduction over a few thousand parameters costs about
 # 1 us on CPU, 2-5 % of a small model's stochastic step when done every iteration
 NONFINITE_CHECK_EVERY = 16
-# the step sizes of each LossGapConstrainedClassifier solver (solver_params keys) that the
-# refits scale; the primal and dual steps together, which keeps their ratio
-STEP_SIZE_KEYS = {
-    "ssl-alm": ("learning_rate", "dual_learning_rate"),
-    "alm": ("learning_rate", "dual_learning_rate"),
-    "ssw": ("learning_rate", "constraint_learning_rate"),
-    "ghost": ("learning_rate",),
-    "penalty": ("learning_rate",),
-    "sgd": ("learning_rate",),
-    "gda": ("learning_rate", "dual_learning_rate"),
-}

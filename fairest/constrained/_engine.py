@@ -9,10 +9,14 @@ Layers (DESIGN section 1):
 * host-side samplers (epoch shuffler, group-balanced cyclic streams, with-replacement) that
   pre-draw the indices of a whole chunk of iterations, so a chunk runs as one jitted
   ``lax.scan`` without host synchronisation;
-* solvers as pure ``step(state, inputs, ctx) -> (state, log)`` functions over a flat
-  parameter vector (``ravel_pytree`` order: layer order, W before b): ``sgd``, ``penalty``,
-  ``ssw``, ``ssl-alm`` / ``alm``, ``gda`` (generic proxy GDA); Stochastic Ghost
-  (``ghost``) needs a QP per sample and runs a host loop over jitted derivative kernels.
+* one solver contract (:class:`Solver`): pure ``init`` / ``step`` / ``parameters`` /
+  ``diagnostics`` functions over a state dict holding a flat parameter vector
+  (``ravel_pytree`` order: layer order, W before b), registered in one table,
+  :data:`SOLVERS`: ``sgd``, ``penalty``, ``ssw``, ``ssl-alm`` / ``alm``, ``gda`` (generic
+  proxy GDA) run as jitted scans; Stochastic Ghost (``ghost``) needs a QP per sample and
+  runs a host loop over jitted derivative kernels;
+* one driver (:func:`run_solver`) for all of them: samplers, guarded scans, finiteness
+  checks, history, budget; :func:`solve` adds the refits after a divergence.
 
 Problems are objects with ``objective(x, batch, aux) -> scalar`` (mean over the weighted
 rows of ``batch``) and ``constraints(x, batch, aux) -> (m,)`` (written ``C(x) <= 0``);
@@ -27,13 +31,16 @@ Every solver guards against divergence: the scans carry a flag, the iteration by
 the parameters were not finite (one ``isfinite`` reduction every few iterations,
 :func:`guarded_scan`; no host synchronisation), and skip the iterations after it; the
 host loop stops one chunk later, checks the whole final state, and :func:`run_solver`
-reports the iteration as ``RunResult.extras["nonfinite_iter"]``; the estimators refit or
-raise.
+reports the iteration as ``RunResult.extras["nonfinite_iter"]``; :func:`solve` (and
+:func:`refit_on_divergence` for the phases of ``PrunedFairClassifier``) refits with
+smaller steps or raises.
 """
 
 from __future__ import annotations
 
+import copy
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache, partial
@@ -43,6 +50,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from sklearn.exceptions import ConvergenceWarning
 
 from fairest._kernels import bucket_size
 from fairest.constrained import _defaults
@@ -57,7 +65,11 @@ __all__ = [
     "GroupSampler",
     "spawn_rngs",
     "GenericProblem",
+    "Solver",
+    "SOLVERS",
     "run_solver",
+    "solve",
+    "refit_on_divergence",
     "loss_scales",
     "RunResult",
     "ghost_subproblem",
@@ -338,8 +350,10 @@ class GenericProblem:
 
 
 class RunResult(NamedTuple):
-    """Output of :func:`run_solver`; ``extras["nonfinite_iter"]`` is the first iteration
-    whose iterates were not finite (``None`` when every iterate was finite)."""
+    """Output of :func:`run_solver`: ``extras`` holds the solver's diagnostics
+    (``Solver.diagnostics``: ``multipliers`` and ``slacks``, ``step_counts``,
+    ``n_qp_failures``) and ``nonfinite_iter``, the first iteration whose iterates were not
+    finite (``None`` when every iterate was finite)."""
 
     x: np.ndarray
     state: dict
@@ -395,7 +409,7 @@ def guarded_scan(body, state, bad, inputs, *, parameters, iteration):
 
 
 # ------------------------------------------------------------------------------------------
-# solvers (scan-based): each is init(x0, s0, ctx) / step(state, inp, ctx) / finalize
+# solver steps: pure ``step(state, inp, ctx, **options) -> (state, log)`` functions
 # ------------------------------------------------------------------------------------------
 
 
@@ -405,11 +419,16 @@ def _rows(values, idx):
 
 
 class _Ctx:
-    """Traced context of one chunk: data, problem aux, hyper-parameters, batch access."""
+    """Context of a solver: data, problem aux, hyper-parameters, batch access.
 
-    def __init__(self, problem, data, aux, hyper, obj_full, con_full):
+    Traced inside a jitted chunk; on the host (``Solver.init``, host-loop steps) it also
+    holds the random streams ``rngs`` and the number of data rows ``n_rows``.
+    """
+
+    def __init__(self, problem, data, aux, hyper, obj_full, con_full, rngs=None, n_rows=None):
         self.problem, self.data, self.aux, self.hyper = problem, data, aux, hyper
         self.obj_full, self.con_full = obj_full, con_full
+        self.rngs, self.n_rows = rngs, n_rows
 
     def full_obj_batch(self):
         d = self.data
@@ -588,31 +607,189 @@ def _step_gda(state, inp, ctx):
     return state, {"objective": f, "c": c_val, "lambda": lam, "step_size": lr}
 
 
-_STEPS = {
-    "sgd": _step_sgd,
-    "penalty": _step_penalty,
-    "ssw": _step_ssw,
-    "ssl-alm": _step_ssl_alm,
-    "alm": _step_ssl_alm,
-    "gda": _step_gda,
-}
+# ------------------------------------------------------------------------------------------
+# the solver contract: one record of pure functions per solver, one table
+# ------------------------------------------------------------------------------------------
 
 
-def _init_state(solver, x0, s0, m):
-    zeros_m = jnp.zeros(m, dtype=x0.dtype)
-    if solver in ("ssl-alm", "alm"):
-        return {"x": x0, "s": s0, "y": zeros_m, "z_x": x0, "z_s": s0}
-    if solver == "ssw":
-        zero = jnp.zeros((), jnp.int32)
-        return {"x": x0, "n_f": zero, "n_c": zero, "x_out": x0, "w_total": jnp.zeros((), x0.dtype)}
-    if solver == "gda":
-        return {"x": x0, "lam": zeros_m}
+class Solver(NamedTuple):
+    """One solver of the engine: pure functions over a state dict (a row of ``SOLVERS``).
+
+    The driver (:func:`run_solver`) owns everything else, once for every solver: sampling,
+    the jitted chunks of a guarded ``lax.scan``, the finiteness checks, the history, the
+    timing and the budget; :func:`solve` adds the refits after a divergence.
+
+    Attributes
+    ----------
+    init : callable
+        ``init(x0, ctx) -> state``: the initial state at the flat parameters ``x0``
+        (``ctx`` is a :class:`_Ctx` holding the untraced ``hyper``).
+    step : callable
+        ``step(state, inp, ctx, **options) -> (state, log)``: one iteration, pure and
+        jittable (``inp`` holds the iteration's draws); with ``host=True`` a host function
+        ``step(state, ctx) -> (state, log)``.
+    parameters : callable
+        ``parameters(state, hyper) -> x``: the returned iterate.
+    diagnostics : callable
+        ``diagnostics(state, logs, hyper) -> dict``: the solver's own results
+        (multipliers, slacks, step counts...), from the final state and the logs.
+    options : callable
+        ``options(hyper) -> dict``: option strings compiled into ``step`` (keywords).
+    constraint_draws : callable
+        ``constraint_draws(hyper) -> int``: constraint draws one iteration consumes.
+    final_step : callable or None
+        ``final_step(state, ctx) -> state``: a last step on the full data, taken when
+        ``hyper["final_full_step"]`` is true.
+    step_sizes : tuple of str
+        The ``hyper`` keys that the refits after a divergence scale.
+    choices : dict
+        Allowed values of the option strings of ``hyper``.
+    device_logs : tuple of str
+        Log entries ``diagnostics`` reads when no history is recorded.
+    samples : callable
+        ``samples(logs, rows_f, rows_c, n_draws)``: rows one iteration reads (a number, or
+        one per logged iteration).
+    columns : callable
+        ``columns(logs) -> dict``: the solver's own history columns.
+    host : bool
+        Per-iteration work on the host (a Python loop) instead of a jitted scan.
+    """
+
+    init: Callable
+    step: Callable
+    parameters: Callable
+    diagnostics: Callable
+    options: Callable
+    constraint_draws: Callable
+    final_step: Callable | None
+    step_sizes: tuple
+    choices: dict
+    device_logs: tuple
+    samples: Callable
+    columns: Callable
+    host: bool
+
+
+def _iterate(state, hyper):
+    return state["x"]
+
+
+def _no_diagnostics(state, logs, hyper):
+    return {}
+
+
+def _no_options(hyper):
+    return {}
+
+
+def _no_draws(hyper):
+    return 0
+
+
+def _one_draw(hyper):
+    return 1
+
+
+def _draws(hyper):
+    """One constraint draw with ``constraint_draw="shared"``, two (independent) otherwise."""
+    return 1 if hyper.get("constraint_draw") == "shared" else 2
+
+
+def _draw_options(hyper):
+    return {"shared_draw": True} if hyper.get("constraint_draw") == "shared" else {}
+
+
+def _every_row(logs, rows_f, rows_c, n_draws):
+    return rows_f + n_draws * rows_c
+
+
+def _no_columns(logs):
+    return {}
+
+
+def solver(init, step, **fields) -> Solver:
+    """A :class:`Solver` with the defaults of a plain first-order scan solver."""
+    defaults = dict(
+        parameters=_iterate,
+        diagnostics=_no_diagnostics,
+        options=_no_options,
+        constraint_draws=_no_draws,
+        final_step=None,
+        step_sizes=("learning_rate",),
+        choices={},
+        device_logs=(),
+        samples=_every_row,
+        columns=_no_columns,
+        host=False,
+    )
+    return Solver(init, step, **{**defaults, **fields})
+
+
+def _init_primal(x0, ctx):
     return {"x": x0}
+
+
+def _init_ssw(x0, ctx):
+    zero = jnp.zeros((), jnp.int32)
+    return {"x": x0, "n_f": zero, "n_c": zero, "x_out": x0, "w_total": jnp.zeros((), x0.dtype)}
+
+
+def _init_alm(x0, ctx):
+    """Slacks 0, or ``max(-C(x0), 0)`` on the full data with ``slack_init="feasible"``."""
+    s0 = jnp.zeros(ctx.problem.m, dtype=x0.dtype)
+    if ctx.hyper.get("slack_init", "zero") == "feasible":
+        _, c0 = full_values(ctx.problem, x0, ctx.data, ctx.aux)
+        s0 = jnp.maximum(-jnp.asarray(c0, dtype=x0.dtype), 0.0)
+    return {"x": x0, "s": s0, "y": jnp.zeros(ctx.problem.m, dtype=x0.dtype), "z_x": x0, "z_s": s0}
+
+
+def _init_gda(x0, ctx):
+    return {"x": x0, "lam": jnp.zeros(ctx.problem.m, dtype=x0.dtype)}
+
+
+def _ssw_options(hyper):
+    return {
+        "f_rule": hyper["learning_rate_rule"],
+        "c_rule": hyper["constraint_learning_rate_rule"],
+        "reset": bool(hyper["reset_each_epoch"]),
+        **_draw_options(hyper),
+    }
+
+
+def _ssw_output(state, hyper):
+    """The last iterate, or the reservoir draw with ``output="random"`` (spec 3.6 step 6)."""
+    if hyper.get("output", "last") == "random" and float(state["w_total"]) > 0:
+        return state["x_out"]
+    return state["x"]
+
+
+def _ssw_diagnostics(state, logs, hyper):
+    steps = (
+        np.concatenate([np.asarray(lg["constraint_step"]) for lg in logs]) if logs else np.zeros(0)
+    )
+    constraint = int(steps.astype(bool).sum())
+    return {"step_counts": {"objective": int(steps.size) - constraint, "constraint": constraint}}
+
+
+def _ssw_samples(logs, rows_f, rows_c, n_draws):
+    """A constraint step reads its draws, an objective step a batch and the tested draw."""
+    return np.where(logs["constraint_step"].astype(bool), n_draws * rows_c, rows_f + rows_c)
+
+
+def _ssw_columns(logs):
+    return {
+        "step_type": np.where(logs["constraint_step"], "constraint", "objective"),
+        "constraint_tol": logs["constraint_tol"],
+    }
+
+
+def _alm_diagnostics(state, logs, hyper):
+    return {"multipliers": np.asarray(state["y"]), "slacks": np.asarray(state["s"])}
 
 
 @lru_cache(maxsize=64)
 def _chunk_function(
-    solver: str,
+    name: str,
     static: tuple,
     problem,
     obj_full: bool,
@@ -620,11 +797,11 @@ def _chunk_function(
     eval_every: int,
     log_keys: tuple | None = None,
 ):
-    """Jitted ``scan`` over one chunk of iterations; cached on the static configuration.
-
-    ``log_keys`` (``None`` = all) are the per-iteration log entries the scan returns.
+    """Jitted ``scan`` over one chunk of iterations of solver ``name``; cached on the
+    static configuration. ``log_keys`` (``None`` = all) are the per-iteration log entries
+    the scan returns.
     """
-    step = _STEPS[solver]
+    step = SOLVERS[name].step
     if static:
         step = partial(step, **dict(static))
     if log_keys is not None:
@@ -664,7 +841,7 @@ def _chunk_function(
             return st, log
 
         # divergence guard on the parameters (the rest of the state follows them within
-        # an iteration; run_solver checks all of it at the end); reported iteration: the
+        # an iteration; the driver checks all of it at the end); reported iteration: the
         # last active one of the block
         return guarded_scan(
             body,
@@ -678,9 +855,9 @@ def _chunk_function(
 
 
 @lru_cache(maxsize=16)
-def _final_function(problem):
+def _final_function(name: str, problem):
     def final(state, data, aux, hyper):
-        return _ssl_alm_final_step(state, _Ctx(problem, data, aux, hyper, True, True))
+        return SOLVERS[name].final_step(state, _Ctx(problem, data, aux, hyper, True, True))
 
     return jax.jit(final)
 
@@ -774,6 +951,22 @@ def _record_period(record_history) -> int:
     return int(record_history)
 
 
+class _RunSettings(NamedTuple):
+    """How :func:`run_solver` runs a solver (everything but the problem and the data)."""
+
+    batch_size: int | None
+    constraint_batch_size: int | None
+    constraint_sampler: str
+    n_epochs: float | None
+    max_iter: int | None
+    max_time: float | None
+    period: int
+    eval_every: int
+    names: list
+    dtype: object
+    progress: Callable | None
+
+
 def run_solver(
     solver: str,
     problem,
@@ -799,16 +992,18 @@ def run_solver(
     sample_weight=None,
     progress: Callable | None = None,
 ) -> RunResult:
-    """Run one solver of spec 1.5 on ``(X, y)`` with objective groups ``groups`` and
-    constraint cells ``cells`` (``-1`` = row not in any constraint cell).
+    """Run solver ``solver`` (a key of :data:`SOLVERS`) on ``(X, y)`` with objective groups
+    ``groups`` and constraint cells ``cells`` (``-1`` = row not in any constraint cell).
 
     ``x0`` is the flat initial parameter vector; ``hyper`` the solver's parameters (traced
     numbers and static option strings). Stops on the first of ``n_epochs`` (epochs of the
-    objective sampler), ``max_iter`` and ``max_time`` (checked between jitted chunks).
-    ``record_history`` (True, or an int k for every k-th iteration) fills
-    ``RunResult.history`` (a dict of numpy arrays; ``None`` when off); ``eval_every``
-    adds full-training-set values to it. ``sample_weight`` scales every row's loss
-    (:func:`loss_scales`; the problem reads ``batch.s``). ``progress(n_iter, n_epochs)``
+    objective sampler), ``max_iter`` and ``max_time`` (checked between jitted chunks); a
+    host-loop solver (``Solver.host``) counts iterations only (``max_iter``, else
+    ``hyper["max_iter"]``). ``record_history`` (True, or an int k for every k-th
+    iteration) fills ``RunResult.history`` (a dict of numpy arrays; ``None`` when off);
+    ``eval_every`` adds full-training-set values to it. ``sample_weight`` scales every
+    row's loss (:func:`loss_scales`; the problem reads ``batch.s``); group-balanced
+    objective batches when ``hyper["balanced_batches"]``. ``progress(n_iter, n_epochs)``
     is called after every chunk of iterations.
     """
     aux = {} if aux is None else aux
@@ -817,72 +1012,70 @@ def run_solver(
     if eval_every and not period:
         raise ValueError("eval_every adds values to the history: it needs record_history.")
     X = np.asarray(X)
-    n = X.shape[0]
-    m = problem.m
-    names = constraint_names or [str(i) for i in range(m)]
-    balanced = solver == "penalty" and hyper.get("balanced_batches", False)
+    groups, cells = np.asarray(groups), np.asarray(cells)
+    balanced = bool(hyper.get("balanced_batches", False))
     loss_scale, cell_scale = loss_scales(
         sample_weight, groups, cells, problem.n_cells, by_group=balanced
     )
-    data = _device_data(
-        X, np.asarray(y), np.asarray(groups), np.asarray(cells), dtype, loss_scale, cell_scale
+    data = _device_data(X, np.asarray(y), groups, cells, dtype, loss_scale, cell_scale)
+    settings = _RunSettings(
+        batch_size,
+        constraint_batch_size,
+        constraint_sampler,
+        n_epochs,
+        max_iter,
+        max_time,
+        period,
+        int(eval_every or 0),
+        constraint_names or [str(i) for i in range(problem.m)],
+        dtype,
+        progress,
     )
-    x0 = jnp.asarray(x0, dtype=dtype)
-    if solver == "ghost":
-        return _run_ghost(
-            problem,
-            data,
-            n,
-            x0,
-            hyper,
-            aux,
-            rngs,
-            max_iter,
-            max_time,
-            period,
-            names,
-            dtype,
-            progress,
-        )
+    run = _run_host if SOLVERS[solver].host else _run_scan
+    ctx = _Ctx(problem, data, aux, hyper, True, True, rngs=rngs, n_rows=X.shape[0])
+    return run(solver, ctx, jnp.asarray(x0, dtype=dtype), groups, cells, settings)
 
+
+def _objective_sampler(groups, batch_size, balanced: bool, rng):
+    n = groups.size
     if balanced:
-        n_groups = int(np.max(groups)) + 1
-        obj_sampler = _BalancedEpochSampler(np.asarray(groups), n_groups, batch_size or n, rngs[1])
-    else:
-        obj_sampler = EpochSampler(n, batch_size, rngs[1])
-    n_cells = problem.n_cells
+        return _BalancedEpochSampler(groups, int(np.max(groups)) + 1, batch_size or n, rng)
+    return EpochSampler(n, batch_size, rng)
+
+
+def _run_scan(name, ctx, x0, groups, cells, run: _RunSettings) -> RunResult:
+    """The driver of the scan solvers: jitted chunks of a guarded ``lax.scan``."""
+    spec, problem, data, aux, hyper = SOLVERS[name], ctx.problem, ctx.data, ctx.aux, ctx.hyper
+    dtype = run.dtype
+    balanced = bool(hyper.get("balanced_batches", False))
+    obj_sampler = _objective_sampler(groups, run.batch_size, balanced, ctx.rngs[1])
     con_sampler = GroupSampler(
-        np.asarray(cells), n_cells, constraint_batch_size, rngs[2], constraint_sampler
+        cells, problem.n_cells, run.constraint_batch_size, ctx.rngs[2], run.constraint_sampler
     )
-    solver_rng = rngs[3]
+    solver_rng = ctx.rngs[3]
     T = obj_sampler.iters_per_epoch
     budget = np.inf
-    if n_epochs is not None:
-        budget = min(budget, int(np.ceil(n_epochs * T)))
-    if max_iter is not None:
-        budget = min(budget, max_iter)
-    if not np.isfinite(budget) and max_time is None:
+    if run.n_epochs is not None:
+        budget = min(budget, int(np.ceil(run.n_epochs * T)))
+    if run.max_iter is not None:
+        budget = min(budget, run.max_iter)
+    if not np.isfinite(budget) and run.max_time is None:
         raise ValueError("one of n_epochs, max_iter or max_time must be set.")
     L = bucket_size(max(T, _defaults.MIN_CHUNK))
 
-    static = _static_options(solver, hyper)
-    n_draws = _constraint_draws(solver, hyper) if m > 0 else 0
+    static = tuple(spec.options(hyper).items())
+    n_draws = spec.constraint_draws(hyper) if problem.m > 0 else 0
     traced = {
         k: jnp.asarray(v, dtype=dtype)
         for k, v in hyper.items()
         if isinstance(v, (int, float)) and not isinstance(v, bool)
     }
-    # without a history only SSw's step types leave the device (for step_counts)
-    log_keys = None if period else (("constraint_step",) if solver == "ssw" else ())
+    # without a history only what the diagnostics read leaves the device
+    log_keys = None if run.period else spec.device_logs
     chunk_fn = _chunk_function(
-        solver, static, problem, obj_sampler.full, con_sampler.full, int(eval_every or 0), log_keys
+        name, static, problem, obj_sampler.full, con_sampler.full, run.eval_every, log_keys
     )
-
-    s0 = jnp.zeros(m, dtype=dtype)
-    if solver in ("ssl-alm", "alm") and hyper.get("slack_init", "zero") == "feasible":
-        _, c0 = full_values(problem, x0, data, aux)
-        s0 = jnp.maximum(-jnp.asarray(c0, dtype=dtype), 0.0)
-    state = _init_state(solver, x0, s0, m)
+    state = spec.init(x0, ctx)
     stream = _ObjectiveStream(obj_sampler)
 
     logs, done, start = [], 0, time.perf_counter()
@@ -890,7 +1083,7 @@ def run_solver(
     bad = jnp.asarray(-1, jnp.int32)  # first non-finite iteration (-1: none), on device
     previous_bad = None
     while done < budget:
-        if max_time is not None and time.perf_counter() - start >= max_time:
+        if run.max_time is not None and time.perf_counter() - start >= run.max_time:
             break
         # stop one chunk after a divergence: the previous chunk's flag is read while the
         # device runs the current one (no extra wait on the device)
@@ -914,7 +1107,7 @@ def run_solver(
                 inputs[f"con_w{k}"] = jnp.asarray(w, dtype=dtype)
         previous_bad = bad
         (state, bad), log = chunk_fn((state, bad), data, aux, traced, inputs)
-        if period:
+        if run.period:
             log = jax.tree_util.tree_map(np.asarray, log)  # one host sync per chunk
             now = time.perf_counter() - start
             frac = np.arange(1, n_active + 1) / n_active
@@ -925,104 +1118,62 @@ def run_solver(
             chunk_start = now
         else:  # device arrays, read once after the loop
             log = {key: value[:n_active] for key, value in log.items()}
-            if max_time is not None:  # the clock must see the chunk's work
+            if run.max_time is not None:  # the clock must see the chunk's work
                 jax.block_until_ready(state)
         logs.append(log)
         done += n_active
-        if progress is not None:
-            progress(done, done / T)
+        if run.progress is not None:
+            run.progress(done, done / T)
 
-    extras = {}
     nonfinite = int(bad)
-    final_step = (
-        solver in ("ssl-alm", "alm")
-        and hyper.get("final_full_step", False)
-        and done > 0
-        and nonfinite < 0
-    )
-    if final_step:
-        state = _final_function(problem)(state, data, aux, traced)
-    x = state["x"]
-    if solver == "ssw":
-        steps = (
-            np.concatenate([np.asarray(lg["constraint_step"]) for lg in logs])
-            if logs
-            else np.zeros(0)
-        )
-        extras["step_counts"] = {
-            "objective": int((~steps.astype(bool)).sum()),
-            "constraint": int(steps.astype(bool).sum()),
-        }
-        if hyper.get("output", "last") == "random" and float(state["w_total"]) > 0:
-            x = state["x_out"]
+    if spec.final_step is not None and hyper.get("final_full_step", False) and done > 0:
+        if nonfinite < 0:
+            state = _final_function(name, problem)(state, data, aux, traced)
+    x = spec.parameters(state, hyper)
     state_np = {k: np.asarray(v) for k, v in state.items()}
     if nonfinite < 0 and not all(
         np.all(np.isfinite(v)) for v in state_np.values() if np.issubdtype(v.dtype, np.inexact)
     ):
         nonfinite = max(done - 1, 0)  # the multipliers or slacks of the last iteration,
         #                               or the final full step
-    extras["nonfinite_iter"] = nonfinite if nonfinite >= 0 else None
-    epochs_done = done / T
-    history = (
-        _history_dict(solver, logs, names, period, n_draws, obj_sampler, con_sampler)
-        if period
-        else None
-    )
-    return RunResult(np.asarray(x), state_np, history, done, epochs_done, extras)
+    extras = {
+        **spec.diagnostics(state_np, logs, hyper),
+        "nonfinite_iter": nonfinite if nonfinite >= 0 else None,
+    }
+    history = None
+    if run.period:
+        rows_f = obj_sampler.batch_width
+        rows_c = (
+            con_sampler.width
+            if not con_sampler.full
+            else sum(mm.size for mm in con_sampler.members)
+        )
+        history = _history_dict(spec, logs, run.names, run.period, (rows_f, rows_c, n_draws))
+    return RunResult(np.asarray(x), state_np, history, done, done / T, extras)
 
 
-def _static_options(solver: str, hyper: dict) -> tuple:
-    """Option strings of ``hyper`` that select code paths (compiled in, not traced)."""
-    shared = (("shared_draw", True),) if hyper.get("constraint_draw") == "shared" else ()
-    if solver == "ssw":
-        return (
-            ("f_rule", hyper["learning_rate_rule"]),
-            ("c_rule", hyper["constraint_learning_rate_rule"]),
-            ("reset", bool(hyper["reset_each_epoch"])),
-        ) + shared
-    if solver in ("ssl-alm", "alm"):
-        return shared
-    return ()
-
-
-def _constraint_draws(solver: str, hyper: dict) -> int:
-    """Constraint draws one iteration of ``solver`` consumes (spec 3.5, 3.6)."""
-    if solver in ("ssw", "ssl-alm", "alm"):
-        return 1 if hyper.get("constraint_draw") == "shared" else 2
-    return 1 if solver == "gda" else 0
-
-
-def _history_dict(solver, logs, names, period, n_draws, obj_sampler, con_sampler):
-    """``history_`` of a scan solver: every ``period``-th iteration, dict of numpy arrays."""
+def _history_dict(spec, logs, names, period, rows):
+    """``history_`` of a scan solver: every ``period``-th iteration, dict of numpy arrays;
+    ``rows``: objective batch rows, constraint draw rows, constraint draws (for
+    ``n_samples``)."""
     if not logs:
         return as_history({"iter": np.zeros(0, int)})
     merged = {k: np.concatenate([lg[k] for lg in logs]) for k in logs[0] if k != "full"}
+    per_iter = spec.samples(merged, *rows)
     keep = merged["iter"] % period == 0
     cols = {
         "iter": merged["iter"][keep],
         "epoch": merged["epoch"][keep],
         "time": merged["time"][keep],
+        "n_samples": np.cumsum(np.broadcast_to(per_iter, merged["iter"].shape))[keep],
+        "objective": merged["objective"][keep],
     }
-    rows_f = obj_sampler.batch_width
-    rows_c = (
-        con_sampler.width if not con_sampler.full else sum(mm.size for mm in con_sampler.members)
-    )
-    per_iter = rows_f + n_draws * rows_c
-    if solver == "ssw":
-        con = merged["constraint_step"].astype(bool)
-        per = np.where(con, n_draws * rows_c, rows_f + rows_c)
-        cols["n_samples"] = np.cumsum(per)[keep]
-    else:
-        cols["n_samples"] = (merged["iter"][keep] + 1) * per_iter
-    cols["objective"] = merged["objective"][keep]
     for key, prefix in (("c", "c_"), ("lambda", "lambda_"), ("slack", "slack_")):
         if key in merged:
             for j, name in enumerate(names):
                 cols[prefix + name] = merged[key][keep, j]
     cols["step_size"] = merged["step_size"][keep]
-    if solver == "ssw":
-        cols["step_type"] = np.where(merged["constraint_step"][keep], "constraint", "objective")
-        cols["constraint_tol"] = merged["constraint_tol"][keep]
+    cols.update({key: value[keep] for key, value in spec.columns(merged).items()})
     if "full" in logs[0]:
         full_f = np.concatenate([lg["full"][0] for lg in logs])[keep]
         full_c = np.concatenate([lg["full"][1] for lg in logs])[keep]
@@ -1030,6 +1181,125 @@ def _history_dict(solver, logs, names, period, n_draws, obj_sampler, con_sampler
         for j, name in enumerate(names):
             cols["full_c_" + name] = full_c[:, j]
     return as_history(cols)
+
+
+def _run_host(name, ctx, x0, groups, cells, run: _RunSettings) -> RunResult:
+    """The driver of the host-loop solvers (Stochastic Ghost): one ``step`` per iteration
+    on the host, a finiteness check after each; ``max_iter`` (else ``hyper["max_iter"]``)
+    iterations or ``max_time`` seconds."""
+    spec, hyper = SOLVERS[name], ctx.hyper
+    iters = hyper["max_iter"] if run.max_iter is None else run.max_iter
+    state = spec.init(x0, ctx)
+    rows, start, k, nonfinite = [], time.perf_counter(), 0, None
+    while k < iters:
+        if run.max_time is not None and time.perf_counter() - start >= run.max_time:
+            break
+        state, log = spec.step(state, ctx)
+        if not np.all(np.isfinite(spec.parameters(state, hyper))):
+            nonfinite = k  # divergence guard: stop at the first non-finite iterate
+            k += 1
+            break
+        if run.period and k % run.period == 0:
+            row = {
+                "iter": k,
+                "epoch": np.nan,
+                "time": time.perf_counter() - start,
+                "n_samples": state["n_samples"],
+                "objective": float(log["objective"]),
+            }
+            for j, cname in enumerate(run.names):
+                row["c_" + cname] = float(log["c"][j])
+            row.update({key: v for key, v in log.items() if key not in ("objective", "c")})
+            rows.append(row)
+        k += 1
+        if run.progress is not None and (k % 100 == 0 or k == iters):
+            run.progress(k, np.nan)
+    history = None
+    if run.period:
+        history = as_history(
+            {key: [row[key] for row in rows] for key in rows[0]}
+            if rows
+            else {"iter": np.zeros(0, int)}
+        )
+    x = spec.parameters(state, hyper)
+    x_out = x.astype(np.dtype(run.dtype))
+    if nonfinite is None and not np.all(np.isfinite(x_out)):
+        nonfinite = max(k - 1, 0)  # finite in float64, beyond the range of dtype
+    extras = {**spec.diagnostics(state, rows, hyper), "nonfinite_iter": nonfinite}
+    return RunResult(x_out, {"x": x}, history, k, np.nan, extras)
+
+
+def scaled_step_sizes(name: str, hyper: dict, factor: float) -> dict:
+    """``hyper`` with the step sizes of solver ``name`` (``Solver.step_sizes``) times
+    ``factor``."""
+    if factor == 1.0:
+        return dict(hyper)
+    return {**hyper, **{key: factor * hyper[key] for key in SOLVERS[name].step_sizes}}
+
+
+def solve(solver: str, problem, X, *args, hyper: dict, rngs, owner: str, **options):
+    """:func:`run_solver` with the divergence refits of :func:`refit_on_divergence`.
+
+    Every refit starts again from the same initialisation and random streams (``rngs``
+    is copied) with the solver's step sizes scaled. ``owner`` names the estimator in the
+    messages. Returns ``(RunResult, factor)``.
+    """
+
+    def attempt(factor):
+        result = run_solver(
+            solver,
+            problem,
+            X,
+            *args,
+            hyper=scaled_step_sizes(solver, hyper, factor),
+            rngs=copy.deepcopy(rngs),  # every refit draws the same streams
+            **options,
+        )
+        bad = result.extras.get("nonfinite_iter")
+        if bad is None and not np.all(np.isfinite(result.x)):
+            bad = result.n_iter  # defensive: never return a non-finite model
+        return result, bad
+
+    remedy = " / ".join(f'solver_params["{key}"]' for key in SOLVERS[solver].step_sizes)
+    return refit_on_divergence(owner, attempt, remedy=remedy, X=X)
+
+
+def refit_on_divergence(owner: str, attempt, *, remedy: str, X, phase: str = ""):
+    """Run ``attempt(factor) -> (output, nonfinite_iter)`` until its iterates stay finite.
+
+    ``attempt`` runs a solver from its initialisation with every step size multiplied by
+    ``factor`` and returns the first iteration whose iterates were not finite, or
+    ``None``. The first run uses ``factor=1``; a diverged run is repeated with the factor
+    multiplied by ``_defaults.NONFINITE_STEP_FACTOR``, up to
+    ``_defaults.NONFINITE_RETRIES`` times (with a :class:`ConvergenceWarning` when a refit
+    succeeds); when the last one diverges too, a ``ValueError`` names the cause and the
+    remedy (``remedy``: the parameters that set the step sizes). ``owner`` names the
+    estimator; ``phase`` is appended to the iteration (e.g. ``" of the dense
+    pre-training"``). Returns ``(output, factor)``.
+    """
+    factor, first = 1.0, None
+    for retry in range(_defaults.NONFINITE_RETRIES + 1):
+        output, bad = attempt(factor)
+        if bad is None:
+            if retry:
+                warnings.warn(
+                    f"{owner}: the iterates became non-finite (NaN/inf) by iteration "
+                    f"{first}{phase}; refitted from the initialisation with the step sizes "
+                    f"multiplied by {factor:g}. Scale the features (e.g. StandardScaler) or "
+                    f"lower {remedy} to fit with the given step sizes.",
+                    ConvergenceWarning,
+                    stacklevel=4,
+                )
+            return output, factor
+        first = bad if first is None else first
+        factor *= _defaults.NONFINITE_STEP_FACTOR
+    largest = float(np.max(np.abs(X))) if np.size(X) else 0.0
+    raise ValueError(
+        f"{owner}: the iterates became non-finite (NaN/inf) by iteration {first}{phase}, "
+        f"also in {_defaults.NONFINITE_RETRIES} refits with the step sizes halved: scale "
+        f"the features (e.g. StandardScaler; the largest feature magnitude is "
+        f"{largest:.3g}) or lower {remedy}."
+    )
 
 
 # ------------------------------------------------------------------------------------------
@@ -1192,128 +1462,162 @@ def _ghost_derivatives(problem):
     return jax.jit(derivs), jax.jit(full)
 
 
-def ghost_step_size(k: int, step0: float, decay: float, rule: str) -> float:
-    """gamma_k for 0-based iteration k (spec 3.7 step 1)."""
-    if rule == "inv_iter":
-        return step0 / (k + 1) ** decay
-    gamma = step0
-    for _ in range(k):
-        gamma = gamma * (1.0 - decay * gamma)
-    return gamma
-
-
-def _run_ghost(
-    problem, data, n, x0, hyper, aux, rngs, max_iter, max_time, period, names, dtype, progress=None
-):
-    """Stochastic Ghost (spec 3.7); ``hyper`` holds the public ``solver_params`` names,
-    mapped here to the spec's symbols (p0, gamma_0, zeta_gamma, tau, beta, lambda_kappa,
-    rho_kappa). ``period`` records every ``period``-th iteration (0: no history)."""
-    derivs, full = _ghost_derivatives(problem)
-    obj_rng, con_rng, solver_rng = rngs[1], rngs[2], rngs[3]
-    cells = np.asarray(data["cells"])[:n]
-    cw = np.asarray(data["cw"])[:n]
-    members = [np.flatnonzero((cells == c) & (cw > 0)) for c in range(problem.n_cells)]
-    largest = max(mm.size for mm in members)
-    p0 = hyper["mlmc_probability"]
-    step0, decay = hyper["learning_rate"], hyper["learning_rate_decay_rate"]
-    sub = {
-        "tau": hyper["proximal_strength"],
-        "box": hyper["trust_radius"],
-        "kappa_lambda": hyper["relaxation_weight"],
-        "kappa_box": hyper["relaxation_radius"],
+def _init_ghost(x0, ctx):
+    """Host state of Stochastic Ghost: the iterate in float64 and the step size."""
+    n = ctx.n_rows
+    cells = np.asarray(ctx.data["cells"])[:n]
+    cw = np.asarray(ctx.data["cw"])[:n]
+    members = [np.flatnonzero((cells == c) & (cw > 0)) for c in range(ctx.problem.n_cells)]
+    return {
+        "x": np.asarray(x0, dtype=np.float64),
+        "dtype": x0.dtype,
+        "k": 0,
+        "gamma": ctx.hyper["learning_rate"],
+        "failures": 0,
+        "n_samples": 0,
+        "members": members,
+        "constraint_rows": int(cw.sum()),
     }
-    backend = hyper["qp_backend"]
-    iters = hyper["max_iter"] if max_iter is None else max_iter
-    x = np.asarray(x0, dtype=np.float64)
-    gamma = step0
-    rows, failures, start = [], 0, time.perf_counter()
-    n_samples = 0
-    k = 0
-    nonfinite = None
-    while k < iters:
-        if max_time is not None and time.perf_counter() - start >= max_time:
-            break
-        xj = jnp.asarray(x, dtype=dtype)
-        if hyper["learning_rate_rule"] == "inv_iter":
-            gamma = step0 / (k + 1) ** decay
-        elif k > 0:
-            gamma = gamma * (1.0 - decay * gamma)
 
-        def solve(f_g_c_J):
-            nonlocal failures
-            _, g, c, J = (np.asarray(a, dtype=np.float64) for a in f_g_c_J)
-            d, kappa, failed = ghost_subproblem(g, c, J.reshape(c.size, -1), backend=backend, **sub)
-            failures += int(failed)
-            return d, kappa, c
 
-        if hyper["sampling"] == "full":
-            f_val, *_ = out = full(xj, data, aux)
-            d_k, kappa, c_used = solve(out)
-            N = -1
-            n_samples += n + int(cw.sum())
-        else:
-            N = int(solver_rng.geometric(p0)) - 1
-            while 2 ** (N + 1) > largest:
-                N = int(solver_rng.geometric(p0)) - 1
-            size = 2 ** (N + 1)
-            obj_big = obj_rng.integers(n, size=size)
-            con_big = np.stack([mm[con_rng.integers(mm.size, size=size)] for mm in members])
-            obj_one = obj_rng.integers(n, size=1)
-            con_one = np.stack([mm[con_rng.integers(mm.size, size=1)] for mm in members])
-
-            def at(obj, con, xj=xj):
-                return derivs(
-                    xj,
-                    data,
-                    aux,
-                    jnp.asarray(obj, jnp.int32),
-                    jnp.asarray(con.reshape(-1), jnp.int32),
-                )
-
-            out1 = at(obj_one, con_one)
-            f_val = out1[0]
-            d1, kappa, c_used = solve(out1)
-            d_big, _, _ = solve(at(obj_big, con_big))
-            d_odd, _, _ = solve(at(obj_big[0::2], con_big[:, 0::2]))
-            d_even, _, _ = solve(at(obj_big[1::2], con_big[:, 1::2]))
-            weight = p0 * (1.0 - p0) ** N
-            d_k = d1 + (d_big - 0.5 * d_odd - 0.5 * d_even) / weight
-            n_samples += 3 * (1 + size)
-        x = x + gamma * d_k
-        if nonfinite is None and not np.all(np.isfinite(x)):
-            nonfinite = k  # divergence guard: stop at the first non-finite iterate
-            k += 1
-            break
-        if period and k % period == 0:
-            row = {
-                "iter": k,
-                "epoch": np.nan,
-                "time": time.perf_counter() - start,
-                "n_samples": n_samples,
-                "objective": float(f_val),
-            }
-            for j, name in enumerate(names):
-                row["c_" + name] = float(c_used[j])
-            row.update({"step_size": gamma, "kappa": kappa, "N_geom": N})
-            rows.append(row)
-        k += 1
-        if progress is not None and (k % 100 == 0 or k == iters):
-            progress(k, np.nan)
-    history = None
-    if period:
-        history = as_history(
-            {key: [row[key] for row in rows] for key in rows[0]}
-            if rows
-            else {"iter": np.zeros(0, int)}
-        )
-    x_out = x.astype(np.dtype(dtype))
-    if nonfinite is None and not np.all(np.isfinite(x_out)):
-        nonfinite = max(k - 1, 0)  # finite in float64, beyond the range of dtype
-    return RunResult(
-        x_out,
-        {"x": x},
-        history,
-        k,
-        np.nan,
-        {"n_qp_failures": failures, "nonfinite_iter": nonfinite},
+def _ghost_direction(state, ctx, f_g_c_J):
+    """Direction, relaxation and constraint values of the subproblem at ``f_g_c_J``."""
+    h = ctx.hyper
+    _, g, c, J = (np.asarray(a, dtype=np.float64) for a in f_g_c_J)
+    d, kappa, failed = ghost_subproblem(
+        g,
+        c,
+        J.reshape(c.size, -1),
+        backend=h["qp_backend"],
+        tau=h["proximal_strength"],
+        box=h["trust_radius"],
+        kappa_lambda=h["relaxation_weight"],
+        kappa_box=h["relaxation_radius"],
     )
+    state["failures"] += int(failed)
+    return d, kappa, c
+
+
+def _step_ghost(state, ctx):
+    """One Stochastic Ghost iteration (spec 3.7) on the host; ``hyper`` holds the public
+    ``solver_params`` names, mapped here to the spec's symbols (p0, gamma_0, zeta_gamma,
+    tau, beta, lambda_kappa, rho_kappa). Draw order: the MLMC level ``N`` (solver
+    stream), then ``2^(N+1)`` objective rows and rows of every cell, then one of each."""
+    h, k = ctx.hyper, state["k"]
+    state = dict(state)
+    derivs, full = _ghost_derivatives(ctx.problem)
+    obj_rng, con_rng, solver_rng = ctx.rngs[1], ctx.rngs[2], ctx.rngs[3]
+    xj = jnp.asarray(state["x"], dtype=state["dtype"])
+    step0, decay = h["learning_rate"], h["learning_rate_decay_rate"]
+    if h["learning_rate_rule"] == "inv_iter":
+        state["gamma"] = step0 / (k + 1) ** decay
+    elif k > 0:
+        state["gamma"] = state["gamma"] * (1.0 - decay * state["gamma"])
+    if h["sampling"] == "full":
+        f_val, *_ = out = full(xj, ctx.data, ctx.aux)
+        d_k, kappa, c_used = _ghost_direction(state, ctx, out)
+        N = -1
+        state["n_samples"] += ctx.n_rows + state["constraint_rows"]
+    else:
+        p0, members, n = h["mlmc_probability"], state["members"], ctx.n_rows
+        largest = max(mm.size for mm in members)
+        N = int(solver_rng.geometric(p0)) - 1
+        while 2 ** (N + 1) > largest:
+            N = int(solver_rng.geometric(p0)) - 1
+        size = 2 ** (N + 1)
+        obj_big = obj_rng.integers(n, size=size)
+        con_big = np.stack([mm[con_rng.integers(mm.size, size=size)] for mm in members])
+        obj_one = obj_rng.integers(n, size=1)
+        con_one = np.stack([mm[con_rng.integers(mm.size, size=1)] for mm in members])
+
+        def at(obj, con):
+            return derivs(
+                xj,
+                ctx.data,
+                ctx.aux,
+                jnp.asarray(obj, jnp.int32),
+                jnp.asarray(con.reshape(-1), jnp.int32),
+            )
+
+        out1 = at(obj_one, con_one)
+        f_val = out1[0]
+        d1, kappa, c_used = _ghost_direction(state, ctx, out1)
+        d_big, _, _ = _ghost_direction(state, ctx, at(obj_big, con_big))
+        d_odd, _, _ = _ghost_direction(state, ctx, at(obj_big[0::2], con_big[:, 0::2]))
+        d_even, _, _ = _ghost_direction(state, ctx, at(obj_big[1::2], con_big[:, 1::2]))
+        weight = p0 * (1.0 - p0) ** N
+        d_k = d1 + (d_big - 0.5 * d_odd - 0.5 * d_even) / weight
+        state["n_samples"] += 3 * (1 + size)
+    state["x"] = state["x"] + state["gamma"] * d_k
+    state["k"] = k + 1
+    log = {"objective": f_val, "c": c_used, "step_size": state["gamma"], "kappa": kappa}
+    return state, {**log, "N_geom": N}
+
+
+def _ghost_diagnostics(state, logs, hyper):
+    return {"n_qp_failures": state["failures"]}
+
+
+# ------------------------------------------------------------------------------------------
+# the table of solvers
+# ------------------------------------------------------------------------------------------
+
+
+_DRAW_CHOICES = {"constraint_draw": {"independent", "shared"}}
+_ALM = solver(
+    _init_alm,
+    _step_ssl_alm,
+    diagnostics=_alm_diagnostics,
+    options=_draw_options,
+    constraint_draws=_draws,
+    final_step=_ssl_alm_final_step,
+    step_sizes=("learning_rate", "dual_learning_rate"),
+    choices={"slack_init": {"zero", "feasible"}, **_DRAW_CHOICES},
+)
+
+#: every solver of the engine, by its public name (adding a solver adds one row)
+SOLVERS: dict[str, Solver] = {
+    "sgd": solver(_init_primal, _step_sgd),
+    "penalty": solver(
+        _init_primal,
+        _step_penalty,
+        choices={"penalty": {"accuracy_parity_l1"}},
+    ),
+    "ssw": solver(
+        _init_ssw,
+        _step_ssw,
+        parameters=_ssw_output,
+        diagnostics=_ssw_diagnostics,
+        options=_ssw_options,
+        constraint_draws=_draws,
+        step_sizes=("learning_rate", "constraint_learning_rate"),
+        choices={
+            "learning_rate_rule": {"const", "dimin"},
+            "constraint_learning_rate_rule": {"const", "dimin", "adaptive"},
+            "output": {"last", "random"},
+            **_DRAW_CHOICES,
+        },
+        device_logs=("constraint_step",),
+        samples=_ssw_samples,
+        columns=_ssw_columns,
+    ),
+    "ssl-alm": _ALM,
+    "alm": _ALM,
+    "gda": solver(
+        _init_gda,
+        _step_gda,
+        constraint_draws=_one_draw,
+        step_sizes=("learning_rate", "dual_learning_rate"),
+    ),
+    "ghost": solver(
+        _init_ghost,
+        _step_ghost,
+        diagnostics=_ghost_diagnostics,
+        choices={
+            "learning_rate_rule": {"dimin", "inv_iter"},
+            "sampling": {"mlmc", "full"},
+            "qp_backend": {"cvxpy", "dual"},
+        },
+        host=True,
+    ),
+}

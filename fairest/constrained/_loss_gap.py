@@ -8,8 +8,8 @@ unconstrained SGD and fairness-penalised SGD baselines.
 
 from __future__ import annotations
 
-import copy
 from numbers import Integral, Real
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -22,37 +22,20 @@ from fairest.constrained._common import (
     ModelProblem,
     prepare_predict,
     ravel_params,
-    refit_on_divergence,
     unravel_params,
     validate_constrained_fit,
     validate_hidden,
 )
-from fairest.constrained._engine import MLP, numpy_forward, run_solver, spawn_rngs
+from fairest.constrained._engine import MLP, SOLVERS, numpy_forward, solve, spawn_rngs
 from fairest.utils._linear import ScoreClassifierMixin
-from fairest.utils._reporting import log_fit
+from fairest.utils._reporting import log_fit, wants_progress
 
 __all__ = [
     "LossGapConstrainedClassifier",
 ]
 
-SOLVERS = ("ssl-alm", "alm", "ssw", "ghost", "sgd", "penalty")
+SOLVER_NAMES = ("ssl-alm", "alm", "ssw", "ghost", "sgd", "penalty")
 _ALIASES = {"ssl_alm": "ssl-alm", "penalty_sgd": "penalty"}
-_STRING_OPTIONS = {  # per solver: the allowed values of its option strings
-    "ssl-alm": {"slack_init": {"zero", "feasible"}, "constraint_draw": {"independent", "shared"}},
-    "alm": {"slack_init": {"zero", "feasible"}, "constraint_draw": {"independent", "shared"}},
-    "ssw": {
-        "learning_rate_rule": {"const", "dimin"},
-        "constraint_learning_rate_rule": {"const", "dimin", "adaptive"},
-        "output": {"last", "random"},
-        "constraint_draw": {"independent", "shared"},
-    },
-    "ghost": {
-        "learning_rate_rule": {"dimin", "inv_iter"},
-        "sampling": {"mlmc", "full"},
-        "qp_backend": {"cvxpy", "dual"},
-    },
-    "penalty": {"penalty": {"accuracy_parity_l1"}},
-}
 
 
 def resolve_solver_params(solver: str, preset: str, solver_params) -> dict:
@@ -67,7 +50,7 @@ def resolve_solver_params(solver: str, preset: str, solver_params) -> dict:
                 f"valid keys: {sorted(params)}."
             )
         params[key] = value
-    for key, options in _STRING_OPTIONS.get(solver, {}).items():
+    for key, options in SOLVERS[solver].choices.items():
         if params[key] not in options:
             raise ValueError(
                 f"solver_params[{key!r}] must be one of {sorted(options)}; got {params[key]!r}."
@@ -148,6 +131,85 @@ def constraint_matrix(kind: str, pairs: str, labels, n_groups: int):
             rows.append(-diff(g, h))
             names.append(f"gap[{other},{names_g[g]}]")
     return np.array(rows), names
+
+
+class LossGapConstraints(NamedTuple):
+    """The loss-gap constraints ``C = A @ L_cells - tolerance <= 0`` of one fit."""
+
+    A: np.ndarray  # (m, n_cells)
+    names: list
+    cells: np.ndarray  # constraint cell of every row, -1 outside every cell
+    n_cells: int
+    n_groups: int
+    scale: float  # the solver runs on scale * C <= 0 (see constraint_scale)
+
+    def aux(self, tolerance: float, dtype) -> dict:
+        """Traced problem data of the solver: ``scale * A`` and ``scale * tolerance``."""
+        A, delta = (
+            (self.A, tolerance)
+            if self.scale == 1.0
+            else (self.scale * self.A, self.scale * tolerance)
+        )
+        return {"A": jnp.asarray(A, dtype=dtype), "delta": jnp.asarray(delta, dtype)}
+
+    def mean_losses(self, loss, groups, sample_weight=None):
+        """Per-cell and per-group means of the per-row ``loss`` (weighted unless None)."""
+        cells, n_groups = self.cells, self.n_groups
+        in_cell = cells >= 0
+        if sample_weight is None:
+            cell_losses = np.bincount(
+                cells[in_cell], loss[in_cell], minlength=self.n_cells
+            ) / np.bincount(cells[in_cell], minlength=self.n_cells)
+            group_losses = np.bincount(groups, loss, minlength=n_groups) / np.bincount(
+                groups, minlength=n_groups
+            )
+            return cell_losses, group_losses
+        weighted = sample_weight * loss
+        cell_weight = np.bincount(cells[in_cell], sample_weight[in_cell], minlength=self.n_cells)
+        cell_losses = np.bincount(cells[in_cell], weighted[in_cell], minlength=self.n_cells)
+        group_losses = np.bincount(groups, weighted, minlength=n_groups) / np.bincount(
+            groups, sample_weight, minlength=n_groups
+        )
+        return cell_losses / cell_weight, group_losses
+
+
+def constraint_cells(metric: str, groups, y_codes) -> np.ndarray:
+    """Constraint cell of every row: its group, its group on rows with y = 1 (-1 on the
+    others) for ``loss_equal_opportunity``, ``2 g + y`` for ``loss_equalized_odds``."""
+    if metric == "loss_equal_opportunity":
+        return np.where(y_codes == 1, groups, -1).astype(np.int32)
+    if metric == "loss_equalized_odds":
+        return (2 * groups + y_codes).astype(np.int32)
+    return groups.astype(np.int32)
+
+
+def loss_gap_constraints(
+    metric: str, pairs: str, solver: str, labels, groups, y_codes, n_classes: int, sample_weight
+) -> LossGapConstraints:
+    """Check the cells of ``metric`` (rows and weight in every one) and build its
+    constraints (:func:`constraint_matrix`, :func:`constraint_scale`)."""
+    n_groups = len(labels)
+    if n_classes > 2 and metric != "loss_parity":
+        raise ValueError(f"metric={metric!r} needs a binary target; y has {n_classes} classes.")
+    cells = constraint_cells(metric, groups, y_codes)
+    n_cells = 2 * n_groups if metric == "loss_equalized_odds" else n_groups
+    counts = np.bincount(cells[cells >= 0], minlength=n_cells)
+    if np.any(counts == 0):
+        raise ValueError(
+            f"metric={metric!r} needs rows in every (group, label) cell; "
+            f"empty cells: {np.flatnonzero(counts == 0).tolist()}."
+        )
+    in_cell = cells >= 0
+    cell_weight = np.bincount(cells[in_cell], sample_weight[in_cell], minlength=n_cells)
+    if np.any(cell_weight == 0):
+        raise ValueError(
+            f"metric={metric!r} needs positive sample_weight in every "
+            f"(group, label) cell; weightless cells: "
+            f"{np.flatnonzero(cell_weight == 0).tolist()}."
+        )
+    A, names = constraint_matrix(metric, pairs, labels, n_groups)
+    scale = constraint_scale(solver, pairs, n_groups)
+    return LossGapConstraints(A, names, cells, n_cells, n_groups, scale)
 
 
 class LossGapConstrainedClassifier(ScoreClassifierMixin, BaseEstimator):
@@ -378,7 +440,7 @@ default="loss_parity"
 
     _parameter_constraints: dict = {
         "hidden_layer_sizes": ["array-like"],
-        "solver": [StrOptions(set(SOLVERS) | set(_ALIASES))],
+        "solver": [StrOptions(set(SOLVER_NAMES) | set(_ALIASES))],
         "tolerance": [Interval(Real, 0, None, closed="left")],
         "metric": [StrOptions({"loss_parity", "loss_equal_opportunity", "loss_equalized_odds"})],
         "constraint_pairs": [StrOptions({"all", "vs_mean"})],
@@ -479,122 +541,83 @@ list of str or None, default=None
         X, y_codes, classes, groups, labels, sample_weight = validate_constrained_fit(
             self, X, y, sensitive_features, sample_weight
         )
-        n_classes, n_groups = classes.size, labels.size
-        if n_classes > 2 and self.metric != "loss_parity":
-            raise ValueError(
-                f"metric={self.metric!r} needs a binary target; y has {n_classes} classes."
-            )
-        cells = self._cells(groups, y_codes, n_groups)
-        n_cells = 2 * n_groups if self.metric == "loss_equalized_odds" else n_groups
-        counts = np.bincount(cells[cells >= 0], minlength=n_cells)
-        if np.any(counts == 0):
-            raise ValueError(
-                f"metric={self.metric!r} needs rows in every (group, label) cell; "
-                f"empty cells: {np.flatnonzero(counts == 0).tolist()}."
-            )
-        in_cell = cells >= 0
-        cell_weight = np.bincount(cells[in_cell], sample_weight[in_cell], minlength=n_cells)
-        if np.any(cell_weight == 0):
-            raise ValueError(
-                f"metric={self.metric!r} needs positive sample_weight in every "
-                f"(group, label) cell; weightless cells: "
-                f"{np.flatnonzero(cell_weight == 0).tolist()}."
-            )
-        unit = bool(np.all(sample_weight == 1.0))
-        A, names = constraint_matrix(self.metric, self.constraint_pairs, labels, n_groups)
-        model = MLP(X.shape[1], hidden, 1 if n_classes == 2 else n_classes)
-        problem = ModelProblem(model, n_cells, A.shape[0], n_groups)
+        gaps = loss_gap_constraints(
+            self.metric,
+            self.constraint_pairs,
+            solver,
+            labels,
+            groups,
+            y_codes,
+            classes.size,
+            sample_weight,
+        )
+        model = MLP(X.shape[1], hidden, 1 if classes.size == 2 else classes.size)
+        problem = ModelProblem(model, gaps.n_cells, gaps.A.shape[0], labels.size)
         batch_size = self.batch_size
         if batch_size == "auto":
             batch_size = _defaults.AUTO_BATCH_SIZE.get(solver, _defaults.AUTO_BATCH_SIZE_DEFAULT)
         dtype = jnp.float64 if self.dtype == "float64" else jnp.float32
         rngs = spawn_rngs(self.random_state)
+        unit = bool(np.all(sample_weight == 1.0))
 
         def progress(n_iter, n_epochs):
-            log_fit(self, "iteration %d, epoch %.2f", n_iter, n_epochs, level=2)
-
-        scale = constraint_scale(solver, self.constraint_pairs, n_groups)
-        step_keys = _defaults.STEP_SIZE_KEYS[solver]
+            log_fit(
+                self,
+                "iteration %d, epoch %.2f",
+                n_iter,
+                n_epochs,
+                level=2,
+                progress=(n_epochs, self.n_epochs, "epoch"),  # the bar of show_progress
+            )
 
         with jax.enable_x64(self.dtype == "float64"):
-            params0 = model.init(rngs[0], dtype)
-            x0 = ravel_params(params0)
-            # the solver runs on the equivalent constraints scale * C(x) <= 0 (see Notes)
-            A_solver, delta = (
-                (A, self.tolerance) if scale == 1.0 else (scale * A, scale * self.tolerance)
+            x0 = ravel_params(model.init(rngs[0], dtype))
+            result, self.step_size_factor_ = solve(
+                solver,
+                problem,
+                X,
+                y_codes,
+                groups,
+                gaps.cells,
+                x0,
+                hyper=hyper,
+                rngs=rngs,
+                owner=type(self).__name__,
+                aux=gaps.aux(self.tolerance, dtype),
+                batch_size=batch_size,
+                constraint_batch_size=self.constraint_batch_size,
+                constraint_sampler=self.constraint_sampler,
+                n_epochs=None if SOLVERS[solver].host else self.n_epochs,
+                max_iter=self.max_iter,
+                max_time=self.max_time,
+                record_history=self.record_history,
+                eval_every=self.eval_every,
+                constraint_names=gaps.names,
+                dtype=dtype,
+                sample_weight=None if unit else sample_weight,
+                progress=progress if wants_progress(self) else None,
             )
-            aux = {"A": jnp.asarray(A_solver, dtype=dtype), "delta": jnp.asarray(delta, dtype)}
-
-            def attempt(factor):
-                run_hyper = dict(hyper)
-                if factor != 1.0:
-                    run_hyper.update({key: factor * hyper[key] for key in step_keys})
-                result = run_solver(
-                    solver,
-                    problem,
-                    X,
-                    y_codes,
-                    groups,
-                    cells,
-                    x0,
-                    hyper=run_hyper,
-                    aux=aux,
-                    batch_size=batch_size,
-                    constraint_batch_size=self.constraint_batch_size,
-                    constraint_sampler=self.constraint_sampler,
-                    n_epochs=None if solver == "ghost" else self.n_epochs,
-                    max_iter=self.max_iter,
-                    max_time=self.max_time,
-                    rngs=copy.deepcopy(rngs),  # every refit draws the same streams
-                    record_history=self.record_history,
-                    eval_every=self.eval_every,
-                    constraint_names=names,
-                    dtype=dtype,
-                    sample_weight=None if unit else sample_weight,
-                    progress=progress if self.verbose and self.verbose >= 2 else None,
-                )
-                bad = result.extras.get("nonfinite_iter")
-                if bad is None and not np.all(np.isfinite(result.x)):
-                    bad = result.n_iter  # defensive: never store a non-finite model
-                return result, bad
-
-            remedy = " / ".join(f'solver_params["{key}"]' for key in step_keys)
-            result, self.step_size_factor_ = refit_on_divergence(self, attempt, remedy=remedy, X=X)
             x = jnp.asarray(result.x, dtype=dtype)
             self.params_ = [(np.asarray(W), np.asarray(b)) for W, b in unravel_params(model, x)]
         # training-set statistics of the returned model, on the host in float64
         loss = sample_losses(numpy_forward(self.params_, X), y_codes)
-        if unit:
-            cell_losses = np.bincount(
-                cells[in_cell], loss[in_cell], minlength=n_cells
-            ) / np.bincount(cells[in_cell], minlength=n_cells)
-            group_losses = np.bincount(groups, loss, minlength=n_groups) / np.bincount(
-                groups, minlength=n_groups
-            )
-        else:
-            weighted = sample_weight * loss
-            cell_losses = (
-                np.bincount(cells[in_cell], weighted[in_cell], minlength=n_cells) / cell_weight
-            )
-            group_losses = np.bincount(groups, weighted, minlength=n_groups) / np.bincount(
-                groups, sample_weight, minlength=n_groups
-            )
-        c_full = A @ cell_losses - self.tolerance
+        cell_losses, group_losses = gaps.mean_losses(loss, groups, None if unit else sample_weight)
+        c_full = gaps.A @ cell_losses - self.tolerance
         self.classes_ = classes
         self.groups_ = labels
-        self.constraint_names_ = names
+        self.constraint_names_ = gaps.names
         self.constraint_values_ = c_full
         self.group_losses_ = group_losses
         self.loss_gaps_ = group_losses[:, None] - group_losses[None, :]
         self.is_feasible_ = bool(np.all(c_full <= _defaults.FEASIBILITY_TOL))
         self.train_unfairness_ = float(c_full.max() + self.tolerance) if c_full.size else 0.0
-        alm = solver in ("ssl-alm", "alm")
         # multipliers and slacks of C(x) <= 0 itself (the solver's are of scale * C)
-        self.multipliers_ = scale * result.state["y"] if alm else None
-        self.slacks_ = result.state["s"] / scale if alm else None
-        self.constraint_scale_ = scale
+        multipliers, slacks = result.extras.get("multipliers"), result.extras.get("slacks")
+        self.multipliers_ = None if multipliers is None else gaps.scale * multipliers
+        self.slacks_ = None if slacks is None else slacks / gaps.scale
+        self.constraint_scale_ = gaps.scale
         if result.history is not None:
-            self.history_ = _unscale_history(result.history, scale)
+            self.history_ = _unscale_history(result.history, gaps.scale)
         elif hasattr(self, "history_"):
             del self.history_  # a refit without record_history keeps no stale history
         self.n_iter_ = result.n_iter
@@ -615,13 +638,6 @@ list of str or None, default=None
             self.is_feasible_,
         )
         return self
-
-    def _cells(self, groups, y_codes, n_groups):
-        if self.metric == "loss_equal_opportunity":
-            return np.where(y_codes == 1, groups, -1).astype(np.int32)
-        if self.metric == "loss_equalized_odds":
-            return (2 * groups + y_codes).astype(np.int32)
-        return groups.astype(np.int32)
 
     def decision_function(self, X):
         """Logits; shape (n_samples,) for binary, (n_samples, n_classes) otherwise.

@@ -16,9 +16,11 @@ and ``s_i / mean_g(s)`` (mean over the row's group) in the group means and the r
 buffers. Both estimates stay unbiased under the uniform epoch sampler, and with uniform
 weights the step is exactly the unweighted one (the scales are left out).
 
-The momentum SGD of the primal player and the dual Adam are hand-written (one flat
-parameter vector, traced hyper-parameters); ``optax.sgd(momentum, nesterov)`` and
-``optax.adam`` could replace them.
+Both players step with optax on one flat parameter vector, their hyper-parameters
+traced: ``optax.sgd(momentum, nesterov)`` for the primal player, ``optax.sgd`` or
+``optax.adam`` for the multipliers. The estimator is thin: it validates, resolves the
+settings (:class:`PruningSettings`) and calls :func:`fit_pruned`, whose phases
+(:func:`pretrain_dense`, :func:`finetune`) are plain functions.
 """
 
 from __future__ import annotations
@@ -27,10 +29,12 @@ import copy
 import math
 from functools import partial
 from numbers import Integral, Real
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pandas as pd
 from jax import lax
 from sklearn.base import BaseEstimator, _fit_context
@@ -40,7 +44,6 @@ from fairest.constrained import _defaults
 from fairest.constrained._common import (
     prepare_predict,
     ravel_params,
-    refit_on_divergence,
     split_sensitive_columns,
     unravel_params,
     validate_hidden,
@@ -53,6 +56,7 @@ from fairest.constrained._engine import (
     guarded_scan,
     numpy_forward,
     per_sample_stats,
+    refit_on_divergence,
     spawn_rngs,
     weighted_mean,
 )
@@ -62,7 +66,16 @@ from fairest.utils._linear import ScoreClassifierMixin
 from fairest.utils._reporting import as_history, log_fit
 from fairest.utils._validation import raise_if_weightless_group
 
-__all__ = ["PrunedFairClassifier", "gmp_schedule", "prune_layer", "buffer_push"]
+__all__ = [
+    "PrunedFairClassifier",
+    "PruningSettings",
+    "fit_pruned",
+    "pretrain_dense",
+    "finetune",
+    "gmp_schedule",
+    "prune_layer",
+    "buffer_push",
+]
 
 
 # ------------------------------------------------------------------------------------------
@@ -178,8 +191,49 @@ def buffer_means(buf, count):
 
 
 # ------------------------------------------------------------------------------------------
-# one training step (spec 2.3, 2.4, 2.7)
+# one training step (spec 2.3, 2.4, 2.7): optax optimisers for both players
 # ------------------------------------------------------------------------------------------
+
+
+def primal_optimizer(learning_rate, momentum, nesterov: bool):
+    """SGD with momentum ``v <- momentum v + g`` (no dampening; Nesterov: the step is
+    ``g + momentum v``) of the primal player, as ``torch.optim.SGD`` in the paper."""
+    return optax.sgd(learning_rate, momentum=momentum, nesterov=nesterov)
+
+
+def dual_optimizer(kind: str, learning_rate):
+    """The multipliers' step (``"sgd"`` or ``"adam"``), as a descent transform: it is
+    fed the negated ascent direction, so that ``lambda + update`` ascends."""
+    if kind == "adam":
+        b1, b2 = _defaults.ADAM_BETAS
+        return optax.adam(learning_rate, b1=b1, b2=b2, eps=_defaults.ADAM_EPS)
+    return optax.sgd(learning_rate)
+
+
+def initial_state(x, num_groups: int, buffer_size: int, dual: str) -> dict:
+    """Training state at the flat parameters ``x``: optimiser states, multipliers 0,
+    empty replay buffers, step counter and divergence flag (see :func:`_make_epoch_fn`)."""
+    zeros_g = jnp.zeros(num_groups, x.dtype)
+    return {
+        "x": x,
+        "primal": primal_optimizer(0.0, 0.0, False).init(x),
+        "lam": zeros_g,
+        "dual": dual_optimizer(dual, 0.0).init(zeros_g),
+        "buf": jnp.zeros((num_groups, buffer_size), x.dtype),
+        "count": jnp.zeros(num_groups, jnp.int32),
+        "it": jnp.asarray(0, jnp.int32),
+        "bad": jnp.asarray(-1, jnp.int32),
+    }
+
+
+def _for_eligible(new, old, eligible):
+    """``new`` on the eligible groups' entries (scalars: when any group is), else ``old``."""
+
+    def pick(a, b):
+        flags = eligible if a.shape == eligible.shape else jnp.any(eligible)
+        return jnp.where(flags, a, b)
+
+    return jax.tree_util.tree_map(pick, new, old)
 
 
 def _make_epoch_fn(
@@ -197,13 +251,16 @@ def _make_epoch_fn(
 
     ``metric`` is a public metric name or ``None`` (no mitigation); ``record`` makes the
     scan also return the per-step log (objective, multipliers, dual estimates, full
-    buffers), which is otherwise neither computed nor transferred.
+    buffers), which is otherwise neither computed nor transferred. The state is that of
+    :func:`initial_state`; ``hyper`` holds the traced ``momentum``, ``alpha``,
+    ``tolerance`` and ``dual_learning_rate``, ``inputs`` the batches and the learning rate
+    of every step.
     """
     accuracy_gaps = metric == "excess_accuracy_gap"
     loss_parity = metric == "loss_parity"
 
     def step(state, inp, data, ref, hyper, flags):
-        x, v, lam = state["x"], state["v"], state["lam"]
+        x, lam = state["x"], state["lam"]
         mask = data["mask"]
         idx, w = inp["idx"], inp["w"]
         Xb, yb, gb = data["X"][idx], data["y"][idx], data["groups"][idx]
@@ -270,28 +327,15 @@ def _make_epoch_fn(
             eligible = eligible & constrained
             estimate = jnp.where(eligible, estimate, 0.0)
 
-        # dual step first (spec 2.4 step 3)
-        eps = hyper["tolerance"]
-        if loss_parity:
-            ascent = estimate
-        else:
-            ascent = estimate - eps
-        m1, m2 = state["m1"], state["m2"]
-        if dual_opt == "adam":
-            b1, b2 = _defaults.ADAM_BETAS
-            m1_new = b1 * m1 + (1 - b1) * ascent
-            m2_new = b2 * m2 + (1 - b2) * ascent**2
-            t = state["t_dual"] + 1.0
-            upd = (m1_new / (1 - b1**t)) / (jnp.sqrt(m2_new / (1 - b2**t)) + _defaults.ADAM_EPS)
-            m1, m2 = jnp.where(eligible, m1_new, m1), jnp.where(eligible, m2_new, m2)
-            t_dual = jnp.where(jnp.any(eligible), t, state["t_dual"])
-        else:
-            upd = ascent
-            t_dual = state["t_dual"]
-        lam_new = lam + hyper["dual_learning_rate"] * upd
+        # dual step first (spec 2.4 step 3): ascent on the eligible groups' multipliers
+        ascent = estimate if loss_parity else estimate - hyper["tolerance"]
+        dual = dual_optimizer(dual_opt, hyper["dual_learning_rate"])
+        lam_step, dual_state = dual.update(-ascent, state["dual"])
+        lam_new = lam + lam_step
         if not loss_parity:
             lam_new = jnp.maximum(lam_new, 0.0)
         lam = jnp.where(eligible, lam_new, lam)
+        dual_state = _for_eligible(dual_state, state["dual"], eligible)
 
         # primal step with the updated multipliers (spec 2.3 / 2.7)
         def lagrangian(z):
@@ -311,19 +355,16 @@ def _make_epoch_fn(
             return value + jnp.sum(jnp.where(pres, lam * term, 0.0)), L_B
 
         (_, objective), grad = jax.value_and_grad(lagrangian, has_aux=True)(x)
-        v = hyper["momentum"] * v + grad
-        direction = grad + hyper["momentum"] * v if nesterovs_momentum else v
-        x = (x - inp["learning_rate"] * direction) * mask
+        primal = primal_optimizer(inp["learning_rate"], hyper["momentum"], nesterovs_momentum)
+        x_step, primal_state = primal.update(grad, state["primal"])
         new_state = {
-            "x": x,
-            "v": v,
+            **state,
+            "x": optax.apply_updates(x, x_step) * mask,
+            "primal": primal_state,
             "lam": lam,
+            "dual": dual_state,
             "buf": buf,
             "count": count,
-            "m1": m1,
-            "m2": m2,
-            "t_dual": t_dual,
-            "it": state["it"],
         }
         if not record:
             return new_state, None
@@ -339,11 +380,7 @@ def _make_epoch_fn(
         """``lax.scan`` of the steps of one epoch with the divergence guard: ``state["bad"]``
         is -1 while the parameters were finite, else the step (counted in ``state["it"]``)
         by which they were not (:func:`fairest.constrained._engine.guarded_scan`)."""
-        counters = {
-            "it": state.get("it", jnp.asarray(0, jnp.int32)),
-            "bad": state.get("bad", jnp.asarray(-1, jnp.int32)),
-        }
-        inner = {k: v for k, v in state.items() if k not in ("it", "bad")}
+        inner = {k: v for k, v in state.items() if k != "bad"}
 
         def body(st, inp, bad):
             st, log = step(st, inp, data, ref, hyper, flags)
@@ -351,8 +388,8 @@ def _make_epoch_fn(
 
         (inner, bad), log = guarded_scan(
             body,
-            {**inner, "it": counters["it"]},
-            counters["bad"],
+            inner,
+            state["bad"],
             inputs,
             parameters=lambda st: st["x"],
             iteration=lambda st, inp: st["it"] - 1,
@@ -374,6 +411,10 @@ def _epoch_fn(*key):
 def _learning_rate_at(
     epoch: int, learning_rate: float, milestones, decay: float, total: int
 ) -> float:
+    """Step decay: ``learning_rate`` times ``decay`` per milestone passed (fractions of
+    ``total`` epochs). Computed on the host in float64 and fed per step (an optax
+    ``piecewise_constant_schedule`` multiplies the factors in the working precision,
+    which in float32 is one unit in the last place off)."""
     passed = sum(epoch >= int(frac * total) for frac in milestones)
     return learning_rate * decay**passed
 
@@ -394,6 +435,400 @@ def _group_means(values, groups, sample_weight, num_groups):
     return np.bincount(groups, sample_weight * values, minlength=num_groups) / np.bincount(
         groups, sample_weight, minlength=num_groups
     )
+
+
+# ------------------------------------------------------------------------------------------
+# the pipeline (spec 2.6): dense pre-training, gradual pruning, constrained fine-tuning
+# ------------------------------------------------------------------------------------------
+
+
+class PruningSettings(NamedTuple):
+    """Every setting of one pruning fit (the public parameters of
+    :class:`PrunedFairClassifier`, resolved)."""
+
+    dense_n_epochs: int
+    dense_learning_rate: float
+    dense_momentum: float
+    dense_alpha: float
+    target_sparsity: float
+    initial_sparsity: float
+    pruning_epochs: int
+    prunable: tuple  # per layer: is its weight matrix pruned
+    n_epochs: int
+    metric: str | None
+    tolerance: float
+    use_buffer: bool
+    buffer_size: int
+    balanced: bool  # buffer_overall == "balanced"
+    absolute_gaps: bool
+    dual_learning_rate: float
+    dual_optimizer: str
+    learning_rate: float
+    momentum: float
+    nesterov: bool
+    alpha: float
+    learning_rate_milestones: tuple
+    learning_rate_decay: float
+    batch_size: int
+    constrain_while_pruning: bool
+    record_every: int  # 0: no history
+
+
+#: the settings that are public parameters of PrunedFairClassifier under the same name
+_SHARED_SETTINGS = tuple(
+    name
+    for name in PruningSettings._fields
+    if name not in ("prunable", "balanced", "nesterov", "learning_rate_milestones", "record_every")
+)
+
+
+class PruningData(NamedTuple):
+    """Training rows on the device (``X``, ``y``, ``groups`` and, for non-uniform sample
+    weights, the per-row scales of the overall and group means), with the host copies."""
+
+    device: dict
+    X: np.ndarray
+    y_codes: np.ndarray
+    groups: np.ndarray
+    sample_weight: np.ndarray | None
+    shares: np.ndarray  # weighted share of every group
+    num_groups: int
+
+
+class PruningResult(NamedTuple):
+    """Output of :func:`fit_pruned`: the sparse and dense models and what the fit saw."""
+
+    params: list
+    masks: list
+    dense_params: list
+    multipliers: np.ndarray
+    reference: dict  # dense model's acc, acc_g, loss, loss_g on the training rows
+    logs: list  # per fine-tuning epoch (record_every > 0)
+    best_epoch: int | None
+    validation_score: float | None
+    n_iter: int
+    dense_step_size_factor: float | None
+    step_size_factor: float
+
+
+def pruning_data(X, y_codes, groups, sample_weight, num_groups: int, dtype) -> PruningData:
+    """Device arrays of the training rows; ``sample_weight=None`` is the unweighted fit."""
+    device = {
+        "X": jnp.asarray(X, dtype),
+        "y": jnp.asarray(y_codes),
+        "groups": jnp.asarray(groups),
+    }
+    if sample_weight is not None:
+        totals = np.bincount(groups, sample_weight, minlength=num_groups)
+        group_mean_weight = totals / np.bincount(groups, minlength=num_groups)
+        device["row_scale"] = jnp.asarray(sample_weight / sample_weight.mean(), dtype)
+        device["group_row_scale"] = jnp.asarray(sample_weight / group_mean_weight[groups], dtype)
+        shares = totals / totals.sum()
+    else:
+        shares = np.bincount(groups, minlength=num_groups) / groups.size
+    return PruningData(device, X, y_codes, groups, sample_weight, shares, num_groups)
+
+
+def _hyper(dtype, momentum, alpha, tolerance, dual_learning_rate) -> dict:
+    """Traced hyper-parameters of the epoch function."""
+    values = {
+        "momentum": momentum,
+        "alpha": alpha,
+        "tolerance": tolerance,
+        "dual_learning_rate": dual_learning_rate,
+    }
+    return {k: jnp.asarray(v, dtype) for k, v in values.items()}
+
+
+def _run_epoch(epoch_fn, state, data, ref, hyper, constrained, sampler, lr, dtype):
+    """One epoch on device; the log stays on device (None unless recorded)."""
+    idx, w = sampler.epoch()
+    inputs = {
+        "idx": jnp.asarray(idx),
+        "w": jnp.asarray(w, dtype),
+        "learning_rate": jnp.full(idx.shape[0], lr, dtype),
+    }
+    flags = {"constrained": jnp.asarray(constrained)}
+    return epoch_fn(state, data, ref, hyper, flags, inputs)
+
+
+def _diverged(state, final=False):
+    """First non-finite step of a phase, or None (one host read); ``final`` also checks
+    the rest of the state (multipliers, momentum) at the end."""
+    bad = int(state["bad"])
+    if bad < 0 and final and not bool(all_finite(state)):
+        bad = max(int(state["it"]) - 1, 0)
+    return bad if bad >= 0 else None
+
+
+def flat_mask(masks, dtype):
+    """Flat 0/1 vector of the weight ``masks`` (biases are never masked)."""
+    return jnp.asarray(ravel_params([(m, np.ones(m.shape[1])) for m in masks]), dtype)
+
+
+def layer_sparsity(masks, prunable):
+    """Fraction of zeros over the prunable weights and of every weight matrix."""
+    layer = np.array([1.0 - m.mean() for m in masks])
+    total = sum(m.size for m, p in zip(masks, prunable) if p)
+    zeros = sum((m == 0).sum() for m, p in zip(masks, prunable) if p)
+    return float(zeros / max(total, 1)), layer
+
+
+def _reference_zero(shares, num_groups: int, dtype) -> dict:
+    zeros_g = jnp.zeros(num_groups, dtype)
+    zero = jnp.asarray(0.0, dtype)
+    return {
+        "acc": zero,
+        "acc_g": zeros_g,
+        "loss": zero,
+        "loss_g": zeros_g,
+        "pi": jnp.asarray(shares, dtype),
+    }
+
+
+def correct_predictions(z, y_codes):
+    """1.0 where the logits ``z`` predict ``y_codes``, else 0.0."""
+    pred = (z[:, 0] > 0).astype(int) if z.shape[1] == 1 else np.argmax(z, axis=1)
+    return (pred == y_codes).astype(np.float64)
+
+
+def reference_statistics(params, data: PruningData) -> dict:
+    """The dense model's (weighted) accuracy and mean loss, overall and per group, on the
+    training rows, in float64 on the host (spec 2.6 step 2)."""
+    z = numpy_forward(params, data.X)
+    correct, loss = correct_predictions(z, data.y_codes), sample_losses(z, data.y_codes)
+    sw, G = data.sample_weight, data.num_groups
+    return {
+        "acc": _mean(correct, sw),
+        "acc_g": _group_means(correct, data.groups, sw, G),
+        "loss": _mean(loss, sw),
+        "loss_g": _group_means(loss, data.groups, sw, G),
+    }
+
+
+def pretrain_dense(model, settings, data, x0, sampler, *, owner, progress=None):
+    """Dense pre-training (spec 2.6 step 1) from ``x0``, with the divergence refits on
+    the same minibatches. Returns ``(x_dense, step_size_factor)``."""
+    dtype = x0.dtype
+    epoch_fn = _epoch_fn(*_epoch_key(model, data.num_groups, settings))
+    hyper = _hyper(
+        dtype,
+        settings.dense_momentum,
+        settings.dense_alpha,
+        settings.tolerance,
+        settings.dual_learning_rate,
+    )
+    device = {**data.device, "mask": jnp.ones_like(x0)}
+    ref = _reference_zero(data.shares, data.num_groups, dtype)
+    sampler_start = copy.deepcopy(sampler.rng)
+
+    def attempt(factor):
+        sampler.rng = copy.deepcopy(sampler_start)  # the same minibatches
+        state = initial_state(x0, data.num_groups, settings.buffer_size, settings.dual_optimizer)
+        previous = None
+        for epoch in range(settings.dense_n_epochs):
+            if previous is not None and _diverged(previous) is not None:
+                break  # the previous epoch diverged (read while this one runs)
+            lr = factor * _learning_rate_at(
+                epoch,
+                settings.dense_learning_rate,
+                settings.learning_rate_milestones,
+                settings.learning_rate_decay,
+                settings.dense_n_epochs,
+            )
+            previous = state
+            state, _ = _run_epoch(epoch_fn, state, device, ref, hyper, False, sampler, lr, dtype)
+            if progress is not None:
+                progress("dense", epoch, lr, state, None)
+        return state["x"], _diverged(state, final=True)
+
+    return refit_on_divergence(
+        owner,
+        attempt,
+        remedy="dense_learning_rate",
+        X=data.X,
+        phase=" of the dense pre-training",
+    )
+
+
+def finetune(
+    model, settings, data, x_dense, reference, sampler, *, owner, score=None, progress=None
+):
+    """Gradual magnitude pruning and constrained fine-tuning (spec 2.6 steps 3-4) from
+    the dense ``x_dense``, one primal optimiser state throughout, with the divergence
+    refits on the same minibatches. ``score(x)`` (early stopping) rates the epoch-end
+    iterates at the final sparsity; the best one is returned. Returns
+    ``((state, masks, logs, best), step_size_factor)`` with ``best = (score, x, masks,
+    epoch)``."""
+    dtype = x_dense.dtype
+    epoch_fn = _epoch_fn(*_epoch_key(model, data.num_groups, settings))
+    ref = {
+        **_reference_zero(data.shares, data.num_groups, dtype),
+        **{key: jnp.asarray(value, dtype) for key, value in reference.items()},
+    }
+    sampler_start = copy.deepcopy(sampler.rng)
+    shapes = [(a, b) for a, b in zip(model.sizes[:-1], model.sizes[1:])]
+
+    def attempt(factor):
+        sampler.rng = copy.deepcopy(sampler_start)  # the same minibatches
+        masks = [np.ones(shape) for shape in shapes]
+        state = initial_state(
+            x_dense, data.num_groups, settings.buffer_size, settings.dual_optimizer
+        )
+        previous = None
+        dual_lr = (
+            settings.dual_learning_rate if factor == 1.0 else factor * settings.dual_learning_rate
+        )
+        hyper = _hyper(dtype, settings.momentum, settings.alpha, settings.tolerance, dual_lr)
+        logs = []
+        best = (-np.inf, None, None, None)  # validation score, x, masks, epoch
+        for epoch in range(settings.n_epochs):
+            if previous is not None and _diverged(previous) is not None:
+                break  # the previous epoch diverged (read while this one runs)
+            if epoch <= settings.pruning_epochs:
+                target = gmp_schedule(
+                    epoch,
+                    settings.initial_sparsity,
+                    settings.target_sparsity,
+                    settings.pruning_epochs,
+                )
+                current = unravel_params(model, state["x"])
+                masks = [
+                    prune_layer(np.asarray(W), m, target) if p else m
+                    for (W, _), m, p in zip(current, masks, settings.prunable)
+                ]
+            mask = flat_mask(masks, dtype)
+            state = {**state, "x": state["x"] * mask}
+            constrained = epoch >= settings.pruning_epochs or settings.constrain_while_pruning
+            constrained = constrained and settings.metric is not None
+            lr = factor * _learning_rate_at(
+                epoch,
+                settings.learning_rate,
+                settings.learning_rate_milestones,
+                settings.learning_rate_decay,
+                settings.n_epochs,
+            )
+            previous = state
+            state, log = _run_epoch(
+                epoch_fn,
+                state,
+                {**data.device, "mask": mask},
+                ref,
+                hyper,
+                constrained,
+                sampler,
+                lr,
+                dtype,
+            )
+            if settings.record_every:
+                log = jax.tree_util.tree_map(np.asarray, log)
+                steps = log["objective"].shape[0]
+                log["learning_rate"] = np.full(steps, lr)
+                log["epoch"] = np.full(steps, epoch)
+                log["sparsity"] = np.full(steps, layer_sparsity(masks, settings.prunable)[0])
+                logs.append(log)
+            if progress is not None:
+                progress("finetune", epoch, lr, state, masks)
+            if score is not None and epoch >= settings.pruning_epochs:
+                value = score(state["x"])
+                if value > best[0]:
+                    best = (value, state["x"], [m.copy() for m in masks], epoch)
+        return (state, masks, logs, best), _diverged(state, final=True)
+
+    return refit_on_divergence(
+        owner,
+        attempt,
+        remedy="learning_rate / dual_learning_rate",
+        X=data.X,
+        phase=" of the fine-tuning",
+    )
+
+
+def _epoch_key(model, num_groups, settings) -> tuple:
+    """The static configuration of the jitted epoch (:func:`_epoch_fn`)."""
+    return (
+        model,
+        num_groups,
+        settings.metric,
+        bool(settings.use_buffer),
+        settings.balanced,
+        bool(settings.absolute_gaps),
+        settings.dual_optimizer,
+        settings.nesterov,
+        settings.record_every > 0,
+    )
+
+
+def _as_layers(model, x):
+    return [(np.asarray(W), np.asarray(b)) for W, b in unravel_params(model, x)]
+
+
+def fit_pruned(
+    model, settings, data, sampler, *, x_init, x_dense=None, owner, score=None, progress=None
+) -> PruningResult:
+    """The whole pipeline (spec 2.6): dense pre-training from ``x_init`` (skipped when the
+    dense parameters ``x_dense`` are given), reference statistics, pruning and
+    constrained fine-tuning. Run under the precision of the arrays (``x_init``'s dtype)."""
+    dense_factor = None
+    if x_dense is None:
+        x_dense, dense_factor = pretrain_dense(
+            model, settings, data, x_init, sampler, owner=owner, progress=progress
+        )
+    dense_params = _as_layers(model, x_dense)
+    reference = reference_statistics(dense_params, data)
+    (state, masks, logs, best), factor = finetune(
+        model,
+        settings,
+        data,
+        x_dense,
+        reference,
+        sampler,
+        owner=owner,
+        score=score,
+        progress=progress,
+    )
+    x_final = state["x"]
+    if best[1] is not None:
+        x_final, masks = best[1], best[2]
+    return PruningResult(
+        params=_as_layers(model, x_final),
+        masks=masks,
+        dense_params=dense_params,
+        multipliers=np.asarray(state["lam"]),
+        reference=reference,
+        logs=logs,
+        best_epoch=best[3],
+        validation_score=None if best[1] is None else float(best[0]),
+        n_iter=int(settings.n_epochs * sampler.iters_per_epoch),
+        dense_step_size_factor=dense_factor,
+        step_size_factor=factor,
+    )
+
+
+def pruning_history(logs, num_groups: int, every: int) -> dict:
+    """``history_``: every ``every``-th fine-tuning iteration, as numpy arrays."""
+    G = num_groups
+    keys = ("objective", "learning_rate", "epoch", "sparsity", "lam", "psi_hat", "buffer_full")
+    if logs:
+        merged = {k: np.concatenate([lg[k] for lg in logs]) for k in keys}
+    else:
+        merged = {
+            k: np.zeros((0, G) if k in ("lam", "psi_hat", "buffer_full") else 0) for k in keys
+        }
+    it = np.arange(merged["objective"].shape[0])
+    keep = it % every == 0
+    records = {
+        "iter": it[keep],
+        "epoch": merged["epoch"][keep].astype(int),
+        "objective": merged["objective"][keep],
+        "learning_rate": merged["learning_rate"][keep],
+        "sparsity": merged["sparsity"][keep],
+    }
+    for g in range(G):
+        records[f"lambda_g{g}"] = merged["lam"][keep, g]
+        records[f"psi_hat_g{g}"] = merged["psi_hat"][keep, g]
+        records[f"buffer_full_g{g}"] = merged["buffer_full"][keep, g].astype(bool)
+    return as_history(records)
 
 
 # ------------------------------------------------------------------------------------------
@@ -698,11 +1133,6 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
         self.verbose = verbose
         self.record_history = record_history
 
-    def _prunable(self, n_layers: int) -> list[bool]:
-        if self.prune_layers == "all" or n_layers <= 2:
-            return [True] * n_layers
-        return [0 < i < n_layers - 1 for i in range(n_layers)]
-
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, *, sensitive_features=None, sample_weight=None):
         """Train dense, prune, fine-tune under the excess accuracy gap constraints.
@@ -752,257 +1182,50 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
         validation = None
         if self.early_stopping:
             X, y_codes, groups, sw, validation = self._hold_out(X, y_codes, groups, sw, rngs[4])
-        n, G = X.shape[0], labels.size
-        if sw is not None:
-            totals = np.bincount(groups, sw, minlength=G)
-            raise_if_weightless_group(totals, labels)  # also after the early-stopping split
-            pi = totals / totals.sum()
-        else:
-            pi = np.bincount(groups, minlength=G) / n
+        G = labels.size
+        if sw is not None:  # also after the early-stopping split
+            raise_if_weightless_group(np.bincount(groups, sw, minlength=G), labels)
         model = MLP(X.shape[1], hidden, 1 if classes.size == 2 else classes.size)
+        settings = self._settings(len(model.sizes) - 1)
         dtype = jnp.float64 if self.dtype == "float64" else jnp.float32
-        record_every = int(self.record_history)  # True records every iteration
-        key = (
-            model,
-            G,
-            self.metric,
-            bool(self.use_buffer),
-            self.buffer_overall == "balanced",
-            bool(self.absolute_gaps),
-            self.dual_optimizer,
-            bool(self.nesterovs_momentum),
-            record_every > 0,
-        )
+        score = None
+        if validation is not None:
+
+            def score(x):
+                return self._accuracy(model, x, *validation)
+
         with jax.enable_x64(self.dtype == "float64"):
-            epoch_fn = _epoch_fn(*key)
-            data = {
-                "X": jnp.asarray(X, dtype),
-                "y": jnp.asarray(y_codes),
-                "groups": jnp.asarray(groups),
-            }
-            if sw is not None:
-                group_mean_weight = totals / np.bincount(groups, minlength=G)
-                data["row_scale"] = jnp.asarray(sw / sw.mean(), dtype)
-                data["group_row_scale"] = jnp.asarray(sw / group_mean_weight[groups], dtype)
-            n_layers = len(model.sizes) - 1
-            ones = [
-                (np.ones((a, b)), np.ones(b)) for a, b in zip(model.sizes[:-1], model.sizes[1:])
-            ]
-
-            def flat_mask(masks):
-                return jnp.asarray(
-                    ravel_params(
-                        [(jnp.asarray(m), jnp.asarray(o[1])) for m, o in zip(masks, ones)]
-                    ),
-                    dtype,
-                )
-
-            sampler = EpochSampler(n, self.batch_size, rngs[1])
-            zeros_g = jnp.zeros(G, dtype)
-            ref_zero = {
-                "acc": jnp.asarray(0.0, dtype),
-                "acc_g": zeros_g,
-                "loss": jnp.asarray(0.0, dtype),
-                "loss_g": zeros_g,
-                "pi": jnp.asarray(pi, dtype),
-            }
-
-            def new_state(x):
-                return {
-                    "x": x,
-                    "v": jnp.zeros_like(x),
-                    "lam": zeros_g,
-                    "buf": jnp.zeros((G, self.buffer_size), dtype),
-                    "count": jnp.zeros(G, jnp.int32),
-                    "m1": zeros_g,
-                    "m2": zeros_g,
-                    "t_dual": jnp.asarray(0.0, dtype),
-                    "it": jnp.asarray(0, jnp.int32),
-                    "bad": jnp.asarray(-1, jnp.int32),
-                }
-
-            def diverged(state, final=False):
-                """First non-finite step of the phase, or None (one host read); ``final``
-                also checks the rest of the state (multipliers, momentum) at the end."""
-                bad = int(state["bad"])
-                if bad < 0 and final and not bool(all_finite(state)):
-                    bad = max(int(state["it"]) - 1, 0)
-                return bad if bad >= 0 else None
-
-            # 1. dense model
-            if self.dense_model is not None:
-                dense_params = [
-                    (jnp.asarray(W, dtype), jnp.asarray(b, dtype))
-                    for W, b in self.dense_model.params_
-                ]
-                shapes = [W.shape for W, _ in dense_params]
-                expected = list(zip(model.sizes[:-1], model.sizes[1:]))
-                if shapes != expected:
-                    raise ValueError(
-                        f"dense_model has layer shapes {shapes}; this estimator needs {expected}."
-                    )
-                x_dense = ravel_params(dense_params)
-                if not bool(all_finite(x_dense)):
-                    raise ValueError(
-                        "dense_model has non-finite (NaN/inf) parameters; refit "
-                        "it on scaled features (e.g. StandardScaler)."
-                    )
-                self.dense_step_size_factor_ = None
-            else:
-                x0 = ravel_params(model.init(rngs[0], dtype))
-                hyper = self._hyper(dtype, self.dense_momentum, self.dense_alpha)
-                dense_mask = {**data, "mask": jnp.ones_like(x0)}
-                sampler_start = copy.deepcopy(sampler.rng)
-
-                def dense_attempt(factor):
-                    sampler.rng = copy.deepcopy(sampler_start)  # the same minibatches
-                    state, previous = new_state(x0), None
-                    for epoch in range(self.dense_n_epochs):
-                        if previous is not None and diverged(previous) is not None:
-                            break  # the previous epoch diverged (read while this one runs)
-                        lr = factor * _learning_rate_at(
-                            epoch,
-                            self.dense_learning_rate,
-                            self.learning_rate_milestones,
-                            self.learning_rate_decay,
-                            self.dense_n_epochs,
-                        )
-                        previous = state
-                        state, _ = self._run_epoch(
-                            epoch_fn, state, dense_mask, ref_zero, hyper, False, sampler, lr, dtype
-                        )
-                        log_fit(
-                            self,
-                            "dense epoch %d/%d: learning_rate=%.4g",
-                            epoch + 1,
-                            self.dense_n_epochs,
-                            lr,
-                            level=2,
-                        )
-                    return state["x"], diverged(state, final=True)
-
-                x_dense, self.dense_step_size_factor_ = refit_on_divergence(
-                    self,
-                    dense_attempt,
-                    remedy="dense_learning_rate",
-                    X=X,
-                    phase=" of the dense pre-training",
-                )
-            dense_list = [(np.asarray(W), np.asarray(b)) for W, b in unravel_params(model, x_dense)]
-
-            # 2. reference statistics on the whole training set
-            z_dense = numpy_forward(dense_list, X)
-            correct_d = self._correct(z_dense, y_codes)
-            loss_d = sample_losses(z_dense, y_codes)
-            acc_g = _group_means(correct_d, groups, sw, G)
-            loss_g = _group_means(loss_d, groups, sw, G)
-            acc_d, mean_loss_d = _mean(correct_d, sw), _mean(loss_d, sw)
-            ref = {
-                **ref_zero,
-                "acc": jnp.asarray(acc_d, dtype),
-                "acc_g": jnp.asarray(acc_g, dtype),
-                "loss": jnp.asarray(mean_loss_d, dtype),
-                "loss_g": jnp.asarray(loss_g, dtype),
-            }
-
-            # 3-4. GMP + fine-tuning, one primal optimiser state throughout
-            prunable = self._prunable(n_layers)
-            sampler_start = copy.deepcopy(sampler.rng)
-
-            def finetune_attempt(factor):
-                sampler.rng = copy.deepcopy(sampler_start)  # the same minibatches
-                masks = [np.ones(W.shape) for W, _ in dense_list]
-                state, previous = new_state(x_dense), None
-                hyper = self._hyper(dtype, self.momentum, self.alpha, factor)
-                logs = []
-                best = (-np.inf, None, None, None)  # validation accuracy, x, masks, epoch
-                for epoch in range(self.n_epochs):
-                    if previous is not None and diverged(previous) is not None:
-                        break  # the previous epoch diverged (read while this one runs)
-                    if epoch <= self.pruning_epochs:
-                        target = gmp_schedule(
-                            epoch, self.initial_sparsity, self.target_sparsity, self.pruning_epochs
-                        )
-                        current = unravel_params(model, state["x"])
-                        masks = [
-                            prune_layer(np.asarray(W), m, target) if p else m
-                            for (W, _), m, p in zip(current, masks, prunable)
-                        ]
-                    mask = flat_mask(masks)
-                    state = {**state, "x": state["x"] * mask}
-                    constrained = epoch >= self.pruning_epochs or self.constrain_while_pruning
-                    constrained = constrained and self.metric is not None
-                    lr = factor * _learning_rate_at(
-                        epoch,
-                        self.learning_rate,
-                        self.learning_rate_milestones,
-                        self.learning_rate_decay,
-                        self.n_epochs,
-                    )
-                    previous = state
-                    state, log = self._run_epoch(
-                        epoch_fn,
-                        state,
-                        {**data, "mask": mask},
-                        ref,
-                        hyper,
-                        constrained,
-                        sampler,
-                        lr,
-                        dtype,
-                    )
-                    if record_every:
-                        log = jax.tree_util.tree_map(np.asarray, log)
-                        steps = log["objective"].shape[0]
-                        log["learning_rate"] = np.full(steps, lr)
-                        log["epoch"] = np.full(steps, epoch)
-                        log["sparsity"] = np.full(steps, self._sparsity(masks, prunable)[0])
-                        logs.append(log)
-                    if self.verbose and self.verbose >= 2:
-                        log_fit(
-                            self,
-                            "epoch %d/%d: sparsity=%.3f learning_rate=%.4g max_multiplier=%.4g",
-                            epoch + 1,
-                            self.n_epochs,
-                            self._sparsity(masks, prunable)[0],
-                            lr,
-                            float(jnp.max(state["lam"], initial=0.0)),
-                            level=2,
-                        )
-                    if validation is not None and epoch >= self.pruning_epochs:
-                        score = self._accuracy(model, state["x"], *validation)
-                        if score > best[0]:
-                            best = (score, state["x"], [m.copy() for m in masks], epoch)
-                return (state, masks, logs, best), diverged(state, final=True)
-
-            (state, masks, logs, best), self.step_size_factor_ = refit_on_divergence(
-                self,
-                finetune_attempt,
-                remedy="learning_rate / dual_learning_rate",
-                X=X,
-                phase=" of the fine-tuning",
+            data = pruning_data(X, y_codes, groups, sw, G, dtype)
+            x_dense = None if self.dense_model is None else self._dense_start(model, dtype)
+            result = fit_pruned(
+                model,
+                settings,
+                data,
+                EpochSampler(X.shape[0], self.batch_size, rngs[1]),
+                x_init=None if x_dense is not None else ravel_params(model.init(rngs[0], dtype)),
+                x_dense=x_dense,
+                owner=type(self).__name__,
+                score=score,
+                progress=self._progress,
             )
-            x_final = state["x"]
-            if best[1] is not None:
-                x_final, masks = best[1], best[2]
-            params = [(np.asarray(W), np.asarray(b)) for W, b in unravel_params(model, x_final)]
 
         self.classes_ = classes
         self.groups_ = labels
-        self.params_ = params
-        self.masks_ = masks
-        self.dense_params_ = dense_list
-        self.sparsity_, self.layer_sparsity_ = self._sparsity(masks, prunable)
-        self.multipliers_ = np.asarray(state["lam"])
-        self.dense_accuracy_ = float(acc_d)
-        self.dense_group_accuracy_ = acc_g
-        self.dense_loss_ = float(mean_loss_d)
-        self.dense_group_loss_ = loss_g
-        correct_s = self._correct(numpy_forward(params, X), y_codes)
+        self.params_ = result.params
+        self.masks_ = result.masks
+        self.dense_params_ = result.dense_params
+        self.sparsity_, self.layer_sparsity_ = layer_sparsity(result.masks, settings.prunable)
+        self.multipliers_ = result.multipliers
+        ref = result.reference
+        self.dense_accuracy_ = float(ref["acc"])
+        self.dense_group_accuracy_ = ref["acc_g"]
+        self.dense_loss_ = float(ref["loss"])
+        self.dense_group_loss_ = ref["loss_g"]
+        correct_s = correct_predictions(numpy_forward(result.params, X), y_codes)
         acc_s_g = _group_means(correct_s, groups, sw, G)
         acc_s = _mean(correct_s, sw)
-        delta_g = acc_g - acc_s_g
-        delta = acc_d - acc_s
+        delta_g = ref["acc_g"] - acc_s_g
+        delta = ref["acc"] - acc_s
         psi = delta_g - delta
         self.train_eags_ = pd.Series(
             psi, index=pd.Index(list(labels), tupleize_cols=False), name="excess_accuracy_gap"
@@ -1014,15 +1237,76 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
             "delta": float(delta),
             "is_feasible": bool(psi.max() <= self.tolerance),
         }
-        if record_every:
-            self.history_ = self._history(logs, G, record_every)
+        if settings.record_every:
+            self.history_ = pruning_history(result.logs, G, settings.record_every)
         elif hasattr(self, "history_"):
             del self.history_  # a previous fit's record
-        self.n_iter_ = int(self.n_epochs * sampler.iters_per_epoch)
-        self.best_epoch_ = best[3]
-        self.validation_score_ = None if best[1] is None else float(best[0])
+        self.n_iter_ = result.n_iter
+        self.best_epoch_ = result.best_epoch
+        self.validation_score_ = result.validation_score
+        self.dense_step_size_factor_ = result.dense_step_size_factor
+        self.step_size_factor_ = result.step_size_factor
         log_fit(self, "sparsity=%.3f max_eag=%.4f acc=%.4f", self.sparsity_, psi.max(), acc_s)
         return self
+
+    def _settings(self, n_layers: int) -> PruningSettings:
+        """The resolved settings of :func:`fit_pruned`."""
+        if self.prune_layers == "all" or n_layers <= 2:
+            prunable = (True,) * n_layers
+        else:
+            prunable = tuple(0 < i < n_layers - 1 for i in range(n_layers))
+        shared = {name: getattr(self, name) for name in _SHARED_SETTINGS}
+        return PruningSettings(
+            **shared,
+            prunable=prunable,
+            balanced=self.buffer_overall == "balanced",
+            nesterov=bool(self.nesterovs_momentum),
+            learning_rate_milestones=tuple(np.ravel(self.learning_rate_milestones).tolist()),
+            record_every=int(self.record_history),  # True records every iteration
+        )
+
+    def _dense_start(self, model, dtype):
+        """Flat parameters of ``dense_model``, checked (architecture, finite values)."""
+        dense_params = [
+            (jnp.asarray(W, dtype), jnp.asarray(b, dtype)) for W, b in self.dense_model.params_
+        ]
+        shapes = [W.shape for W, _ in dense_params]
+        expected = list(zip(model.sizes[:-1], model.sizes[1:]))
+        if shapes != expected:
+            raise ValueError(
+                f"dense_model has layer shapes {shapes}; this estimator needs {expected}."
+            )
+        x_dense = ravel_params(dense_params)
+        if not bool(all_finite(x_dense)):
+            raise ValueError(
+                "dense_model has non-finite (NaN/inf) parameters; refit "
+                "it on scaled features (e.g. StandardScaler)."
+            )
+        return x_dense
+
+    def _progress(self, phase, epoch, learning_rate, state, masks):
+        """Per-epoch log lines (``verbose >= 2``) of :func:`fit_pruned`."""
+        if phase == "dense":
+            log_fit(
+                self,
+                "dense epoch %d/%d: learning_rate=%.4g",
+                epoch + 1,
+                self.dense_n_epochs,
+                learning_rate,
+                level=2,
+            )
+        elif self.verbose and self.verbose >= 2:
+            sparsity, _ = layer_sparsity(masks, self._settings(len(masks)).prunable)
+            log_fit(
+                self,
+                "epoch %d/%d: sparsity=%.3f learning_rate=%.4g max_multiplier=%.4g",
+                epoch + 1,
+                self.n_epochs,
+                sparsity,
+                learning_rate,
+                float(jnp.max(state["lam"], initial=0.0)),
+                level=2,
+            )
 
     def _hold_out(self, X, y_codes, groups, sample_weight, rng):
         """Training rows and the ``(X, y, sample_weight)`` split of ``early_stopping``."""
@@ -1046,73 +1330,7 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
 
     def _accuracy(self, model, x, X, y_codes, sample_weight=None):
         params = [(np.asarray(W), np.asarray(b)) for W, b in unravel_params(model, x)]
-        return float(_mean(self._correct(numpy_forward(params, X), y_codes), sample_weight))
-
-    def _hyper(self, dtype, momentum, alpha, step_factor=1.0):
-        """Traced hyper-parameters; ``step_factor`` scales the dual step (divergence refits)."""
-        dual = (
-            self.dual_learning_rate
-            if step_factor == 1.0
-            else (step_factor * self.dual_learning_rate)
-        )
-        return {
-            k: jnp.asarray(v, dtype)
-            for k, v in (
-                ("momentum", momentum),
-                ("alpha", alpha),
-                ("tolerance", self.tolerance),
-                ("dual_learning_rate", dual),
-            )
-        }
-
-    @staticmethod
-    def _run_epoch(epoch_fn, state, data, ref, hyper, constrained, sampler, lr, dtype):
-        """One epoch on device; the log stays on device (None unless recorded)."""
-        idx, w = sampler.epoch()
-        inputs = {
-            "idx": jnp.asarray(idx),
-            "w": jnp.asarray(w, dtype),
-            "learning_rate": jnp.full(idx.shape[0], lr, dtype),
-        }
-        flags = {"constrained": jnp.asarray(constrained)}
-        return epoch_fn(state, data, ref, hyper, flags, inputs)
-
-    @staticmethod
-    def _correct(z, y_codes):
-        pred = (z[:, 0] > 0).astype(int) if z.shape[1] == 1 else np.argmax(z, axis=1)
-        return (pred == y_codes).astype(np.float64)
-
-    @staticmethod
-    def _sparsity(masks, prunable):
-        layer = np.array([1.0 - m.mean() for m in masks])
-        total = sum(m.size for m, p in zip(masks, prunable) if p)
-        zeros = sum((m == 0).sum() for m, p in zip(masks, prunable) if p)
-        return float(zeros / max(total, 1)), layer
-
-    @staticmethod
-    def _history(logs, G, every):
-        """``history_``: every ``every``-th fine-tuning iteration, as numpy arrays."""
-        keys = ("objective", "learning_rate", "epoch", "sparsity", "lam", "psi_hat", "buffer_full")
-        if logs:
-            merged = {k: np.concatenate([lg[k] for lg in logs]) for k in keys}
-        else:
-            merged = {
-                k: np.zeros((0, G) if k in ("lam", "psi_hat", "buffer_full") else 0) for k in keys
-            }
-        it = np.arange(merged["objective"].shape[0])
-        keep = it % every == 0
-        records = {
-            "iter": it[keep],
-            "epoch": merged["epoch"][keep].astype(int),
-            "objective": merged["objective"][keep],
-            "learning_rate": merged["learning_rate"][keep],
-            "sparsity": merged["sparsity"][keep],
-        }
-        for g in range(G):
-            records[f"lambda_g{g}"] = merged["lam"][keep, g]
-            records[f"psi_hat_g{g}"] = merged["psi_hat"][keep, g]
-            records[f"buffer_full_g{g}"] = merged["buffer_full"][keep, g].astype(bool)
-        return as_history(records)
+        return float(_mean(correct_predictions(numpy_forward(params, X), y_codes), sample_weight))
 
     def decision_function(self, X):
         """Return the logits of the sparse model.

@@ -8,7 +8,9 @@
   ``individual_fairness``, ``disparate_mistreatment``, ``hsic_linear``.
 * Smooth JAX surrogates of the BADR metrics, ``smooth_*``, jitted functions of
   ``(scores, y, group_codes, num_groups)``.
-* ``group_report``: per-group table of counts, rates and losses.
+* ``MetricFrame``: any metrics per group and overall, differences and ratios, bootstrap
+  confidence intervals (fairlearn-compatible).
+* ``group_report``: per-group table of counts, rates and losses (a view of the frame).
 * Family metrics: partial statistical / demographic parity on percentile intervals
   (``partial_*``), ERMI and the DP-FERMI violations (``ermi``, ``conditional_ermi``,
   ``*_violation``), pruning excess accuracy gaps, independence / separation /
@@ -40,6 +42,7 @@ from fairest.metrics._exact import (
     hsic_linear,
     individual_fairness,
 )
+from fairest.metrics._frame import MetricFrame
 from fairest.metrics._parity import (
     demographic_parity_difference,
     demographic_parity_ratio,
@@ -70,6 +73,7 @@ from fairest.metrics._smooth import (
 )
 
 __all__ = [
+    "MetricFrame",
     "conditional_ermi",
     "demographic_parity_deviation",
     "demographic_parity_difference",

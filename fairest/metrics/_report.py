@@ -1,4 +1,5 @@
-"""Per-group report: counts, rates and losses in one pandas table."""
+"""Per-group report: counts, rates and losses in one pandas table, a view of
+:class:`~fairest.metrics.MetricFrame` with fixed columns."""
 
 from __future__ import annotations
 
@@ -8,47 +9,28 @@ import pandas as pd
 from fairest.metrics._checks import as_binary_labels, as_finite_vector, check_metric_inputs
 from fairest.metrics._defaults import DEFAULT_THRESHOLD
 from fairest.metrics._exact import pointwise_loss
-from fairest.metrics._group_stats import group_rates, group_totals
+from fairest.metrics._frame import RATE_METRICS, MetricFrame
 
 __all__ = ["group_report"]
 
-_SIZE_COLUMNS = ("count", "weight")
+_CLASSIFICATION_COLUMNS = (
+    "base_rate",
+    "selection_rate",
+    "true_positive_rate",
+    "false_positive_rate",
+    "accuracy",
+)
+_REGRESSION_COLUMNS = (
+    "mean_target",
+    "mean_prediction",
+    "mean_squared_error",
+    "mean_absolute_error",
+)
 
 
 def _is_binary(values: np.ndarray) -> bool:
     unique = set(np.unique(values))
     return unique <= {0.0, 1.0} or unique <= {-1.0, 1.0}
-
-
-def _mean_column(inputs, values, eligible=None):
-    """Weighted mean of ``values`` over eligible rows: per group (nan where no eligible
-    row) and overall."""
-    rates = group_rates(inputs.codes, inputs.num_groups, values, inputs.weights, eligible)
-    column = np.where(rates.defined, rates.rates, np.nan)
-    overall = rates.overall if rates.denominators.sum() > 0 else np.nan
-    return column, overall
-
-
-def _classification_columns(inputs):
-    labels = as_binary_labels(inputs.y_true, "y_true")
-    predicted = as_binary_labels(inputs.y_pred, "y_pred")
-    return {
-        "base_rate": _mean_column(inputs, labels),
-        "selection_rate": _mean_column(inputs, predicted),
-        "true_positive_rate": _mean_column(inputs, predicted, labels),
-        "false_positive_rate": _mean_column(inputs, predicted, 1.0 - labels),
-        "accuracy": _mean_column(inputs, (labels == predicted).astype(np.float64)),
-    }
-
-
-def _regression_columns(inputs):
-    residual = inputs.y_pred - inputs.y_true
-    return {
-        "mean_target": _mean_column(inputs, inputs.y_true),
-        "mean_prediction": _mean_column(inputs, inputs.y_pred),
-        "mean_squared_error": _mean_column(inputs, residual**2),
-        "mean_absolute_error": _mean_column(inputs, np.abs(residual)),
-    }
 
 
 def _per_sample_loss(loss, y_true, scores):
@@ -57,22 +39,14 @@ def _per_sample_loss(loss, y_true, scores):
     return pointwise_loss(loss, y_true, scores)
 
 
-def _group_index(groups, sensitive_features) -> pd.Index:
-    """Index of group labels, named after the sensitive feature(s) when they have names."""
-    if isinstance(sensitive_features, pd.DataFrame):
-        names = [str(c) for c in sensitive_features.columns]
-    elif getattr(sensitive_features, "name", None) is not None:
-        names = [str(sensitive_features.name)]
-    elif hasattr(sensitive_features, "columns"):  # polars DataFrame
-        names = [str(c) for c in sensitive_features.columns]
-    else:
-        names = None
-    if len(groups) and isinstance(groups[0], tuple):
-        if names is None or len(names) != len(groups[0]):
-            names = [f"group_{j}" for j in range(len(groups[0]))]
-        return pd.MultiIndex.from_tuples(list(groups), names=names)
-    name = names[0] if names and len(names) == 1 else "group"
-    return pd.Index(list(groups), name=name)
+def _frame(columns, y_true, y_pred, sensitive_features, sample_weight) -> MetricFrame:
+    return MetricFrame(
+        metrics={name: RATE_METRICS[metric] for name, metric in columns.items()},
+        y_true=y_true,
+        y_pred=y_pred,
+        sensitive_features=sensitive_features,
+        sample_weight=sample_weight,
+    )
 
 
 def group_report(
@@ -128,6 +102,11 @@ def group_report(
     pandas.DataFrame
         One row per group, in the order of the sorted group labels.
 
+    See Also
+    --------
+    MetricFrame : Any metrics per group, with bootstrap confidence intervals; this table
+        is its view with fixed columns.
+
     References
     ----------
     .. [1] S. Bird et al. "Fairlearn: A toolkit for assessing and improving fairness in
@@ -156,23 +135,29 @@ def group_report(
             "way (e.g. predict(X)); it has other values, which look like probabilities or "
             "scores. Pass decision-function values as scores= instead."
         )
-    columns = _classification_columns(inputs) if classification else _regression_columns(inputs)
+    if classification:
+        labels = as_binary_labels(inputs.y_true, "y_true")
+        predicted = as_binary_labels(inputs.y_pred, "y_pred")
+        columns = {name: name for name in _CLASSIFICATION_COLUMNS}
+    else:
+        labels, predicted = inputs.y_true, inputs.y_pred
+        columns = {name: name for name in _REGRESSION_COLUMNS}
+    frames = [_frame(columns, labels, predicted, sensitive_features, sample_weight)]
     if loss is not None:
-        columns["mean_loss"] = _mean_column(
-            inputs, _per_sample_loss(loss, inputs.y_true, score_values)
+        losses = _per_sample_loss(loss, inputs.y_true, score_values)
+        frames.append(
+            _frame(
+                {"mean_loss": "mean_prediction"}, labels, losses, sensitive_features, sample_weight
+            )
         )
-    counts = np.bincount(inputs.codes, minlength=inputs.num_groups)
-    weights = group_totals(inputs.codes, inputs.weights, inputs.num_groups)
-    report = pd.DataFrame(
-        {"count": counts, "weight": weights} | {name: col for name, (col, _) in columns.items()},
-        index=_group_index(inputs.groups, sensitive_features),
-    )
-    report.attrs["overall"] = {"count": int(counts.sum()), "weight": float(weights.sum())} | {
-        name: float(overall) for name, (_, overall) in columns.items()
-    }
+    sizes = frames[0].group_sizes
+    report = pd.concat([sizes, *(frame.by_group for frame in frames)], axis=1)
+    report.index = frames[0].by_group.index
+    report.attrs["overall"] = {
+        "count": int(sizes["count"].sum()),
+        "weight": float(sizes["weight"].sum()),
+    } | {name: float(value) for frame in frames for name, value in frame.overall.items()}
     report.attrs["difference"] = {
-        name: float(report[name].max() - report[name].min())
-        for name in report.columns
-        if name not in _SIZE_COLUMNS
+        name: float(value) for frame in frames for name, value in frame.difference().items()
     }
     return report

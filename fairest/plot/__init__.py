@@ -1,4 +1,4 @@
-"""Plots of fairness trade-offs (matplotlib is optional: ``pip install 'fairest[plot]'``).
+"""Plots of fairness trade-offs (matplotlib, a dependency of fairest, imported lazily).
 
 * :func:`plot_pareto_frontier`: accuracy against unfairness across methods and
   hyper-parameters, each method's Pareto frontier marked (:func:`pareto_front_mask`,

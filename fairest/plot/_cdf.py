@@ -175,7 +175,7 @@ def plot_group_score_cdfs(
     ValueError
         On NaN scores, mismatched lengths, a bad interval or an empty band.
     ImportError
-        If matplotlib is not installed.
+        If matplotlib is missing from the environment.
 
     See Also
     --------

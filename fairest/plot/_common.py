@@ -1,8 +1,9 @@
 """Shared helpers of the plots: lazy matplotlib import and a fresh Axes.
 
-matplotlib is an optional dependency (extra ``plot``). It is imported inside the
-functions, never at import time of :mod:`fairest`, and the plots never touch pyplot's
-global state: without ``ax`` they draw on a new :class:`matplotlib.figure.Figure`.
+matplotlib is a dependency of fairest. It is imported inside the functions, never at
+import time of :mod:`fairest` (which stays quick to import), and the plots never touch
+pyplot's global state: without ``ax`` they draw on a new
+:class:`matplotlib.figure.Figure`.
 """
 
 from __future__ import annotations
@@ -10,13 +11,13 @@ from __future__ import annotations
 import numpy as np
 
 _INSTALL_HINT = (
-    "fairest.plot needs matplotlib, an optional dependency; install it with "
-    "`pip install 'fairest[plot]'` (or `pip install matplotlib`)."
+    "fairest.plot needs matplotlib, a dependency of fairest that is missing from this "
+    "environment; reinstall fairest or run `pip install matplotlib`."
 )
 
 
 def require_matplotlib():
-    """Import and return :mod:`matplotlib`, with an install hint when it is missing."""
+    """Import and return :mod:`matplotlib`, with a clear error when an environment lacks it."""
     try:
         import matplotlib
     except ImportError as error:

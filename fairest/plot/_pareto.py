@@ -329,7 +329,7 @@ def plot_pareto_frontier(
         If ``x_err`` / ``y_err`` are given without ``n_repeats`` or ``confidence`` is not in
         (0, 1).
     ImportError
-        If matplotlib is not installed.
+        If matplotlib is missing from the environment.
 
     Warns
     -----

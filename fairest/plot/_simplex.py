@@ -174,7 +174,7 @@ def plot_simplex_unfairness(
     ValueError
         If ``n_groups`` is not 2 or 3, or weights are not on the simplex.
     ImportError
-        If matplotlib is not installed.
+        If matplotlib is missing from the environment.
 
     References
     ----------

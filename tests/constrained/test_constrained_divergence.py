@@ -7,6 +7,7 @@ import warnings
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from _constrained_helpers import FULL_BATCH, assert_same_layers
 from sklearn.exceptions import ConvergenceWarning
 
 from fairest.constrained import LossGapConstrainedClassifier, PrunedFairClassifier, _defaults
@@ -238,9 +239,7 @@ def test_loss_gap_large_step_recovers_with_halved_steps():
         solver_params={"learning_rate": 20.0 * factor, "dual_learning_rate": 0.05 * factor}, **kw
     ).fit(X, y, sensitive_features=g)
     assert direct.step_size_factor_ == 1.0
-    for (W1, b1), (W2, b2) in zip(est.params_, direct.params_):
-        np.testing.assert_array_equal(W1, W2)
-        np.testing.assert_array_equal(b1, b2)
+    assert_same_layers(est.params_, direct.params_)
 
 
 def test_run_solver_reports_the_first_non_finite_iteration():
@@ -269,44 +268,30 @@ def test_run_solver_reports_the_first_non_finite_iteration():
                 break
     assert first is not None
     cells = np.zeros(50, np.int32)
-    res = run_solver(
-        "sgd",
-        GenericProblem(mse, no_constraint, m=0),
-        X,
-        y,
-        cells,
-        cells,
-        np.zeros(3),
-        hyper={"learning_rate": lr},
-        batch_size=None,
-        constraint_batch_size=None,
-        n_epochs=None,
-        max_iter=200,
-        rngs=spawn_rngs(0),
-        record_history=False,
-        dtype=jnp.float32,
-    )
+
+    def gradient_descent(learning_rate):
+        return run_solver(
+            "sgd",
+            GenericProblem(mse, no_constraint, m=0),
+            X,
+            y,
+            cells,
+            cells,
+            np.zeros(3),
+            hyper={"learning_rate": learning_rate},
+            **FULL_BATCH,
+            max_iter=200,
+            rngs=spawn_rngs(0),
+            record_history=False,
+            dtype=jnp.float32,
+        )
+
+    res = gradient_descent(lr)
     # checked every guard_block(256) iterations: reported is the last of first's block
     block = guard_block(256)
     assert block == _defaults.NONFINITE_CHECK_EVERY
     assert res.extras["nonfinite_iter"] == (first // block + 1) * block - 1
-    ok = run_solver(
-        "sgd",
-        GenericProblem(mse, no_constraint, m=0),
-        X,
-        y,
-        cells,
-        cells,
-        np.zeros(3),
-        hyper={"learning_rate": 0.1},
-        batch_size=None,
-        constraint_batch_size=None,
-        n_epochs=None,
-        max_iter=200,
-        rngs=spawn_rngs(0),
-        record_history=False,
-        dtype=jnp.float32,
-    )
+    ok = gradient_descent(0.1)
     assert ok.extras["nonfinite_iter"] is None and np.all(np.isfinite(ok.x))
 
 
@@ -345,9 +330,7 @@ def test_pruned_large_dense_step_recovers_with_halved_steps():
     direct = PrunedFairClassifier(
         **{**PRUNED_FAST, "dense_learning_rate": 50.0 * est.dense_step_size_factor_}
     ).fit(X, y, sensitive_features=g)
-    for (W1, b1), (W2, b2) in zip(est.params_, direct.params_):
-        np.testing.assert_array_equal(W1, W2)
-        np.testing.assert_array_equal(b1, b2)
+    assert_same_layers(est.params_, direct.params_)
 
 
 def test_pruned_refuses_a_non_finite_dense_model():

@@ -51,29 +51,28 @@ def test_constrained_group_sampler_passes_and_balance():
     assert w[half - 1, :4].sum() == counts[0] - 4 * (half - 1)  # short last batch
 
 
-def test_constrained_padding_rows_change_nothing():
+def test_constrained_padding_rows_change_nothing(x64):
     """Oracle 3: rows with weight 0 leave group means and gradients unchanged."""
     rng = np.random.default_rng(0)
-    with jax.enable_x64(True):
-        X = jnp.asarray(rng.normal(size=(20, 3)))
-        y = jnp.asarray(rng.integers(0, 2, 20))
-        g = jnp.asarray(rng.integers(0, 2, 20))
-        model = MLP(3, (4,), 1)
-        x = ravel_params(model.init(np.random.default_rng(1), jnp.float64))
+    X = jnp.asarray(rng.normal(size=(20, 3)))
+    y = jnp.asarray(rng.integers(0, 2, 20))
+    g = jnp.asarray(rng.integers(0, 2, 20))
+    model = MLP(3, (4,), 1)
+    x = ravel_params(model.init(np.random.default_rng(1), jnp.float64))
 
-        def group_loss(x, X, y, g, w):
-            loss, _, _ = per_sample_stats(MLP.apply(unravel_params(model, x), X), y)
-            return group_means(loss, g, w, 3)[0]
+    def group_loss(x, X, y, g, w):
+        loss, _, _ = per_sample_stats(MLP.apply(unravel_params(model, x), X), y)
+        return group_means(loss, g, w, 3)[0]
 
-        pad = 7
-        Xp = jnp.concatenate([X, jnp.asarray(rng.normal(size=(pad, 3)))])
-        yp = jnp.concatenate([y, jnp.ones(pad, y.dtype)])
-        gp = jnp.concatenate([g, jnp.full(pad, 2, g.dtype)])
-        w, wp = jnp.ones(20), jnp.concatenate([jnp.ones(20), jnp.zeros(pad)])
-        a = group_loss(x, X, y, g, w)
-        b = group_loss(x, Xp, yp, gp, wp)
-        np.testing.assert_allclose(a, b, rtol=1e-14)
-        assert float(a[2]) == 0.0  # absent group: mean 0
-        ja = jax.jacrev(group_loss)(x, X, y, g, w)
-        jb = jax.jacrev(group_loss)(x, Xp, yp, gp, wp)
-        np.testing.assert_allclose(ja, jb, rtol=1e-13, atol=1e-15)
+    pad = 7
+    Xp = jnp.concatenate([X, jnp.asarray(rng.normal(size=(pad, 3)))])
+    yp = jnp.concatenate([y, jnp.ones(pad, y.dtype)])
+    gp = jnp.concatenate([g, jnp.full(pad, 2, g.dtype)])
+    w, wp = jnp.ones(20), jnp.concatenate([jnp.ones(20), jnp.zeros(pad)])
+    a = group_loss(x, X, y, g, w)
+    b = group_loss(x, Xp, yp, gp, wp)
+    np.testing.assert_allclose(a, b, rtol=1e-14)
+    assert float(a[2]) == 0.0  # absent group: mean 0
+    ja = jax.jacrev(group_loss)(x, X, y, g, w)
+    jb = jax.jacrev(group_loss)(x, Xp, yp, gp, wp)
+    np.testing.assert_allclose(ja, jb, rtol=1e-13, atol=1e-15)

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from _constrained_helpers import bce
 from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
 
@@ -21,10 +22,6 @@ def _data(n=600, p=5, seed=0, shift=1.0):
     return StandardScaler().fit_transform(X), y, g
 
 
-def _bce(z, y):
-    return np.logaddexp(0, z) - y * z
-
-
 LINEAR = dict(hidden_layer_sizes=(), dtype="float64")
 
 
@@ -33,7 +30,7 @@ def test_constrained_constraint_values_are_loss_gaps():
     est = LossGapConstrainedClassifier(
         **LINEAR, solver="sgd", tolerance=0.02, n_epochs=1, random_state=0
     ).fit(X, y, sensitive_features=g)
-    losses = _bce(est.decision_function(X), y)
+    losses = bce(est.decision_function(X), y)
     gap = losses[g == 0].mean() - losses[g == 1].mean()
     np.testing.assert_allclose(est.constraint_values_, [gap - 0.02, -gap - 0.02], rtol=1e-10)
     np.testing.assert_allclose(est.constraint_values_.max(), abs(gap) - 0.02, rtol=1e-10)
@@ -143,8 +140,8 @@ def test_constrained_alm_loose_bound_matches_logistic_regression(solver):
         solver_params={"learning_rate": 0.1, "slack_init": "feasible"},
     ).fit(X, y, sensitive_features=g)
     ref = LogisticRegression(C=np.inf, tol=1e-12, max_iter=10_000).fit(X, y)
-    f_ref = _bce(ref.decision_function(X), y).mean()
-    f_est = _bce(est.decision_function(X), y).mean()
+    f_ref = bce(ref.decision_function(X), y).mean()
+    f_est = bce(est.decision_function(X), y).mean()
     assert abs(f_est - f_ref) <= 1e-4
     np.testing.assert_allclose(est.multipliers_, 0.0, atol=1e-6)
     h = est.constraint_values_ + est.slacks_
@@ -324,7 +321,7 @@ def test_constrained_weighted_train_gaps_match_weighted_metrics():
     np.testing.assert_allclose(
         est.constraint_values_, [gap - 0.01, -gap - 0.01], rtol=1e-8, atol=1e-12
     )
-    unweighted = _bce(est.decision_function(X), y)
+    unweighted = bce(est.decision_function(X), y)
     assert not np.isclose(unweighted[g == 0].mean(), L[0])  # the weights mattered
 
 

@@ -14,10 +14,10 @@ reuses the engine's JAX code. Only the objective batch order is taken from the e
 import math
 from collections import deque
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from _constrained_helpers import DenseModel, assert_same_layers, bce, mse
 
 from fairest.constrained import PrunedFairClassifier, _engine
 from fairest.constrained._engine import (
@@ -27,17 +27,12 @@ from fairest.constrained._engine import (
     group_means,
     run_solver,
     spawn_rngs,
-    weighted_mean,
 )
-from fairest.constrained._pruned import _epoch_fn
+from fairest.constrained._pruned import _epoch_fn, initial_state
 
 
 def _sigmoid(z):
     return 1.0 / (1.0 + np.exp(-z))
-
-
-def _bce(z, y):
-    return np.logaddexp(0.0, z) - y * z
 
 
 def _data(n=90, p=4, seed=0):
@@ -49,13 +44,6 @@ def _data(n=90, p=4, seed=0):
     score = X @ np.array([1.0, -0.7, 0.4, 0.2]) - 0.8 * (g == 1)
     y = (score + 0.8 * rng.normal(size=n) > 0).astype(int)
     return X, y, g
-
-
-class _Dense:
-    """Stand-in for a fitted dense estimator (``PrunedFairClassifier`` reads ``params_``)."""
-
-    def __init__(self, W, b):
-        self.params_ = [(W, b)]
 
 
 # ------------------------------------------------------------------------------------------
@@ -116,7 +104,7 @@ def _reference(X, y, g, W0, b0, kw, *, primal_first=False):
     # reference statistics of the dense model (spec 2.6 step 2)
     x_dense = np.r_[W0[:, 0], b0]
     z_d = Xt @ x_dense
-    corr_d, loss_d = ((z_d > 0) == (y == 1)).astype(float), _bce(z_d, y)
+    corr_d, loss_d = ((z_d > 0) == (y == 1)).astype(float), bce(z_d, y)
     Ad, Ld = corr_d.mean(), loss_d.mean()
     Ad_g = np.array([corr_d[g == c].mean() for c in range(G)])
     Ld_g = np.array([loss_d[g == c].mean() for c in range(G)])
@@ -151,7 +139,7 @@ def _reference(X, y, g, W0, b0, kw, *, primal_first=False):
             rows = rows[wt > 0]
             B, gb, yb, Xb = rows.size, g[rows], y[rows], Xt[rows]
             z = Xb @ x
-            corr, loss = ((z > 0) == (yb == 1)).astype(float), _bce(z, yb)
+            corr, loss = ((z > 0) == (yb == 1)).astype(float), bce(z, yb)
             present = np.array([np.any(gb == c) for c in range(G)])
             b_g = np.array([np.sum(gb == c) for c in range(G)])
             stat_src = corr if metric == "excess_accuracy_gap" else loss
@@ -218,7 +206,9 @@ def test_constrained_proxy_gda_matches_hand_rolled_loop(problem, variant):
     update), 6 (CEAG lambda >= 0), 12 (bias never masked, masked weights stay 0)."""
     X, y, g, W0, b0 = problem
     kw = {**COMMON, **VARIANTS[variant]}
-    est = PrunedFairClassifier(dense_model=_Dense(W0, b0), **kw).fit(X, y, sensitive_features=g)
+    est = PrunedFairClassifier(dense_model=DenseModel([(W0, b0)]), **kw).fit(
+        X, y, sensitive_features=g
+    )
     x_ref, mask_ref, logs = _reference(X, y, g, W0, b0, kw)
 
     lam = np.column_stack([est.history_[f"lambda_g{c}"] for c in range(3)])
@@ -243,7 +233,9 @@ def test_constrained_absent_group_untouched_without_buffers(problem):
     unchanged by that iteration and it adds nothing to the primal term."""
     X, y, g, W0, b0 = problem
     kw = {**COMMON, **VARIANTS["ceag-no-rb"]}
-    est = PrunedFairClassifier(dense_model=_Dense(W0, b0), **kw).fit(X, y, sensitive_features=g)
+    est = PrunedFairClassifier(dense_model=DenseModel([(W0, b0)]), **kw).fit(
+        X, y, sensitive_features=g
+    )
     lam = np.column_stack([est.history_[f"lambda_g{c}"] for c in range(3)])
     psi = np.column_stack([est.history_[f"psi_hat_g{c}"] for c in range(3)])
     _, _, logs = _reference(X, y, g, W0, b0, kw)
@@ -272,16 +264,7 @@ def _direct_step_setup(X, y, g, lr):
     G = 3
     rng = np.random.default_rng(5)
     x = jnp.asarray(rng.normal(size=X.shape[1] + 1))
-    state = {
-        "x": x,
-        "v": jnp.zeros_like(x),
-        "lam": jnp.zeros(G),
-        "buf": jnp.zeros((G, 40)),
-        "count": jnp.zeros(G, jnp.int32),
-        "m1": jnp.zeros(G),
-        "m2": jnp.zeros(G),
-        "t_dual": jnp.asarray(0.0),
-    }
+    state = initial_state(x, G, 40, "sgd")
     data = {
         "X": jnp.asarray(X),
         "y": jnp.asarray(y),
@@ -298,58 +281,57 @@ def _direct_step_setup(X, y, g, lr):
     return fn, state, data, inputs, np.asarray(x)
 
 
-def test_constrained_dual_uses_true_values_not_the_surrogate(problem):
+def test_constrained_dual_uses_true_values_not_the_surrogate(problem, x64):
     """Oracle 7: a huge surrogate with true psi_hat - eps < 0 keeps lambda = 0; with the
     primal frozen (surrogate has no effect) lambda_g grows by exactly eta * v per step."""
     X, y, g, _, _ = problem
-    with jax.enable_x64(True):
-        # (a) surrogate (L_g - Ld_g) - (L_B - Ld) ~ 1e6 while the true estimate is negative
-        fn, state, data, inputs, x0 = _direct_step_setup(X, y, g, lr=0.3)
-        hyper = {
-            "momentum": jnp.asarray(0.9),
-            "alpha": jnp.asarray(0.0),
-            "dual_learning_rate": jnp.asarray(0.5),
-        }
-        flags = {"constrained": jnp.asarray(True)}
-        ref = {
-            "acc": jnp.asarray(0.8),
-            "acc_g": jnp.asarray([0.8, 0.7, 0.9]),
-            "loss": jnp.asarray(0.0),
-            "loss_g": jnp.full(3, -1e6),
-            "pi": jnp.asarray(np.bincount(g) / len(g)),
-        }
-        _, probe = fn(state, data, ref, {**hyper, "tolerance": jnp.asarray(10.0)}, flags, inputs)
-        psi = np.asarray(probe["psi_hat"])
-        assert np.all(np.asarray(probe["lam"]) == 0.0)
-        eps_ok = float(psi.max()) + 1e-3  # lambda = 0 => trajectory independent of eps
-        _, log = fn(state, data, ref, {**hyper, "tolerance": jnp.asarray(eps_ok)}, flags, inputs)
-        assert np.all(np.asarray(log["lam"]) == 0.0)
-        np.testing.assert_array_equal(log["psi_hat"], psi)
-        # the same run with eps just below the largest estimate does move lambda (power)
-        eps_bad = float(psi.max()) - 1e-3
-        _, log = fn(state, data, ref, {**hyper, "tolerance": jnp.asarray(eps_bad)}, flags, inputs)
-        assert np.asarray(log["lam"]).max() > 0
+    # (a) surrogate (L_g - Ld_g) - (L_B - Ld) ~ 1e6 while the true estimate is negative
+    fn, state, data, inputs, x0 = _direct_step_setup(X, y, g, lr=0.3)
+    hyper = {
+        "momentum": jnp.asarray(0.9),
+        "alpha": jnp.asarray(0.0),
+        "dual_learning_rate": jnp.asarray(0.5),
+    }
+    flags = {"constrained": jnp.asarray(True)}
+    ref = {
+        "acc": jnp.asarray(0.8),
+        "acc_g": jnp.asarray([0.8, 0.7, 0.9]),
+        "loss": jnp.asarray(0.0),
+        "loss_g": jnp.full(3, -1e6),
+        "pi": jnp.asarray(np.bincount(g) / len(g)),
+    }
+    _, probe = fn(state, data, ref, {**hyper, "tolerance": jnp.asarray(10.0)}, flags, inputs)
+    psi = np.asarray(probe["psi_hat"])
+    assert np.all(np.asarray(probe["lam"]) == 0.0)
+    eps_ok = float(psi.max()) + 1e-3  # lambda = 0 => trajectory independent of eps
+    _, log = fn(state, data, ref, {**hyper, "tolerance": jnp.asarray(eps_ok)}, flags, inputs)
+    assert np.all(np.asarray(log["lam"]) == 0.0)
+    np.testing.assert_array_equal(log["psi_hat"], psi)
+    # the same run with eps just below the largest estimate does move lambda (power)
+    eps_bad = float(psi.max()) - 1e-3
+    _, log = fn(state, data, ref, {**hyper, "tolerance": jnp.asarray(eps_bad)}, flags, inputs)
+    assert np.asarray(log["lam"]).max() > 0
 
-        # (b) primal frozen (lr = 0), surrogate exactly 0 at x: lambda_g = t * eta * v_g
-        fn, state, data, inputs, x0 = _direct_step_setup(X, y, g, lr=0.0)
-        z = X @ x0[:-1] + x0[-1]
-        corr, loss = ((z > 0) == (y == 1)).astype(float), _bce(z, y)
-        A_g = np.array([corr[g == c].mean() for c in range(3)])
-        Ad_g = A_g + np.array([0.10, -0.05, 0.02])
-        Ad = corr.mean() + 0.01
-        v = (Ad_g - A_g) - (Ad - corr.mean()) - 0.02
-        ref = {
-            "acc": jnp.asarray(Ad),
-            "acc_g": jnp.asarray(Ad_g),
-            "loss": jnp.asarray(loss.mean()),
-            "loss_g": jnp.asarray([loss[g == c].mean() for c in range(3)]),
-            "pi": jnp.asarray(np.bincount(g) / len(g)),
-        }
-        _, log = fn(state, data, ref, {**hyper, "tolerance": jnp.asarray(0.02)}, flags, inputs)
-        t = np.arange(1, 7)[:, None]
-        expected = np.where(v > 0, t * 0.5 * v, 0.0)
-        assert (v > 0).any() and (v < 0).any()
-        np.testing.assert_allclose(log["lam"], expected, rtol=1e-12, atol=1e-15)
+    # (b) primal frozen (lr = 0), surrogate exactly 0 at x: lambda_g = t * eta * v_g
+    fn, state, data, inputs, x0 = _direct_step_setup(X, y, g, lr=0.0)
+    z = X @ x0[:-1] + x0[-1]
+    corr, loss = ((z > 0) == (y == 1)).astype(float), bce(z, y)
+    A_g = np.array([corr[g == c].mean() for c in range(3)])
+    Ad_g = A_g + np.array([0.10, -0.05, 0.02])
+    Ad = corr.mean() + 0.01
+    v = (Ad_g - A_g) - (Ad - corr.mean()) - 0.02
+    ref = {
+        "acc": jnp.asarray(Ad),
+        "acc_g": jnp.asarray(Ad_g),
+        "loss": jnp.asarray(loss.mean()),
+        "loss_g": jnp.asarray([loss[g == c].mean() for c in range(3)]),
+        "pi": jnp.asarray(np.bincount(g) / len(g)),
+    }
+    _, log = fn(state, data, ref, {**hyper, "tolerance": jnp.asarray(0.02)}, flags, inputs)
+    t = np.arange(1, 7)[:, None]
+    expected = np.where(v > 0, t * 0.5 * v, 0.0)
+    assert (v > 0).any() and (v < 0).any()
+    np.testing.assert_allclose(log["lam"], expected, rtol=1e-12, atol=1e-15)
 
 
 # ------------------------------------------------------------------------------------------
@@ -372,9 +354,7 @@ def test_constrained_pruned_determinism_and_history_length():
     a = PrunedFairClassifier(random_state=7, **kw).fit(X, y, sensitive_features=g)
     b = PrunedFairClassifier(random_state=7, **kw).fit(X, y, sensitive_features=g)
     c = PrunedFairClassifier(random_state=8, **kw).fit(X, y, sensitive_features=g)
-    for (W1, b1), (W2, b2) in zip(a.params_, b.params_):
-        np.testing.assert_array_equal(W1, W2)
-        np.testing.assert_array_equal(b1, b2)
+    assert_same_layers(a.params_, b.params_)
     assert a.history_.keys() == b.history_.keys()
     for key in a.history_:
         np.testing.assert_array_equal(a.history_[key], b.history_[key])
@@ -388,7 +368,7 @@ def test_constrained_pruned_determinism_and_history_length():
 # ------------------------------------------------------------------------------------------
 
 
-def test_constrained_ghost_mlmc_combination_is_exact(monkeypatch):
+def test_constrained_ghost_mlmc_combination_is_exact(monkeypatch, x64):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(64, 3))
     y = rng.normal(size=64)
@@ -399,9 +379,6 @@ def test_constrained_ghost_mlmc_combination_is_exact(monkeypatch):
         return d_star.copy(), 0.0, False
 
     monkeypatch.setattr(_engine, "ghost_subproblem", fixed)
-
-    def mse(x, batch, aux):
-        return weighted_mean((batch.X @ x - batch.y) ** 2, batch.w)
 
     def con(x, batch, aux):
         return jnp.array([x @ x - 1.0])
@@ -419,21 +396,20 @@ def test_constrained_ghost_mlmc_combination_is_exact(monkeypatch):
         sampling="mlmc",
         qp_backend="dual",
     )
-    with jax.enable_x64(True):
-        res = run_solver(
-            "ghost",
-            GenericProblem(mse, con, m=1, n_cells=2),
-            X,
-            y,
-            cells,
-            cells,
-            np.zeros(3),
-            hyper=hyper,
-            aux={},
-            n_epochs=None,
-            rngs=spawn_rngs(1),
-            dtype=jnp.float64,
-        )
+    res = run_solver(
+        "ghost",
+        GenericProblem(mse, con, m=1, n_cells=2),
+        X,
+        y,
+        cells,
+        cells,
+        np.zeros(3),
+        hyper=hyper,
+        aux={},
+        n_epochs=None,
+        rngs=spawn_rngs(1),
+        dtype=jnp.float64,
+    )
     # the 1/(p0 (1-p0)^N) amplification multiplies an exactly-zero correction
     assert res.history["N_geom"].max() >= 1
     gammas, gamma = [], 0.1

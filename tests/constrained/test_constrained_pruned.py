@@ -8,6 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 import pytest
+from _constrained_helpers import DenseModel, assert_same_layers
 
 from fairest.constrained import PrunedFairClassifier
 from fairest.constrained._pruned import buffer_means, buffer_push, gmp_schedule, prune_layer
@@ -220,9 +221,7 @@ TINY = dict(
 
 
 def _same_fit(a, b):
-    for (W1, b1), (W2, b2) in zip(a.params_ + a.dense_params_, b.params_ + b.dense_params_):
-        np.testing.assert_array_equal(W1, W2)
-        np.testing.assert_array_equal(b1, b2)
+    assert_same_layers(a.params_ + a.dense_params_, b.params_ + b.dense_params_)
     np.testing.assert_array_equal(a.multipliers_, b.multipliers_)
     assert a.train_disparity_ == b.train_disparity_
     for key in a.history_:
@@ -259,13 +258,6 @@ def test_constrained_pruned_bad_sample_weight_raises():
         est.fit(X, y, sensitive_features=g, sample_weight=zero_group)
 
 
-class _Dense:
-    """Stand-in for a fitted dense estimator (only ``params_`` is read)."""
-
-    def __init__(self, params):
-        self.params_ = params
-
-
 def test_constrained_pruned_weighted_train_metrics_match_an_independent_computation():
     X, y, g = _data(n=400, seed=3)
     rng = np.random.default_rng(1)
@@ -275,7 +267,7 @@ def test_constrained_pruned_weighted_train_metrics_match_an_independent_computat
     # mean loss of the dense model
     est = PrunedFairClassifier(
         (),
-        dense_model=_Dense([(W0, b0)]),
+        dense_model=DenseModel([(W0, b0)]),
         target_sparsity=0.5,
         pruning_epochs=1,
         n_epochs=3,

@@ -8,11 +8,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from _constrained_helpers import FULL_BATCH, mse, step_context
 from scipy.optimize import linprog
 
 from fairest.constrained._engine import (
     GenericProblem,
-    _Ctx,
     _step_ssl_alm,
     _step_ssw,
     ghost_kappa,
@@ -46,15 +46,11 @@ def _norm_ball_problem():
     return X, y, r, w_star, np.mean((X @ w_star - y) ** 2)
 
 
-def _mse(x, batch, aux):
-    return weighted_mean((batch.X @ x - batch.y) ** 2, batch.w)
-
-
 def _norm_constraint(x, batch, aux):
     return jnp.array([x @ x - aux["r"]])
 
 
-NORM_BALL = GenericProblem(_mse, _norm_constraint, m=1)
+NORM_BALL = GenericProblem(mse, _norm_constraint, m=1)
 
 CONVEX_RUNS = {
     "ssw": dict(
@@ -97,7 +93,7 @@ CONVEX_RUNS = {
 
 
 @pytest.mark.parametrize("solver", sorted(CONVEX_RUNS))
-def test_constrained_all_solvers_reach_norm_ball_optimum(solver):
+def test_constrained_all_solvers_reach_norm_ball_optimum(solver, x64):
     X, y, r, w_star, f_star = _norm_ball_problem()
     # independent check of the reference with cvxpy + clarabel
     import cvxpy as cp
@@ -109,24 +105,21 @@ def test_constrained_all_solvers_reach_norm_ball_optimum(solver):
     np.testing.assert_allclose(w.value, w_star, atol=1e-6)
 
     cells = np.zeros(X.shape[0], dtype=np.int32)
-    with jax.enable_x64(True):
-        res = run_solver(
-            solver,
-            NORM_BALL,
-            X,
-            y,
-            cells,
-            cells,
-            np.zeros(X.shape[1]),
-            hyper=CONVEX_RUNS[solver],
-            aux={"r": jnp.asarray(r)},
-            batch_size=None,
-            constraint_batch_size=None,
-            n_epochs=None,
-            max_iter=300 if solver == "ghost" else 20_000,
-            rngs=spawn_rngs(0),
-            dtype=jnp.float64,
-        )
+    res = run_solver(
+        solver,
+        NORM_BALL,
+        X,
+        y,
+        cells,
+        cells,
+        np.zeros(X.shape[1]),
+        hyper=CONVEX_RUNS[solver],
+        aux={"r": jnp.asarray(r)},
+        **FULL_BATCH,
+        max_iter=300 if solver == "ghost" else 20_000,
+        rngs=spawn_rngs(0),
+        dtype=jnp.float64,
+    )
     x = res.x
     assert x @ x - r <= 1e-2 * r
     assert np.mean((X @ x - y) ** 2) <= 1.02 * f_star
@@ -162,6 +155,37 @@ def _small_data(n=120, p=4, seed=1):
     return X, y, g
 
 
+def _run_small(solver, hyper, delta, seed, **options):
+    """``run_solver`` on the small two-constraint problem in float64 (call under x64)."""
+    X, y, g = _small_data()
+    return run_solver(
+        solver,
+        _two_constraint_problem(),
+        X,
+        y,
+        g,
+        g,
+        np.zeros(4),
+        hyper=hyper,
+        aux={"delta": jnp.asarray(delta)},
+        rngs=spawn_rngs(seed),
+        dtype=jnp.float64,
+        **options,
+    )
+
+
+def _alm_state(x):
+    """An SSL-ALM state at ``x``: one positive and one zero slack, multipliers of both
+    signs, anchors away from the iterate."""
+    return {
+        "x": x,
+        "s": jnp.asarray([0.3, 0.0]),
+        "y": jnp.asarray([0.2, -0.1]),
+        "z_x": x + 0.1,
+        "z_s": jnp.asarray([0.1, 0.2]),
+    }
+
+
 def _ssl_alm_context():
     """An SSL-ALM step context on the small two-constraint problem (call under x64);
     returns the context, its hyper-parameters and the group codes."""
@@ -175,71 +199,53 @@ def _ssl_alm_context():
         dual_radius=10.0,
     )
     hyper = {k: jnp.asarray(v) for k, v in hyper_np.items()}
-    data = {
-        "X": jnp.asarray(X),
-        "y": jnp.asarray(y),
-        "groups": jnp.asarray(g),
-        "cells": jnp.asarray(g),
-        "w": jnp.ones(len(y)),
-        "cw": jnp.ones(len(y)),
-    }
-    ctx = _Ctx(_two_constraint_problem(), data, {"delta": jnp.asarray(0.01)}, hyper, False, False)
+    problem = _two_constraint_problem()
+    ctx = step_context(problem, X, y, g, {"delta": jnp.asarray(0.01)}, hyper)
     return ctx, hyper, g
 
 
-def test_constrained_ssl_alm_step_invariants():
-    with jax.enable_x64(True):
-        ctx, hyper, g = _ssl_alm_context()
-        rng = np.random.default_rng(3)
-        inp = {"obj_idx": jnp.asarray(rng.integers(0, 120, 8)), "obj_w": jnp.ones(8)}
-        for k in (1, 2):
-            idx = np.concatenate([rng.choice(np.flatnonzero(g == c), 4) for c in (0, 1)])
-            inp[f"con_idx{k}"], inp[f"con_w{k}"] = jnp.asarray(idx), jnp.ones(8)
-        x = jnp.asarray(rng.normal(size=4))
-        s = jnp.asarray([0.3, 0.0])
-        state = {
-            "x": x,
-            "s": s,
-            "y": jnp.asarray([0.2, -0.1]),
-            "z_x": x + 0.1,
-            "z_s": jnp.asarray([0.1, 0.2]),
-        }
-        new, _ = _step_ssl_alm(state, inp, ctx)
+def test_constrained_ssl_alm_step_invariants(x64):
+    ctx, hyper, g = _ssl_alm_context()
+    rng = np.random.default_rng(3)
+    inp = {"obj_idx": jnp.asarray(rng.integers(0, 120, 8)), "obj_w": jnp.ones(8)}
+    for k in (1, 2):
+        idx = np.concatenate([rng.choice(np.flatnonzero(g == c), 4) for c in (0, 1)])
+        inp[f"con_idx{k}"], inp[f"con_w{k}"] = jnp.asarray(idx), jnp.ones(8)
+    x = jnp.asarray(rng.normal(size=4))
+    state = _alm_state(x)
+    s = state["s"]
+    new, _ = _step_ssl_alm(state, inp, ctx)
 
-        # explicit full-Jacobian reference of steps 2-7
-        b1, b2, bf = ctx.con_batch(inp, 1), ctx.con_batch(inp, 2), ctx.obj_batch(inp)
-        J = jax.jacrev(lambda z: ctx.c(z, b1))(x)
-        h1 = ctx.c(x, b1) + s
-        y_ref = state["y"] + hyper["dual_learning_rate"] * h1
-        assert np.linalg.norm(y_ref) < 10.0
-        h2 = ctx.c(x, b2) + s
-        G_x = (
-            jax.grad(ctx.f)(x, bf)
-            + J.T @ y_ref
-            + hyper["penalty_strength"] * J.T @ h2
-            + hyper["proximal_strength"] * (x - state["z_x"])
-        )
-        G_s = (
-            y_ref + hyper["penalty_strength"] * h2 + hyper["proximal_strength"] * (s - state["z_s"])
-        )
-        np.testing.assert_allclose(new["y"], y_ref, rtol=1e-12)
-        lr = hyper["learning_rate"]
-        np.testing.assert_allclose(new["x"], x - lr * G_x, rtol=1e-12, atol=1e-14)
-        np.testing.assert_allclose(new["s"], np.maximum(s - lr * G_s, 0), atol=1e-14)
-        np.testing.assert_allclose(new["z_x"], 0.5 * state["z_x"] + 0.5 * x, rtol=1e-14)
-        np.testing.assert_allclose(new["z_s"], 0.5 * state["z_s"] + 0.5 * s, rtol=1e-14)
-        assert np.all(np.asarray(new["s"]) >= 0)
+    # explicit full-Jacobian reference of steps 2-7
+    b1, b2, bf = ctx.con_batch(inp, 1), ctx.con_batch(inp, 2), ctx.obj_batch(inp)
+    J = jax.jacrev(lambda z: ctx.c(z, b1))(x)
+    h1 = ctx.c(x, b1) + s
+    y_ref = state["y"] + hyper["dual_learning_rate"] * h1
+    assert np.linalg.norm(y_ref) < 10.0
+    h2 = ctx.c(x, b2) + s
+    G_x = (
+        jax.grad(ctx.f)(x, bf)
+        + J.T @ y_ref
+        + hyper["penalty_strength"] * J.T @ h2
+        + hyper["proximal_strength"] * (x - state["z_x"])
+    )
+    G_s = y_ref + hyper["penalty_strength"] * h2 + hyper["proximal_strength"] * (s - state["z_s"])
+    np.testing.assert_allclose(new["y"], y_ref, rtol=1e-12)
+    lr = hyper["learning_rate"]
+    np.testing.assert_allclose(new["x"], x - lr * G_x, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(new["s"], np.maximum(s - lr * G_s, 0), atol=1e-14)
+    np.testing.assert_allclose(new["z_x"], 0.5 * state["z_x"] + 0.5 * x, rtol=1e-14)
+    np.testing.assert_allclose(new["z_s"], 0.5 * state["z_s"] + 0.5 * s, rtol=1e-14)
+    assert np.all(np.asarray(new["s"]) >= 0)
 
-        # safeguard: ||y + eta h1|| >= M_y stores exactly 0
-        big = {**state, "y": jnp.asarray([9.99, 0.5])}
-        assert np.linalg.norm(big["y"] + hyper["dual_learning_rate"] * h1) >= 10.0
-        new_big, _ = _step_ssl_alm(big, inp, ctx)
-        assert np.all(np.asarray(new_big["y"]) == 0.0)
+    # safeguard: ||y + eta h1|| >= M_y stores exactly 0
+    big = {**state, "y": jnp.asarray([9.99, 0.5])}
+    assert np.linalg.norm(big["y"] + hyper["dual_learning_rate"] * h1) >= 10.0
+    new_big, _ = _step_ssl_alm(big, inp, ctx)
+    assert np.all(np.asarray(new_big["y"]) == 0.0)
 
 
-def test_constrained_ssl_alm_history_invariants():
-    X, y, g = _small_data()
-    problem = _two_constraint_problem()
+def test_constrained_ssl_alm_history_invariants(x64):
     hyper = dict(
         learning_rate=0.05,
         dual_learning_rate=2.0,
@@ -250,23 +256,7 @@ def test_constrained_ssl_alm_history_invariants():
         slack_init="zero",
         final_full_step=True,
     )
-    with jax.enable_x64(True):
-        res = run_solver(
-            "ssl-alm",
-            problem,
-            X,
-            y,
-            g,
-            g,
-            np.zeros(4),
-            hyper=hyper,
-            aux={"delta": jnp.asarray(0.0)},
-            batch_size=8,
-            constraint_batch_size=4,
-            n_epochs=3,
-            rngs=spawn_rngs(5),
-            dtype=jnp.float64,
-        )
+    res = _run_small("ssl-alm", hyper, 0.0, 5, batch_size=8, constraint_batch_size=4, n_epochs=3)
     lam = np.column_stack([res.history["lambda_0"], res.history["lambda_1"]])
     slack = np.column_stack([res.history["slack_0"], res.history["slack_1"]])
     assert np.all(slack >= 0) and np.all(res.state["s"] >= 0)
@@ -345,10 +335,9 @@ def test_constrained_ghost_qp_backends_agree(m, seed):
         assert c[0] + J[0] @ (0.5 * d_lp) <= kappa + 1e-8
 
 
-def test_constrained_ghost_reduces_to_sgd():
+def test_constrained_ghost_reduces_to_sgd(x64):
     """Oracle 20: delta, beta huge -> d = -g/tau and x_{k+1} = x_k - gamma_k/tau grad f(1 row)."""
     X, y, g = _small_data()
-    problem = _two_constraint_problem()
     hyper = dict(
         mlmc_probability=0.4,
         learning_rate=0.05,
@@ -362,45 +351,31 @@ def test_constrained_ghost_reduces_to_sgd():
         sampling="mlmc",
         qp_backend="dual",
     )
-    with jax.enable_x64(True):
-        res = run_solver(
-            "ghost",
-            problem,
-            X,
-            y,
-            g,
-            g,
-            np.zeros(4),
-            hyper=hyper,
-            aux={"delta": jnp.asarray(1e6)},
-            n_epochs=None,
-            rngs=spawn_rngs(7),
-            dtype=jnp.float64,
-        )
-        # replay the same draws: objective stream rngs[1], one row per iteration after the
-        # 2^{N+1} big-sample rows (draw order of the engine)
-        rngs = spawn_rngs(7)
-        obj_rng, con_rng, solver_rng = rngs[1], rngs[2], rngs[3]
-        members = [np.flatnonzero(g == c) for c in (0, 1)]
-        largest = max(mm.size for mm in members)
-        x = np.zeros(4)
-        gamma = 0.05
-        for k in range(20):
-            if k > 0:
-                gamma = gamma * (1 - 0.05 * gamma)
+    res = _run_small("ghost", hyper, 1e6, 7, n_epochs=None)
+    # replay the same draws: objective stream rngs[1], one row per iteration after the
+    # 2^{N+1} big-sample rows (draw order of the engine)
+    rngs = spawn_rngs(7)
+    obj_rng, con_rng, solver_rng = rngs[1], rngs[2], rngs[3]
+    members = [np.flatnonzero(g == c) for c in (0, 1)]
+    largest = max(mm.size for mm in members)
+    x = np.zeros(4)
+    gamma = 0.05
+    for k in range(20):
+        if k > 0:
+            gamma = gamma * (1 - 0.05 * gamma)
+        N = int(solver_rng.geometric(0.4)) - 1
+        while 2 ** (N + 1) > largest:
             N = int(solver_rng.geometric(0.4)) - 1
-            while 2 ** (N + 1) > largest:
-                N = int(solver_rng.geometric(0.4)) - 1
-            size = 2 ** (N + 1)
-            obj_rng.integers(len(y), size=size)
-            for mm in members:
-                con_rng.integers(mm.size, size=size)
-            row = obj_rng.integers(len(y), size=1)
-            for mm in members:
-                con_rng.integers(mm.size, size=1)
-            z = X[row] @ x
-            grad = (X[row].T @ (1 / (1 + np.exp(-z)) - y[row])) / 1
-            x = x - gamma / 2.0 * grad
+        size = 2 ** (N + 1)
+        obj_rng.integers(len(y), size=size)
+        for mm in members:
+            con_rng.integers(mm.size, size=size)
+        row = obj_rng.integers(len(y), size=1)
+        for mm in members:
+            con_rng.integers(mm.size, size=1)
+        z = X[row] @ x
+        grad = (X[row].T @ (1 / (1 + np.exp(-z)) - y[row])) / 1
+        x = x - gamma / 2.0 * grad
     np.testing.assert_allclose(res.x, x, atol=1e-10)
     assert res.extras["n_qp_failures"] == 0
 
@@ -410,48 +385,38 @@ def test_constrained_ghost_reduces_to_sgd():
 # ------------------------------------------------------------------------------------------
 
 
-def test_constrained_ssl_alm_shared_draw_step_uses_zeta1_only():
-    with jax.enable_x64(True):
-        ctx, hyper, g = _ssl_alm_context()
-        rng = np.random.default_rng(4)
-        idx = np.concatenate([rng.choice(np.flatnonzero(g == c), 4) for c in (0, 1)])
-        inp = {
-            "obj_idx": jnp.asarray(rng.integers(0, 120, 8)),
-            "obj_w": jnp.ones(8),
-            "con_idx1": jnp.asarray(idx),
-            "con_w1": jnp.ones(8),
-        }  # no second draw
-        x = jnp.asarray(rng.normal(size=4))
-        s = jnp.asarray([0.3, 0.0])
-        state = {
-            "x": x,
-            "s": s,
-            "y": jnp.asarray([0.2, -0.1]),
-            "z_x": x + 0.1,
-            "z_s": jnp.asarray([0.1, 0.2]),
-        }
-        new, _ = _step_ssl_alm(state, inp, ctx, shared_draw=True)
+def test_constrained_ssl_alm_shared_draw_step_uses_zeta1_only(x64):
+    ctx, hyper, g = _ssl_alm_context()
+    rng = np.random.default_rng(4)
+    idx = np.concatenate([rng.choice(np.flatnonzero(g == c), 4) for c in (0, 1)])
+    inp = {
+        "obj_idx": jnp.asarray(rng.integers(0, 120, 8)),
+        "obj_w": jnp.ones(8),
+        "con_idx1": jnp.asarray(idx),
+        "con_w1": jnp.ones(8),
+    }  # no second draw
+    x = jnp.asarray(rng.normal(size=4))
+    state = _alm_state(x)
+    s = state["s"]
+    new, _ = _step_ssl_alm(state, inp, ctx, shared_draw=True)
 
-        b1, bf = ctx.con_batch(inp, 1), ctx.obj_batch(inp)
-        J = jax.jacrev(lambda z: ctx.c(z, b1))(x)
-        h1 = ctx.c(x, b1) + s
-        y_ref = state["y"] + hyper["dual_learning_rate"] * h1
-        G_x = (
-            jax.grad(ctx.f)(x, bf)
-            + J.T @ (y_ref + hyper["penalty_strength"] * h1)
-            + hyper["proximal_strength"] * (x - state["z_x"])
-        )
-        G_s = (
-            y_ref + hyper["penalty_strength"] * h1 + hyper["proximal_strength"] * (s - state["z_s"])
-        )
-        np.testing.assert_allclose(new["y"], y_ref, rtol=1e-12)
-        lr = hyper["learning_rate"]
-        np.testing.assert_allclose(new["x"], x - lr * G_x, rtol=1e-12, atol=1e-14)
-        np.testing.assert_allclose(new["s"], np.maximum(s - lr * G_s, 0), atol=1e-14)
+    b1, bf = ctx.con_batch(inp, 1), ctx.obj_batch(inp)
+    J = jax.jacrev(lambda z: ctx.c(z, b1))(x)
+    h1 = ctx.c(x, b1) + s
+    y_ref = state["y"] + hyper["dual_learning_rate"] * h1
+    G_x = (
+        jax.grad(ctx.f)(x, bf)
+        + J.T @ (y_ref + hyper["penalty_strength"] * h1)
+        + hyper["proximal_strength"] * (x - state["z_x"])
+    )
+    G_s = y_ref + hyper["penalty_strength"] * h1 + hyper["proximal_strength"] * (s - state["z_s"])
+    np.testing.assert_allclose(new["y"], y_ref, rtol=1e-12)
+    lr = hyper["learning_rate"]
+    np.testing.assert_allclose(new["x"], x - lr * G_x, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(new["s"], np.maximum(s - lr * G_s, 0), atol=1e-14)
 
 
 def _ssl_alm_run(constraint_draw, constraint_batch_size):
-    X, y, g = _small_data()
     hyper = dict(
         learning_rate=0.05,
         dual_learning_rate=0.5,
@@ -464,21 +429,14 @@ def _ssl_alm_run(constraint_draw, constraint_batch_size):
         constraint_draw=constraint_draw,
     )
     with jax.enable_x64(True):
-        return run_solver(
+        return _run_small(
             "ssl-alm",
-            _two_constraint_problem(),
-            X,
-            y,
-            g,
-            g,
-            np.zeros(4),
-            hyper=hyper,
-            aux={"delta": jnp.asarray(0.01)},
+            hyper,
+            0.01,
+            7,
             batch_size=8,
             constraint_batch_size=constraint_batch_size,
             n_epochs=2,
-            rngs=spawn_rngs(7),
-            dtype=jnp.float64,
         )
 
 
@@ -496,7 +454,7 @@ def test_constrained_ssl_alm_shared_draw_runs():
     )
 
 
-def test_constrained_ssw_shared_draw_steps_on_the_tested_draw():
+def test_constrained_ssw_shared_draw_steps_on_the_tested_draw(x64):
     problem = _two_constraint_problem()
     X, y, g = _small_data()
     hyper_np = dict(
@@ -507,37 +465,28 @@ def test_constrained_ssw_shared_draw_steps_on_the_tested_draw():
         constraint_tol_decay_start=500,
         output_start=0,
     )
-    with jax.enable_x64(True):
-        hyper = {k: jnp.asarray(v) for k, v in hyper_np.items()}
-        data = {
-            "X": jnp.asarray(X),
-            "y": jnp.asarray(y),
-            "groups": jnp.asarray(g),
-            "cells": jnp.asarray(g),
-            "w": jnp.ones(len(y)),
-            "cw": jnp.ones(len(y)),
-        }
-        ctx = _Ctx(problem, data, {"delta": jnp.asarray(-1.0)}, hyper, False, False)
-        rng = np.random.default_rng(5)
-        idx = np.concatenate([rng.choice(np.flatnonzero(g == c), 4) for c in (0, 1)])
-        inp = {
-            "obj_idx": jnp.asarray(rng.integers(0, 120, 8)),
-            "obj_w": jnp.ones(8),
-            "con_idx1": jnp.asarray(idx),
-            "con_w1": jnp.ones(8),  # no second draw
-            "t": jnp.asarray(0),
-            "it": jnp.asarray(0),
-            "u": jnp.asarray(0.5),
-        }
-        x = jnp.asarray(rng.normal(size=4))
-        zero = jnp.zeros((), jnp.int32)
-        state = {"x": x, "n_f": zero, "n_c": zero, "x_out": x, "w_total": jnp.zeros(())}
-        new, log = _step_ssw(
-            state, inp, ctx, f_rule="const", c_rule="const", reset=True, shared_draw=True
-        )
-        b1 = ctx.con_batch(inp, 1)
-        c1 = ctx.c(x, b1)
-        assert bool(log["constraint_step"])  # delta = -1: every estimate is violated
-        grad = jax.grad(lambda z: jnp.max(ctx.c(z, b1)))(x)
-        np.testing.assert_allclose(new["x"], x - 0.05 * grad, rtol=1e-12)
-        np.testing.assert_allclose(log["c"], c1, rtol=1e-12)
+    hyper = {k: jnp.asarray(v) for k, v in hyper_np.items()}
+    ctx = step_context(problem, X, y, g, {"delta": jnp.asarray(-1.0)}, hyper)
+    rng = np.random.default_rng(5)
+    idx = np.concatenate([rng.choice(np.flatnonzero(g == c), 4) for c in (0, 1)])
+    inp = {
+        "obj_idx": jnp.asarray(rng.integers(0, 120, 8)),
+        "obj_w": jnp.ones(8),
+        "con_idx1": jnp.asarray(idx),
+        "con_w1": jnp.ones(8),  # no second draw
+        "t": jnp.asarray(0),
+        "it": jnp.asarray(0),
+        "u": jnp.asarray(0.5),
+    }
+    x = jnp.asarray(rng.normal(size=4))
+    zero = jnp.zeros((), jnp.int32)
+    state = {"x": x, "n_f": zero, "n_c": zero, "x_out": x, "w_total": jnp.zeros(())}
+    new, log = _step_ssw(
+        state, inp, ctx, f_rule="const", c_rule="const", reset=True, shared_draw=True
+    )
+    b1 = ctx.con_batch(inp, 1)
+    c1 = ctx.c(x, b1)
+    assert bool(log["constraint_step"])  # delta = -1: every estimate is violated
+    grad = jax.grad(lambda z: jnp.max(ctx.c(z, b1)))(x)
+    np.testing.assert_allclose(new["x"], x - 0.05 * grad, rtol=1e-12)
+    np.testing.assert_allclose(log["c"], c1, rtol=1e-12)

@@ -7,8 +7,6 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-pytest.importorskip("matplotlib")
-
 from fairest.metrics import partial_statistical_parity
 from fairest.plot import group_percentile_bands, plot_group_score_cdfs
 

@@ -3,8 +3,6 @@
 import numpy as np
 import pytest
 
-pytest.importorskip("matplotlib")
-
 from fairest import GroupWeightedClassifier
 from fairest.metrics import demographic_parity_difference, individual_fairness
 from fairest.plot import make_simplex_evaluator, plot_simplex_unfairness, simplex_grid
