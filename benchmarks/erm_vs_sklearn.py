@@ -1,13 +1,15 @@
-"""Weighted L2 logistic regression: fairest's JAX Newton solver vs scikit-learn.
+"""Weighted L2 logistic regression: fairest's ERM driver vs scikit-learn.
 
 For each (n, d) this times, in the same process and on the same weighted problem:
-- fairest ``solve_weighted_glm`` (damped Newton, float64), cold (first call, JIT compile
-  included) and warm (same bucket, what a grid search or CV fold pays);
+- fairest ``solve_weighted_glm`` (float64; Newton, or L-BFGS with a Newton finish, chosen
+  by shape: the ``fairest solver`` column), cold (first call, JIT compile included) and
+  warm (same bucket, what a grid search or CV fold pays);
 - scikit-learn ``LogisticRegression(solver="lbfgs")`` at its default tol (1e-4) and at a
   tight tol (1e-8), and ``solver="newton-cholesky"`` (tol 1e-8).
 Speed ratio = scikit-learn time / fairest warm time (> 1: fairest is faster). The
 relative objective gap of every solution to the best one found says what each run
-bought. Run: ``python benchmarks/erm_vs_sklearn.py [--quick]``.
+bought. Run: ``python benchmarks/erm_vs_sklearn.py [--quick]``. The estimator-level table
+(fresh processes, peak memory, compiled executables, BADR) is ``speed_table.py``.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import numpy as np
 from _common import best_time, write_results
 from sklearn.linear_model import LogisticRegression
 
-from fairest._solvers._newton import solve_weighted_glm
+from fairest._solvers._driver import solve_weighted_glm
 
 ALPHA = 1e-3
 
@@ -58,7 +60,7 @@ def run(sizes, repeats):
         warm = best_time(
             lambda X=X, y=y, c=c: solve_weighted_glm("logistic", X, y, c, ALPHA), repeats
         )
-        thetas = {"fairest newton": ours["theta"]}
+        thetas = {"fairest": ours["theta"]}
         times = {}
         for label, solver, tol in [
             ("sklearn lbfgs tol=1e-4", "lbfgs", 1e-4),
@@ -77,8 +79,9 @@ def run(sizes, repeats):
             "d": d,
             "fairest cold (s)": cold,
             "fairest warm (s)": warm,
-            "fairest newton iters": ours["n_iter"],
-            "fairest rel. gap": (objectives["fairest newton"] - best) / abs(best),
+            "fairest solver": ours["solver"],
+            "fairest iters": ours["n_iter"],
+            "fairest rel. gap": (objectives["fairest"] - best) / abs(best),
         }
         for label, seconds in times.items():
             row[f"{label} (s)"] = seconds
@@ -111,7 +114,8 @@ def main():
         "d",
         "fairest cold (s)",
         "fairest warm (s)",
-        "fairest newton iters",
+        "fairest solver",
+        "fairest iters",
         "sklearn lbfgs tol=1e-4 ratio",
         "sklearn lbfgs tol=1e-4 rel. gap",
         "sklearn lbfgs tol=1e-8 ratio",

@@ -1,6 +1,7 @@
 """fairest: fairness-aware estimators that feel native to scikit-learn."""
 
 from fairest._config import config_context, get_config, set_config
+from fairest.certified import CertifiedFairClassifier, certify_fairness
 from fairest.constrained import LossGapConstrainedClassifier, PrunedFairClassifier
 from fairest.ermi import ERMIClassifier
 from fairest.partial import (
@@ -25,6 +26,7 @@ __version__ = "0.1.0.dev0"  # the one source: pyproject.toml reads it (dynamic v
 __all__ = [
     "BADRClassifier",
     "BADRRegressor",
+    "CertifiedFairClassifier",
     "ERMIClassifier",
     "GroupAUCConstrainedClassifier",
     "GroupInteractionFeatures",
@@ -38,6 +40,7 @@ __all__ = [
     "PartialParityPenaltyClassifier",
     "PrunedFairClassifier",
     "__version__",
+    "certify_fairness",
     "config_context",
     "get_config",
     "set_config",

@@ -1,16 +1,19 @@
 """Jitted JAX building blocks shared by every family (losses, per-group sums, Hessians,
 projections, row buckets). Pure functions; hyper-parameters are traced arguments."""
 
-from fairest._kernels._buckets import bucket_size, pad_rows
+from fairest._kernels._buckets import bucket_size, pad_rows, pad_rows_to, padded_rows
 from fairest._kernels._glm import (
     Batch,
+    blocked_hessian,
     group_sums,
     group_to_sample_weights,
     hessian_vector_product,
     objective,
     penalty_diagonal,
     scores,
+    value_and_grad,
     value_grad_hessian,
+    weighted_gram,
 )
 from fairest._kernels._losses import (
     LOSSES,
@@ -26,6 +29,7 @@ __all__ = [
     "Batch",
     "LOSSES",
     "PENALTY_SCALE",
+    "blocked_hessian",
     "bucket_size",
     "clip_by_norm",
     "cross_entropy",
@@ -36,9 +40,13 @@ __all__ = [
     "loss_derivatives",
     "objective",
     "pad_rows",
+    "pad_rows_to",
+    "padded_rows",
     "penalty_diagonal",
     "pointwise_loss",
     "project_simplex",
     "scores",
+    "value_and_grad",
     "value_grad_hessian",
+    "weighted_gram",
 ]

@@ -1,17 +1,21 @@
 """Row-count buckets: pad data to a few fixed sizes so that fits on slightly different n
 (cross-validation folds, grid searches) reuse the same compiled code.
 
-Padding rows are zeros with weight 0, so they change no sum in any kernel.
+Padding rows are zeros with weight 0, so they change no sum in any kernel. Padding copies
+the data, so large data (above ``PAD_MAX_BYTES``) is not padded (:func:`padded_rows`): one
+more compilation for its exact row count costs little next to a fit that reads that many
+bytes a few dozen times, and the fit then holds no second copy of ``X``.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["bucket_size", "pad_rows"]
+__all__ = ["PAD_MAX_BYTES", "bucket_size", "pad_rows", "pad_rows_to", "padded_rows"]
 
 _STEPS_PER_OCTAVE_BITS = 3  # 8 sizes per doubling: at most 12.5 % padding
 _MIN_BUCKET = 64  # multiple of 8, so a bucket always splits over 1, 2, 4 or 8 devices
+PAD_MAX_BYTES = 128 * 2**20  # data of at most this size is padded to a bucket
 
 
 def bucket_size(n_rows: int) -> int:
@@ -27,5 +31,23 @@ def pad_rows(n_rows: int, *arrays: np.ndarray) -> list[np.ndarray]:
     extra = bucket_size(n_rows) - n_rows
     return [
         np.concatenate([a, np.zeros((extra,) + a.shape[1:], dtype=a.dtype)]) if extra else a
+        for a in arrays
+    ]
+
+
+def padded_rows(n_rows: int, row_bytes: int) -> int:
+    """Row count a fit runs on: ``bucket_size(n_rows)`` when the padded data (``row_bytes``
+    per row) takes at most ``PAD_MAX_BYTES``, else ``n_rows`` itself (no padding copy)."""
+    bucket = bucket_size(n_rows)
+    return bucket if bucket * row_bytes <= PAD_MAX_BYTES else n_rows
+
+
+def pad_rows_to(length: int, *arrays: np.ndarray) -> list[np.ndarray]:
+    """Pad each array with zero rows up to ``length`` rows; arrays already that long are
+    returned as they are (no copy)."""
+    return [
+        np.concatenate([a, np.zeros((length - a.shape[0],) + a.shape[1:], dtype=a.dtype)])
+        if a.shape[0] < length
+        else a
         for a in arrays
     ]

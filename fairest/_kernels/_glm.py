@@ -18,15 +18,19 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from fairest._kernels._losses import PENALTY_SCALE, loss_derivatives, pointwise_loss
 
 __all__ = [
     "Batch",
+    "blocked_hessian",
     "scores",
     "penalty_diagonal",
     "objective",
+    "value_and_grad",
     "value_grad_hessian",
+    "weighted_gram",
     "hessian_vector_product",
     "group_sums",
     "group_to_sample_weights",
@@ -61,14 +65,27 @@ def objective(loss: str, theta, X, y, c, alpha, penalize_intercept):
 
 
 @partial(jax.jit, static_argnames="loss")
+def value_and_grad(loss: str, theta, X, y, c, alpha, penalize_intercept):
+    """Objective and gradient (p,) in one pass over the data, O(n p): what a first-order
+    (L-BFGS) step needs, without the O(n p^2) Hessian block."""
+    value, d1, _ = loss_derivatives(loss, scores(theta, X), y)
+    r = c * d1
+    pen = penalty_diagonal(loss, theta, alpha, penalize_intercept)
+    f = jnp.sum(c * value) + 0.5 * jnp.sum(pen * theta**2)
+    return f, jnp.concatenate([jnp.sum(r)[None], r @ X]) + pen * theta
+
+
+@partial(jax.jit, static_argnames="loss")
 def value_grad_hessian(loss: str, theta, X, y, c, alpha, penalize_intercept, X_hessian=None):
     """Objective, gradient (p,) and Hessian (p, p) in one pass over the data.
 
     The Hessian is ``A^T diag(c l'') A + diag(penalty)`` with ``A = [1, X]``, assembled
-    blockwise without forming ``A``. ``X_hessian``, when given, is a lower-precision copy
-    of ``X`` (e.g. float32) used for the O(n d^2) block only: the Newton direction is then
-    slightly inexact, while the objective and gradient, hence the solution, stay in the
-    precision of ``X``.
+    blockwise without forming ``A``; its ``X^T diag(q) X`` block is summed over row blocks
+    (:func:`weighted_gram`). ``X_hessian``, when given, makes that block lower-precision
+    (e.g. float32): either a copy of ``X`` in that precision, or the empty marker of
+    :func:`blocked_hessian`, which casts each row block of ``X`` on the fly (no copy, and
+    faster). The Newton direction is then slightly inexact, while the objective and
+    gradient, hence the solution, stay in the precision of ``X``.
     """
     value, d1, d2 = loss_derivatives(loss, scores(theta, X), y)
     r = c * d1
@@ -79,11 +96,53 @@ def value_grad_hessian(loss: str, theta, X, y, c, alpha, penalize_intercept, X_h
         jnp.concatenate([jnp.sum(r)[None], r @ X]) + pen * theta
     )  # not X.T @ r: ~4x slower on XLA CPU
     first_row = jnp.concatenate([jnp.sum(q)[None], q @ X])
-    Xh = X if X_hessian is None else X_hessian
-    block = ((Xh * q[:, None].astype(Xh.dtype)).T @ Xh).astype(X.dtype)
+    if X_hessian is None:  # summed over row blocks: no (n, d) temporary
+        block = weighted_gram(X, q)
+    elif X_hessian.shape[0] == 0:  # the marker of blocked_hessian(): cast block by block
+        block = weighted_gram(X, q, X_hessian.dtype)
+    else:
+        block = ((X_hessian * q[:, None].astype(X_hessian.dtype)).T @ X_hessian).astype(X.dtype)
     lower = jnp.concatenate([first_row[1:, None], block], axis=1)
     hessian = jnp.concatenate([first_row[None, :], lower], axis=0)
     return f, grad, hessian + jnp.diag(pen)
+
+
+def blocked_hessian(dtype=np.float32) -> np.ndarray:
+    """The ``X_hessian`` marker (an empty array of ``dtype``) asking
+    :func:`value_grad_hessian` for a Hessian block summed over row blocks of ``X`` cast to
+    ``dtype``: the speed of a float32 copy without holding one."""
+    return np.zeros((0,), dtype)
+
+
+# Rows per block of :func:`weighted_gram`: a (block, d) float32 temporary instead of an
+# (n, d) one; large enough for the block products to run at full GEMM speed.
+GRAM_BLOCK_ROWS = 16_384
+
+
+def weighted_gram(X, q, dtype=None, block_rows: int = GRAM_BLOCK_ROWS):
+    """``X^T diag(q) X`` (d, d) accumulated over row blocks, each cast to ``dtype``.
+
+    No (n, d) temporary and no whole copy of ``X``: each block of ``block_rows`` rows is
+    sliced, cast (e.g. to float32, half the flops' cost) and multiplied, and the block
+    products are summed in the precision of ``X``. The last block is clamped to the end
+    of the data, its rows already counted masked out, so any n works (``n < block_rows``:
+    one product over all rows). Traceable; ``dtype`` and ``block_rows`` are static.
+    """
+    n, d = X.shape
+    dtype = X.dtype if dtype is None else dtype
+    if n <= block_rows:
+        Xc = X.astype(dtype)
+        return ((Xc * q[:, None].astype(dtype)).T @ Xc).astype(X.dtype)
+
+    def add_block(k, total):
+        start = jnp.minimum(k * block_rows, n - block_rows)
+        rows = jax.lax.dynamic_slice_in_dim(X, start, block_rows).astype(dtype)
+        weights = jax.lax.dynamic_slice_in_dim(q, start, block_rows)
+        fresh = start + jnp.arange(block_rows) >= k * block_rows  # not in an earlier block
+        weights = jnp.where(fresh, weights, 0.0).astype(dtype)
+        return total + ((rows * weights[:, None]).T @ rows).astype(X.dtype)
+
+    return jax.lax.fori_loop(0, -(-n // block_rows), add_block, jnp.zeros((d, d), X.dtype))
 
 
 @partial(jax.jit, static_argnames="loss")

@@ -19,21 +19,14 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax.scipy.linalg import cho_solve
 
-from fairest._kernels._buckets import pad_rows
 from fairest._kernels._glm import value_grad_hessian
-from fairest._solvers._newton_cg import newton_cg_solve
 
 __all__ = ["NewtonResult", "newton_solve", "solve_weighted_glm"]
 
 _ARMIJO = 1e-4
 _MIN_STEP = 1e-10
-# Above this n d^2, the host-level solver builds the Hessian block from a float32 copy of X:
-# about 2x faster at n = 1e6, d = 100 (benchmarks/erm_vs_sklearn.py) with the same optimum,
-# since objective and gradient stay float64.
-_FLOAT32_HESSIAN_WORK = 1e9
 # Above this many parameters the host-level solver switches to Newton-CG (badr spec section
 # 2): forming and factorising the p x p Hessian costs O(n p^2 + p^3) per step there.
 NEWTON_CG_MIN_PARAMS = 2000
@@ -187,49 +180,9 @@ def newton_solve(
     )
 
 
-def solve_weighted_glm(
-    loss: str,
-    X: np.ndarray,
-    y: np.ndarray,
-    sample_weight: np.ndarray,
-    alpha: float,
-    *,
-    penalize_intercept: bool = False,
-    theta0: np.ndarray | None = None,
-    tol: float = 1e-10,
-    max_iter: int = 100,
-) -> dict:
-    """Host-level entry point: pad rows to a bucket, solve in float64, return numpy.
+def solve_weighted_glm(*args, **kwargs) -> dict:
+    """The host-level ERM driver, :func:`fairest._solvers._driver.solve_weighted_glm`
+    (kept here for its callers: it picks Newton, L-BFGS or Newton-CG by shape)."""
+    from fairest._solvers._driver import solve_weighted_glm as driver
 
-    Newton with Cholesky up to ``NEWTON_CG_MIN_PARAMS`` parameters (intercept included),
-    Newton-CG above. Returns a dict with ``theta`` (intercept first), ``objective``,
-    ``grad_norm``, ``n_iter`` and ``converged``.
-    """
-    n, d = X.shape
-    X_pad, y_pad, c_pad = pad_rows(n, X, y, sample_weight)
-    start = np.zeros(d + 1) if theta0 is None else np.asarray(theta0, dtype=np.float64)
-    with jax.enable_x64(True):
-        X_dev = jnp.asarray(X_pad, dtype=jnp.float64)
-        args = (
-            loss,
-            X_dev,
-            jnp.asarray(y_pad, dtype=jnp.float64),
-            jnp.asarray(c_pad, dtype=jnp.float64),
-            jnp.float64(alpha),
-            jnp.float64(penalize_intercept),
-            jnp.asarray(start, dtype=jnp.float64),
-            jnp.float64(tol),
-            jnp.int32(max_iter),
-        )
-        if d + 1 > NEWTON_CG_MIN_PARAMS:
-            result = newton_cg_solve(*args)
-        else:
-            X_hessian = X_dev.astype(jnp.float32) if n * d * d >= _FLOAT32_HESSIAN_WORK else None
-            result = newton_solve(*args, X_hessian)
-        return {
-            "theta": np.asarray(result.theta),
-            "objective": float(result.objective),
-            "grad_norm": float(result.grad_norm),
-            "n_iter": int(result.n_iter),
-            "converged": bool(result.converged),
-        }
+    return driver(*args, **kwargs)

@@ -500,12 +500,18 @@ default="demographic_parity"
         Returns
         -------
         scores : ndarray of shape (n_samples,)
-            Positive where ``classes_[1]`` is predicted (``inf`` / ``-inf`` for a group
-            where everybody / nobody is selected).
+            Positive where ``classes_[1]`` is predicted. In a group where nobody
+            (everybody) is selected, whose threshold is ``inf`` (``-inf``), the score is
+            the constant -1 (+1): always finite.
         """
         self._validated(X)
-        codes = self._predict_codes(X, sensitive_features)
-        return self._scores(X) - self.thresholds_[codes]
+        thresholds = self.thresholds_[self._predict_codes(X, sensitive_features)]
+        scores = self._scores(X)
+        with np.errstate(invalid="ignore"):
+            margin = scores - thresholds
+        return np.where(
+            np.isposinf(thresholds), -1.0, np.where(np.isneginf(thresholds), 1.0, margin)
+        )
 
     def score(self, X, y, *, sensitive_features=None, sample_weight=None):
         """Accuracy of :meth:`predict` (groups routed to it).

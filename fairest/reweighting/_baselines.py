@@ -130,7 +130,7 @@ class _GroupWeightedLinearModel(BaseEstimator):
         )
         if not result["converged"]:
             warnings.warn(
-                f"Newton solver did not converge in {result['n_iter']} iterations "
+                f"The {result['solver']} solver did not converge in {result['n_iter']} iterations "
                 f"(gradient norm {result['grad_norm']:.2e}); increase max_iter.",
                 ConvergenceWarning,
                 stacklevel=3,
@@ -149,8 +149,11 @@ class GroupWeightedClassifier(LinearClassifierMixin, _GroupWeightedLinearModel):
 
     Minimises ``sum_g lambda_g L_g(b, w) + (alpha / 2) (||w||^2 + [penalize_intercept] b^2)``
     where ``L_g`` is the mean loss of group g and ``lambda`` is given by ``weights``.
-    Solved to high accuracy by a damped Newton method in JAX (float64). Prediction is
-    group-blind.
+    Solved to high accuracy in float64 by the shared ERM driver, which picks the solver by
+    shape: damped Newton where the Hessian is cheap (few features or rows), L-BFGS on the
+    jitted objective with a final Newton step where it is not (scikit-learn's default
+    solver; see ``benchmarks/results/speed_table.md``). Large data is neither padded nor
+    copied beyond one device copy. Prediction is group-blind.
 
     Parameters
     ----------
@@ -178,7 +181,7 @@ class GroupWeightedClassifier(LinearClassifierMixin, _GroupWeightedLinearModel):
     tol : float, default=1e-10
         Relative tolerance on the infinity norm of the gradient.
     max_iter : int, default=100
-        Maximum number of Newton iterations.
+        Maximum number of Newton iterations (L-BFGS, where chosen: ten times as many).
     metric : str or callable, default="individual_fairness"
         Only for ``weights="best_single_group"``: the train unfairness that picks the
         group (names and callables as in :class:`BADRClassifier` / :class:`BADRRegressor`).

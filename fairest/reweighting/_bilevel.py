@@ -102,7 +102,8 @@ class Problem(NamedTuple):
     temperature: jax.Array  # metric smoothing (metric_params["temperature"])
     inner_tol: jax.Array
     inner_max_iter: jax.Array
-    X_hessian: jax.Array | None = None  # float32 copy of X for the Hessian block (large n)
+    # float32 Hessian blocks (large n): a float32 copy of X or the blocked_hessian() marker
+    X_hessian: jax.Array | None = None
     # 1.0: the metrics score b + X w; 0.0: X w, the reference toolbox's convention (badr
     # spec 3.0, ``reference_compat``)
     metric_intercept: jax.Array | float = 1.0
@@ -337,7 +338,11 @@ def _lower_on_rows(
         y=take(problem.y),
         groups=take(problem.groups),
         weight=take(problem.weight) * valid,
-        X_hessian=None if problem.X_hessian is None else take(problem.X_hessian),
+        X_hessian=(  # a float32 copy is gathered too; None or the blocked marker stays
+            take(problem.X_hessian)
+            if problem.X_hessian is not None and problem.X_hessian.shape[0] > 0
+            else problem.X_hessian
+        ),
     )
     return _lower_from_anchor(loss, num_groups, lam, anchor, subset, contraction)
 
@@ -416,8 +421,17 @@ def exact_metric_value(metric: MetricSpec, theta, problem: Problem, num_groups: 
     :mod:`fairest.metrics`, on the host (reporting only, called once per fit)."""
     theta = np.asarray(theta)
     intercept = float(problem.metric_intercept) * theta[0]
-    s = np.asarray(problem.X) @ theta[1:] + intercept  # numpy: no kernel compiled for it
+    s = host_view(problem.X) @ theta[1:] + intercept  # numpy: no kernel compiled for it
     return exact_unfairness(metric, s, problem.y, problem.groups, problem.weight, num_groups)
+
+
+def host_view(array) -> np.ndarray:
+    """A numpy view of a device array without copying it where the device is the host
+    (DLPack), else a copy."""
+    try:
+        return np.from_dlpack(array)
+    except (BufferError, RuntimeError, TypeError, ValueError):
+        return np.asarray(array)
 
 
 _COMPILED = set()  # kernels compiled in the background so far, keyed by name and shapes

@@ -10,7 +10,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fairest._kernels._buckets import pad_rows
+from fairest._kernels._buckets import pad_rows_to, padded_rows
+from fairest._kernels._glm import blocked_hessian
 from fairest.reweighting import _defaults
 from fairest.reweighting._badr_metrics import (
     CLASSIFICATION_METRICS,
@@ -19,6 +20,7 @@ from fairest.reweighting._badr_metrics import (
 )
 from fairest.reweighting._bilevel import ImplicitOracle, Problem
 from fairest.reweighting._group_weights import resolve_group_weights
+from fairest.utils._devices import place_rows
 
 __all__ = [
     "baseline_weights",
@@ -75,28 +77,37 @@ def baseline_weights(totals: np.ndarray) -> dict[str, np.ndarray]:
 def make_problem(
     data, y_num, alpha, penalize, temperature, inner_tol, inner_max_iter, *, reference_compat=False
 ) -> Problem:
-    """Padded float64 device arrays of a fit (call inside ``jax.enable_x64(True)``), plus a
-    float32 copy of X for the Newton Hessian blocks when the fit is large.
+    """Float64 device arrays of a fit, padded to a row bucket when small (call inside
+    ``jax.enable_x64(True)``), plus the marker of float32 Newton Hessian blocks
+    (:func:`~fairest._kernels._glm.blocked_hessian`) when the fit is large.
     ``reference_compat`` drops the intercept from the scores the metrics see."""
-    n = data.X.shape[0]
-    X_pad, y_pad, g_pad, w_pad = pad_rows(n, data.X, y_num, data.groups, data.sample_weight)
+    n, d = data.X.shape
+    length = padded_rows(n, 8 * (d + 3))  # no padding copy of large data
+    X_pad, y_pad, g_pad, w_pad = pad_rows_to(length, data.X, y_num, data.groups, data.sample_weight)
+    # sharded by rows over the devices of fairest.config_context (default: one device)
+    X_dev, y_dev, g_dev, w_dev = place_rows(
+        [np.asarray(a, dtype=t) for a, t in zip((X_pad, y_pad, g_pad, w_pad), _ROW_DTYPES)]
+    )
     return Problem(
-        X=_on_device(X_pad, np.float64),
-        y=_on_device(y_pad, np.float64),
-        groups=_on_device(g_pad, np.int32),
-        weight=_on_device(w_pad, np.float64),
+        X=X_dev,
+        y=y_dev,
+        groups=g_dev,
+        weight=w_dev,
         alpha=_on_device(alpha, np.float64),
         penalize_intercept=_on_device(penalize, np.float64),
         temperature=_on_device(temperature, np.float64),
         inner_tol=_on_device(inner_tol, np.float64),
         inner_max_iter=_on_device(inner_max_iter, np.int32),
-        X_hessian=(
-            _on_device(X_pad, np.float32)
-            if n * data.X.shape[1] ** 2 >= _defaults.FLOAT32_HESSIAN_WORK
+        X_hessian=(  # float32 Hessian blocks cast on the fly: no float32 copy of X
+            _on_device(blocked_hessian(), np.float32)
+            if n * d**2 >= _defaults.FLOAT32_HESSIAN_WORK
             else None
         ),
         metric_intercept=_on_device(0.0 if reference_compat else 1.0, np.float64),
     )
+
+
+_ROW_DTYPES = (np.float64, np.float64, np.int32, np.float64)
 
 
 def _on_device(value, dtype):

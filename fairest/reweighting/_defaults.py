@@ -7,10 +7,11 @@ NEWTON_MAX_ITER = 100  # spec caps at 50 inside BADR's loop; a standalone fit ma
 # --- BADR (badr spec sections 3-5) ---
 TEMPERATURE = 1.0  # spec 3.0 (rho there): smoothing of DP / EO / EOdds (reference default)
 INNER_MAX_ITER = 50  # spec 2: Newton steps per lower-level solve inside BADR
-# From this n d^2 on, BADR's Newton steps assemble the Hessian block from a float32 copy of
-# X: about 15 % less CPU time per fit on the data of benchmarks/badr_profile.py (n = 160,000,
-# d = 10), minus the adjoint's refinement step (one exact Hessian-vector product per oracle
-# call). The gradient, hence theta*, stays float64; the refined adjoint is float64-accurate.
+# From this n d^2 on, BADR's Newton steps assemble the Hessian block from float32 row blocks
+# of X (cast on the fly, no copy; a float32 copy before): about 15 % less CPU time per fit
+# on the data of benchmarks/badr_profile.py (n = 160,000, d = 10), minus the adjoint's
+# refinement step (one exact Hessian-vector product per oracle call). The gradient, hence
+# theta*, stays float64; the refined adjoint is float64-accurate.
 FLOAT32_HESSIAN_WORK = 10_000_000
 MAX_ITER = {  # spec 4.4 (SLSQP 500), 4.6 (trust-constr 500), 4.5 (FW 300), 5.5 (1000)
     "slsqp": 500,

@@ -3,17 +3,26 @@
 fairest never changes JAX's configuration on import. Applications (the ``fairest``
 command, a user's script) may call :func:`enable_compilation_cache` once to keep compiled
 solvers on disk, so that a new process fits small problems without paying the XLA
-compilation again.
+compilation again. The cache reaches joblib workers (a ``GridSearchCV(n_jobs=2)``):
+the folder is also exported as ``JAX_COMPILATION_CACHE_DIR`` (with the two thresholds),
+which JAX reads when a worker process imports it.
+
+:func:`count_compilations` counts the XLA executables a block of code compiles (tests and
+``benchmarks/speed_table.py``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
 import jax
 
-__all__ = ["enable_compilation_cache"]
+__all__ = ["CompilationCount", "count_compilations", "enable_compilation_cache"]
+
+# The event JAX records once per backend (XLA) compilation; a persistent-cache hit skips it.
+_BACKEND_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 
 
 def enable_compilation_cache(directory: str | os.PathLike | None = None) -> Path:
@@ -41,4 +50,42 @@ def enable_compilation_cache(directory: str | os.PathLike | None = None) -> Path
     jax.config.update("jax_compilation_cache_dir", str(directory))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    # joblib's workers (loky: fresh processes) inherit the environment, and JAX reads its
+    # configuration from these variables on import: their compilations hit the cache too
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = str(directory)
+    os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
+    os.environ["JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"] = "0"
     return directory
+
+
+class CompilationCount:
+    """Running count of XLA compilations (``count``) and their seconds (``seconds``)."""
+
+    def __init__(self):
+        self.count = 0
+        self.seconds = 0.0
+
+    def _listen(self, event: str, duration: float, **_) -> None:
+        if event == _BACKEND_COMPILE_EVENT:
+            self.count += 1
+            self.seconds += duration
+
+
+@contextlib.contextmanager
+def count_compilations():
+    """Count the XLA executables compiled inside the block (all threads).
+
+    Yields a :class:`CompilationCount`; persistent-cache hits are not compilations.
+
+    Examples
+    --------
+    >>> with count_compilations() as compiled:  # doctest: +SKIP
+    ...     model.fit(X, y)
+    >>> compiled.count  # doctest: +SKIP
+    """
+    counter = CompilationCount()
+    jax.monitoring.register_event_duration_secs_listener(counter._listen)
+    try:
+        yield counter
+    finally:
+        jax.monitoring.unregister_event_duration_listener(counter._listen)

@@ -12,6 +12,8 @@ from fairest.utils._validation import check_sensitive_features, raise_if_weightl
 
 __all__ = ["FitData", "validate_fit_data", "encode_binary_target"]
 
+_CHECK_BLOCK_BYTES = 16 * 2**20  # finiteness is checked over row blocks of about this size
+
 
 class FitData(NamedTuple):
     """Validated fit inputs, as returned by :func:`validate_fit_data`.
@@ -99,9 +101,13 @@ def validate_fit_data(
 def _check_finite(array: np.ndarray, name: str) -> None:
     """A short error naming the first NaN or infinite entry (scikit-learn's is 600
     characters of advice)."""
-    if np.isfinite(array).all():
+    rows = max(1, _CHECK_BLOCK_BYTES // max(1, array[:1].nbytes))
+    starts = range(0, array.shape[0], rows)  # row blocks: no (n, d) boolean temporary
+    first = next((s for s in starts if not np.isfinite(array[s : s + rows]).all()), None)
+    if first is None:
         return
-    bad = np.argwhere(~np.isfinite(array))[0]
+    bad = np.argwhere(~np.isfinite(array[first : first + rows]))[0]
+    bad[0] += first
     value = array[tuple(bad)]
     kind = "NaN" if np.isnan(value) else "infinity"
     where = f"row {bad[0]}" + (f", column {bad[1]}" if array.ndim == 2 else "")

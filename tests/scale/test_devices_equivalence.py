@@ -55,6 +55,23 @@ PRELUDE = textwrap.dedent(
 )
 
 CASES = {
+    "group-weighted-newton": """
+        from fairest import GroupWeightedClassifier
+        solo, spmd = both(lambda: GroupWeightedClassifier(weights="balanced"))
+        same(solo.coef_, spmd.coef_)
+        same(solo.intercept_, spmd.intercept_)
+    """,
+    "group-weighted-regressor-minimax": """
+        from fairest import GroupWeightedRegressor
+        solo, spmd = both(lambda: GroupWeightedRegressor(weights="minimax"))
+        same(solo.coef_, spmd.coef_)
+    """,
+    "badr": """
+        from fairest import BADRClassifier
+        solo, spmd = both(lambda: BADRClassifier(max_iter=5))
+        same(solo.coef_, spmd.coef_, rtol=1e-7, atol=1e-9)
+        same(solo.group_weights_, spmd.group_weights_, rtol=1e-7, atol=1e-9)
+    """,
     "ermi-full-batch": """
         from fairest import ERMIClassifier
         solo, spmd = both(lambda: ERMIClassifier(solver="full-batch", fairness_weight=2.0))

@@ -1,0 +1,319 @@
+"""Population oracle of certified fairness: is a certified model's TRUE unfairness within
+its tolerance at least 1 - delta of the time?
+
+A finite population: cells (group a, feature level x, label y) with known probabilities,
+so the true demographic parity difference (or equal opportunity difference) of any fitted
+model is computed exactly from its predictions on the 2 K distinct feature rows. Many
+independent samples of n rows are drawn; each is given to a ``CertifiedFairClassifier``
+(and to an uncertified baseline: the most accurate candidate whose TRAINING unfairness is
+within the tolerance, fitted on all n rows). Reported per bound and n: NSF rate, the rate
+of certified models whose true unfairness exceeds the tolerance (violation), its one-sided
+binomial p-value against delta, true accuracy.
+
+The test ``tests/certified/test_oracle.py`` runs a small version of this in CI, and
+checks that the broken bound ``"point"`` (the point estimate, no confidence) fails it.
+
+Usage: ``python benchmarks/certified_oracle.py [--quick] [--draws 400]``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from scipy import stats
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.linear_model import LogisticRegression
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from fairest.certified import (
+    CertifiedFairClassifier,
+    _bounds,
+)
+from fairest.postprocessing import GroupThresholdClassifier
+
+K_LEVELS = 96  # fine enough that the fairness path has no large jumps
+GROUP_SHARE = np.array([0.6, 0.4])  # P(a)
+GROUP_CENTRE = np.array([6.0, 9.0])  # centre of x given a
+SPREAD = 3.0
+# the knob: the weight of the positive class, which moves the decision threshold of both
+# groups; low weights select few people in either group, so the parity gaps shrink
+POSITIVE_WEIGHTS = tuple(np.geomspace(0.02, 1.0, 12))
+GRID = {"class_weight": [{0: 1.0, 1: float(w)} for w in POSITIVE_WEIGHTS]}
+
+
+class Population:
+    """The cells: ``features`` (2K, 2), ``p_x`` (2K,) = P(a, x) and ``p_y`` (2K,) = P(y=1 | a, x)."""
+
+    def __init__(self, label_shift: float = 0.5, slope: float = 0.6):
+        levels = np.linspace(0.0, 15.0, K_LEVELS)
+        density = np.exp(-0.5 * ((levels[None, :] - GROUP_CENTRE[:, None]) / SPREAD) ** 2)
+        p_x_given_a = density / density.sum(axis=1, keepdims=True)  # (2, K)
+        group = np.repeat([0.0, 1.0], K_LEVELS)
+        level = np.tile(levels, 2)
+        self.group = group.astype(np.int64)
+        self.features = np.column_stack([(level - 7.5) / 4.0, group])
+        self.p_x = (GROUP_SHARE[:, None] * p_x_given_a).ravel()
+        self.p_y = 1.0 / (1.0 + np.exp(-(slope * (level - 8.0) + label_shift * group)))
+
+    def sample(self, n: int, rng: np.random.Generator):
+        """n i.i.d. rows: ``X, y, groups``."""
+        cells = rng.choice(self.p_x.size, size=n, p=self.p_x)
+        y = (rng.random(n) < self.p_y[cells]).astype(np.int64)
+        return self.features[cells], y, self.group[cells]
+
+    def true_metrics(self, model) -> dict:
+        """Exact population demographic parity / equal opportunity differences and accuracy."""
+        predicted = (np.asarray(predict(model, self.features, self.group)) == 1).astype(np.float64)
+        in_group = np.stack([self.group == 0, self.group == 1]).astype(np.float64)  # (2, 2K)
+        mass = in_group * self.p_x
+        selection = (mass @ predicted) / mass.sum(axis=1)
+        positives = mass * self.p_y
+        tpr = (positives @ predicted) / positives.sum(axis=1)
+        accuracy = float(self.p_x @ (predicted * self.p_y + (1 - predicted) * (1 - self.p_y)))
+        return {
+            "demographic_parity_difference": float(np.ptp(selection)),
+            "equal_opportunity_difference": float(np.ptp(tpr)),
+            "accuracy": accuracy,
+        }
+
+
+def predict(model, X, groups):
+    """``model.predict(X)``, with the groups when the model's prediction needs them."""
+    if "sensitive_features" in inspect.signature(model.predict).parameters:
+        return model.predict(X, sensitive_features=groups)
+    return model.predict(X)
+
+
+def _point_estimate(statistics, delta):
+    """The broken bound: no confidence at all."""
+    return statistics.mean, statistics.mean
+
+
+@contextlib.contextmanager
+def broken_bound():
+    """Register the bound ``"point"`` (the point estimate) for the duration."""
+    constraints = CertifiedFairClassifier._parameter_constraints
+    previous = constraints["bound"]
+    _bounds.BOUNDS["point"] = _point_estimate
+    constraints["bound"] = [str]
+    try:
+        yield "point"
+    finally:
+        del _bounds.BOUNDS["point"]
+        constraints["bound"] = previous
+
+
+class LeastSquaresClassifier(ClassifierMixin, BaseEstimator):
+    """A cheap linear classifier for the CI oracle: least-squares scores of the 0/1 label,
+    class 1 where the score is at least ``threshold`` (the fairness knob: a high threshold
+    selects few people in either group, so the parity gaps shrink)."""
+
+    def __init__(self, threshold=0.5):
+        self.threshold = threshold
+
+    def fit(self, X, y):
+        X = np.asarray(X, dtype=np.float64)
+        self.classes_, y01 = np.unique(y, return_inverse=True)
+        design = np.column_stack([np.ones(X.shape[0]), X])
+        self.coef_ = np.linalg.lstsq(design, y01.astype(np.float64), rcond=None)[0]
+        return self
+
+    def predict(self, X):
+        scores = self.coef_[0] + np.asarray(X, dtype=np.float64) @ self.coef_[1:]
+        return self.classes_[(scores >= self.threshold).astype(np.int64)]
+
+
+ESTIMATORS = {
+    # name: (estimator, candidate grid)
+    "least_squares": (
+        LeastSquaresClassifier(),
+        # the unconstrained threshold and a fine sweep where the parity gap crosses 0.1
+        {"threshold": [0.5] + [float(t) for t in np.linspace(0.8, 1.3, 26)]},
+    ),
+    "logistic": (LogisticRegression(solver="newton-cholesky"), GRID),
+    # fairest's group-threshold post-processor along its own tolerance path (exact train
+    # parity gap), certified by fixed-sequence testing
+    "post_processor": (
+        GroupThresholdClassifier(LogisticRegression(solver="newton-cholesky")),
+        {"tolerance": [0.2, 0.15, 0.1, 0.08, 0.06, 0.04, 0.02, 0.0]},
+    ),
+}
+SELECTION = {"post_processor": "fixed_sequence"}
+METRICS = ("demographic_parity_difference", "equal_opportunity_difference")
+
+
+def uncertified(X, y, groups, metric: str, tolerance: float, estimator: str):
+    """The baseline: the most accurate candidate whose TRAINING unfairness is within the
+    tolerance (fitted on all n rows, no held-out test)."""
+    from fairest import metrics
+
+    best, best_accuracy = None, -1.0
+    from sklearn.model_selection import ParameterGrid
+
+    base, grid = ESTIMATORS[estimator]
+    for params in ParameterGrid(grid):
+        if "sensitive_features" in inspect.signature(base.fit).parameters:
+            model = clone(base).set_params(**params).fit(X, y, sensitive_features=groups)
+        else:
+            model = clone(base).set_params(**params).fit(X, y)
+        predicted = predict(model, X, groups)
+        unfairness = getattr(metrics, metric)(y, predicted, sensitive_features=groups)
+        accuracy = float(np.mean(predicted == y))
+        if unfairness <= tolerance and accuracy > best_accuracy:
+            best, best_accuracy = model, accuracy
+    return best
+
+
+def run_oracle(
+    population: Population,
+    *,
+    bound: str,
+    n: int,
+    draws: int,
+    metric: str = "demographic_parity_difference",
+    tolerance: float = 0.1,
+    delta: float = 0.05,
+    seed: int = 0,
+    baseline: bool = False,
+    estimator: str = "least_squares",
+) -> dict:
+    """``draws`` independent samples of ``n`` rows: NSF and violation rates of the wrapper
+    (and of the uncertified baseline when asked)."""
+    rng = np.random.default_rng(seed)
+    base, grid = ESTIMATORS[estimator]
+    truths, nsf, accuracy, baseline_truths = [], 0, [], []
+    start = time.perf_counter()
+    for draw in range(draws):
+        X, y, groups = population.sample(n, rng)
+        model = CertifiedFairClassifier(
+            base,
+            constraints=[(metric, tolerance)],
+            delta=delta,
+            bound=bound,
+            param_grid=grid,
+            selection=SELECTION.get(estimator, "predicted"),
+            random_state=draw,
+        ).fit(X, y, sensitive_features=groups)
+        if model.certified_:
+            truth = population.true_metrics(model)
+            truths.append(truth[metric])
+            accuracy.append(truth["accuracy"])
+        else:
+            nsf += 1
+        if baseline:
+            chosen = uncertified(X, y, groups, metric, tolerance, estimator)
+            if chosen is not None:
+                baseline_truths.append(population.true_metrics(chosen)[metric])
+    seconds = time.perf_counter() - start
+    certified = len(truths)
+    violations = int(np.sum(np.array(truths) > tolerance))
+    row = {
+        "estimator": estimator,
+        "bound": bound,
+        "n": n,
+        "draws": draws,
+        "certified": certified,
+        "nsf_rate": nsf / draws,
+        "violations": violations,
+        "violation_rate": violations / certified if certified else 0.0,
+        # P(Binomial(certified, delta) >= violations): small means "more than delta"
+        "p_value": float(stats.binom.sf(violations - 1, certified, delta)) if certified else 1.0,
+        "true_accuracy": float(np.mean(accuracy)) if accuracy else float("nan"),
+        "seconds_per_run": seconds / draws,
+    }
+    if baseline:
+        base_violations = int(np.sum(np.array(baseline_truths) > tolerance))
+        row["baseline_violation_rate"] = base_violations / max(len(baseline_truths), 1)
+    return row
+
+
+def main():
+    from _common import base_parser, write_results
+    from threadpoolctl import threadpool_limits
+
+    parser = base_parser(__doc__, "certified_oracle")
+    parser.add_argument("--draws", type=int, default=100)
+    parser.add_argument("--estimators", nargs="+", default=["least_squares", "logistic"])
+    parser.add_argument("--metrics", nargs="+", default=list(METRICS))
+    parser.add_argument("--no-broken", action="store_true", help="skip the broken bound")
+    args = parser.parse_args()
+    threadpool_limits(1)
+    draws = 20 if args.quick else args.draws
+    sizes = (300, 1000) if args.quick else (300, 1000, 4000, 16000)
+    population = Population()
+    bounds_of = {
+        "least_squares": ("clopper-pearson", "hoeffding", "bernstein", "student-t", "bootstrap"),
+        "logistic": ("clopper-pearson",),
+        "post_processor": ("clopper-pearson", "hoeffding"),
+    }
+    cases = [
+        (metric, estimator, bound)
+        for metric in args.metrics
+        for estimator in args.estimators
+        for bound in bounds_of[estimator]
+    ]
+    rows = []
+    for metric, estimator, bound in cases:
+        for n in sizes:
+            row = run_oracle(
+                population,
+                bound=bound,
+                n=n,
+                draws=draws,
+                metric=metric,
+                seed=n,
+                estimator=estimator,
+                baseline=bound == "clopper-pearson",
+            )
+            rows.append({"metric": metric, **row})
+            print(rows[-1], flush=True)
+    for metric in [] if args.no_broken else args.metrics:
+        with broken_bound() as name:
+            for n in sizes:
+                row = run_oracle(population, bound=name, n=n, draws=draws, metric=metric, seed=n)
+                rows.append({"metric": metric, **row})
+                print(rows[-1], flush=True)
+    if args.quick and args.name == "certified_oracle":
+        return
+    columns = [
+        "metric",
+        "estimator",
+        "bound",
+        "n",
+        "draws",
+        "certified",
+        "nsf_rate",
+        "violations",
+        "violation_rate",
+        "p_value",
+        "baseline_violation_rate",
+        "true_accuracy",
+        "seconds_per_run",
+    ]
+    write_results(
+        args.name,
+        rows,
+        columns,
+        notes=(
+            "Population oracle (benchmarks/certified_oracle.py): 2 groups (60/40), 96 feature "
+            "levels, exact population metrics; CertifiedFairClassifier around a least-squares "
+            "linear classifier (27 decision thresholds), a logistic regression (12 "
+            "positive-class weights) or GroupThresholdClassifier(LogisticRegression) along "
+            "its tolerance path (8 values, fixed-sequence testing), tolerance 0.1, delta 0.05, safety_fraction 0.6. "
+            "violation_rate: share of CERTIFIED models whose TRUE metric exceeds the "
+            "tolerance; p_value: P(Binomial(certified, 0.05) >= violations) (small = the "
+            "guarantee is broken). baseline: the most accurate candidate with TRAINING metric "
+            "<= tolerance, no held-out test. 'point' is the deliberately broken bound (the "
+            "point estimate)." + (f" {args.extra_notes}" if args.extra_notes else "")
+        ),
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,200 @@
+"""The one host-level driver for weighted, L2-regularised linear models (ERM).
+
+:func:`solve_weighted_glm` puts the data on the device once (no padding copy for large
+data, :func:`fairest._kernels._buckets.padded_rows`) and picks the solver from the loss
+and the shape (:func:`choose_solver`):
+
+- ``"newton"``: damped Newton with Cholesky (:func:`~fairest._solvers._newton.newton_solve`)
+  where the p x p Hessian is cheap next to a pass over the data (few features or few
+  rows), and for the squared error (one Newton step is exact);
+- ``"lbfgs"``: SciPy's L-BFGS-B on the jitted value and gradient
+  (:func:`~fairest._solvers._lbfgs.lbfgs_solve`) where the O(n p^2) Hessian would
+  dominate. L-BFGS stalls where F's rounding noise hides further decrease (a gradient of
+  about 1e-8 for F of order one); when ``tol`` asks for less, ONE Newton step from its
+  point (:func:`newton_polish`, the Hessian summed over float32 row blocks, no copy of X)
+  finishes the solve with Newton's quadratic convergence;
+- ``"newton-cg"``: above ``NEWTON_CG_MIN_PARAMS`` parameters (Hessian never formed).
+
+Every path minimises the same objective to the same stopping rule,
+``||grad F||_inf <= tol * max(1, ||grad F(theta0)||_inf)``.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.linalg import cho_solve
+
+from fairest._kernels._buckets import pad_rows_to, padded_rows
+from fairest._kernels._glm import (
+    blocked_hessian,
+    penalty_diagonal,
+    scores,
+    value_and_grad,
+    weighted_gram,
+)
+from fairest._kernels._losses import loss_derivatives
+from fairest._solvers._lbfgs import lbfgs_solve
+from fairest._solvers._newton import NEWTON_CG_MIN_PARAMS, _cholesky, newton_solve
+from fairest._solvers._newton_cg import newton_cg_solve
+from fairest.utils._devices import place_rows
+
+__all__ = ["SOLVERS", "PolishResult", "choose_solver", "newton_polish", "solve_weighted_glm"]
+
+SOLVERS = ("newton", "lbfgs", "newton-cg")
+# L-BFGS from this many features on, when the Hessian work n p^2 is also at least
+# LBFGS_MIN_WORK: a Newton pass then costs several L-BFGS passes (measured in
+# benchmarks/speed_table.py: at 1e5 x 100 one Newton pass = 6 value-and-gradient passes).
+LBFGS_MIN_FEATURES = 50
+LBFGS_MIN_WORK = 50_000_000
+# From this n p^2 on, Newton sums its Hessian block over float32 row blocks of X
+# (:func:`~fairest._kernels._glm.blocked_hessian`): half the flops, the same optimum since
+# objective and gradient stay float64.
+FLOAT32_HESSIAN_WORK = 100_000_000
+_ARMIJO = 1e-4
+
+
+def choose_solver(loss: str, n_rows: int, n_features: int) -> str:
+    """The solver for a shape: see the module docstring."""
+    p = n_features + 1
+    if p > NEWTON_CG_MIN_PARAMS:
+        return "newton-cg"
+    if loss == "squared_error":
+        return "newton"
+    if n_features >= LBFGS_MIN_FEATURES and n_rows * p * p >= LBFGS_MIN_WORK:
+        return "lbfgs"
+    return "newton"
+
+
+class PolishResult(NamedTuple):
+    theta: jax.Array
+    objective: jax.Array
+    grad_norm: jax.Array
+    accepted: jax.Array  # the Newton step decreased F (else theta is the start point)
+
+
+@partial(jax.jit, static_argnames="loss")
+def newton_polish(loss: str, theta, X, y, c, alpha, penalize_intercept) -> PolishResult:
+    """One full Newton step from ``theta`` and the gradient at its end point: two passes.
+
+    The Hessian's ``X^T diag(q) X`` block is summed over float32 row blocks
+    (:func:`~fairest._kernels._glm.weighted_gram`: no (n, d) temporary, no copy of X);
+    objective and gradients stay in the precision of ``X``, so the solution does too.
+    The step is kept when it passes Armijo's test within F's rounding noise.
+    """
+    value, d1, d2 = loss_derivatives(loss, scores(theta, X), y)
+    r, q = c * d1, c * d2
+    pen = penalty_diagonal(loss, theta, alpha, penalize_intercept)
+    f = jnp.sum(c * value) + 0.5 * jnp.sum(pen * theta**2)
+    grad = jnp.concatenate([jnp.sum(r)[None], r @ X]) + pen * theta
+    first_row = jnp.concatenate([jnp.sum(q)[None], q @ X])
+    block = weighted_gram(X, q, jnp.float32)
+    lower = jnp.concatenate([first_row[1:, None], block], axis=1)
+    hessian = jnp.concatenate([first_row[None, :], lower], axis=0) + jnp.diag(pen)
+    direction = -cho_solve((_cholesky(hessian), True), grad)
+    trial = theta + direction
+    f_trial, g_trial = value_and_grad(loss, trial, X, y, c, alpha, penalize_intercept)
+    accepted = f_trial <= f + _ARMIJO * jnp.dot(grad, direction) + 1e-15 * jnp.abs(f)
+    pick = partial(jnp.where, accepted)
+    return PolishResult(
+        pick(trial, theta),
+        pick(f_trial, f),
+        jnp.max(jnp.abs(pick(g_trial, grad))),
+        accepted,
+    )
+
+
+def _device_data(X, y, sample_weight):
+    """Float64 device arrays of the fit, padded to a row bucket only when small."""
+    n, d = X.shape
+    length = padded_rows(n, 8 * (d + 2))
+    X, y, c = pad_rows_to(length, X, y, sample_weight)
+    # sharded by rows over the devices of fairest.config_context (default: one device)
+    return tuple(place_rows([np.asarray(a, dtype=np.float64) for a in (X, y, c)]))
+
+
+def solve_weighted_glm(
+    loss: str,
+    X: np.ndarray,
+    y: np.ndarray,
+    sample_weight: np.ndarray,
+    alpha: float,
+    *,
+    penalize_intercept: bool = False,
+    theta0: np.ndarray | None = None,
+    tol: float = 1e-10,
+    max_iter: int = 100,
+    solver: str = "auto",
+) -> dict:
+    """Minimise ``sum_i c_i l(b + x_i^T w, y_i) + R(theta)`` in float64; return numpy.
+
+    ``solver="auto"`` picks by shape (:func:`choose_solver`). ``max_iter`` bounds the
+    Newton steps; L-BFGS gets ten times as many iterations. Returns a dict with ``theta``
+    (intercept first), ``objective``, ``grad_norm``, ``n_iter``, ``converged`` and
+    ``solver``.
+    """
+    n, d = X.shape
+    if solver == "auto":
+        solver = choose_solver(loss, n, d)
+    if solver not in SOLVERS:
+        raise ValueError(f"solver must be 'auto' or one of {SOLVERS}; got {solver!r}.")
+    start = np.zeros(d + 1) if theta0 is None else np.asarray(theta0, dtype=np.float64)
+    with jax.enable_x64(True):
+        X_dev, y_dev, c_dev = _device_data(X, y, sample_weight)
+        problem = (X_dev, y_dev, c_dev, np.float64(alpha), np.float64(penalize_intercept))
+        if solver == "lbfgs":
+            return _lbfgs_then_newton(loss, problem, start, tol, max_iter)
+        args = (loss, *problem, jax.device_put(start), np.float64(tol), np.int32(max_iter))
+        if solver == "newton-cg":
+            result = newton_cg_solve(*args)
+        else:
+            float32 = n * (d + 1) ** 2 >= FLOAT32_HESSIAN_WORK
+            result = newton_solve(*args, jax.device_put(blocked_hessian()) if float32 else None)
+        return {
+            "theta": np.asarray(result.theta),
+            "objective": float(result.objective),
+            "grad_norm": float(result.grad_norm),
+            "n_iter": int(result.n_iter),
+            "converged": bool(result.converged),
+            "solver": solver,
+        }
+
+
+def _lbfgs_then_newton(loss, problem, start, tol, max_iter) -> dict:
+    """L-BFGS to its limit, then Newton steps (each two passes) while the gradient is above
+    the threshold; the rare step that fails Armijo hands over to damped Newton."""
+    result = lbfgs_solve(loss, *problem, start, tol=tol, max_iter=10 * max_iter)
+    theta, value, grad_norm = result.theta, result.objective, result.grad_norm
+    n_iter, converged = result.n_iter, result.converged
+    for _ in range(3):
+        if converged:
+            break
+        step = jax.device_get(newton_polish(loss, jax.device_put(theta), *problem))
+        n_iter += 1
+        theta, value, grad_norm = (
+            np.asarray(step.theta),
+            float(step.objective),
+            float(step.grad_norm),
+        )
+        converged = grad_norm <= result.threshold
+        if not step.accepted:
+            break
+    if not converged:  # damped Newton from the best point reached
+        newton = newton_solve(
+            loss, *problem, jax.device_put(theta), np.float64(tol), np.int32(max_iter)
+        )
+        theta, value = np.asarray(newton.theta), float(newton.objective)
+        grad_norm, converged = float(newton.grad_norm), bool(newton.converged)
+        n_iter += int(newton.n_iter)
+    return {
+        "theta": theta,
+        "objective": value,
+        "grad_norm": grad_norm,
+        "n_iter": n_iter,
+        "converged": converged,
+        "solver": "lbfgs",
+    }

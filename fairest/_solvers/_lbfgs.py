@@ -1,0 +1,98 @@
+"""L-BFGS for weighted, L2-regularised linear models: SciPy's L-BFGS-B on a jitted kernel.
+
+Same objective as :mod:`fairest._solvers._newton`. Each iteration costs one pass over the
+data (:func:`fairest._kernels._glm.value_and_grad`, O(n p)) where a Newton step also
+assembles the p x p Hessian (O(n p^2)): above a few dozen features and 1e5 rows the
+Hessian dominates and L-BFGS is the faster route to the same optimum (scikit-learn's
+default solver makes the same choice). The quasi-Newton update and the line search are
+SciPy's (``scipy.optimize.minimize(method="L-BFGS-B")``, Byrd, Lu, Nocedal and Zhu); only
+the objective is fairest's. SciPy is imported by scikit-learn anyway, so this path adds
+no import time, and a host round trip per iteration (p floats) is negligible next to a
+pass over the data.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import numpy as np
+
+from fairest._kernels._glm import value_and_grad
+
+__all__ = ["LBFGSResult", "lbfgs_solve"]
+
+# Pairs kept by the L-BFGS memory: SciPy's default is 10; 20 takes fewer passes to a
+# gradient of 1e-10 on the problems of benchmarks/speed_table.py for p x 20 more floats.
+MEMORY = 20
+
+
+class LBFGSResult(NamedTuple):
+    theta: np.ndarray  # (p,) intercept first
+    objective: float
+    grad_norm: float  # ||grad F(theta)||_inf
+    n_iter: int  # L-BFGS iterations
+    n_evaluations: int  # passes over the data (value and gradient)
+    converged: bool  # grad_norm <= threshold
+    threshold: float  # tol * max(1, ||grad F(theta0)||_inf)
+
+
+def lbfgs_solve(
+    loss: str,
+    X,
+    y,
+    c,
+    alpha,
+    penalize_intercept,
+    theta0,
+    tol: float = 1e-10,
+    max_iter: int = 1000,
+) -> LBFGSResult:
+    """Minimise the weighted regularised objective from ``theta0`` by L-BFGS.
+
+    Stops when ``||grad||_inf <= tol * max(1, ||grad(theta0)||_inf)`` (the rule of
+    :func:`fairest._solvers._newton.newton_solve`), when the line search can make no more
+    progress, or after ``max_iter`` iterations. The arrays are device arrays (or numpy);
+    ``alpha`` and ``penalize_intercept`` are traced scalars, so nothing recompiles when
+    they change.
+    """
+    from scipy.optimize import minimize
+
+    args = (X, y, c, alpha, penalize_intercept)
+    best = {"value": np.inf, "theta": None, "grad": None}
+    count = [0]
+
+    def fun(theta):
+        value, grad = jax.device_get(value_and_grad(loss, theta, *args))
+        value, grad = float(value), np.asarray(grad, dtype=np.float64)
+        count[0] += 1
+        if value <= best["value"]:
+            best.update(value=value, theta=np.array(theta), grad=grad)
+        return value, grad
+
+    start = np.asarray(theta0, dtype=np.float64)
+    _, grad0 = fun(start)
+    threshold = tol * max(1.0, float(np.max(np.abs(grad0))))
+    result = minimize(
+        fun,
+        start,
+        jac=True,
+        method="L-BFGS-B",
+        options={
+            "maxiter": max_iter,
+            "maxcor": MEMORY,
+            "gtol": threshold,
+            "ftol": 0.0,  # stop on the gradient (or a stalled line search), not on F
+            "maxfun": 2 * max_iter + 20,
+        },
+    )
+    grad_norm = float(np.max(np.abs(best["grad"])))
+    return LBFGSResult(
+        theta=best["theta"],
+        objective=best["value"],
+        grad_norm=grad_norm,
+        n_iter=int(result.nit),
+        n_evaluations=count[0],
+        converged=grad_norm <= threshold,
+        threshold=threshold,
+    )

@@ -1,0 +1,34 @@
+"""Certified fairness: guarantees on unseen data with a stated confidence.
+
+* :class:`CertifiedFairClassifier`: the Seldonian candidate / safety algorithm around any
+  binary classifier; a certified model or an explained "no solution found".
+* :func:`certify_fairness`: a high-confidence test of any fitted model on held-out data,
+  returning a :class:`FairnessCertificate`.
+* :func:`fairness_interval`: simultaneous confidence intervals of the fairness metrics
+  and their group rates (exact Clopper-Pearson, Hoeffding, empirical Bernstein;
+  approximate Student-t and bootstrap); :func:`rows_needed`.
+* Scorers of model selection: :func:`no_solution_scorer`, :func:`certified_bound_scorer`.
+"""
+
+from fairest.certified._bounds import MetricInterval, rows_needed
+from fairest.certified._certificate import (
+    ConstraintResult,
+    FairnessCertificate,
+    certify_fairness,
+    fairness_interval,
+)
+from fairest.certified._estimator import CertifiedFairClassifier, NoSolutionFoundError
+from fairest.certified._scorers import certified_bound_scorer, no_solution_scorer
+
+__all__ = [
+    "CertifiedFairClassifier",
+    "ConstraintResult",
+    "FairnessCertificate",
+    "MetricInterval",
+    "NoSolutionFoundError",
+    "certified_bound_scorer",
+    "certify_fairness",
+    "fairness_interval",
+    "no_solution_scorer",
+    "rows_needed",
+]

@@ -1,0 +1,648 @@
+"""A Seldonian meta-estimator: fit candidates, certify one on held-out data, or say why not."""
+
+from __future__ import annotations
+
+import inspect
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn import get_config
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.model_selection import ParameterGrid
+from sklearn.pipeline import Pipeline
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from fairest.certified import _defaults
+from fairest.certified._bounds import BOUNDS, METRICS, rate_condition, rows_needed
+from fairest.certified._certificate import (
+    FairnessCertificate,
+    binary_outcomes,
+    call_with_groups,
+    certify_outcomes,
+    check_constraints,
+    check_delta_and_bound,
+)
+from fairest.utils._estimator import validate_fit_data
+from fairest.utils._reporting import log_fit
+
+__all__ = ["CertifiedFairClassifier", "NoSolutionFoundError", "stratified_safety_split"]
+
+
+class NoSolutionFoundError(RuntimeError):
+    """Raised by a :class:`CertifiedFairClassifier` that could not certify any model.
+
+    The fitted estimator's ``no_solution_reason_`` says why (too little data per group,
+    with the number of rows needed; a group missing from the safety part; or no
+    candidate reaching the constraint).
+    """
+
+
+def stratified_safety_split(strata: np.ndarray, safety_fraction: float, seed) -> np.ndarray:
+    """Boolean mask of the safety rows: ``round(safety_fraction * n_s)`` random rows of
+    every stratum ``s`` (vectorised: one sort by stratum and random key)."""
+    rng = np.random.default_rng(seed)
+    keys = rng.random(strata.shape[0])
+    order = np.lexsort((keys, strata))
+    sorted_strata = strata[order]
+    counts = np.bincount(strata)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    rank = np.arange(strata.shape[0]) - starts[sorted_strata]
+    safety_sorted = rank < np.round(safety_fraction * counts)[sorted_strata]
+    mask = np.empty(strata.shape[0], dtype=bool)
+    mask[order] = safety_sorted
+    return mask
+
+
+def _estimator_has(attribute):
+    def check(self):
+        source = getattr(self, "best_estimator_", None)
+        source = self.estimator if source is None else source
+        return hasattr(source, attribute)
+
+    return check
+
+
+class CertifiedFairClassifier(ClassifierMixin, BaseEstimator):
+    """Fairness with a high-confidence guarantee on unseen data, or "no solution found".
+
+    The Seldonian algorithm of Thomas et al. (2019) around any binary classifier:
+
+    1. **Split.** The rows are split, stratified by group and label, into a candidate part
+       and a safety part (``safety_fraction`` of every group-label stratum).
+    2. **Candidates.** Copies of ``estimator`` are fitted on the candidate part over a sweep
+       of its own fairness knob: ``param_grid`` when given, else ``tolerance`` (fairest's
+       constrained classifiers) or ``fairness_weight`` (penalised ones) over a default
+       sweep, else the estimator as it is (one candidate). A ``GridSearchCV`` as
+       ``estimator`` sees the candidate part only, so its search costs no confidence.
+    3. **Selection.** The most accurate candidate (on the candidate part) whose
+       *predicted* bound passes: the safety test computed on candidate data as if it had
+       the safety part's size, every group-rate interval widened ``inflation`` times. When
+       no candidate passes, the one closest to passing goes forward.
+    4. **Safety test.** One :func:`certify_fairness` of the chosen candidate on the safety
+       part, with ``delta / n_comparisons`` shared by the constraints. Pass: the model is
+       certified; with probability at least ``1 - delta`` over the draw of the data, every
+       constraint holds on the population the rows were drawn from. Fail: no solution
+       found (NSF).
+
+    The certified model is the candidate-part fit. It is never refitted on all the rows:
+    a refit is a different model the safety test never saw, and the guarantee would be
+    void. Only one model is tested on the safety part; re-running after an NSF (another
+    seed, tolerance or estimator on the same data) or picking the best of ``k`` runs
+    multiplies the risk up to ``k`` times: pass ``n_comparisons=k`` to every run.
+
+    Parameters
+    ----------
+    estimator : classifier
+        Any binary classifier with ``fit`` / ``predict``; its ``fit`` receives
+        ``sensitive_features`` and ``sample_weight`` when it takes them (fairest
+        estimators; a ``Pipeline`` whose last step takes them, as
+        ``<step>__sensitive_features`` without metadata routing; anything with
+        ``**params`` under routing). A ``predict`` that needs the groups (a group-aware
+        post-processor) gets them through this estimator's ``predict(X,
+        sensitive_features=...)``.
+    constraints : list of (str, float) or dict, default=(("demographic_parity_difference", 0.05),)
+        ``(metric, tolerance)`` pairs to certify: ``"demographic_parity_difference"``,
+        ``"demographic_parity_ratio"``, ``"equal_opportunity_difference"``,
+        ``"equal_opportunity_ratio"``, ``"equalized_odds_difference"``,
+        ``"equalized_odds_ratio"``, ``"zero_one_loss_gap"``, ``"log_loss_gap"`` (see
+        :func:`fairness_interval`). Differences and gaps are certified at most their
+        tolerance, ratios at least.
+    delta : float, default=0.05
+        Probability that a certified model violates a constraint on the population.
+    bound : {"clopper-pearson", "hoeffding", "bernstein", "student-t", "bootstrap"}, \
+default="clopper-pearson"
+        Confidence bound of the group rates. The last two are approximate (as in the
+        Seldonian tools) and the certificate says so.
+    safety_fraction : float, default=0.6
+        Share of every group-label stratum held out for the safety test.
+    param_grid : dict or list of dicts, default=None
+        Candidate settings of ``estimator`` (as for ``GridSearchCV``); ``None`` sweeps its
+        ``tolerance`` over (0.2, 0.1, 0.05, 0.02, 0.01, 0.005, 0) or its
+        ``fairness_weight`` over (0, 0.1, 0.3, 1, 3, 10) when it has one (also as the last
+        step of a pipeline), else fits it once.
+    inflation : float, default=2.0
+        Widening of the predicted bound in candidate selection (Thomas et al. use 2): it
+        trades NSF (too optimistic a prediction) against accuracy (too pessimistic).
+        It does not affect the guarantee.
+    n_comparisons : int, default=1
+        Number of wrapper runs (settings, seeds, estimators) on the same data among which
+        this one is kept; delta is divided by it (Bonferroni). A search *around* the
+        wrapper (``GridSearchCV(CertifiedFairClassifier(...))`` with ``k`` settings)
+        keeps the guarantee only with ``n_comparisons=k``.
+    random_state : int, RandomState instance or None, default=None
+        Seed of the split (and of the bootstrap bound).
+    on_no_solution : {"raise", "constant"}, default="raise"
+        What ``predict`` does after an NSF: raise :class:`NoSolutionFoundError`, or
+        predict the majority class of the training labels (a constant classifier has
+        demographic parity, equal opportunity and equalized odds differences of exactly 0;
+        not a zero 0-1 loss gap).
+    selection : {"predicted", "fixed_sequence"}, default="predicted"
+        How the safety part is used. ``"predicted"``: the Seldonian rule above, one
+        safety test. ``"fixed_sequence"``: Learn-then-Test (Angelopoulos et al. 2021):
+        the candidates are tested on the safety part one after the other, in the order of
+        their predicted bounds (most likely to pass first), each at the full delta, until
+        the first failure; every candidate that passed is certified at once and the most
+        accurate is kept (no Bonferroni factor). Suited to a knob that orders the
+        candidates, e.g. the ``tolerance`` path of a post-processor.
+    verbose : int, default=0
+        1 logs the chosen candidate and the safety test.
+
+    Attributes
+    ----------
+    certified_ : bool
+        Whether the safety test passed.
+    certificate_ : FairnessCertificate
+        The safety test of the chosen candidate.
+    best_estimator_ : estimator
+        The chosen candidate, fitted on the candidate part (used by ``predict`` when
+        ``certified_``).
+    best_params_ : dict
+        Its setting.
+    best_index_ : int
+        Its index in ``candidate_results_``.
+    candidate_results_ : dict
+        ``params`` (list of dicts), ``accuracy`` (on the candidate part),
+        ``predicted_bound`` (per constraint: shape (n_candidates, n_constraints), the
+        end of the predicted interval checked against the tolerance) and
+        ``predicted_pass``, ``predicted_margin`` (the largest predicted excess over a
+        tolerance) and ``safety_tested`` (which candidates met the safety part).
+    no_solution_reason_ : str or None
+        Why no solution was found; ``None`` when certified.
+    rows_needed_ : int or None
+        After an NSF for too little data: rows per group (in the rate's condition, e.g.
+        positives for equal opportunity) in the safety part that a perfectly fair model
+        at the observed rates would need; else ``None``.
+    classes_ : ndarray of shape (2,)
+    groups_ : ndarray of shape (n_groups,)
+    majority_class_ : object
+        The majority training label (the ``"constant"`` fallback).
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Only when ``X`` has string column names.
+
+    References
+    ----------
+    .. [1] Thomas, P. S., Castro da Silva, B., Barto, A. G., Giguere, S., Brun, Y. and
+       Brunskill, E. "Preventing undesirable behavior of intelligent machines",
+       Science 366 (2019), 999-1004.
+    .. [2] Giguere, S., Metevier, B., Brun, Y., Castro da Silva, B., Thomas, P. S. and
+       Niekum, S. "Fairness guarantees under demographic shift", ICLR 2022.
+    .. [3] Clopper, C. J. and Pearson, E. S. "The use of confidence or fiducial limits
+       illustrated in the case of the binomial", Biometrika 26 (1934).
+
+    Examples
+    --------
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from fairest.certified import CertifiedFairClassifier
+    >>> from fairest.datasets import make_grouped_classification
+    >>> X, y, groups = make_grouped_classification(n_samples=3000, random_state=0)
+    >>> model = CertifiedFairClassifier(
+    ...     LogisticRegression(), constraints=[("demographic_parity_difference", 0.9)],
+    ...     param_grid={"C": [0.01, 1.0]}, random_state=0,
+    ... ).fit(X, y, sensitive_features=groups)
+    >>> model.certified_
+    True
+    """
+
+    __metadata_request__fit = {"sensitive_features": True}
+
+    _parameter_constraints: dict = {
+        "estimator": [HasMethods(["fit", "predict"])],
+        "constraints": [list, tuple, dict],
+        "delta": [Interval(Real, 0, 1, closed="neither")],
+        "bound": [StrOptions(set(BOUNDS))],
+        "safety_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "param_grid": [dict, list, None],
+        "inflation": [Interval(Real, 1, None, closed="left")],
+        "n_comparisons": [Interval(Integral, 1, None, closed="left")],
+        "random_state": ["random_state"],
+        "on_no_solution": [StrOptions({"raise", "constant"})],
+        "selection": [StrOptions({"predicted", "fixed_sequence"})],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(
+        self,
+        estimator,
+        *,
+        constraints=(("demographic_parity_difference", 0.05),),
+        delta=0.05,
+        bound="clopper-pearson",
+        safety_fraction=0.6,
+        param_grid=None,
+        inflation=2.0,
+        n_comparisons=1,
+        random_state=None,
+        on_no_solution="raise",
+        selection="predicted",
+        verbose=0,
+    ):
+        self.estimator = estimator
+        self.constraints = constraints
+        self.delta = delta
+        self.bound = bound
+        self.safety_fraction = safety_fraction
+        self.param_grid = param_grid
+        self.inflation = inflation
+        self.n_comparisons = n_comparisons
+        self.random_state = random_state
+        self.on_no_solution = on_no_solution
+        self.selection = selection
+        self.verbose = verbose
+
+    # ----------------------------------------------------------------------------------
+    # fit
+
+    def fit(self, X, y, *, sensitive_features=None, sample_weight=None):
+        """Fit the candidates, choose one and run the safety test.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data (both parts).
+        y : array-like of shape (n_samples,)
+            Binary target.
+        sensitive_features : array-like of shape (n_samples,) or (n_samples, k), default=None
+            Group membership; ``None`` means one group (with a warning), where every
+            parity metric is 0.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Passed to the candidates' fits (when they take it) and to the candidate
+            accuracy; the safety test counts rows unweighted, since the guarantee is about
+            the population the rows are drawn from.
+
+        Returns
+        -------
+        self : CertifiedFairClassifier
+            The fitted estimator (certified or not: see ``certified_``).
+        """
+        self._validate_params()
+        constraints = check_constraints(self.constraints)
+        check_delta_and_bound(self.delta, self.bound, self.n_comparisons)
+        data = validate_fit_data(self, X, y, sensitive_features, sample_weight)
+        self.classes_, y_codes = np.unique(data.y, return_inverse=True)
+        if self.classes_.size > 2:
+            raise ValueError(
+                "Only binary classification is supported by CertifiedFairClassifier; y "
+                f"has {self.classes_.size} classes."
+            )
+        self.groups_ = data.group_labels
+        self.majority_class_ = self.classes_[np.argmax(np.bincount(y_codes))]
+        seed = _seed(self.random_state)
+        strata = data.groups * 2 + y_codes
+        safety = stratified_safety_split(strata, self.safety_fraction, seed)
+        n_safety, n_candidate = int(safety.sum()), int((~safety).sum())
+        if n_safety == 0 or n_candidate == 0:
+            raise ValueError(
+                "CertifiedFairClassifier needs rows in both the candidate and the safety "
+                f"part; with {data.X.shape[0]} sample(s) one part is empty."
+            )
+        candidate = ~safety
+        needs_proba = any(METRICS[metric].needs_proba for metric, _ in constraints)
+        results = self._fit_candidates(data, candidate, constraints, needs_proba, seed, n_safety)
+        estimators = results.pop("estimators")
+
+        def safety_test(index):
+            y01, pred01, proba = binary_outcomes(
+                estimators[index],
+                data.X[safety],
+                data.y[safety],
+                needs_proba,
+                sensitive_features=data.group_labels[data.groups[safety]],
+            )
+            return certify_outcomes(
+                y01,
+                pred01,
+                proba,
+                data.groups[safety],
+                data.group_labels,
+                constraints,
+                delta=float(self.delta),
+                bound=self.bound,
+                n_comparisons=int(self.n_comparisons),
+                seed=seed,
+            )
+
+        if self.selection == "predicted":
+            self.best_index_ = _choose(results)
+            outcome = safety_test(self.best_index_)
+            results["safety_tested"] = np.arange(len(estimators)) == self.best_index_
+            how = (
+                f"the most accurate of {len(estimators)} candidates fitted and chosen on the "
+                "candidate part only, tested once on the safety part"
+            )
+        else:
+            self.best_index_, outcome, results["safety_tested"] = _fixed_sequence(
+                results, safety_test
+            )
+            how = (
+                f"fixed-sequence testing (Learn-then-Test) of {len(estimators)} candidates "
+                "in the order of their predicted bounds, stopping at the first failure; the "
+                "most accurate certified one is kept"
+            )
+        self.candidate_results_ = results
+        self.best_params_ = results["params"][self.best_index_]
+        self.best_estimator_ = estimators[self.best_index_]
+        self.certificate_ = FairnessCertificate(
+            constraints=outcome,
+            delta=float(self.delta),
+            bound=self.bound,
+            n_comparisons=int(self.n_comparisons),
+            n_certification=n_safety,
+            n_candidate=n_candidate,
+            random_state=self.random_state if isinstance(self.random_state, int) else None,
+            selection=how,
+        )
+        self.certified_ = self.certificate_.passed
+        self.no_solution_reason_, self.rows_needed_ = (
+            (None, None) if self.certified_ else self._explain(results)
+        )
+        log_fit(
+            self,
+            "candidate %s (accuracy %.4f): %s",
+            self.best_params_,
+            results["accuracy"][self.best_index_],
+            "certified" if self.certified_ else f"no solution found: {self.no_solution_reason_}",
+        )
+        return self
+
+    def _fit_candidates(self, data, candidate, constraints, needs_proba, seed, n_safety):
+        grid = self._candidate_grid()
+        X, y = data.X[candidate], data.y[candidate]
+        codes, weights = data.groups[candidate], data.sample_weight[candidate]
+        fit_params = _inner_fit_params(self.estimator, data.group_labels[codes], weights)
+        scale = n_safety / candidate.sum()
+        estimators, accuracy, predicted, passes = [], [], [], []
+        for params in grid:
+            fitted = clone(self.estimator).set_params(**params).fit(X, y, **fit_params)
+            y01, pred01, proba = binary_outcomes(
+                fitted, X, y, needs_proba, sensitive_features=fit_params.get("sensitive_features")
+            )
+            outcome = certify_outcomes(
+                y01,
+                pred01,
+                proba,
+                codes,
+                data.group_labels,
+                constraints,
+                delta=float(self.delta),
+                bound=self.bound,
+                n_comparisons=int(self.n_comparisons),
+                inflation=float(self.inflation),
+                seed=seed,
+                count_scale=scale,
+            )
+            estimators.append(fitted)
+            accuracy.append(np.average(y01 == pred01, weights=weights))
+            predicted.append([r.certified_bound for r in outcome])
+            passes.append(all(r.passed for r in outcome))
+        tolerances = np.array([t for _, t in constraints])
+        signs = np.array([1.0 if METRICS[m].kind == "difference" else -1.0 for m, _ in constraints])
+        predicted = np.array(predicted, dtype=np.float64)
+        return {
+            "params": grid,
+            "accuracy": np.array(accuracy),
+            "predicted_bound": predicted,
+            "predicted_margin": ((predicted - tolerances) * signs).max(axis=1),
+            "predicted_pass": np.array(passes),
+            "estimators": estimators,
+        }
+
+    def _candidate_grid(self) -> list[dict]:
+        if self.param_grid is not None:
+            return list(ParameterGrid(self.param_grid))
+        params = self.estimator.get_params()
+        for knob, sweep in (
+            ("tolerance", _defaults.TOLERANCE_SWEEP),
+            ("fairness_weight", _defaults.FAIRNESS_WEIGHT_SWEEP),
+        ):
+            names = [name for name in params if name == knob or name.endswith(f"__{knob}")]
+            if names:
+                name = min(names, key=len) if knob in names else names[-1]
+                return [{name: value} for value in sweep]
+        return [{}]
+
+    def _explain(self, results) -> tuple[str, int | None]:
+        """Why the safety test failed, and the rows per group needed when data is short."""
+        share = self.certificate_.constraints[0].delta_share
+        failed = [r for r in self.certificate_.constraints if not r.passed]
+        for result in failed:
+            for i, rate in enumerate(result.rate_names):
+                empty = np.flatnonzero(result.group_count[i] == 0)
+                if empty.size:
+                    return (
+                        f"group {result.group_labels[empty[0]]!r} has no {rate_condition(rate)} "
+                        f"in the safety part, so {result.metric} cannot be bounded; collect "
+                        "more data for it or merge it with another group.",
+                        None,
+                    )
+        for result in failed:
+            if METRICS[result.metric].needs_proba:
+                continue
+            counts = result.group_count
+            rate = float(np.clip(result.group_estimate.mean(), 0.0, 1.0))
+            needed = rows_needed(
+                result.metric,
+                result.tolerance,
+                share,
+                self.bound,
+                rate=rate,
+                num_groups=counts.shape[1],
+            )
+            smallest = np.unravel_index(np.argmin(counts), counts.shape)
+            if counts[smallest] < needed <= 10**8:  # above: no amount of data suffices
+                condition = rate_condition(result.rate_names[smallest[0]])
+                return (
+                    f"too little data: group {result.group_labels[smallest[1]]!r} has "
+                    f"{counts[smallest]} {condition} in the safety part, but certifying "
+                    f"{result.metric} {result.relation} {result.tolerance:g} at delta share "
+                    f"{share:.3g} with the {self.bound} bound needs about {needed} per group "
+                    f"even for a perfectly fair model (at the observed rate {rate:.3g}).",
+                    int(needed),
+                )
+        result = failed[0]
+        predicted = results["predicted_bound"][self.best_index_]
+        return (
+            f"no candidate reached the constraint: the chosen candidate "
+            f"{self.best_params_ or '(the estimator as given)'} has {result.metric} certified "
+            f"only {'below' if result.kind == 'difference' else 'above'} "
+            f"{result.certified_bound:.4g} (estimate {result.estimate:.4g}, tolerance "
+            f"{result.tolerance:g}; predicted {predicted[0]:.4g}). Widen the candidates' "
+            "fairness (param_grid) or loosen the tolerance.",
+            None,
+        )
+
+    # ----------------------------------------------------------------------------------
+    # prediction
+
+    def _delegate(self, X, method: str, sensitive_features):
+        check_is_fitted(self, "certified_")
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        if self.certified_:
+            return call_with_groups(self.best_estimator_, method, X, sensitive_features), True
+        if self.on_no_solution == "raise":
+            raise NoSolutionFoundError(
+                f"No solution found: {self.no_solution_reason_} (on_no_solution='constant' "
+                "predicts the majority class instead)."
+            )
+        return X, False
+
+    def predict(self, X, sensitive_features=None):
+        """Predict with the certified model (or the fallback after an NSF).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Data.
+        sensitive_features : array-like of shape (n_samples,), default=None
+            Only for a wrapped estimator whose prediction needs the groups (a group-aware
+            post-processor); ignored otherwise.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            Predicted labels.
+
+        Raises
+        ------
+        NoSolutionFoundError
+            After an NSF with ``on_no_solution="raise"``.
+        """
+        result, certified = self._delegate(X, "predict", sensitive_features)
+        if certified:
+            return result
+        return np.full(result.shape[0], self.majority_class_)
+
+    @available_if(_estimator_has("predict_proba"))
+    def predict_proba(self, X, sensitive_features=None):
+        """Predict class probabilities with the certified model.
+
+        After an NSF with ``on_no_solution="constant"``: one-hot on the majority class.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Data.
+        sensitive_features : array-like of shape (n_samples,), default=None
+            Only for a wrapped estimator whose prediction needs the groups (a group-aware
+            post-processor); ignored otherwise.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, 2)
+            Class probabilities, columns in the order of ``classes_``.
+        """
+        result, certified = self._delegate(X, "predict_proba", sensitive_features)
+        if certified:
+            return result
+        proba = np.zeros((result.shape[0], self.classes_.size))
+        proba[:, np.flatnonzero(self.classes_ == self.majority_class_)[0]] = 1.0
+        return proba
+
+    @available_if(_estimator_has("decision_function"))
+    def decision_function(self, X, sensitive_features=None):
+        """Compute the scores of the certified model.
+
+        After an NSF with ``on_no_solution="constant"``: a constant +-1 toward the
+        majority class.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Data.
+        sensitive_features : array-like of shape (n_samples,), default=None
+            Only for a wrapped estimator whose prediction needs the groups (a group-aware
+            post-processor); ignored otherwise.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            Scores; positive values favour ``classes_[1]``.
+        """
+        result, certified = self._delegate(X, "decision_function", sensitive_features)
+        if certified:
+            return result
+        sign = 1.0 if self.majority_class_ == self.classes_[-1] else -1.0
+        return np.full(result.shape[0], sign)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        tags.input_tags.sparse = False
+        return tags
+
+
+def _choose(results) -> int:
+    """The most accurate candidate whose predicted bound passes, else the closest one."""
+    passing = np.flatnonzero(results["predicted_pass"])
+    if passing.size:
+        return int(passing[np.argmax(results["accuracy"][passing])])
+    return int(np.argmin(results["predicted_margin"]))
+
+
+def _fixed_sequence(results, safety_test):
+    """Learn-then-Test's fixed-sequence procedure (Angelopoulos et al. 2021).
+
+    The candidates are ordered by their predicted margin (computed on the candidate part
+    only, so the order is fixed before the safety part is looked at), most likely to pass
+    first, and tested one after the other at the full delta until the first failure. The
+    family-wise error stays at most delta, so every candidate that passed is certified
+    at once and the most accurate of them is kept, without a Bonferroni factor.
+
+    Returns
+    -------
+    index : int
+        The kept candidate (the first tested one when none passed).
+    outcome : list of ConstraintResult
+        Its safety test.
+    tested : ndarray of bool
+        Which candidates were tested on the safety part.
+    """
+    order = np.argsort(results["predicted_margin"], kind="stable")
+    tested = np.zeros(order.size, dtype=bool)
+    passed = {}
+    first = None
+    for index in order:
+        tested[index] = True
+        outcome = safety_test(index)
+        if first is None:
+            first = (index, outcome)
+        if not all(result.passed for result in outcome):
+            break
+        passed[index] = outcome
+    if not passed:
+        return first[0], first[1], tested
+    best = max(passed, key=lambda index: results["accuracy"][index])
+    return int(best), passed[best], tested
+
+
+def _seed(random_state):
+    if random_state is None or isinstance(random_state, (int, np.integer)):
+        return random_state
+    return int(random_state.randint(np.iinfo(np.int32).max))
+
+
+def _inner_fit_params(estimator, groups, sample_weight) -> dict:
+    """``sensitive_features`` / ``sample_weight`` for the wrapped fit, when it takes them:
+    by name, by ``**params`` under metadata routing, or, for a pipeline without routing,
+    as ``<last step>__<name>`` when its last step takes them (scikit-learn's legacy
+    convention)."""
+    weighted = not np.all(sample_weight == 1.0)
+    values = {"sensitive_features": groups, "sample_weight": sample_weight if weighted else None}
+    routing = get_config().get("enable_metadata_routing", False)
+    if isinstance(estimator, Pipeline) and not routing:
+        name, last = estimator.steps[-1]
+        takes = inspect.signature(last.fit).parameters if hasattr(last, "fit") else {}
+        return {
+            f"{name}__{key}": value
+            for key, value in values.items()
+            if value is not None and key in takes
+        }
+    signature = inspect.signature(estimator.fit).parameters
+    var_keyword = any(p.kind == p.VAR_KEYWORD for p in signature.values())
+    return {
+        key: value
+        for key, value in values.items()
+        if value is not None and (key in signature or var_keyword)
+    }

@@ -1,0 +1,68 @@
+"""Kernels that hold no second copy of X: row-blocked Hessians, padding only for small data,
+the blocked finiteness check."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from fairest._kernels import pad_rows, value_grad_hessian
+from fairest._kernels._buckets import PAD_MAX_BYTES, bucket_size, pad_rows_to, padded_rows
+from fairest._kernels._glm import blocked_hessian, value_and_grad, weighted_gram
+
+
+@pytest.mark.parametrize("n", [1000, 1024, 64, 7])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_weighted_gram_over_row_blocks_matches_numpy(n, dtype):
+    """Any n, including a last block that overlaps the one before (its rows masked)."""
+    rng = np.random.default_rng(n)
+    X, q = rng.normal(size=(n, 5)), rng.uniform(size=n)
+    expected = (X * q[:, None]).T @ X
+    with jax.enable_x64(True):
+        got = weighted_gram(jnp.asarray(X), jnp.asarray(q), dtype, block_rows=64)
+        assert got.dtype == jnp.float64
+        rtol = 1e-12 if dtype == np.float64 else 1e-5
+        np.testing.assert_allclose(got, expected, rtol=rtol, atol=rtol)
+
+
+@pytest.mark.parametrize("loss", ["logistic", "squared_hinge", "squared_error"])
+def test_blocked_float32_hessian_marker_and_value_and_grad(loss):
+    rng = np.random.default_rng(1)
+    X, y = rng.normal(size=(300, 4)), rng.integers(0, 2, 300).astype(float)
+    c, theta = rng.uniform(size=300) / 300, rng.normal(size=5)
+    with jax.enable_x64(True):
+        args = (loss, jnp.asarray(theta), jnp.asarray(X), jnp.asarray(y), jnp.asarray(c), 0.1, 1.0)
+        f, g, H = value_grad_hessian(*args)
+        f32, g32, H32 = value_grad_hessian(*args, jnp.asarray(blocked_hessian()))
+        f_only, g_only = value_and_grad(*args)
+        np.testing.assert_allclose(H32, H, rtol=1e-5, atol=1e-7)
+        assert float(f32) == float(f) == float(f_only)  # value and gradient stay float64
+        np.testing.assert_array_equal(g32, g)
+        np.testing.assert_allclose(g_only, g, rtol=1e-14, atol=1e-16)
+
+
+def test_only_small_data_is_padded():
+    small = padded_rows(1000, 8 * 12)
+    assert small == bucket_size(1000) > 1000
+    n_large = PAD_MAX_BYTES // 800 + 1
+    assert padded_rows(n_large, 800) == n_large
+    X = np.ones((10, 3))
+    assert pad_rows_to(10, X)[0] is X  # no copy when nothing is added
+    padded = pad_rows_to(16, X)[0]
+    assert padded.shape == (16, 3) and not padded[10:].any()
+    np.testing.assert_array_equal(padded, pad_rows(10, X)[0][:16])
+
+
+def test_finiteness_check_over_row_blocks(monkeypatch):
+    """The first non-finite entry is named wherever its block is."""
+    from fairest.utils import _estimator
+
+    monkeypatch.setattr(_estimator, "_CHECK_BLOCK_BYTES", 64)  # blocks of 2 rows
+    X = np.zeros((9, 4))
+    _estimator._check_finite(X, "X")
+    X[7, 2] = np.inf
+    X[8, 0] = np.nan
+    with pytest.raises(ValueError, match=r"contains infinity \(first at row 7, column 2\)"):
+        _estimator._check_finite(X, "X")
+    with pytest.raises(ValueError, match=r"contains NaN \(first at row 4\)"):
+        _estimator._check_finite(np.r_[np.zeros(4), np.nan, np.inf], "y")
