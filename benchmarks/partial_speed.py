@@ -28,8 +28,20 @@ Parts:
   where it fits the time limit.
 * ``scale-groups``: n = 1e4, G in {2, 4, 8}.
 
+* ``defaults`` (issue 19 item 1): full Adult (bundled, one-hot, standardised; sex), pSP
+  on the top 20 %, tolerance 0.05: ``PartialParityClassifier`` with the new defaults
+  (``solver="smooth_alm"``) and the old ones (``solver="idca"``, SSG, K = T = 200) and
+  scikit-learn's ``LogisticRegression`` in one process: cold and warm fit seconds,
+  objective, exact train / test pSP, test accuracy.
+* ``scale-smooth``: one value-and-gradient pass of the smoothed augmented Lagrangian
+  (the unit of work of ``smooth_alm``) for n in ``--sizes``: linear in n.
+
+Rows of parts not run keep their stored values (the results are merged).
+
 Usage::
 
+    python benchmarks/partial_speed.py --parts defaults scale-smooth [--repeats 2]
+        [--old-repeats 0]
     python benchmarks/partial_speed.py [--parts adult scale-n scale-groups]
         [--outer 20] [--alm-outer 5] [--anchors 2] [--clarabel-max-n 100000]
         [--time-limit 600]
@@ -421,6 +433,210 @@ def summary_notes(rows, extra, args):
     return "\n".join(lines)
 
 
+# --------------------------------------------------------------------------------------
+# defaults: the new default (solver="smooth_alm") vs the old one (IDCA + SSG) vs sklearn
+# --------------------------------------------------------------------------------------
+
+DEFAULT_COLUMNS = [
+    "part",
+    "case",
+    "n",
+    "cold_s",
+    "warm_s",
+    "cpu_warm_s",
+    "n_iter",
+    "solves",
+    "first_objective",
+    "objective",
+    "train_unfairness",
+    "test_unfairness",
+    "test_accuracy",
+    "load1",
+]
+TOP = (0.0, 0.2)
+DEFAULT_KAPPA = 0.05
+
+
+def _adult_split():
+    from _common import adult_numeric
+
+    return adult_numeric("sex")
+
+
+def _partial_case(label, estimator, data, repeats):
+    from _common import time_calls
+    from sklearn.base import clone
+
+    from fairest.metrics import partial_statistical_parity
+
+    X, y, A, X_te, y_te, A_te = data
+    fitted = []
+
+    def fit():
+        model = clone(estimator).fit(X, y, sensitive_features=A)
+        fitted.append(model)
+        return model
+
+    timing = time_calls(fit, repeats=repeats) if repeats else None
+    if timing is None:
+        from _common import measure
+
+        first = measure(fit)
+    model = fitted[-1]
+    scores = model.decision_function(X_te)
+    return {
+        "part": "defaults",
+        "case": label,
+        "n": len(y),
+        "cold_s": timing.cold_s if timing else first.wall_s,
+        "warm_s": timing.warm_s if timing else np.nan,
+        "cpu_warm_s": timing.cpu_warm_s if timing else first.cpu_s,
+        "n_iter": int(model.n_iter_),
+        "solves": int(model.tightening_["objective"].size),
+        "first_objective": float(model.tightening_["objective"][0]),
+        "objective": float(model.objective_),
+        "train_unfairness": float(model.train_unfairness_),
+        "test_unfairness": float(
+            partial_statistical_parity(None, scores, sensitive_features=A_te, interval=TOP)
+        ),
+        "test_accuracy": float(model.score(X_te, y_te)),
+        "load1": timing.load if timing else first.load,
+    }
+
+
+def defaults(args, rows, extra):
+    """Full Adult (one-hot, standardised; sex), pSP on the top 20 %, tolerance 0.05:
+    ``PartialParityClassifier`` with the new defaults and with the old ones (IDCA + SSG,
+    K = T = 200), and scikit-learn's ``LogisticRegression``, in one process, one after
+    the other: cold (first fit, compilation included) and warm (median of the next)."""
+    from _common import time_calls
+    from sklearn.linear_model import LogisticRegression
+
+    from fairest.metrics import partial_statistical_parity
+
+    data = _adult_split()
+    X, y, A, X_te, y_te, A_te = data
+    new = PartialParityClassifier(interval=TOP, tolerance=DEFAULT_KAPPA, solver="smooth_alm")
+    rows.append(_partial_case("solver='smooth_alm'", new, data, args.repeats))
+    if args.old_repeats >= 0:
+        old = PartialParityClassifier(interval=TOP, tolerance=DEFAULT_KAPPA, solver="idca")
+        rows.append(_partial_case("default (idca + ssg)", old, data, args.old_repeats))
+    lr = LogisticRegression(max_iter=1000)
+    timing = time_calls(lambda: lr.fit(X, y), repeats=max(args.repeats, 1))
+    p = lr.predict_proba(X)[:, 1]
+    loss = float(-np.mean(np.where(y == lr.classes_[1], np.log(p), np.log1p(-p))))
+    rows.append(
+        {
+            "part": "defaults",
+            "case": "sklearn LogisticRegression (unconstrained)",
+            "n": len(y),
+            "cold_s": timing.cold_s,
+            "warm_s": timing.warm_s,
+            "cpu_warm_s": timing.cpu_warm_s,
+            "objective": loss,
+            "train_unfairness": float(
+                partial_statistical_parity(
+                    None, lr.decision_function(X), sensitive_features=A, interval=TOP
+                )
+            ),
+            "test_unfairness": float(
+                partial_statistical_parity(
+                    None, lr.decision_function(X_te), sensitive_features=A_te, interval=TOP
+                )
+            ),
+            "test_accuracy": float(lr.score(X_te, y_te)),
+            "load1": timing.load,
+        }
+    )
+
+
+def scale_smooth(args, rows, extra):
+    """Time of one value-and-gradient pass of the smoothed augmented Lagrangian (the unit
+    of work of solver="smooth_alm") for n in ``--sizes`` (synthetic, d = 10, G = 2)."""
+    from _common import time_calls
+
+    from fairest.partial._smooth import _value_and_grad
+
+    for n in args.sizes:
+        X, y, codes = load_synthetic(n, 2)
+        cfg, data, x0 = build(X, y, codes, INTERVAL_SYNTH)
+        with jax.enable_x64(True):
+            lam = jnp.zeros(40 if cfg.num_levels == 10 else 4 * cfg.num_levels)
+            rho, delta = jnp.asarray(10.0), jnp.asarray(0.01)
+            timing = time_calls(
+                lambda: jax.block_until_ready(
+                    _value_and_grad(x0, lam, rho, delta, data, cfg)  # noqa: B023
+                ),
+                repeats=5,
+            )
+        rows.append(
+            {
+                "part": "scale-smooth",
+                "case": "value_and_grad of the augmented Lagrangian",
+                "n": n,
+                "cold_s": timing.cold_s,
+                "warm_s": timing.warm_s,
+                "cpu_warm_s": timing.cpu_warm_s,
+                "load1": timing.load,
+            }
+        )
+
+
+def _write_merged(args, rows, extra):
+    """Rows of the parts run now, plus the stored rows of the other parts; the defaults
+    and scale-smooth rows get their own table above the subproblem table."""
+    import json
+
+    path = Path(__file__).resolve().parent / "results" / f"{args.name}.json"
+    old_rows, old_extra = [], {}
+    if path.exists():
+        payload = json.loads(path.read_text())
+        old_rows = [r for r in payload["rows"] if r.get("part") not in args.parts]
+        old_extra = payload.get("extra", {})
+    merged = old_rows + rows
+    new_parts = ("defaults", "scale-smooth")
+    solver_rows = [r for r in merged if r.get("part") not in new_parts]
+    top_rows = [r for r in merged if r.get("part") in new_parts]
+    notes = (
+        "## Defaults (issue 19 item 1)\n\n"
+        + DEFAULTS_NOTES
+        + "\n\n"
+        + _markdown_table(top_rows, DEFAULT_COLUMNS)
+        + "\n\n## IDCA subproblems vs cvxpy + Clarabel\n\n"
+        + summary_notes(solver_rows, {**old_extra, **extra}, args)
+    )
+    write_results(args.name, merged, COLUMNS, notes)
+    payload = json.loads(path.read_text())
+    payload["extra"] = {**old_extra, **extra}
+    path.write_text(json.dumps(payload, indent=2))
+    # the markdown: the subproblem table keeps its own columns and rows
+    from _common import machine, markdown_table
+
+    path.with_suffix(".md").write_text(
+        f"# {args.name}\n\n{notes}\n\nMachine: {machine()}\n\n"
+        + markdown_table(solver_rows, COLUMNS)
+        + "\n"
+    )
+
+
+DEFAULTS_NOTES = (
+    "Full Adult (fairest.datasets Adult train / test, one-hot and standardised on train, "
+    "sex), pSP on the top 20 % (interval (0, 0.2)), tolerance 0.05, every other parameter "
+    "at its default. cold_s: first fit in the process (compilation included); warm_s: "
+    "median of the next fits (n/a: one fit only); cpu_warm_s: CPU seconds of a warm fit "
+    "(the box is shared; its load is load1). first_objective: f_0 of the first surrogate "
+    "solve (internal tolerance 0.05, the paper's problem); objective / train_unfairness: "
+    "the returned model (after tightening rounds); test_unfairness: exact pSP on the test "
+    "set's own bands."
+)
+
+
+def _markdown_table(rows, columns):
+    from _common import markdown_table
+
+    return markdown_table(rows, columns)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser()
     parser.add_argument("--parts", nargs="+", default=["adult", "scale-n", "scale-groups"])
@@ -438,21 +654,26 @@ def main(argv=None):
     parser.add_argument("--clarabel-max-n", type=int, default=10_000)
     parser.add_argument("--time-limit", type=float, default=600.0)
     parser.add_argument("--name", default="partial_speed")
+    parser.add_argument("--repeats", type=int, default=2, help="warm fits (defaults part)")
+    parser.add_argument(
+        "--old-repeats",
+        type=int,
+        default=0,
+        help="warm fits of the old default (0: one cold fit; -1: skip it)",
+    )
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
     rows, extra = [], {}
     for part in args.parts:
         if part == "adult":
             adult(args, rows, extra)
+        elif part == "defaults":
+            defaults(args, rows, extra)
+        elif part == "scale-smooth":
+            scale_smooth(args, rows, extra)
         else:
             scale(args, rows, extra, part)
-        write_results(args.name, rows, COLUMNS, summary_notes(rows, extra, args))
-    import json
-
-    path = Path(__file__).resolve().parent / "results" / f"{args.name}.json"
-    payload = json.loads(path.read_text())
-    payload["extra"] = extra
-    path.write_text(json.dumps(payload, indent=2))
+        _write_merged(args, rows, extra)
     return 0
 
 

@@ -985,6 +985,13 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
     train_disparity_ : dict
         ``acc``, ``psi_pw``, ``max_eag``, ``delta``, ``is_feasible`` on the training set
         (weighted accuracies).
+    train_unfairness_ : float
+        The largest excess accuracy gap ``max_g psi_g`` of the returned model on the
+        training set (weighted), the quantity ``tolerance`` targets; the solver is
+        stochastic, so this measurement, not a bound, is what is promised (compare it with
+        ``tolerance``, as ``is_feasible_`` does). The same name as in every estimator.
+    is_feasible_ : bool
+        Whether ``train_unfairness_ <= tolerance``.
     history_ : dict of ndarray
         One value per recorded fine-tuning iteration (only with ``record_history``):
         ``iter``, ``epoch``, ``objective``, ``learning_rate``, ``sparsity`` and, for every
@@ -1237,6 +1244,8 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
             "delta": float(delta),
             "is_feasible": bool(psi.max() <= self.tolerance),
         }
+        self.train_unfairness_ = float(psi.max())
+        self.is_feasible_ = bool(psi.max() <= self.tolerance)
         if settings.record_every:
             self.history_ = pruning_history(result.logs, G, settings.record_every)
         elif hasattr(self, "history_"):

@@ -31,6 +31,7 @@ from fairest.partial._idca import (
     theory_schedule,
 )
 from fairest.partial._linear import _LinearClassifierMixin
+from fairest.partial._smooth import STEPS, run_smooth_alm
 from fairest.utils._estimator import encode_binary_target, validate_fit_data
 from fairest.utils._reporting import as_history, log_fit
 from fairest.utils._validation import FairnessWarning
@@ -119,7 +120,10 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
 
     The step :math:`1[z > 0]` is replaced by a surrogate :math:`\sigma` (the ramp
     :math:`\mathrm{clip}(z + 1/2, 0, 1)` by default), which makes the constraints
-    differences of convex functions. IDCA (Algorithm 1 of [1]_) linearises their
+    differences of convex functions. With ``solver="smooth_alm"`` the surrogate's kinks
+    are rounded and the smoothed problem is solved by an augmented Lagrangian with
+    L-BFGS-B rounds, stopping on a convergence test (seconds on Adult; see ``solver``).
+    By default, IDCA (Algorithm 1 of [1]_) linearises their
     concave parts at the current point and solves the convex subproblem with the
     switching subgradient method (Algorithm 2): Polyak-type steps on the objective where
     the iterate is nearly feasible (all constraints <= ``inner_tol``), on the most
@@ -184,9 +188,18 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
         proximal term ``proximal_strength / 2 ||x - x_k||^2`` in every subproblem. The
         convergence theory needs ``proximal_strength > 0``; the values of the problem do
         not change.
-    solver : {"idca", "ssg_direct"}, default="idca"
-        IDCA, or SSG applied directly to the non-convex problem (the paper's Algorithm 3,
-        for comparison) with ``max_iter * inner_max_iter`` iterations.
+    solver : {"idca", "smooth_alm", "ssg_direct"}, default="idca"
+        ``"smooth_alm"``: the surrogate's kinks rounded (parabolas of width ``delta``,
+        log-sum-exp for the pDP ``min``; ``delta`` 0.05, 0.01, 0.002 in turn) and the
+        smoothed problem solved by an augmented Lagrangian whose rounds are SciPy
+        L-BFGS-B runs on one jitted ``value_and_grad`` (linear in ``n``); it stops on
+        the convergence test ``tol``, ``max_iter`` capping the rounds and
+        ``inner_max_iter`` the L-BFGS-B steps of a round (``"auto"``: 200); its KKT points
+        tend to those of the DC problem as ``delta -> 0``. ``"idca"``: the paper's IDCA
+        (Algorithm 1, inner solver ``inner_solver``), always ``max_iter`` outer
+        iterations. ``"ssg_direct"``: SSG applied directly to the non-convex problem (the
+        paper's Algorithm 3, for comparison) with ``max_iter * inner_max_iter``
+        iterations. ``schedule="theory"`` runs IDCA.
     inner_solver : {"ssg", "alm"}, default="ssg"
         Solver of every IDCA subproblem. ``"ssg"``: the paper's switching subgradient
         method (Algorithm 2). ``"alm"``: an augmented Lagrangian with Newton steps on the
@@ -214,14 +227,20 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
         the Slater margin of the starting point; ``K`` and ``T_k`` are capped (a warning
         says so).
     max_iter : int, default=200
-        Outer (IDCA) iterations ``K``.
+        Outer (IDCA) iterations ``K``; with ``solver="smooth_alm"`` a cap on its
+        augmented-Lagrangian rounds (it stops at convergence, after 8-15 on Adult).
     inner_max_iter : int or "auto", default="auto"
         Iterations per subproblem: SSG steps ``T`` (``"auto"``: 200, the paper's setting)
         or, with ``inner_solver="alm"``, a cap on its Newton steps and multiplier updates
-        (``"auto"``: 1000; it stops at convergence, after 50-400 on the benchmarks).
+        (``"auto"``: 1000; it stops at convergence, after 50-400 on the benchmarks);
+        with ``solver="smooth_alm"``, L-BFGS-B steps per round (``"auto"``: 200).
     inner_tol : float, default=1e-3
         SSG tolerance :math:`\epsilon`: constraints up to it count as satisfied, and it is
         the target decrease of each objective step.
+    tol : float, default=1e-5
+        Convergence test of ``solver="smooth_alm"``: it stops at the finest smoothing when
+        the relative change of the training loss over a round is at most ``tol`` and the
+        surrogate constraints are within ``inner_tol``. Unused by the other solvers.
     random_state : int, RandomState instance or None, default=None
         Unused: the algorithm is deterministic. Accepted for API uniformity.
     verbose : int, default=0
@@ -357,13 +376,14 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
         "dc_split": [StrOptions({"minimal", "paper"})],
         "alpha": [Interval(Real, 0, None, closed="left")],
         "proximal_strength": [Interval(Real, 0, None, closed="left")],
-        "solver": [StrOptions({"idca", "ssg_direct"})],
+        "solver": [StrOptions({"smooth_alm", "idca", "ssg_direct"})],
         "inner_solver": [StrOptions({"ssg", "alm"})],
         "init": [StrOptions({"auto", "zero", "intercept"})],
         "schedule": [StrOptions({"practical", "theory"})],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "inner_max_iter": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "inner_tol": [Interval(Real, 0, None, closed="neither")],
+        "tol": [Interval(Real, 0, None, closed="neither")],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
         "record_history": ["boolean"],
@@ -383,13 +403,14 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
         dc_split=_defaults.DC_SPLIT,
         alpha=_defaults.ALPHA,
         proximal_strength=_defaults.PROXIMAL_STRENGTH,
-        solver="idca",
+        solver=_defaults.SOLVER,
         inner_solver="ssg",
         init=_defaults.INIT,
         schedule="practical",
         max_iter=_defaults.MAX_ITER,
         inner_max_iter="auto",
         inner_tol=_defaults.INNER_TOL,
+        tol=_defaults.TOL,
         random_state=None,
         verbose=0,
         record_history=False,
@@ -412,6 +433,7 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
         self.max_iter = max_iter
         self.inner_max_iter = inner_max_iter
         self.inner_tol = inner_tol
+        self.tol = tol
         self.random_state = random_state
         self.verbose = verbose
         self.record_history = record_history
@@ -521,14 +543,27 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
         ``tolerance >= 1``) runs SSG, which then takes plain subgradient steps."""
         return self.inner_solver if cfg.constraint != "none" else "ssg"
 
+    def _solver(self) -> str:
+        """The solver run: ``schedule="theory"`` is IDCA's (Theorem 6.5)."""
+        if self.solver == "smooth_alm" and self.schedule == "theory":
+            return "idca"
+        return self.solver
+
+    def _smooth_ran(self, cfg) -> bool:
+        """``solver="smooth_alm"`` on a problem with constraints (without any, the plain
+        logistic model is fitted by the IDCA loop, whose SSG then takes plain
+        subgradient steps)."""
+        return self._solver() == "smooth_alm" and cfg.constraint != "none"
+
     def _alm_ran(self, cfg) -> bool:
-        return self.solver == "idca" and self._inner(cfg) == "alm"
+        return self._solver() == "idca" and self._inner(cfg) == "alm"
 
     def _inner_iterations(self) -> int:
         if self.inner_max_iter != "auto":
             return int(self.inner_max_iter)
         if self.inner_solver == "alm":
             return _defaults.ALM_MAX_ITER
+
         return _defaults.INNER_MAX_ITER
 
     def _schedule(self, X, cfg, data, x0):
@@ -613,7 +648,7 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
         self.grid_ = chosen["grid"].copy()
         self.interval_ = interval
         self.groups_ = data_in.group_labels
-        self.n_iter_ = K if self.solver != "idca" else pick
+        self.n_iter_ = K if self.solver == "ssg_direct" else pick
         self.objective_ = objective_value
         self.constraint_violation_ = violation
         self.train_unfairness_ = float(chosen["exact"][pick])
@@ -663,7 +698,32 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
         iterates (the last ``TIGHTEN_TAIL`` share of the IDCA iterates; the output of
         direct SSG) and their exact training metric (NaN: not evaluated). Raises a
         ``ValueError`` when the final model is not finite (overflow on huge features)."""
-        if self.solver == "idca":
+        if self._smooth_ran(cfg):
+            steps = STEPS if self.inner_max_iter == "auto" else int(self.inner_max_iter)
+            result = run_smooth_alm(x0, data, cfg, eps, float(self.tol), K, steps)
+            # the run ends at its last point within eps of the surrogate constraints (a
+            # short run may stop before the rounds reach feasibility; the constant start
+            # is feasible with margin c / 2)
+            within = np.flatnonzero(result.max_violation <= eps)
+            n = int(within[-1]) if within.size else result.n_steps.size
+            history = {
+                "objective": result.objective[: n + 1],
+                "max_violation": result.max_violation[: n + 1],
+                "params": result.iterates[: n + 1],
+                "n_feasible": result.n_steps[:n],
+                "subproblem_gap": np.diff(result.objective[: n + 1]),
+            }
+            sol = {
+                "iterates": history["params"],
+                "objectives": history["objective"],
+                "violations": history["max_violation"],
+                "stuck": False,
+                "history": history,
+                "first": max(1, n - int(_defaults.TIGHTEN_TAIL * n)) if n else 0,
+                "feasible_only": eps,
+                "converged": result.converged,
+            }
+        elif self.solver in ("idca", "smooth_alm"):
             result = run_idca(jnp.asarray(x0), data, cfg, eps, T, K, self._inner(cfg))
             history = {
                 "objective": np.asarray(result.objective),
@@ -709,6 +769,8 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
             objective_value = sol["objectives"][k]
             if not objective_value < bound:
                 return None
+            if sol.get("feasible_only", np.inf) < sol["violations"][k]:
+                continue  # an L-BFGS iterate outside inner_tol of the surrogate constraints
             if np.isnan(sol["exact"][k]):
                 sol["exact"][k] = sol["measure"](sol["iterates"][k])
             if sol["exact"][k] <= kappa:
@@ -765,7 +827,13 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
                 grid_rule=rule,
                 width=width,
             )
-            sol = self._solve(X, cfg, data, x0, K, eps, T, measure, effective)
+            sol = None
+            if self._smooth_ran(cfg):  # warm start: the last solve's final iterate
+                sol = self._solve(X, cfg, data, last["iterates"][-1], K, eps, T, measure, effective)
+                if not sol["violations"][-1] <= eps:  # no round got feasible: cold start
+                    sol = None
+            if sol is None:
+                sol = self._solve(X, cfg, data, x0, K, eps, T, measure, effective)
             solves.append(sol)
 
     def _log_fit(self, history, K, T, objective_value, violation, eps, stuck):
@@ -782,12 +850,12 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
                     level=2,
                 )
         feasible = violation <= eps and not stuck
-        run = (
-            f"idca, {K} outer iterations"
-            if self.solver == "idca"
-            else (f"ssg_direct, {K * T} iterations")
-        )
-        if self.solver == "idca" and self.n_iter_ < K:
+        run = {
+            "idca": f"idca, {K} outer iterations",
+            "smooth_alm": f"smooth_alm, at most {K} augmented-Lagrangian rounds",
+            "ssg_direct": f"ssg_direct, {K * T} iterations",
+        }[self._solver()]
+        if self.solver != "ssg_direct" and self.n_iter_ < K:
             run += f" (iterate {self.n_iter_} returned)"
         log_fit(
             self,

@@ -231,7 +231,7 @@ def test_estimator_with_alm(x64):
     fits = {}
     for inner in ("ssg", "alm"):
         clf = PartialParityClassifier(
-            interval=interval, tolerance=0.1, max_iter=10, inner_solver=inner
+            interval=interval, tolerance=0.1, max_iter=10, solver="idca", inner_solver=inner
         )
         fits[inner] = clf.fit(X, y, sensitive_features=g)
     alm_fit = fits["alm"]
@@ -245,18 +245,23 @@ def test_estimator_with_alm(x64):
     assert psp <= 0.1 + 0.9 / 10 + 0.1
     weights = np.where(g == 0, 2.0, 1.0)
     sig = PartialParityClassifier(
-        interval=interval, surrogate="sigmoid", max_iter=5, inner_solver="alm", record_history=True
+        interval=interval,
+        surrogate="sigmoid",
+        max_iter=5,
+        solver="idca",
+        inner_solver="alm",
+        record_history=True,
     )
     sig.fit(X, y, sensitive_features=g, sample_weight=weights)
     assert np.all(np.diff(sig.history_["objective"]) <= 1e-15)
     assert sig.constraint_violation_ <= sig.inner_tol
     short = PartialParityClassifier(
-        interval=interval, max_iter=2, inner_solver="alm", inner_max_iter=3
+        interval=interval, max_iter=2, solver="idca", inner_solver="alm", inner_max_iter=3
     )
     with pytest.warns(ConvergenceWarning, match="stopped at inner_max_iter=3 on 2 of 2"):
         short.fit(X, y, sensitive_features=g)
     pdp = PartialParityClassifier(
-        PDP, interval=(0.2, 0.7), tolerance=0.05, max_iter=5, inner_solver="alm"
+        PDP, interval=(0.2, 0.7), tolerance=0.05, max_iter=5, solver="idca", inner_solver="alm"
     )
     pdp.fit(X, y, sensitive_features=g)
     assert pdp.constraint_violation_ <= pdp.inner_tol

@@ -25,7 +25,7 @@ from fairest.partial import GroupInteractionFeatures, PartialParityClassifier, _
 from fairest.utils import FairnessWarning
 
 INTERVAL = (0.0, 0.5)
-FAST = dict(max_iter=30, inner_max_iter=200)
+FAST = dict(max_iter=30, inner_max_iter=200, solver="idca")  # the paper's IDCA + SSG
 
 
 @pytest.fixture(scope="module")
@@ -150,6 +150,7 @@ def test_verbose_logs_a_summary_and_outer_iterations(data, caplog, verbose, n_li
         tolerance=0.2,
         max_iter=4,
         inner_max_iter=20,
+        solver="idca",
         verbose=verbose,
         record_history=True,
     )
@@ -270,6 +271,7 @@ def test_init_starts_from_a_constant_model(data):
                 init=init,
                 max_iter=3,
                 inner_max_iter=50,
+                solver="idca",
                 record_history=True,
             )
             history = clf.fit(X, y, sensitive_features=g).history_
@@ -296,7 +298,13 @@ def test_intercept_start_escapes_the_pdp_trap_of_the_zero_start():
     fits = {}
     for init in ("zero", "intercept"):
         clf = PartialParityClassifier(
-            PDP, interval=(0.7, 1.0), tolerance=0.05, init=init, max_iter=30, inner_max_iter=100
+            PDP,
+            interval=(0.7, 1.0),
+            tolerance=0.05,
+            init=init,
+            max_iter=30,
+            inner_max_iter=100,
+            solver="idca",
         )
         fits[init] = clf.fit(X, y, sensitive_features=g)
     assert fits["intercept"].objective_ < fits["zero"].objective_ - 0.1

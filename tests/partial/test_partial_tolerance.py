@@ -82,7 +82,7 @@ def test_first_solve_meeting_the_tolerance_is_the_papers_model(adult, monkeypatc
     """When the first solve meets the tolerance nothing more runs: one solve, the
     paper's final iterate, identical to a fit without tightening."""
     X, y, A = adult
-    params = dict(interval=TOP, tolerance=0.05, max_iter=100, record_history=True)
+    params = dict(interval=TOP, tolerance=0.05, max_iter=100, solver="idca", record_history=True)
     clf = PartialParityClassifier(PDP, **params).fit(X, y, sensitive_features=A)
     assert clf.tightening_["effective_tolerance"].tolist() == [0.05]
     assert clf.train_unfairness_ <= 0.05 and clf.effective_tolerance_ == 0.05
@@ -99,7 +99,7 @@ def test_unmet_tolerance_warns_with_the_achieved_value():
     reach; the fairest model found is returned and the warning names its exact value."""
     X, y, g = make_data(400, 3, 0)
     clf = PartialParityClassifier(
-        interval=(0.0, 0.5), tolerance=0.05, max_iter=30, inner_max_iter=200
+        interval=(0.0, 0.5), tolerance=0.05, max_iter=30, inner_max_iter=200, solver="idca"
     )
     with pytest.warns(FairnessWarning, match="exact training partial_statistical_parity") as rec:
         clf.fit(X, y, sensitive_features=g)
@@ -144,7 +144,9 @@ def test_one_group_and_no_constraint_run_once(monkeypatch):
 HUGE = [
     PartialParityClassifier(interval=(0.0, 0.5), max_iter=10, inner_max_iter=100),
     PartialParityClassifier(PDP, interval=(0.0, 0.5), max_iter=10, inner_max_iter=100),
-    PartialParityClassifier(interval=(0.0, 0.5), max_iter=3, inner_solver="alm", inner_max_iter=50),
+    PartialParityClassifier(
+        interval=(0.0, 0.5), max_iter=3, solver="idca", inner_solver="alm", inner_max_iter=50
+    ),
     PartialParityClassifier(
         interval=(0.0, 0.5), max_iter=5, inner_max_iter=50, solver="ssg_direct"
     ),
@@ -209,8 +211,8 @@ def test_penalty_with_a_1e300_column_refuses_instead_of_inf_scores():
         {},
         {"metric": PDP},
         {"surrogate": "sigmoid"},
-        {"inner_solver": "alm", "max_iter": 3},
-        {"metric": PDP, "inner_solver": "alm", "max_iter": 3},
+        {"solver": "idca", "inner_solver": "alm", "max_iter": 3},
+        {"metric": PDP, "solver": "idca", "inner_solver": "alm", "max_iter": 3},
         {"solver": "ssg_direct"},
         {"tolerance": 1.0},
     ],
