@@ -422,7 +422,8 @@ def plot_pareto_frontier(
             color=color,
             lw=1.8,
             zorder=3,
-            label=f"{label} ({len(fu)}/{len(u)} on frontier)",
+            # a method with one point is trivially on its own frontier: no count then
+            label=label if len(u) == 1 else f"{label} ({len(fu)}/{len(u)} on its frontier)",
         )[0]
         line.set_gid(f"frontier:{label}")
         if annotate is not None:
@@ -462,7 +463,12 @@ def plot_pareto_frontier(
     if title:
         ax.set_title(title)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize="small", loc="best", title="filled: non-dominated", title_fontsize="small")
+    ax.legend(
+        fontsize="small",
+        loc="best",
+        title="filled: non-dominated within its method",
+        title_fontsize="small",
+    )
     return ax
 
 
