@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from fairest._config import get_config
+from fairest._kernels._buckets import pad_rows_to
 
 __all__ = ["ROW_AXIS", "configured_devices", "place_replicated", "place_rows", "row_mesh"]
 
@@ -79,18 +80,18 @@ def place_rows(arrays, devices=None):
     if len(devices) == 1:
         return [jax.device_put(np.asarray(a), devices[0]) for a in arrays]
     mesh = row_mesh(devices)
+    padded = _padded(arrays, lambda n_rows: padded_length(n_rows, len(devices)))
+    return [jax.device_put(array, _row_sharding(mesh, array.ndim)) for array in padded]
+
+
+def _padded(arrays, length_of) -> list[np.ndarray]:
+    """The row-aligned ``arrays`` padded with zero rows to ``length_of(n_rows)``
+    (:func:`~fairest._kernels._buckets.pad_rows_to`)."""
+    arrays = [np.asarray(a) for a in arrays]
     n_rows = arrays[0].shape[0]
-    length = padded_length(n_rows, len(devices))
-    placed = []
-    for array in arrays:
-        array = np.asarray(array)
-        if array.shape[0] != n_rows:
-            raise ValueError("place_rows: the arrays must have the same number of rows.")
-        if length > n_rows:
-            pad = np.zeros((length - n_rows,) + array.shape[1:], dtype=array.dtype)
-            array = np.concatenate([array, pad])
-        placed.append(jax.device_put(array, _row_sharding(mesh, array.ndim)))
-    return placed
+    if any(a.shape[0] != n_rows for a in arrays):
+        raise ValueError("place_rows: the arrays must have the same number of rows.")
+    return pad_rows_to(length_of(n_rows), *arrays)
 
 
 def _place_process_rows(arrays, devices):
@@ -108,23 +109,19 @@ def _place_process_rows(arrays, devices):
             "use config_context(devices='all')."
         )
     mesh = row_mesh(devices)
-    n_local = arrays[0].shape[0]
-    longest = int(np.max(multihost_utils.process_allgather(np.array([n_local]))))
-    length = padded_length(longest, jax.local_device_count())
-    placed = []
-    for array in arrays:
-        array = np.asarray(array)
-        if array.shape[0] != n_local:
-            raise ValueError("place_rows: the arrays must have the same number of rows.")
-        pad = np.zeros((length - n_local,) + array.shape[1:], dtype=array.dtype)
-        local = np.concatenate([array, pad]) if length > n_local else array
-        global_shape = (length * jax.process_count(),) + array.shape[1:]
-        placed.append(
-            jax.make_array_from_process_local_data(
-                _row_sharding(mesh, array.ndim), local, global_shape
-            )
+
+    def longest_share(n_local: int) -> int:
+        longest = int(np.max(multihost_utils.process_allgather(np.array([n_local]))))
+        return padded_length(longest, jax.local_device_count())
+
+    return [
+        jax.make_array_from_process_local_data(
+            _row_sharding(mesh, local.ndim),
+            local,
+            (local.shape[0] * jax.process_count(),) + local.shape[1:],
         )
-    return placed
+        for local in _padded(arrays, longest_share)
+    ]
 
 
 def place_replicated(tree, devices=None):
