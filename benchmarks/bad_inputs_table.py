@@ -12,7 +12,6 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-import scipy.sparse as sp
 from _common import ROOT, base_parser, write_results
 
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "reliability")]
@@ -22,44 +21,13 @@ from _fast_params import fast_instance  # noqa: E402
 
 
 def _edge_cases(cls):
-    """Edge inputs of the test module as ``(args, fit_params)`` makers."""
-
-    def multiclass(X, y, A):
-        return (X, np.arange(len(y)) % 3), {"sensitive_features": A}
-
-    def single_group(X, y, A):
-        return (X, y), {"sensitive_features": np.array(["F"] * len(y))}
-
-    def one_class_group(X, y, A):
-        y = y.copy()
-        y[A == 1] = 1
-        return (X, y), {"sensitive_features": A}
-
-    def huge_scale(X, y, A):
-        X = X.copy()
-        X[:, 2] *= 1e10
-        return (X, y), {"sensitive_features": A}
-
-    def sparse(X, y, A):
-        return (sp.csr_matrix(X), y), {"sensitive_features": A}
-
-    def zero_weight_rows(X, y, A):
-        weights = np.ones(len(y))
-        weights[::7] = 0.0
-        return (X, y), {"sensitive_features": A, "sample_weight": weights}
-
-    edge = {
-        "3 classes": multiclass,
-        "one explicit group": single_group,
-        "one-class group": one_class_group,
-        "feature x 1e10": huge_scale,
-        "sparse X": sparse,
-        "zero-weight rows": zero_weight_rows,
+    """The test module's edge inputs that apply to ``cls``."""
+    regressor = cls.__name__.endswith("Regressor")
+    return {
+        name: make
+        for name, make in cases.EDGE_INPUTS.items()
+        if not (regressor and name in cases.CLASSIFICATION_ONLY)
     }
-    if cls.__name__.endswith("Regressor"):
-        edge.pop("3 classes")
-        edge.pop("one-class group")
-    return edge
 
 
 def _outcome(cls, make, data) -> str:

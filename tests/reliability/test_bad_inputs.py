@@ -150,15 +150,57 @@ def test_wrong_number_of_features_at_predict(cls):
     "cls", [c for c in ESTIMATORS if not _is_regressor(c)], ids=lambda c: c.__name__
 )
 def test_multiclass_target_is_handled_or_refused_clearly(cls):
-    X, y, A = _data(cls)
-    y = np.arange(len(y)) % 3
+    X, _, _ = data = _data(cls)
+    args, fit_params = _three_classes(*data)
     try:
-        estimator = _fit(cls, X, y, sensitive_features=A)
+        estimator = _fit(cls, *args, **fit_params)
     except ValueError as error:
         assert len(str(error)) < 500 and ("binary" in str(error).lower() or "class" in str(error))
     else:
         assert set(estimator.classes_) == {0, 1, 2}
         _assert_finite_model(estimator, X)
+
+
+def _three_classes(X, y, A):
+    return (X, np.arange(len(y)) % 3), {"sensitive_features": A}
+
+
+def _single_explicit_group(X, y, A):
+    return (X, y), {"sensitive_features": np.array(["F"] * len(y))}
+
+
+def _one_class_group(X, y, A):
+    y = y.copy()
+    y[A == 1] = 1
+    return (X, y), {"sensitive_features": A}
+
+
+def _huge_feature_scale(X, y, A):
+    X = X.copy()
+    X[:, 2] *= 1e10
+    return (X, y), {"sensitive_features": A}
+
+
+def _sparse_X(X, y, A):
+    return (sp.csr_matrix(X), y), {"sensitive_features": A}
+
+
+def _zero_weight_rows(X, y, A):
+    weights = np.ones(len(y))
+    weights[::7] = 0.0
+    return (X, y), {"sensitive_features": A, "sample_weight": weights}
+
+
+# edge inputs (a clear error or a finite model), also tabulated by benchmarks/bad_inputs_table.py
+EDGE_INPUTS = {
+    "3 classes": _three_classes,
+    "one explicit group": _single_explicit_group,
+    "one-class group": _one_class_group,
+    "feature x 1e10": _huge_feature_scale,
+    "sparse X": _sparse_X,
+    "zero-weight rows": _zero_weight_rows,
+}
+CLASSIFICATION_ONLY = {"3 classes", "one-class group"}
 
 
 # ------------------------------------------------------------------------------------
@@ -168,24 +210,24 @@ def test_multiclass_target_is_handled_or_refused_clearly(cls):
 
 @pytest.mark.parametrize("cls", ESTIMATORS, ids=IDS)
 def test_single_explicit_group_warns_and_fits(cls):
-    X, y, _ = _data(cls)
+    X, _, _ = data = _data(cls)
+    args, fit_params = _single_explicit_group(*data)
     with pytest.warns(FairnessWarning, match="single group"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", category=UserWarning)
             warnings.simplefilter("always", category=FairnessWarning)
-            estimator = fast_instance(cls).fit(X, y, sensitive_features=np.array(["F"] * len(y)))
+            estimator = fast_instance(cls).fit(*args, **fit_params)
     _assert_finite_model(estimator, X)
 
 
 @pytest.mark.parametrize("cls", ESTIMATORS, ids=IDS)
 def test_one_class_group_fits_finite_or_refuses_clearly(cls):
-    X, y, A = _data(cls)
     if _is_regressor(cls):
         pytest.skip("classes do not apply")
-    y = y.copy()
-    y[A == 1] = 1
+    X, _, _ = data = _data(cls)
+    args, fit_params = _one_class_group(*data)
     try:
-        estimator = _fit(cls, X, y, sensitive_features=A)
+        estimator = _fit(cls, *args, **fit_params)
     except ValueError as error:
         assert len(str(error)) < 500 and "class" in str(error)
     else:
@@ -205,11 +247,10 @@ def test_many_groups_fit_finite_or_refuse_clearly(cls):
 
 @pytest.mark.parametrize("cls", ESTIMATORS, ids=IDS)
 def test_huge_feature_scale_fits_finite_or_refuses_clearly(cls):
-    X, y, A = _data(cls)
-    X = X.copy()
-    X[:, 2] *= 1e10
+    args, fit_params = _huge_feature_scale(*_data(cls))
+    X = args[0]
     try:
-        estimator = _fit(cls, X, y, sensitive_features=A)
+        estimator = _fit(cls, *args, **fit_params)
     except (ValueError, FloatingPointError) as error:
         assert len(str(error)) < 500 and "scale" in str(error).lower()
     else:
@@ -218,9 +259,10 @@ def test_huge_feature_scale_fits_finite_or_refuses_clearly(cls):
 
 @pytest.mark.parametrize("cls", ESTIMATORS, ids=IDS)
 def test_sparse_X_fits_or_refuses_clearly(cls):
-    X, y, A = _data(cls)
+    X, _, _ = data = _data(cls)
+    args, fit_params = _sparse_X(*data)
     try:
-        estimator = _fit(cls, sp.csr_matrix(X), y, sensitive_features=A)
+        estimator = _fit(cls, *args, **fit_params)
     except TypeError as error:
         assert len(str(error)) < 500 and "sparse" in str(error).lower()
     else:
@@ -229,8 +271,7 @@ def test_sparse_X_fits_or_refuses_clearly(cls):
 
 @pytest.mark.parametrize("cls", ESTIMATORS, ids=IDS)
 def test_zero_weights_on_some_rows_give_a_finite_model(cls):
-    X, y, A = _data(cls)
-    weights = np.ones(len(y))
-    weights[::7] = 0.0
-    estimator = _fit(cls, X, y, sensitive_features=A, sample_weight=weights)
+    X, _, _ = data = _data(cls)
+    args, fit_params = _zero_weight_rows(*data)
+    estimator = _fit(cls, *args, **fit_params)
     _assert_finite_model(estimator, X)
