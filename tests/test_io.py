@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from fairest.io import Chunk, GroupVocabulary, iter_chunks, iter_parquet
+from fairest.io import Chunk, GroupVocabulary, fit_stream, iter_chunks, iter_parquet
 
 
 def _frame(n=1000, seed=0):
@@ -86,3 +86,52 @@ def test_vocabulary_given_up_front_accepts_a_group_absent_from_the_first_chunk()
     vocabulary = GroupVocabulary(groups=["F", "M", "X"])
     np.testing.assert_array_equal(vocabulary.codes(np.array(["M"])), [1])
     np.testing.assert_array_equal(vocabulary.codes(np.array(["X", "F"])), [2, 0])
+
+
+def test_vocabulary_of_a_single_unordered_label():
+    vocabulary = GroupVocabulary(groups=[None])  # the label of "no groups"
+    np.testing.assert_array_equal(vocabulary.codes(np.array([None, None], dtype=object)), [0, 0])
+
+
+class _Recorder:
+    """A stand-in estimator: records what every partial_fit call received."""
+
+    def __init__(self):
+        self.calls = []
+
+    def partial_fit(self, X, y, *, sensitive_features=None, sample_weight=None, **labels):
+        self.calls.append((X[:, 0].copy(), y.copy(), sensitive_features, sample_weight, labels))
+        return self
+
+
+def test_fit_stream_rereads_a_parquet_file_every_epoch_with_rows_aligned(tmp_path):
+    pytest.importorskip("pyarrow")
+    frame = _frame(600)
+    path = tmp_path / "data.parquet"
+    frame.to_parquet(path, row_group_size=200)
+    recorder = fit_stream(
+        _Recorder(),
+        lambda: iter_parquet(
+            path, target="label", sensitive="sex", weight="w", features=["x0"], batch_size=200
+        ),
+        n_epochs=2,
+        classes=[0, 1],
+        groups=["F", "M"],
+    )
+    assert len(recorder.calls) == 6
+    for epoch in range(2):
+        calls = recorder.calls[3 * epoch : 3 * epoch + 3]
+        np.testing.assert_array_equal(np.concatenate([c[0] for c in calls]), frame["x0"])
+        np.testing.assert_array_equal(np.concatenate([c[2] for c in calls]), frame["sex"])
+        np.testing.assert_array_equal(np.concatenate([c[3] for c in calls]), frame["w"])
+    assert recorder.calls[0][4] == {"classes": [0, 1], "groups": ["F", "M"]}
+
+
+def test_fit_stream_refuses_what_it_cannot_read_again_or_feed():
+    chunks = iter([(np.ones((4, 2)), np.zeros(4))])
+    with pytest.raises(ValueError, match="one-shot iterator cannot be read n_epochs > 1"):
+        fit_stream(_Recorder(), chunks, n_epochs=2)
+    with pytest.raises(TypeError, match="has no partial_fit"):
+        fit_stream(object(), [(np.ones((4, 2)), np.zeros(4))])
+    with pytest.raises(ValueError, match="n_epochs must be a positive integer"):
+        fit_stream(_Recorder(), [], n_epochs=0)

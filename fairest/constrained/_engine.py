@@ -54,6 +54,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from fairest._kernels import bucket_size
 from fairest.constrained import _defaults
+from fairest.utils._devices import place_rows
 from fairest.utils._reporting import as_history
 
 __all__ = [
@@ -872,7 +873,8 @@ def _full_values_function(problem):
 
 
 def _device_data(X, y, groups, cells, dtype, loss_scale=None, cell_scale=None):
-    """Pad rows to a bucket (weight 0) so nearby n share compiled code.
+    """Pad rows to a bucket (weight 0) so nearby n share compiled code, and place them
+    on the configured devices (:func:`fairest.utils._devices.place_rows`).
 
     ``loss_scale`` / ``cell_scale`` (``None`` for unweighted data) are the per-row loss
     scales of objective batches and constraint draws (see :class:`Batch`).
@@ -886,50 +888,72 @@ def _device_data(X, y, groups, cells, dtype, loss_scale=None, cell_scale=None):
             return a
         return np.concatenate([a, np.full((pad,) + a.shape[1:], fill, dtype=a.dtype)])
 
-    w = padded(np.ones(n))
-    cw = padded((cells >= 0).astype(np.float64))
-    data = {
-        "X": jnp.asarray(padded(X), dtype=dtype),
-        "y": jnp.asarray(padded(y)),
-        "groups": jnp.asarray(padded(groups.astype(np.int32))),
-        "cells": jnp.asarray(padded(np.maximum(cells, 0).astype(np.int32))),
-        "w": jnp.asarray(w, dtype=dtype),
-        "cw": jnp.asarray(cw, dtype=dtype),
+    real = np.dtype(dtype)
+    rows = {
+        "X": padded(np.asarray(X, dtype=real)),
+        "y": padded(np.asarray(y).astype(np.int32)),
+        "groups": padded(groups.astype(np.int32)),
+        "cells": padded(np.maximum(cells, 0).astype(np.int32)),
+        "w": padded(np.ones(n, dtype=real)),
+        "cw": padded((cells >= 0).astype(real)),
     }
     if loss_scale is not None:
-        data["s"] = jnp.asarray(padded(np.asarray(loss_scale, dtype=np.float64)), dtype=dtype)
-        data["cs"] = jnp.asarray(padded(np.asarray(cell_scale, dtype=np.float64)), dtype=dtype)
-    return data
+        rows["s"] = padded(np.asarray(loss_scale, dtype=real))
+        rows["cs"] = padded(np.asarray(cell_scale, dtype=real))
+    # sharded by rows over the configured devices (more zero-weight padding rows, never
+    # drawn by the samplers); one default device otherwise
+    return dict(zip(rows, place_rows(list(rows.values()))))
 
 
-def _population_scale(sample_weight, population, n_populations: int) -> np.ndarray:
-    """``w_i`` divided by the mean weight of row i's population (0 outside any: code < 0)."""
+def population_totals(sample_weight, population, n_populations: int) -> np.ndarray:
+    """Total weight and row count of every population (codes < 0 are in none), shape
+    ``(2, n_populations)``; a stream adds them up over its chunks."""
+    inside = population >= 0
+    codes = population[inside]
+    return np.stack(
+        [
+            np.bincount(codes, sample_weight[inside], minlength=n_populations),
+            np.bincount(codes, minlength=n_populations).astype(np.float64),
+        ]
+    )
+
+
+def _population_scale(sample_weight, population, n_populations: int, totals=None) -> np.ndarray:
+    """``w_i`` divided by the mean weight of row i's population (0 outside any: code < 0);
+    the means come from ``totals`` (:func:`population_totals`, e.g. a stream's running
+    ones) when given, else from these rows."""
     inside = population >= 0
     codes = np.where(inside, population, 0)
-    total = np.bincount(codes[inside], sample_weight[inside], minlength=n_populations)
-    count = np.bincount(codes[inside], minlength=n_populations)
+    if totals is None:
+        totals = population_totals(sample_weight, population, n_populations)
+    total, count = totals
     mean = total / np.maximum(count, 1)
     safe = np.where(mean > 0, mean, 1.0)
     return np.where(inside, sample_weight / safe[codes], 0.0)
 
 
-def loss_scales(sample_weight, groups, cells, n_cells: int, *, by_group: bool = False):
+def loss_scales(sample_weight, groups, cells, n_cells: int, *, by_group: bool = False, totals=None):
     """Per-row loss scales of objective batches and constraint draws, or ``(None, None)``.
 
     A row's scale is its weight divided by the mean weight of the population it is drawn
     from uniformly: all rows for the objective (its group when ``by_group``, for the
     group-balanced batches of the penalty baseline), its cell for constraint draws. Unit
     weights (or ``sample_weight=None``) give ``(None, None)``: the unweighted code path.
+    ``totals`` (``(objective_totals, cell_totals)`` of :func:`population_totals`) replaces
+    the means of these rows by a stream's running means.
     """
     if sample_weight is None:
         return None, None
     sample_weight = np.asarray(sample_weight, dtype=np.float64)
     groups = np.asarray(groups)
+    objective_totals, cell_totals = (None, None) if totals is None else totals
     if by_group:
-        loss_scale = _population_scale(sample_weight, groups, int(groups.max()) + 1)
+        n_groups = int(groups.max()) + 1 if objective_totals is None else objective_totals.shape[1]
+        loss_scale = _population_scale(sample_weight, groups, n_groups, objective_totals)
     else:
-        loss_scale = _population_scale(sample_weight, np.zeros(groups.size, np.int64), 1)
-    cell_scale = _population_scale(sample_weight, np.asarray(cells), n_cells)
+        everyone = np.zeros(groups.size, np.int64)
+        loss_scale = _population_scale(sample_weight, everyone, 1, objective_totals)
+    cell_scale = _population_scale(sample_weight, np.asarray(cells), n_cells, cell_totals)
     in_cell = np.asarray(cells) >= 0
     if np.all(loss_scale == 1.0) and np.all(cell_scale[in_cell] == 1.0):
         return None, None
@@ -965,6 +989,8 @@ class _RunSettings(NamedTuple):
     names: list
     dtype: object
     progress: Callable | None
+    initial_state: dict | None = None  # resume from this state (partial_fit), not init
+    start_iter: int = 0  # iterations run before (the iteration counter continues)
 
 
 def run_solver(
@@ -991,6 +1017,9 @@ def run_solver(
     dtype=jnp.float32,
     sample_weight=None,
     progress: Callable | None = None,
+    initial_state: dict | None = None,
+    start_iter: int = 0,
+    weight_totals=None,
 ) -> RunResult:
     """Run solver ``solver`` (a key of :data:`SOLVERS`) on ``(X, y)`` with objective groups
     ``groups`` and constraint cells ``cells`` (``-1`` = row not in any constraint cell).
@@ -1005,6 +1034,11 @@ def run_solver(
     row's loss (:func:`loss_scales`; the problem reads ``batch.s``); group-balanced
     objective batches when ``hyper["balanced_batches"]``. ``progress(n_iter, n_epochs)``
     is called after every chunk of iterations.
+
+    Streaming (``partial_fit``): ``initial_state`` (a previous run's
+    ``extras["resume_state"]``) replaces ``Solver.init``, ``start_iter`` continues the
+    iteration counter (schedules that read it), and ``weight_totals`` (see
+    :func:`loss_scales`) gives the running population means of the loss scales.
     """
     aux = {} if aux is None else aux
     rngs = spawn_rngs(None) if rngs is None else rngs
@@ -1015,7 +1049,7 @@ def run_solver(
     groups, cells = np.asarray(groups), np.asarray(cells)
     balanced = bool(hyper.get("balanced_batches", False))
     loss_scale, cell_scale = loss_scales(
-        sample_weight, groups, cells, problem.n_cells, by_group=balanced
+        sample_weight, groups, cells, problem.n_cells, by_group=balanced, totals=weight_totals
     )
     data = _device_data(X, np.asarray(y), groups, cells, dtype, loss_scale, cell_scale)
     settings = _RunSettings(
@@ -1030,6 +1064,8 @@ def run_solver(
         constraint_names or [str(i) for i in range(problem.m)],
         dtype,
         progress,
+        initial_state,
+        int(start_iter),
     )
     run = _run_host if SOLVERS[solver].host else _run_scan
     ctx = _Ctx(problem, data, aux, hyper, True, True, rngs=rngs, n_rows=X.shape[0])
@@ -1075,8 +1111,12 @@ def _run_scan(name, ctx, x0, groups, cells, run: _RunSettings) -> RunResult:
     chunk_fn = _chunk_function(
         name, static, problem, obj_sampler.full, con_sampler.full, run.eval_every, log_keys
     )
-    state = spec.init(x0, ctx)
+    if run.initial_state is None:
+        state = spec.init(x0, ctx)
+    else:
+        state = {key: jnp.asarray(value) for key, value in run.initial_state.items()}
     stream = _ObjectiveStream(obj_sampler)
+    offset = run.start_iter
 
     logs, done, start = [], 0, time.perf_counter()
     chunk_start = 0.0
@@ -1092,7 +1132,7 @@ def _run_scan(name, ctx, x0, groups, cells, run: _RunSettings) -> RunResult:
         n_active = int(min(L, budget - done))
         obj_idx, obj_w, epoch, t = stream.take(L)
         inputs = {
-            "it": jnp.arange(done, done + L, dtype=jnp.int32),
+            "it": jnp.arange(offset + done, offset + done + L, dtype=jnp.int32),
             "t": jnp.asarray(t, dtype=jnp.int32),
             "active": jnp.asarray(np.arange(L) < n_active),
             "u": jnp.asarray(solver_rng.random(L), dtype=dtype),
@@ -1126,6 +1166,7 @@ def _run_scan(name, ctx, x0, groups, cells, run: _RunSettings) -> RunResult:
             run.progress(done, done / T)
 
     nonfinite = int(bad)
+    resume_state = {k: np.asarray(v) for k, v in state.items()}  # before the final step
     if spec.final_step is not None and hyper.get("final_full_step", False) and done > 0:
         if nonfinite < 0:
             state = _final_function(name, problem)(state, data, aux, traced)
@@ -1139,6 +1180,7 @@ def _run_scan(name, ctx, x0, groups, cells, run: _RunSettings) -> RunResult:
     extras = {
         **spec.diagnostics(state_np, logs, hyper),
         "nonfinite_iter": nonfinite if nonfinite >= 0 else None,
+        "resume_state": resume_state,
     }
     history = None
     if run.period:

@@ -8,6 +8,7 @@ unconstrained SGD and fairness-penalised SGD baselines.
 
 from __future__ import annotations
 
+import copy
 from numbers import Integral, Real
 from typing import NamedTuple
 
@@ -16,17 +17,29 @@ import jax.numpy as jnp
 import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import validate_data
 
 from fairest.constrained import _defaults
 from fairest.constrained._common import (
     ModelProblem,
     prepare_predict,
     ravel_params,
+    split_sensitive_columns,
     unravel_params,
     validate_constrained_fit,
     validate_hidden,
 )
-from fairest.constrained._engine import MLP, SOLVERS, numpy_forward, solve, spawn_rngs
+from fairest.constrained._engine import (
+    MLP,
+    SOLVERS,
+    numpy_forward,
+    population_totals,
+    refit_on_divergence,
+    run_solver,
+    scaled_step_sizes,
+    solve,
+    spawn_rngs,
+)
 from fairest.utils._linear import ScoreClassifierMixin
 from fairest.utils._reporting import log_fit, wants_progress
 
@@ -437,6 +450,7 @@ default="loss_parity"
     """
 
     __metadata_request__fit = {"sensitive_features": True}
+    __metadata_request__partial_fit = {"sensitive_features": True}
 
     _parameter_constraints: dict = {
         "hidden_layer_sizes": ["array-like"],
@@ -541,6 +555,7 @@ list of str or None, default=None
         X, y_codes, classes, groups, labels, sample_weight = validate_constrained_fit(
             self, X, y, sensitive_features, sample_weight
         )
+        self.__dict__.pop("_stream_state", None)  # a fit starts a new stream
         gaps = loss_gap_constraints(
             self.metric,
             self.constraint_pairs,
@@ -599,34 +614,12 @@ list of str or None, default=None
             )
             x = jnp.asarray(result.x, dtype=dtype)
             self.params_ = [(np.asarray(W), np.asarray(b)) for W, b in unravel_params(model, x)]
-        # training-set statistics of the returned model, on the host in float64
-        loss = sample_losses(numpy_forward(self.params_, X), y_codes)
-        cell_losses, group_losses = gaps.mean_losses(loss, groups, None if unit else sample_weight)
-        c_full = gaps.A @ cell_losses - self.tolerance
         self.classes_ = classes
         self.groups_ = labels
-        self.constraint_names_ = gaps.names
-        self.constraint_values_ = c_full
-        self.group_losses_ = group_losses
-        self.loss_gaps_ = group_losses[:, None] - group_losses[None, :]
-        self.is_feasible_ = bool(np.all(c_full <= _defaults.FEASIBILITY_TOL))
-        self.train_unfairness_ = float(c_full.max() + self.tolerance) if c_full.size else 0.0
-        # multipliers and slacks of C(x) <= 0 itself (the solver's are of scale * C)
-        multipliers, slacks = result.extras.get("multipliers"), result.extras.get("slacks")
-        self.multipliers_ = None if multipliers is None else gaps.scale * multipliers
-        self.slacks_ = None if slacks is None else slacks / gaps.scale
-        self.constraint_scale_ = gaps.scale
-        if result.history is not None:
-            self.history_ = _unscale_history(result.history, gaps.scale)
-        elif hasattr(self, "history_"):
-            del self.history_  # a refit without record_history keeps no stale history
+        self._store_statistics(X, y_codes, groups, gaps, None if unit else sample_weight)
+        self._store_run(result, gaps, hidden)
         self.n_iter_ = result.n_iter
         self.n_epochs_done_ = result.n_epochs
-        self.step_counts_ = result.extras.get("step_counts")
-        self.n_qp_failures_ = result.extras.get("n_qp_failures")
-        if not hidden:
-            W, b = self.params_[0]
-            self.coef_, self.intercept_ = W.T.copy(), b.copy()
         log_fit(
             self,
             "solver=%s iterations=%d train %s %.4g (tolerance %g) feasible=%s",
@@ -638,6 +631,219 @@ list of str or None, default=None
             self.is_feasible_,
         )
         return self
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(
+        self, X, y, *, sensitive_features=None, sample_weight=None, classes=None, groups=None
+    ):
+        """One epoch of the solver over the chunk ``(X, y)``, continuing the previous calls.
+
+        The first call initialises the model and the random streams as :meth:`fit` does,
+        so one call on the whole data gives the model of ``fit`` with ``n_epochs=1``.
+        Every later call resumes the solver's whole state (parameters, multipliers,
+        slacks, proximal anchors, SSw's counters and random-output reservoir) and the
+        iteration counter, and draws from the same random streams, now over the new
+        chunk's rows. ``n_epochs`` is not used (one call is one epoch of its chunk;
+        ``max_iter`` / ``max_time`` still cap a call). SSL-ALM's ``final_full_step`` is
+        taken on the chunk for the returned ``params_``; the next call resumes from the
+        state before it.
+
+        Group statistics of a stream: the mean weights of the loss scales (see Notes of
+        the class) are running means over every chunk seen so far, this one included;
+        the constraint draws are group-balanced within each chunk, so **every chunk needs
+        rows (of positive weight) of every constraint cell** (a ``ValueError`` names the
+        empty cells otherwise): draw chunks large enough, or stratified. The
+        training-set attributes (``constraint_values_``, ``group_losses_``,
+        ``loss_gaps_``, ``is_feasible_``, ``train_unfairness_``) are measured on the last
+        chunk; ``history_`` records the last call. ``solver="ghost"`` (a host loop
+        counting iterations, not epochs) is refused.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            The chunk's rows (sensitive columns named by ``sensitive_features`` are
+            removed, as in :meth:`fit`).
+        y : array-like of shape (n_samples,)
+            Their labels, all in ``classes``.
+        sensitive_features : array-like, str, list of str or None, default=None
+            Their group labels (or column names), all in the stream's vocabulary.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Weights of the chunk's rows.
+        classes : array-like, default=None
+            Every class label of the stream; required on the first call.
+        groups : array-like, default=None
+            Every group label of the stream, on the first call; default: the first
+            chunk's labels (a later chunk with another label raises ``ValueError``).
+
+        Returns
+        -------
+        self : LossGapConstrainedClassifier
+            The estimator, updated.
+        """
+        from fairest.io import (
+            chunk_of_a_stream,
+            encode_stream_chunk,
+            start_or_continue_stream,
+        )
+
+        solver = self._solver_name()
+        if SOLVERS[solver].host:
+            raise ValueError(
+                "partial_fit: solver='ghost' runs a host loop that counts iterations, not "
+                "epochs; it has no streaming form. Use another solver or fit."
+            )
+        hidden = validate_hidden(self.hidden_layer_sizes)
+        hyper = resolve_solver_params(solver, self.preset, self.solver_params)
+        if self.eval_every is not None and not self.record_history:
+            raise ValueError("eval_every needs record_history=True (or an int).")
+        stream, first = start_or_continue_stream(self, classes, groups)
+        X, sensitive_features, _ = split_sensitive_columns(X, sensitive_features)
+        if not first or stream.warm:
+            validate_data(self, X, reset=False, skip_check_array=True)  # features, names
+        with chunk_of_a_stream(sensitive_features):
+            X, y_chunk, chunk_classes, chunk_groups, chunk_labels, sample_weight = (
+                validate_constrained_fit(self, X, y, sensitive_features, sample_weight)
+            )
+        y_codes, groups_ = encode_stream_chunk(
+            stream, chunk_classes[y_chunk], chunk_groups, chunk_labels, type(self).__name__
+        )
+        labels, classes_ = stream.vocabulary.labels_, stream.classes
+        try:
+            gaps = loss_gap_constraints(
+                self.metric,
+                self.constraint_pairs,
+                solver,
+                labels,
+                groups_,
+                y_codes,
+                classes_.size,
+                sample_weight,
+            )
+        except ValueError as error:
+            raise ValueError(
+                f"partial_fit: {error} Every chunk needs rows of every group (cell): use "
+                "larger or stratified chunks."
+            ) from None
+        model = MLP(X.shape[1], hidden, 1 if classes_.size == 2 else classes_.size)
+        problem = ModelProblem(model, gaps.n_cells, gaps.A.shape[0], labels.size)
+        batch_size = self.batch_size
+        if batch_size == "auto":
+            batch_size = _defaults.AUTO_BATCH_SIZE.get(solver, _defaults.AUTO_BATCH_SIZE_DEFAULT)
+        balanced = bool(hyper.get("balanced_batches", False))
+        objective_population = groups_ if balanced else np.zeros(groups_.size, np.int64)
+        totals = (
+            stream.running_totals(
+                "objective_totals",
+                population_totals(
+                    sample_weight, objective_population, labels.size if balanced else 1
+                ),
+            ),
+            stream.running_totals(
+                "cell_totals", population_totals(sample_weight, gaps.cells, gaps.n_cells)
+            ),
+        )
+        unit = bool(np.all(sample_weight == 1.0)) and not getattr(stream, "weighted", False)
+        stream.weighted = not unit
+        dtype = jnp.float64 if self.dtype == "float64" else jnp.float32
+        if first:
+            stream.solver = {"rngs": spawn_rngs(self.random_state), "iters": 0, "factor": 1.0}
+            if stream.warm:  # partial_fit after fit: the solver starts at the fitted model
+                stream.solver.update(start=self.params_, iters=self.n_iter_)
+        solver_state = stream.solver
+
+        with jax.enable_x64(self.dtype == "float64"):
+            if "start" in solver_state:
+                x0 = ravel_params(
+                    [
+                        (jnp.asarray(W, dtype), jnp.asarray(b, dtype))
+                        for W, b in solver_state["start"]
+                    ]
+                )
+            else:
+                x0 = ravel_params(model.init(copy.deepcopy(solver_state["rngs"][0]), dtype))
+
+            def attempt(factor):
+                rngs = copy.deepcopy(solver_state["rngs"])
+                result = run_solver(
+                    solver,
+                    problem,
+                    X,
+                    y_codes,
+                    groups_,
+                    gaps.cells,
+                    x0,
+                    hyper=scaled_step_sizes(solver, hyper, factor * solver_state["factor"]),
+                    rngs=rngs,
+                    aux=gaps.aux(self.tolerance, dtype),
+                    batch_size=batch_size,
+                    constraint_batch_size=self.constraint_batch_size,
+                    constraint_sampler=self.constraint_sampler,
+                    n_epochs=1,
+                    max_iter=self.max_iter,
+                    max_time=self.max_time,
+                    record_history=self.record_history,
+                    eval_every=self.eval_every,
+                    constraint_names=gaps.names,
+                    dtype=dtype,
+                    sample_weight=None if unit else sample_weight,
+                    initial_state=solver_state.get("state"),
+                    start_iter=solver_state["iters"],
+                    weight_totals=None if unit else totals,
+                )
+                return (result, rngs), result.extras.get("nonfinite_iter")
+
+            remedy = " / ".join(f'solver_params["{key}"]' for key in SOLVERS[solver].step_sizes)
+            (result, rngs), factor = refit_on_divergence(
+                type(self).__name__, attempt, remedy=remedy, X=X
+            )
+            x = jnp.asarray(result.x, dtype=dtype)
+            self.params_ = [(np.asarray(W), np.asarray(b)) for W, b in unravel_params(model, x)]
+        solver_state.update(
+            rngs=rngs,
+            state=result.extras["resume_state"],
+            iters=solver_state["iters"] + result.n_iter,
+            factor=factor * solver_state["factor"],
+        )
+        stream.n_calls += 1
+        self._stream_state = stream
+        self.step_size_factor_ = solver_state["factor"]
+        self.classes_, self.groups_ = classes_, labels
+        self._store_statistics(X, y_codes, groups_, gaps, None if unit else sample_weight)
+        self._store_run(result, gaps, hidden)
+        self.n_iter_ = solver_state["iters"]
+        previous = 0.0 if first and not stream.warm else self.n_epochs_done_
+        self.n_epochs_done_ = previous + result.n_epochs
+        return self
+
+    def _store_statistics(self, X, y_codes, groups, gaps, sample_weight):
+        """Training-set statistics of ``params_`` on ``(X, y_codes, groups)``, on the host
+        in float64 (``sample_weight=None``: unweighted)."""
+        loss = sample_losses(numpy_forward(self.params_, X), y_codes)
+        cell_losses, group_losses = gaps.mean_losses(loss, groups, sample_weight)
+        c_full = gaps.A @ cell_losses - self.tolerance
+        self.constraint_names_ = gaps.names
+        self.constraint_values_ = c_full
+        self.group_losses_ = group_losses
+        self.loss_gaps_ = group_losses[:, None] - group_losses[None, :]
+        self.is_feasible_ = bool(np.all(c_full <= _defaults.FEASIBILITY_TOL))
+        self.train_unfairness_ = float(c_full.max() + self.tolerance) if c_full.size else 0.0
+
+    def _store_run(self, result, gaps, hidden):
+        """The solver's own outcome: multipliers, slacks, history, counts, linear coef_."""
+        # multipliers and slacks of C(x) <= 0 itself (the solver's are of scale * C)
+        multipliers, slacks = result.extras.get("multipliers"), result.extras.get("slacks")
+        self.multipliers_ = None if multipliers is None else gaps.scale * multipliers
+        self.slacks_ = None if slacks is None else slacks / gaps.scale
+        self.constraint_scale_ = gaps.scale
+        if result.history is not None:
+            self.history_ = _unscale_history(result.history, gaps.scale)
+        elif hasattr(self, "history_"):
+            del self.history_  # a refit without record_history keeps no stale history
+        self.step_counts_ = result.extras.get("step_counts")
+        self.n_qp_failures_ = result.extras.get("n_qp_failures")
+        if not hidden:
+            W, b = self.params_[0]
+            self.coef_, self.intercept_ = W.T.copy(), b.copy()
 
     def decision_function(self, X):
         """Logits; shape (n_samples,) for binary, (n_samples, n_classes) otherwise.

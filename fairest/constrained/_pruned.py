@@ -39,6 +39,7 @@ import pandas as pd
 from jax import lax
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import validate_data
 
 from fairest.constrained import _defaults
 from fairest.constrained._common import (
@@ -61,6 +62,7 @@ from fairest.constrained._engine import (
     weighted_mean,
 )
 from fairest.constrained._loss_gap import sample_losses
+from fairest.utils._devices import place_rows
 from fairest.utils._estimator import validate_fit_data
 from fairest.utils._linear import ScoreClassifierMixin
 from fairest.utils._reporting import as_history, log_fit
@@ -513,19 +515,22 @@ class PruningResult(NamedTuple):
 
 def pruning_data(X, y_codes, groups, sample_weight, num_groups: int, dtype) -> PruningData:
     """Device arrays of the training rows; ``sample_weight=None`` is the unweighted fit."""
-    device = {
-        "X": jnp.asarray(X, dtype),
-        "y": jnp.asarray(y_codes),
-        "groups": jnp.asarray(groups),
+    real = np.dtype(dtype)
+    rows = {
+        "X": np.asarray(X, dtype=real),
+        "y": np.asarray(y_codes).astype(np.int32),
+        "groups": np.asarray(groups).astype(np.int32),
     }
     if sample_weight is not None:
         totals = np.bincount(groups, sample_weight, minlength=num_groups)
         group_mean_weight = totals / np.bincount(groups, minlength=num_groups)
-        device["row_scale"] = jnp.asarray(sample_weight / sample_weight.mean(), dtype)
-        device["group_row_scale"] = jnp.asarray(sample_weight / group_mean_weight[groups], dtype)
+        rows["row_scale"] = (sample_weight / sample_weight.mean()).astype(real)
+        rows["group_row_scale"] = (sample_weight / group_mean_weight[groups]).astype(real)
         shares = totals / totals.sum()
     else:
         shares = np.bincount(groups, minlength=num_groups) / groups.size
+    # sharded by rows over the configured devices; the padding rows are never drawn
+    device = dict(zip(rows, place_rows(list(rows.values()))))
     return PruningData(device, X, y_codes, groups, sample_weight, shares, num_groups)
 
 
@@ -805,6 +810,129 @@ def fit_pruned(
     )
 
 
+def _continue_fitted(estimator, stream, model, settings, dense_calls, dtype):
+    """Stream state of a fitted estimator: the next call is fine-tuning epoch
+    ``n_epochs`` (past the schedule) from the fitted sparse model, its masks and dense
+    reference, with fresh optimiser states and multipliers."""
+    with jax.enable_x64(dtype == jnp.float64):
+        x = ravel_params(
+            [(jnp.asarray(W, dtype), jnp.asarray(b, dtype)) for W, b in estimator.params_]
+        )
+        state = initial_state(
+            x, len(estimator.groups_), settings.buffer_size, settings.dual_optimizer
+        )
+    stream.solver.update(
+        state=jax.tree_util.tree_map(np.asarray, state),
+        masks=[m.copy() for m in estimator.masks_],
+        dense_params=estimator.dense_params_,
+        n_iter=estimator.n_iter_,
+    )
+    stream.n_calls = dense_calls + max(settings.n_epochs, 1)
+
+
+def _stream_dense_epoch(model, settings, data, solver, sampler, epoch):
+    """Dense pre-training epoch ``epoch`` of a stream (see ``partial_fit``), from the
+    stream's state. Returns ``(state, masks, reference=None, fine-tuning iterations=0)``."""
+    x_init = jnp.asarray(solver["x_init"])
+    dtype = x_init.dtype
+    state = solver.get("state")
+    if state is None:
+        state = initial_state(
+            x_init, data.num_groups, settings.buffer_size, settings.dual_optimizer
+        )
+    state = jax.tree_util.tree_map(jnp.asarray, state)
+    epoch_fn = _epoch_fn(*_epoch_key(model, data.num_groups, settings))
+    hyper = _hyper(
+        dtype,
+        settings.dense_momentum,
+        settings.dense_alpha,
+        settings.tolerance,
+        settings.dual_learning_rate,
+    )
+    lr = _learning_rate_at(
+        epoch,
+        settings.dense_learning_rate,
+        settings.learning_rate_milestones,
+        settings.learning_rate_decay,
+        settings.dense_n_epochs,
+    )
+    device = {**data.device, "mask": jnp.ones_like(x_init)}
+    ref = _reference_zero(data.shares, data.num_groups, dtype)
+    state, _ = _run_epoch(epoch_fn, state, device, ref, hyper, False, sampler, lr, dtype)
+    masks = [np.ones((a, b)) for a, b in zip(model.sizes[:-1], model.sizes[1:])]
+    return state, masks, None, 0
+
+
+def _running_reference(solver, dense_params, data: PruningData) -> dict:
+    """The dense model's weighted accuracy and loss, overall and per group, as running
+    means over the chunks seen since fine-tuning began (this one included)."""
+    z = numpy_forward(dense_params, data.X)
+    correct, loss = correct_predictions(z, data.y_codes), sample_losses(z, data.y_codes)
+    w = np.ones(data.X.shape[0]) if data.sample_weight is None else data.sample_weight
+    G = data.num_groups
+    sums = np.stack(
+        [
+            np.bincount(data.groups, w * correct, minlength=G),
+            np.bincount(data.groups, w * loss, minlength=G),
+            np.bincount(data.groups, w, minlength=G),
+        ]
+    )
+    total = solver["reference_sums"] = solver.get("reference_sums", 0.0) + sums
+    per_group = np.divide(total[:2], total[2], out=np.zeros((2, G)), where=total[2] > 0)
+    overall = total[:2].sum(axis=1) / total[2].sum()
+    return {"acc": overall[0], "acc_g": per_group[0], "loss": overall[1], "loss_g": per_group[1]}
+
+
+def _stream_finetune_epoch(model, settings, data, solver, sampler, epoch, estimator):
+    """Fine-tuning epoch ``epoch`` (pruning included) of a stream (see ``partial_fit``).
+    Returns ``(state, masks, reference, iterations)``."""
+    dtype = jnp.asarray(solver["x_init"]).dtype
+    if epoch == 0:  # the dense model is final: the fine-tuning starts from it
+        if estimator.dense_model is not None:
+            x_dense = estimator._dense_start(model, dtype)
+        else:
+            x_dense = jnp.asarray(solver["state"]["x"])
+        solver["dense_params"] = _as_layers(model, x_dense)
+        solver["state"] = initial_state(
+            x_dense, data.num_groups, settings.buffer_size, settings.dual_optimizer
+        )
+        solver["masks"] = [np.ones((a, b)) for a, b in zip(model.sizes[:-1], model.sizes[1:])]
+    reference = _running_reference(solver, solver["dense_params"], data)
+    ref = {
+        **_reference_zero(data.shares, data.num_groups, dtype),
+        **{key: jnp.asarray(value, dtype) for key, value in reference.items()},
+    }
+    state = jax.tree_util.tree_map(jnp.asarray, solver["state"])
+    masks = solver["masks"]
+    if epoch <= settings.pruning_epochs:
+        target = gmp_schedule(
+            epoch, settings.initial_sparsity, settings.target_sparsity, settings.pruning_epochs
+        )
+        current = unravel_params(model, state["x"])
+        masks = [
+            prune_layer(np.asarray(W), m, target) if prunable else m
+            for (W, _), m, prunable in zip(current, masks, settings.prunable)
+        ]
+    mask = flat_mask(masks, dtype)
+    state = {**state, "x": state["x"] * mask}
+    constrained = epoch >= settings.pruning_epochs or settings.constrain_while_pruning
+    constrained = constrained and settings.metric is not None
+    lr = _learning_rate_at(
+        epoch,
+        settings.learning_rate,
+        settings.learning_rate_milestones,
+        settings.learning_rate_decay,
+        settings.n_epochs,
+    )
+    hyper = _hyper(
+        dtype, settings.momentum, settings.alpha, settings.tolerance, settings.dual_learning_rate
+    )
+    epoch_fn = _epoch_fn(*_epoch_key(model, data.num_groups, settings))
+    device = {**data.device, "mask": mask}
+    state, _ = _run_epoch(epoch_fn, state, device, ref, hyper, constrained, sampler, lr, dtype)
+    return state, masks, reference, sampler.iters_per_epoch
+
+
 def pruning_history(logs, num_groups: int, every: int) -> dict:
     """``history_``: every ``every``-th fine-tuning iteration, as numpy arrays."""
     G = num_groups
@@ -1032,6 +1160,7 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
     """
 
     __metadata_request__fit = {"sensitive_features": True}
+    __metadata_request__partial_fit = {"sensitive_features": True}
 
     _parameter_constraints: dict = {
         "hidden_layer_sizes": ["array-like"],
@@ -1173,6 +1302,7 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
             X, sensitive_features
         )
         fit_data = validate_fit_data(self, X, y, sensitive_features, sample_weight)
+        self.__dict__.pop("_stream_state", None)  # a fit starts a new stream
         _check_milestones(self.learning_rate_milestones)
         X, groups, labels = fit_data.X, fit_data.groups, fit_data.group_labels
         classes, y_codes = np.unique(fit_data.y, return_inverse=True)
@@ -1223,13 +1353,160 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
         self.dense_params_ = result.dense_params
         self.sparsity_, self.layer_sparsity_ = layer_sparsity(result.masks, settings.prunable)
         self.multipliers_ = result.multipliers
-        ref = result.reference
+        psi, acc_s = self._store_train_gaps(result.reference, X, y_codes, groups, sw, labels)
+        if settings.record_every:
+            self.history_ = pruning_history(result.logs, G, settings.record_every)
+        elif hasattr(self, "history_"):
+            del self.history_  # a previous fit's record
+        self.n_iter_ = result.n_iter
+        self.best_epoch_ = result.best_epoch
+        self.validation_score_ = result.validation_score
+        self.dense_step_size_factor_ = result.dense_step_size_factor
+        self.step_size_factor_ = result.step_size_factor
+        log_fit(self, "sparsity=%.3f max_eag=%.4f acc=%.4f", self.sparsity_, psi.max(), acc_s)
+        return self
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(
+        self, X, y, *, sensitive_features=None, sample_weight=None, classes=None, groups=None
+    ):
+        """One epoch of the pipeline over the chunk ``(X, y)``, continuing the previous calls.
+
+        The calls are the epochs of :meth:`fit`'s schedule: the first ``dense_n_epochs``
+        calls pre-train the dense network (none with ``dense_model``), the following
+        ones prune (at the start of fine-tuning calls ``0..pruning_epochs``, cubic
+        schedule) and fine-tune under the constraints; the learning-rate milestones are
+        fractions of ``dense_n_epochs`` and ``n_epochs`` calls (after the last one the
+        final rate is kept). The model, the optimiser states (momentum, Adam moments),
+        the multipliers, the replay buffers, the masks and the minibatch stream continue
+        from call to call, so ``dense_n_epochs + n_epochs`` calls on the whole data give
+        the model of :meth:`fit`.
+
+        Group statistics of a stream: the dense reference (its accuracy and loss, overall
+        and per group) is a running estimate over the chunks of the fine-tuning calls,
+        all scored by the same dense model (on the whole data in every call: exactly
+        ``fit``'s); the group shares of ``buffer_overall="weighted"`` are running
+        weighted shares of every chunk so far; the sample-weight scales of the minibatch
+        means are normalised by the chunk's own mean weights. The training-set
+        attributes (``train_eags_``, ``train_disparity_``, ``train_unfairness_``,
+        ``is_feasible_``) are measured on the last chunk; ``history_`` is not recorded.
+        ``early_stopping`` (a held-out split of one data set) is refused, and a call
+        whose iterates diverge raises ``ValueError`` and leaves the estimator as it was.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            The chunk's rows.
+        y : array-like of shape (n_samples,)
+            Their labels, all in ``classes``.
+        sensitive_features : array-like, str, list of str or None, default=None
+            Their group labels (or column names), all in the stream's vocabulary.
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            Weights of the chunk's rows.
+        classes : array-like, default=None
+            Every class label of the stream; required on the first call.
+        groups : array-like, default=None
+            Every group label of the stream, on the first call; default: the first
+            chunk's labels (a later chunk with another label raises ``ValueError``).
+
+        Returns
+        -------
+        self : PrunedFairClassifier
+            The estimator, updated.
+        """
+        from fairest.io import (
+            chunk_of_a_stream,
+            encode_stream_chunk,
+            start_or_continue_stream,
+        )
+
+        if self.early_stopping:
+            raise ValueError(
+                "partial_fit: early_stopping holds out rows of one data set; it has no "
+                "streaming form. Use fit, or early_stopping=False."
+            )
+        hidden = validate_hidden(self.hidden_layer_sizes)
+        _check_milestones(self.learning_rate_milestones)
+        stream, first = start_or_continue_stream(self, classes, groups)
+        X, sensitive_features, columns = split_sensitive_columns(X, sensitive_features)
+        if not first or stream.warm:
+            validate_data(self, X, reset=False, skip_check_array=True)  # features, names
+        self.sensitive_columns_ = columns
+        with chunk_of_a_stream(sensitive_features):
+            fit_data = validate_fit_data(self, X, y, sensitive_features, sample_weight)
+        y_codes, groups_ = encode_stream_chunk(
+            stream, fit_data.y, fit_data.groups, fit_data.group_labels, type(self).__name__
+        )
+        X, labels, G = fit_data.X, stream.vocabulary.labels_, stream.vocabulary.labels_.size
+        weight = fit_data.sample_weight
+        group_weight = stream.running_totals(
+            "group_weight", np.bincount(groups_, weight, minlength=G)
+        )
+        sw = None if np.all(weight == weight[0]) else weight
+        model = MLP(X.shape[1], hidden, 1 if stream.classes.size == 2 else stream.classes.size)
+        settings = self._settings(len(model.sizes) - 1)
+        dtype = jnp.float64 if self.dtype == "float64" else jnp.float32
+        dense_calls = 0 if self.dense_model is not None else settings.dense_n_epochs
+        if first:
+            rngs = spawn_rngs(self.random_state, 5)
+            with jax.enable_x64(self.dtype == "float64"):
+                x_init = np.asarray(ravel_params(model.init(rngs[0], dtype)))
+            stream.solver = {"rngs": rngs, "x_init": x_init, "n_iter": 0}
+            if stream.warm:  # partial_fit after fit: fine-tuning goes on from the fit
+                _continue_fitted(self, stream, model, settings, dense_calls, dtype)
+        solver = stream.solver
+        call = stream.n_calls
+        with jax.enable_x64(self.dtype == "float64"):
+            data = pruning_data(X, y_codes, groups_, sw, G, dtype)
+            data = data._replace(shares=group_weight / group_weight.sum())
+            rng = copy.deepcopy(solver["rngs"][1])  # kept only if the call succeeds
+            sampler = EpochSampler(X.shape[0], self.batch_size, rng)
+            if call < dense_calls:
+                outcome = _stream_dense_epoch(model, settings, data, solver, sampler, call)
+            else:
+                outcome = _stream_finetune_epoch(
+                    model, settings, data, solver, sampler, call - dense_calls, self
+                )
+            state, masks, reference, iterations = outcome
+            bad = _diverged(state, final=True)
+            if bad is not None:
+                raise ValueError(
+                    f"{type(self).__name__}.partial_fit: the iterates became non-finite "
+                    f"(NaN/inf) by step {bad} of call {call}; the estimator is unchanged. "
+                    "Scale the features (e.g. StandardScaler) or lower the learning rates."
+                )
+            params = _as_layers(model, state["x"])
+        solver["state"] = jax.tree_util.tree_map(np.asarray, state)
+        solver["masks"] = masks
+        solver["rngs"][1] = rng
+        solver["n_iter"] += iterations
+        stream.n_calls += 1
+        self._stream_state = stream
+        self.classes_, self.groups_ = stream.classes, labels
+        self.params_ = params
+        self.masks_ = masks
+        self.dense_params_ = solver.get("dense_params", params)
+        self.sparsity_, self.layer_sparsity_ = layer_sparsity(masks, settings.prunable)
+        self.multipliers_ = np.asarray(state["lam"])
+        if reference is None:  # dense phase: the current model is its own reference
+            reference = reference_statistics(params, data)
+        self._store_train_gaps(reference, X, y_codes, groups_, sw, labels)
+        self.__dict__.pop("history_", None)
+        self.n_iter_ = solver["n_iter"]
+        self.best_epoch_ = self.validation_score_ = None
+        self.dense_step_size_factor_ = None if self.dense_model is not None else 1.0
+        self.step_size_factor_ = 1.0
+        return self
+
+    def _store_train_gaps(self, ref, X, y_codes, groups, sw, labels):
+        """The dense reference ``ref`` and the excess accuracy gaps of ``params_`` on
+        ``(X, y_codes, groups)`` (weighted by ``sw`` unless None). Returns ``(psi, acc)``."""
         self.dense_accuracy_ = float(ref["acc"])
         self.dense_group_accuracy_ = ref["acc_g"]
         self.dense_loss_ = float(ref["loss"])
         self.dense_group_loss_ = ref["loss_g"]
-        correct_s = correct_predictions(numpy_forward(result.params, X), y_codes)
-        acc_s_g = _group_means(correct_s, groups, sw, G)
+        correct_s = correct_predictions(numpy_forward(self.params_, X), y_codes)
+        acc_s_g = _group_means(correct_s, groups, sw, labels.size)
         acc_s = _mean(correct_s, sw)
         delta_g = ref["acc_g"] - acc_s_g
         delta = ref["acc"] - acc_s
@@ -1246,17 +1523,7 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
         }
         self.train_unfairness_ = float(psi.max())
         self.is_feasible_ = bool(psi.max() <= self.tolerance)
-        if settings.record_every:
-            self.history_ = pruning_history(result.logs, G, settings.record_every)
-        elif hasattr(self, "history_"):
-            del self.history_  # a previous fit's record
-        self.n_iter_ = result.n_iter
-        self.best_epoch_ = result.best_epoch
-        self.validation_score_ = result.validation_score
-        self.dense_step_size_factor_ = result.dense_step_size_factor
-        self.step_size_factor_ = result.step_size_factor
-        log_fit(self, "sparsity=%.3f max_eag=%.4f acc=%.4f", self.sparsity_, psi.max(), acc_s)
-        return self
+        return psi, acc_s
 
     def _settings(self, n_layers: int) -> PruningSettings:
         """The resolved settings of :func:`fit_pruned`."""

@@ -10,6 +10,7 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import validate_data
 
 from fairest.ermi import _defaults
 from fairest.ermi._dp import (
@@ -230,6 +231,7 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
     """
 
     __metadata_request__fit = {"sensitive_features": True}
+    __metadata_request__partial_fit = {"sensitive_features": True}
 
     _parameter_constraints: dict = {
         "fairness_weight": [Interval(Real, 0, None, closed="left")],
@@ -348,6 +350,7 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
             The fitted estimator.
         """
         data = validate_fit_data(self, X, y, sensitive_features, sample_weight)
+        self.__dict__.pop("_stream_state", None)  # a fit starts a new stream
         private = self.dp_epsilon is not None
         solver = self.solver
         if solver == "auto":
@@ -472,6 +475,142 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
         self.intercept_ = result.theta[0].copy()
         self.coef_ = result.theta[1:].T.copy()
         self.W_ = result.W if equalized_odds else result.W[0]
+        return self
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(
+        self, X, y, *, sensitive_features=None, sample_weight=None, classes=None, groups=None
+    ):
+        """One SGDA epoch over the chunk ``(X, y)``, continuing the previous calls.
+
+        The first call starts SGDA as :meth:`fit` does (same seed, same ``W0``, same
+        random streams: one call on the whole data equals ``fit`` with ``n_epochs=1``);
+        every later call resumes from the last iterate ``(theta, W)`` of the previous one
+        and draws from its own streams (``fold_in`` of the root key by the call number).
+        ``n_epochs`` is not used: one call is one pass over its chunk, with
+        ``min(batch_size, n_chunk)`` rows per step. ``coef_``, ``intercept_`` and ``W_``
+        are the ``return_iterate`` of the call's iterates (the tail average by default);
+        the next call resumes from the last iterate, not from that average.
+
+        The ERMI frequencies ``p_S|t(r)`` are running estimates: the weighted group
+        (label-group for equalized odds) totals of every chunk seen so far, this one
+        included. ``min_group_fraction_`` is likewise the stream's so far. Private fits
+        (``dp_epsilon``) are refused: the accountant composes the steps of one fit over
+        one data set of known size n (the subsampling rate m / n, group counts privatised
+        once); a stream of chunks has neither, and a row seen in several calls is
+        spent several times, so no budget would hold.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The chunk's rows.
+        y : array-like of shape (n_samples,)
+            Their labels, all in ``classes``.
+        sensitive_features : array-like of shape (n_samples,) or (n_samples, k), default=None
+            Their group labels, all in the stream's vocabulary (``groups``, or the first
+            chunk's labels).
+        sample_weight : array-like of shape (n_samples,), default=None
+            Weights of the chunk's loss (normalised to mean 1 within the chunk) and of the
+            running group frequencies (as given).
+        classes : array-like, default=None
+            Every class label of the stream; required on the first call.
+        groups : array-like, default=None
+            Every group label of the stream, on the first call; default: the first chunk's
+            labels (a later chunk with another label raises ``ValueError``).
+
+        Returns
+        -------
+        self : ERMIClassifier
+            The estimator, updated.
+        """
+        from fairest.io import (
+            chunk_of_a_stream,
+            encode_stream_chunk,
+            start_or_continue_stream,
+        )
+
+        if self.dp_epsilon is not None:
+            raise ValueError(
+                "partial_fit does not support dp_epsilon: the privacy accounting composes the "
+                "steps of one fit over one data set of known size (subsampling rate m / n, "
+                "group counts privatised once); a stream has neither. Use fit."
+            )
+        if self.solver == "full-batch":
+            raise ValueError("partial_fit runs SGDA; solver='full-batch' has no streaming form.")
+        state, first = start_or_continue_stream(self, classes, groups)
+        if not first or state.warm:
+            validate_data(self, X, reset=False, skip_check_array=True)  # features, names
+        with chunk_of_a_stream(sensitive_features):
+            data = validate_fit_data(self, X, y, sensitive_features, sample_weight)
+        y_codes, group_codes = encode_stream_chunk(
+            state, data.y, data.groups, data.group_labels, type(self).__name__
+        )
+        n = data.X.shape[0]
+        n_classes, n_groups = state.classes.size, state.vocabulary.labels_.size
+        equalized_odds = self.metric == "equalized_odds"
+        n_strata = n_classes if equalized_odds else 1
+        strata_codes = y_codes if equalized_odds else np.zeros(n, np.int32)
+        cell = strata_codes * n_groups + group_codes
+        size = n_strata * n_groups
+        mass = state.running_totals(
+            "group_weight", np.bincount(cell, data.sample_weight, minlength=size)
+        ).reshape(n_strata, n_groups)
+        counts = state.running_totals("group_count", np.bincount(cell, minlength=size))
+        counts = counts.reshape(n_strata, n_groups)
+        strata, _ = _strata_from_mass(mass, self.eo_weighting)
+        if first:
+            state.solver = {"seed": int(check_random_state(self.random_state).randint(2**31))}
+            if state.warm:  # partial_fit after fit: continue from the fitted model
+                W = self.W_ if equalized_odds else self.W_[None]
+                state.solver["last"] = (np.vstack([self.intercept_, self.coef_.T]), W)
+                state.n_calls = 1  # streams other than the fit's own
+        lam = float(self.fairness_weight) if sensitive_features is not None else 0.0
+        result = run_sgda(
+            data.X,
+            y_codes,
+            group_codes,
+            strata_codes,
+            data.sample_weight / data.sample_weight.mean(),
+            strata,
+            n_classes=n_classes,
+            fairness_weight=lam,
+            seed=state.solver["seed"],
+            alpha=self.alpha,
+            batch_size=self.batch_size,
+            n_epochs=1,
+            learning_rate=self.learning_rate,
+            dual_learning_rate=self.dual_learning_rate,
+            dual_radius=resolve_dual_radius(self.dual_radius, n_classes),
+            batching=self.batching,
+            return_iterate=self.return_iterate,
+            dual_init=self.dual_init,
+            dtype=self.dtype,
+            record_history=self.record_history,
+            start=state.solver.get("last"),
+            call=state.n_calls,
+        )
+        state.solver["last"] = result.last
+        state.n_calls += 1
+        self._stream_state = state
+        self.classes_, self.groups_ = state.classes, state.vocabulary.labels_
+        self.n_iter_ = getattr(self, "n_iter_", 0) * (state.warm or not first) + result.n_iter
+        self.objective_ = float("nan")
+        self.intercept_ = result.theta[0].copy()
+        self.coef_ = result.theta[1:].T.copy()
+        self.W_ = result.W if equalized_odds else result.W[0]
+        n_t = counts.sum(axis=1, keepdims=True)
+        fractions = np.divide(counts - 1, n_t, out=np.full(counts.shape, np.inf), where=counts > 0)
+        self.min_group_fraction_ = float(np.min(fractions))
+        self.delta_, self.epsilon_spent_ = None, float("inf")
+        self.sigma_theta_ = self.sigma_w_ = 0.0
+        self.noise_multipliers_ = np.zeros(2)
+        self.privacy_report_ = _closed_form_report(self, False)
+        if self.record_history and result.history is not None:
+            previous = getattr(self, "history_", None) if not first else None
+            record = as_history(result.history)
+            if previous is not None:
+                record = {key: np.concatenate([previous[key], record[key]]) for key in record}
+            self.history_ = record
         return self
 
     def _calibrate_accounted(

@@ -76,6 +76,7 @@ class ERMIResult(NamedTuple):
     objective: float  # final full-batch objective (NaN for SGDA)
     grad_norm: float  # full batch: infinity norm of the final gradient (NaN for SGDA)
     history: dict | None  # SGDA with record_history: HISTORY_KEYS -> (T,) arrays
+    last: tuple | None = None  # SGDA: the last iterate (theta, W), where partial_fit resumes
 
 
 def resolve_dual_learning_rate(value, fairness_weight: float) -> float:
@@ -353,6 +354,7 @@ def _sgda_step(
         "random_iterate",
         "average",
         "n_rows",
+        "return_last",
     ),
 )
 def sgda_solve(
@@ -375,6 +377,7 @@ def sgda_solve(
     random_iterate: bool,
     average: bool = False,
     n_rows: int | None = None,
+    return_last: bool = False,
 ):
     """Run T = n_epochs * ceil(n / m) DP-SGDA iterations; returns ``(theta, W, history)``.
 
@@ -386,6 +389,8 @@ def sgda_solve(
     averaging; post-processing of the released iterates, so it costs no privacy).
     ``n_rows`` (default ``X.shape[0]``): the rows batches are drawn from, the first ones
     of the arrays; rows after them (padding of a sharded placement) are never drawn.
+    ``return_last`` appends the last iterate ``(theta_T, W_T)`` to the returned tuple (the
+    state ``partial_fit`` resumes from when the returned iterate is an average or a draw).
 
     The random streams are those of spec 11: iteration ``it`` uses
     ``fold_in(k, it)`` of the batch, theta-noise and W-noise keys (all T keys are derived
@@ -459,10 +464,11 @@ def sgda_solve(
         if record_history:
             history = tuple(h.reshape(-1) for h in history)
     theta, W, chosen, sums = state
+    last = (theta, W) if return_last else ()
     if average:
         count = n_iter - average_from
-        return sums[0] / count, sums[1] / count, history
-    return (chosen if random_iterate else theta), W, history
+        return (sums[0] / count, sums[1] / count, history, *last)
+    return ((chosen if random_iterate else theta), W, history, *last)
 
 
 def _device_strata(strata) -> Strata:
@@ -551,6 +557,8 @@ def run_sgda(
     dual_init: str = "zeros",
     dtype: str = "float64",
     record_history: bool = False,
+    start: tuple | None = None,
+    call: int = 0,
 ) -> ERMIResult:
     """(DP-)SGDA (:func:`sgda_solve`) from ``theta = 0`` and ``W0`` per ``dual_init``.
 
@@ -559,6 +567,11 @@ def run_sgda(
     non-private). ``seed`` is the root of the random streams (spec 11): W0 (``"normal"``),
     then batches, noise and the random iterate. ``dtype="float32"`` runs the two
     minibatch products on a float32 copy of X.
+
+    Streaming (``partial_fit``): ``start = (theta, W)`` resumes from a previous call's
+    last iterate instead of the initialisation, and call ``call > 0`` runs on the streams
+    of ``fold_in(key, call)``; call 0 draws exactly as :meth:`ERMIClassifier.fit`. The
+    result's ``last`` is the last iterate.
     """
     binary = n_classes == 2
     n, d = X.shape
@@ -594,6 +607,10 @@ def run_sgda(
             )
         else:
             W0 = jnp.zeros(shape)
+        if start is not None:
+            theta0, W0 = (jnp.asarray(a, dtype=jnp.float64) for a in start)
+        if call:
+            key = jax.random.fold_in(key, call)
         rows = place_rows(
             [
                 X.astype(np.float32 if dtype == "float32" else np.float64, copy=False),
@@ -603,7 +620,7 @@ def run_sgda(
                 weight,
             ]
         )  # sharded over the configured devices (padding rows are never drawn)
-        theta, W, history = sgda_solve(
+        theta, W, history, theta_last, W_last = sgda_solve(
             theta0,
             W0,
             *rows,
@@ -618,6 +635,7 @@ def run_sgda(
             random_iterate=return_iterate == "random",
             average=return_iterate == "average",
             n_rows=n,
+            return_last=True,
         )
     if history is not None:
         history = {name: np.asarray(h) for name, h in zip(HISTORY_KEYS, history)}
@@ -629,4 +647,5 @@ def run_sgda(
         objective=float("nan"),
         grad_norm=float("nan"),
         history=history,
+        last=(np.asarray(theta_last, dtype=np.float64), np.asarray(W_last, dtype=np.float64)),
     )

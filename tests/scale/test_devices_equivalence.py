@@ -87,6 +87,37 @@ CASES = {
         assert solo.epsilon_spent_ == spmd.epsilon_spent_
         assert solo.sigma_theta_ == spmd.sigma_theta_
     """,
+    "loss-gap-ssl-alm-minibatch": """
+        from fairest import LossGapConstrainedClassifier
+        make = lambda: LossGapConstrainedClassifier(hidden_layer_sizes=(4,), n_epochs=2,
+                                                    batch_size=32, dtype="float64", random_state=0)
+        solo, spmd = both(make)
+        for (W1, b1), (W2, b2) in zip(solo.params_, spmd.params_):
+            same(W1, W2)
+            same(b1, b2)
+        same(solo.multipliers_, spmd.multipliers_)
+    """,
+    "loss-gap-ssw-full-batch": """
+        from fairest import LossGapConstrainedClassifier
+        make = lambda: LossGapConstrainedClassifier(
+            hidden_layer_sizes=(), solver="ssw", n_epochs=3, batch_size=None,
+            constraint_batch_size=None, dtype="float64", random_state=0)
+        solo, spmd = both(make)
+        same(solo.coef_, spmd.coef_)
+        assert solo.step_counts_ == spmd.step_counts_
+    """,
+    "pruned": """
+        from fairest import PrunedFairClassifier
+        make = lambda: PrunedFairClassifier(
+            hidden_layer_sizes=(8,), dense_n_epochs=3, n_epochs=4, pruning_epochs=2,
+            target_sparsity=0.5, batch_size=64, dtype="float64", random_state=0)
+        solo, spmd = both(make)
+        for (W1, b1), (W2, b2) in zip(solo.params_, spmd.params_):
+            same(W1, W2)
+            same(b1, b2)
+        same(solo.multipliers_, spmd.multipliers_)
+        assert all((m1 == m2).all() for m1, m2 in zip(solo.masks_, spmd.masks_))
+    """,
 }
 
 
