@@ -24,9 +24,11 @@ from fairest._kernels._losses import (
     pointwise_loss,
 )
 from fairest._kernels._projections import clip_by_norm, project_simplex
+from fairest._kernels._sparse import SparseRows, is_sparse, sparse_rows
 
 __all__ = [
     "Batch",
+    "SparseRows",
     "LOSSES",
     "PENALTY_SCALE",
     "blocked_hessian",
@@ -37,6 +39,7 @@ __all__ = [
     "group_sums",
     "group_to_sample_weights",
     "hessian_vector_product",
+    "is_sparse",
     "loss_derivatives",
     "objective",
     "pad_rows",
@@ -46,6 +49,7 @@ __all__ = [
     "pointwise_loss",
     "project_simplex",
     "scores",
+    "sparse_rows",
     "value_and_grad",
     "value_grad_hessian",
     "weighted_gram",

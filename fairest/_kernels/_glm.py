@@ -21,6 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from fairest._kernels._losses import PENALTY_SCALE, loss_derivatives, pointwise_loss
+from fairest._kernels._sparse import is_sparse
 
 __all__ = [
     "Batch",
@@ -40,7 +41,7 @@ __all__ = [
 class Batch(NamedTuple):
     """Data of one fit: rows may be padding (``weight == 0``)."""
 
-    X: jax.Array  # (n, d)
+    X: jax.Array  # (n, d) dense, or a SparseRows (fairest._kernels._sparse)
     y: jax.Array  # (n,)
     groups: jax.Array  # (n,) int32 in 0..G-1
     weight: jax.Array  # (n,) non-negative; 0 on padding rows
@@ -128,6 +129,8 @@ def weighted_gram(X, q, dtype=None, block_rows: int = GRAM_BLOCK_ROWS):
     of the data, its rows already counted masked out, so any n works (``n < block_rows``:
     one product over all rows). Traceable; ``dtype`` and ``block_rows`` are static.
     """
+    if is_sparse(X):  # densified block by block: see SparseRows.weighted_gram
+        return X.weighted_gram(q, dtype)
     n, d = X.shape
     dtype = X.dtype if dtype is None else dtype
     if n <= block_rows:

@@ -44,6 +44,11 @@ class _GroupWeightedLinearModel(BaseEstimator):
         "minimax_solver": [StrOptions({"auto", "cvxpy", "dual"})],
     }
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True  # scipy sparse X is never densified (_kernels._sparse)
+        return tags
+
     def _adaptive_weights(self, loss, y01, data):
         """``"minimax"`` (spec 6.3) or ``"best_single_group"`` (spec 6.4) weights."""
         from fairest.reweighting._common import best_single_group, make_problem
@@ -254,8 +259,8 @@ class GroupWeightedClassifier(LinearClassifierMixin, _GroupWeightedLinearModel):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Training data.
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training data; scipy sparse X (CSR, CSC, COO) is used without densifying it.
         y : array-like of shape (n_samples,)
             Binary target (any two labels).
         sensitive_features : array-like of shape (n_samples,) or (n_samples, k), default=None
@@ -270,7 +275,7 @@ class GroupWeightedClassifier(LinearClassifierMixin, _GroupWeightedLinearModel):
         self : GroupWeightedClassifier
             The fitted estimator.
         """
-        data = validate_fit_data(self, X, y, sensitive_features, sample_weight)
+        data = validate_fit_data(self, X, y, sensitive_features, sample_weight, accept_sparse=True)
         self.classes_, y01 = encode_binary_target(type(self).__name__, data.y)
         return self._solve(self.loss, data.X, y01, data)
 
@@ -362,8 +367,8 @@ class GroupWeightedRegressor(LinearRegressorMixin, _GroupWeightedLinearModel):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Training data.
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training data; scipy sparse X (CSR, CSC, COO) is used without densifying it.
         y : array-like of shape (n_samples,)
             Target values.
         sensitive_features : array-like of shape (n_samples,) or (n_samples, k), default=None
@@ -378,5 +383,7 @@ class GroupWeightedRegressor(LinearRegressorMixin, _GroupWeightedLinearModel):
         self : GroupWeightedRegressor
             The fitted estimator.
         """
-        data = validate_fit_data(self, X, y, sensitive_features, sample_weight, regression=True)
+        data = validate_fit_data(
+            self, X, y, sensitive_features, sample_weight, regression=True, accept_sparse=True
+        )
         return self._solve("squared_error", data.X, data.y, data)

@@ -9,16 +9,18 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+import scipy.sparse as sp
 
 from fairest._kernels._buckets import pad_rows_to, padded_rows
 from fairest._kernels._glm import blocked_hessian
+from fairest._kernels._sparse import sparse_rows
 from fairest.reweighting import _defaults
 from fairest.reweighting._badr_metrics import (
     CLASSIFICATION_METRICS,
     REGRESSION_METRICS,
     MetricSpec,
 )
-from fairest.reweighting._bilevel import ImplicitOracle, Problem
+from fairest.reweighting._bilevel import ImplicitOracle, Problem, lower_level, metric_value
 from fairest.reweighting._group_weights import resolve_group_weights
 from fairest.utils._devices import place_rows
 
@@ -80,14 +82,25 @@ def make_problem(
     """Float64 device arrays of a fit, padded to a row bucket when small (call inside
     ``jax.enable_x64(True)``), plus the marker of float32 Newton Hessian blocks
     (:func:`~fairest._kernels._glm.blocked_hessian`) when the fit is large.
-    ``reference_compat`` drops the intercept from the scores the metrics see."""
+    ``reference_compat`` drops the intercept from the scores the metrics see.
+    Sparse ``data.X`` becomes a device :class:`~fairest._kernels._sparse.SparseRows`
+    (O(nnz), padded with empty rows, exact float64 Hessian blocks)."""
     n, d = data.X.shape
-    length = padded_rows(n, 8 * (d + 3))  # no padding copy of large data
-    X_pad, y_pad, g_pad, w_pad = pad_rows_to(length, data.X, y_num, data.groups, data.sample_weight)
-    # sharded by rows over the devices of fairest.config_context (default: one device)
-    X_dev, y_dev, g_dev, w_dev = place_rows(
-        [np.asarray(a, dtype=t) for a, t in zip((X_pad, y_pad, g_pad, w_pad), _ROW_DTYPES)]
+    sparse = sp.issparse(data.X)
+    length = padded_rows(n, 8 * 4 if sparse else 8 * (d + 3))  # no padding copy of large data
+    rows = (y_num, data.groups, data.sample_weight)
+    y_pad, g_pad, w_pad = pad_rows_to(
+        length, *(np.asarray(a, dtype=t) for a, t in zip(rows, _ROW_DTYPES[1:]))
     )
+    if sparse:
+        from fairest._solvers._driver import place_sparse
+
+        X_dev = place_sparse(sparse_rows(data.X).with_rows(length))
+        y_dev, g_dev, w_dev = place_rows([y_pad, g_pad, w_pad])
+    else:
+        (X_pad,) = pad_rows_to(length, np.asarray(data.X, dtype=np.float64))
+        # sharded by rows over the devices of fairest.config_context (default: one device)
+        X_dev, y_dev, g_dev, w_dev = place_rows([X_pad, y_pad, g_pad, w_pad])
     return Problem(
         X=X_dev,
         y=y_dev,
@@ -100,7 +113,7 @@ def make_problem(
         inner_max_iter=_on_device(inner_max_iter, np.int32),
         X_hessian=(  # float32 Hessian blocks cast on the fly: no float32 copy of X
             _on_device(blocked_hessian(), np.float32)
-            if n * d**2 >= _defaults.FLOAT32_HESSIAN_WORK
+            if not sparse and n * d**2 >= _defaults.FLOAT32_HESSIAN_WORK
             else None
         ),
         metric_intercept=_on_device(0.0 if reference_compat else 1.0, np.float64),
@@ -143,11 +156,16 @@ def best_single_group(loss, data, y_num, *, alpha, penalize, metric, metric_para
             _defaults.NEWTON_TOL,
             _defaults.NEWTON_MAX_ITER,
         )
-        orc = ImplicitOracle(
-            loss, spec, num_groups, problem, jnp.zeros(data.X.shape[1] + 1), data.groups
-        )
-        for g in np.flatnonzero(~skip):
-            values[g] = orc.evaluate(np.eye(num_groups)[g])[0]
+        theta0 = jnp.zeros(data.X.shape[1] + 1)
+        if sp.issparse(data.X):  # values only: the lower solve and the smooth metric
+            for g in np.flatnonzero(~skip):
+                vertex = jax.device_put(np.eye(num_groups)[g])
+                theta = lower_level(loss, num_groups, vertex, theta0, problem).theta
+                values[g] = float(metric_value(spec, theta, problem, num_groups))
+        else:
+            orc = ImplicitOracle(loss, spec, num_groups, problem, theta0, data.groups)
+            for g in np.flatnonzero(~skip):
+                values[g] = orc.evaluate(np.eye(num_groups)[g])[0]
     if not np.any(np.isfinite(values)):
         raise ValueError("No group admits a one-group fit (every group has a single class).")
     return np.eye(num_groups)[int(np.argmin(values))], values

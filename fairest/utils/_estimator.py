@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, validate_data
 
@@ -20,8 +21,8 @@ class FitData(NamedTuple):
 
     Parameters
     ----------
-    X : ndarray of shape (n_samples, n_features)
-        Features, float64.
+    X : ndarray or scipy sparse matrix of shape (n_samples, n_features)
+        Features, float64 (sparse CSR / CSC / COO only under ``accept_sparse``).
     y : ndarray of shape (n_samples,)
         Validated target: the labels for classifiers, float64 for regressors.
     groups : ndarray of shape (n_samples,), dtype int32
@@ -32,7 +33,7 @@ class FitData(NamedTuple):
         Float64 weights, non-negative and not all zero.
     """
 
-    X: np.ndarray  # (n, d) float64
+    X: np.ndarray  # (n, d) float64 (scipy sparse CSR / CSC / COO under accept_sparse)
     y: np.ndarray  # (n,) validated target (labels for classifiers, float for regressors)
     groups: np.ndarray  # (n,) int32 codes 0..G-1
     group_labels: np.ndarray  # (G,)
@@ -48,6 +49,7 @@ def validate_fit_data(
     *,
     regression: bool = False,
     min_groups: int = 1,
+    accept_sparse: bool = False,
 ) -> FitData:
     """Validate ``X, y``, sample weights and sensitive features for ``estimator.fit``.
 
@@ -72,16 +74,32 @@ def validate_fit_data(
         labels.
     min_groups : int, default=1
         Minimum number of distinct groups required.
+    accept_sparse : bool, default=False
+        Whether ``X`` may be a scipy sparse matrix (kept sparse: CSR, CSC and COO as they
+        are, other formats converted to CSR; never densified). Estimators whose kernels
+        take sparse input opt in; for the others sparse ``X`` raises a ``TypeError``
+        naming the estimator.
 
     Returns
     -------
     FitData
         The validated ``X``, ``y``, group codes, group labels and sample weights.
     """
+    if not accept_sparse:
+        _refuse_sparse(estimator, X)
     X, y = validate_data(
-        estimator, X, y, dtype=np.float64, y_numeric=regression, ensure_all_finite=False
+        estimator,
+        X,
+        y,
+        dtype=np.float64,
+        y_numeric=regression,
+        ensure_all_finite=False,
+        accept_sparse=["csr", "csc", "coo"] if accept_sparse else False,
     )
-    _check_finite(X, "X")
+    if sp.issparse(X):
+        _check_finite_sparse(X)
+    else:
+        _check_finite(X, "X")
     if regression:
         _check_finite(np.asarray(y, dtype=np.float64), "y")
     if regression:
@@ -96,6 +114,25 @@ def validate_fit_data(
     codes, labels = check_sensitive_features(sensitive_features, X.shape[0], min_groups=min_groups)
     raise_if_weightless_group(np.bincount(codes, sample_weight, minlength=len(labels)), labels)
     return FitData(X, y, codes, labels, sample_weight)
+
+
+def _refuse_sparse(estimator, X) -> None:
+    """A ``TypeError`` naming the estimator for scipy sparse ``X`` it cannot take."""
+    if sp.issparse(X):
+        raise TypeError(
+            f"{type(estimator).__name__} does not accept sparse X (a scipy.sparse "
+            f"{X.format} matrix): pass X.toarray(), or use an estimator that takes sparse "
+            "input (GroupWeightedClassifier, GroupWeightedRegressor)."
+        )
+
+
+def _check_finite_sparse(X) -> None:
+    """The short error of :func:`_check_finite` for the stored values of sparse ``X``."""
+    if not np.isfinite(X.data).all():
+        raise ValueError(
+            "Input X contains NaN or infinity among its stored values. Impute or drop "
+            "missing values first (e.g. sklearn.impute.SimpleImputer) and replace infinite ones."
+        )
 
 
 def _check_finite(array: np.ndarray, name: str) -> None:

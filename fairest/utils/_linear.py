@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit, log_expit, log_softmax, softmax
 from sklearn.base import ClassifierMixin, RegressorMixin
+from sklearn.utils import get_tags
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -36,8 +37,10 @@ def linear_classifier_attributes(theta: np.ndarray) -> tuple[np.ndarray, np.ndar
 
 def _linear_scores(estimator, X) -> np.ndarray:
     check_is_fitted(estimator)
-    X = validate_data(estimator, X, dtype=np.float64, reset=False)
-    return X @ np.asarray(estimator.coef_).T + estimator.intercept_
+    # scipy sparse X is kept sparse (X @ coef) by estimators that take it
+    sparse = ["csr", "csc", "coo"] if get_tags(estimator).input_tags.sparse else False
+    X = validate_data(estimator, X, dtype=np.float64, reset=False, accept_sparse=sparse)
+    return np.asarray(X @ np.asarray(estimator.coef_).T) + estimator.intercept_
 
 
 def _is_probabilistic(estimator) -> bool:
