@@ -14,9 +14,10 @@ included), the solver runs (their oracle calls included, restarts counted apart)
 rest of ``fit`` (validation, padding, final exact metric). ``os.getloadavg()`` and the
 process CPU time are recorded with each fit (2 shared cores).
 
-Run: ``python benchmarks/badr_profile.py`` (n = 200,000, G in {2, 5}); options
-``--n-samples``, ``--groups``, ``--metric``, ``--repeats``, ``--name`` (results file name,
-default ``badr_profile``).
+Run: ``python benchmarks/badr_profile.py`` (n = 200,000, d = 10, G in {2, 5}); options
+``--n-samples``, ``--n-features``, ``--groups``, ``--metric``, ``--repeats``, ``--name``
+(results file name, default ``badr_profile``), ``--extra-notes``. Each worker also times
+fairest's ERM (``GroupWeightedClassifier(weights="uniform")``) on the same rows.
 """
 
 from __future__ import annotations
@@ -37,13 +38,13 @@ TEST_SIZE = 0.2
 SEED = 0
 
 
-def train_split(n_samples: int, num_groups: int):
+def train_split(n_samples: int, num_groups: int, n_features: int = N_FEATURES):
     from sklearn.model_selection import train_test_split
 
     from fairest.datasets import make_grouped_classification
 
     X, y, groups = make_grouped_classification(
-        n_samples=n_samples, n_features=N_FEATURES, n_groups=num_groups, random_state=SEED
+        n_samples=n_samples, n_features=n_features, n_groups=num_groups, random_state=SEED
     )
     X, _, y, _, groups, _ = train_test_split(
         X, y, groups, test_size=TEST_SIZE, stratify=groups, random_state=SEED
@@ -86,7 +87,8 @@ class Probe:
 
         def timed(*args, **kwargs):
             if miss_only:  # cache hits cost nothing worth timing
-                orc, lam = args[0], np.maximum(np.asarray(args[1], dtype=np.float64), 0.0)
+                orc, lam = args[0], np.asarray(args[1], dtype=np.float64)
+                lam = np.where(lam > 0.0, lam, 0.0)  # the oracle's cache key
                 if lam.tobytes() in orc._cache:
                     return original(*args, **kwargs)
             start = time.perf_counter()
@@ -107,10 +109,30 @@ class Probe:
         setattr(owner, name, timed)
 
 
-def worker(n_samples: int, num_groups: int, metric: str, repeats: int, out_path: str) -> None:
-    X, y, groups = train_split(n_samples, num_groups)
+def time_erm(X, y, groups, repeats: int) -> tuple[float, float]:
+    """Best warm wall and CPU times of fairest's own ERM on the same rows:
+    ``GroupWeightedClassifier`` with uniform group weights (the lower level at BADR's
+    starting point)."""
+    from fairest.reweighting import GroupWeightedClassifier
+
+    erm = GroupWeightedClassifier(weights="uniform")
+    wall, cpu = [], []
+    for _ in range(1 + repeats):
+        cpu_start, start = time.process_time(), time.perf_counter()
+        erm.fit(X, y, sensitive_features=groups)
+        wall.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - cpu_start)
+    return min(wall[1:]), min(cpu[1:])
+
+
+def worker(
+    n_samples: int, num_groups: int, metric: str, repeats: int, out_path: str, n_features: int
+) -> None:
+    X, y, groups = train_split(n_samples, num_groups, n_features)
     probe = Probe()
     from fairest.reweighting import BADRClassifier
+
+    erm_warm, erm_cpu = time_erm(X, y, groups, repeats)
 
     fits = []
     for _ in range(1 + repeats):
@@ -129,12 +151,17 @@ def worker(n_samples: int, num_groups: int, metric: str, repeats: int, out_path:
     total = fits[-1]["wall_s"]
     row = {
         "n": n_samples,
+        "d": n_features,
         "G": num_groups,
         "metric": metric,
         "cold_s": fits[0]["wall_s"],
         "warm_s": total,
         "warm_cpu_s": fits[-1]["cpu_s"],
         "warm_best_s": min(f["wall_s"] for f in fits[1:]),
+        "erm_warm_s": erm_warm,
+        "badr_over_erm": min(f["wall_s"] for f in fits[1:]) / erm_warm,
+        "erm_cpu_s": erm_cpu,
+        "badr_over_erm_cpu": min(f["cpu_s"] for f in fits[1:]) / erm_cpu,
         "slsqp_iter": int(model.n_iter_),
         "oracle_calls": int(model.n_evaluations_),
         "newton_steps": int(sum(probe.steps)),
@@ -164,23 +191,28 @@ the last one (`warm_s`; `warm_best_s` = best warm fit). Split of the profiled fi
 calls, `baselines_s` the safeguard's baselines (their oracle calls included), `solver_s` the
 SLSQP run (its oracle calls included), `restarts_s` further solver runs, `rest_of_fit_s`
 validation, padding, final exact metric. `newton_steps` = Newton steps over all oracle calls
-(a call makes steps + 1 kernel passes plus rejected line-search trials). 2 shared cores:
-the 1-min load of every fit is in the JSON (`fits`)."""
+(a call makes steps + 1 kernel passes plus rejected line-search trials). `erm_warm_s` /
+`erm_cpu_s`: best warm wall / CPU seconds of fairest's own ERM on the same rows
+(`GroupWeightedClassifier(weights="uniform")`, fitted in the same process just before);
+`badr_over_erm` and `badr_over_erm_cpu` divide BADR's best warm fit by it (issue 19 target:
+at most 3 at n = 1e6). 2 shared cores: the 1-min load of every fit is in the JSON (`fits`);
+under load the CPU ratio is the steadier one."""
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--n-samples", type=int, default=200_000)
+    parser.add_argument("--n-features", type=int, default=N_FEATURES)
     parser.add_argument("--groups", type=int, nargs="*", default=[2, 5])
     parser.add_argument("--metric", default="demographic_parity")
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--name", default="badr_profile")
     parser.add_argument("--extra-notes", default="")
-    parser.add_argument("--worker", nargs=5)
+    parser.add_argument("--worker", nargs=6)
     args = parser.parse_args()
     if args.worker:
-        n, g, metric, repeats, out = args.worker
-        worker(int(n), int(g), metric, int(repeats), out)
+        n, g, metric, repeats, out, d = args.worker
+        worker(int(n), int(g), metric, int(repeats), out, int(d))
         return
     sys.path.insert(0, str(HERE))
     from _common import write_results
@@ -199,6 +231,7 @@ def main() -> None:
                 args.metric,
                 str(args.repeats),
                 str(out),
+                str(args.n_features),
             ],
             check=True,
         )
@@ -209,10 +242,14 @@ def main() -> None:
         )
     columns = [
         "n",
+        "d",
         "G",
         "metric",
         "cold_s",
         "warm_s",
+        "warm_best_s",
+        "erm_warm_s",
+        "badr_over_erm",
         "warm_cpu_s",
         "slsqp_iter",
         "oracle_calls",

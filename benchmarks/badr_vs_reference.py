@@ -23,7 +23,8 @@ machine is shared).
 
 The reference is GPL and is never imported here: it is installed into its own git-ignored
 virtual environment ``benchmarks/.venvs/badr`` and run by ``benchmarks/badr_reference_runner.py``
-in a subprocess. Run: ``python benchmarks/badr_vs_reference.py`` (all cases), or a subset per
+in a subprocess (or into the environment named by ``FAIREST_BADR_VENV``). Run:
+``python benchmarks/badr_vs_reference.py`` (all cases), or a subset per
 call with ``--n-samples 200000 --groups 2 --metrics demographic_parity --no-write`` and then
 ``--report``. Per-case rows are cached in the git-ignored ``benchmarks/.venvs/badr_cases``. A
 reference run longer than ``--reference-timeout`` (default 600 s) is killed and recorded as a
@@ -45,7 +46,8 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-VENV = HERE / ".venvs" / "badr"
+# the reference's own virtual environment; FAIREST_BADR_VENV points elsewhere (e.g. /tmp/venv-badr)
+VENV = Path(os.environ.get("FAIREST_BADR_VENV", HERE / ".venvs" / "badr"))
 VENV_PYTHON = VENV / "bin" / "python"
 REFERENCE = "badr==0.1.2"
 N_SAMPLES = 20_000
@@ -392,6 +394,13 @@ def main() -> None:
         help="kill the reference run after this many seconds (recorded as a "
         "lower bound '> X' on its time and on the ratios)",
     )
+    parser.add_argument(
+        "--rerun-report",
+        default=None,
+        metavar="NOTES",
+        help="run nothing: write results/badr_vs_reference_rerun.md, the cached rows of the "
+        "--n-samples x --groups x --metrics cases beside the committed ones, with these notes",
+    )
     parser.add_argument("--worker", nargs=3, metavar=("PROBLEM", "METRIC", "OUT"))
     args = parser.parse_args()
     if args.worker:
@@ -401,6 +410,10 @@ def main() -> None:
     from _common import write_results
 
     WORKDIR.mkdir(parents=True, exist_ok=True)
+    if args.rerun_report is not None:
+        cases = [(n, g, m) for n in args.n_samples for g in args.groups for m in args.metrics]
+        print(write_rerun_report(write_results, cases, args.rerun_report))
+        return
     if not args.report:
         ensure_reference_venv()
         for n_samples in args.n_samples:
@@ -464,6 +477,35 @@ def add_smooth_objective(row: dict, n_samples: int) -> None:
                 row["fairest_code"] = fit.get("fairest_code", f"unrecorded, fitted {stamp} UTC")
             value = smooth_objective(metric, fit["coef"], fit["intercept"], X, y, g)
         row[f"{name}_train_smooth_U"] = value
+
+
+def write_rerun_report(write_results, cases, notes: str) -> Path:
+    """``badr_vs_reference_rerun``: the re-run cached rows of ``cases`` ((n, G, metric)
+    triples; rows equal to the committed ones are left out) beside the committed rows of
+    ``results/badr_vs_reference.json`` (same case), so that a re-run after a code change
+    is read against the published numbers."""
+    committed = json.loads((HERE / "results" / "badr_vs_reference.json").read_text())["rows"]
+    before = {(r["n"], r["G"], r["metric"]): r for r in committed}
+    rows = []
+    for n_samples, num_groups, metric in cases:
+        path = WORKDIR / f"row_{case_tag(n_samples, num_groups)}_{metric}.json"
+        old = before.get((n_samples, num_groups, metric))
+        if not path.exists() or old is None:
+            continue
+        new = json.loads(path.read_text())
+        if new.get("fairest_warm_s") == old.get("fairest_warm_s"):
+            continue  # not re-run: the cached row is the committed one
+        row = {"n": n_samples, "G": num_groups, "metric": metric}
+        for key in ("fairest_warm_s", "reference_s", "ratio_warm", "fairest_train_U"):
+            row[f"{key} committed"] = old.get(key)
+            row[f"{key} rerun"] = new.get(key)
+        row["load rerun"] = max(load[0] for load in new["loadavg_fairest_warm"])
+        row["same weights"] = bool(
+            np.allclose(new["fairest_group_weights"], old["fairest_group_weights"], atol=1e-6)
+        )
+        rows.append(row)
+    columns = list(rows[0]) if rows else []
+    return write_results("badr_vs_reference_rerun", rows, columns, notes)
 
 
 def write_report(write_results) -> Path:

@@ -138,7 +138,8 @@ def solve_badr(
         orc = ImplicitOracle(loss, metric, num_groups, problem, theta0, groups)
         orc.compile_in_background(vertices=settings.safeguard)
         uniform = np.full(num_groups, 1.0 / num_groups)
-        candidates = evaluate_baselines(orc, totals, groups, loss, settings.safeguard)
+        with orc.loose_solves():  # compared and ranked only: the chosen one is re-solved
+            candidates = evaluate_baselines(orc, totals, groups, loss, settings.safeguard)
         lam, n_iter, converged, message, history = run_solver(
             orc, loss, metric, problem, groups, uniform, settings
         )
@@ -159,6 +160,7 @@ def solve_badr(
             if candidates[name] < value:
                 lam = baseline_weights(totals)[name]
                 value, _, out = orc.evaluate(lam)
+                candidates[name] = value  # solved to inner_tol now (it may have been loose)
         selected = selected_name(lam, candidates, totals, settings.solver)
         return BADRResult(
             theta=np.asarray(out.theta),
