@@ -36,7 +36,8 @@ Parts:
 * ``scale-smooth``: one value-and-gradient pass of the smoothed augmented Lagrangian
   (the unit of work of ``smooth_alm``) for n in ``--sizes``: linear in n.
 
-Rows of parts not run keep their stored values (the results are merged).
+Rows of parts not run keep their stored values (the results are merged); in the
+``defaults`` part only the cases run again are replaced.
 
 Usage::
 
@@ -582,6 +583,14 @@ def scale_smooth(args, rows, extra):
         )
 
 
+def _kept(row, parts, rerun) -> bool:
+    """A stored row stays unless its part was run; of the defaults part, only the cases
+    run again are replaced (a skipped case keeps its stored figures)."""
+    if row.get("part") == "defaults":
+        return (row.get("part"), row.get("case")) not in rerun
+    return row.get("part") not in parts
+
+
 def _write_merged(args, rows, extra):
     """Rows of the parts run now, plus the stored rows of the other parts; the defaults
     and scale-smooth rows get their own table above the subproblem table."""
@@ -591,7 +600,8 @@ def _write_merged(args, rows, extra):
     old_rows, old_extra = [], {}
     if path.exists():
         payload = json.loads(path.read_text())
-        old_rows = [r for r in payload["rows"] if r.get("part") not in args.parts]
+        rerun = {(r.get("part"), r.get("case")) for r in rows}
+        old_rows = [r for r in payload["rows"] if _kept(r, args.parts, rerun)]
         old_extra = payload.get("extra", {})
     merged = old_rows + rows
     new_parts = ("defaults", "scale-smooth")

@@ -23,7 +23,13 @@ from jax.scipy.linalg import cho_solve
 
 from fairest._kernels._glm import value_grad_hessian
 
-__all__ = ["NewtonResult", "newton_solve", "solve_weighted_glm"]
+__all__ = [
+    "NewtonResult",
+    "armijo_backtrack",
+    "descent_direction",
+    "newton_solve",
+    "solve_weighted_glm",
+]
 
 _ARMIJO = 1e-4
 _MIN_STEP = 1e-10
@@ -178,6 +184,33 @@ def newton_solve(
         unverified=final.unverified,
         contraction=final.contraction,
     )
+
+
+def descent_direction(grad, solve):
+    """Newton direction ``-solve(grad)`` for any direction solve (Cholesky, LU, PCG...),
+    or the steepest descent ``-grad`` where it is not a descent direction; returns
+    ``(direction, slope)`` with ``slope = grad . direction < 0`` (unless ``grad = 0``)."""
+    direction = -solve(grad)
+    slope = grad @ direction
+    descent = slope < 0
+    return jnp.where(descent, direction, -grad), jnp.where(descent, slope, -(grad @ grad))
+
+
+def armijo_backtrack(value_at, value, slope, armijo=_ARMIJO, max_halvings=40):
+    """Step ``t`` in ``1, 1/2, 1/4, ...`` (at least ``2**-max_halvings``): the first with
+    ``value_at(t) <= value + armijo t slope`` (one ``lax.while_loop``, jittable)."""
+
+    def needs_backtrack(carry):
+        t, trial = carry
+        return ~(trial <= value + armijo * t * slope) & (t > 2.0**-max_halvings)
+
+    def halve(carry):
+        t = 0.5 * carry[0]
+        return t, value_at(t)
+
+    one = jnp.ones((), jnp.result_type(value))
+    t, _ = jax.lax.while_loop(needs_backtrack, halve, (one, value_at(one)))
+    return t
 
 
 def solve_weighted_glm(*args, **kwargs) -> dict:

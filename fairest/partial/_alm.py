@@ -18,12 +18,13 @@ the smoothed problem infeasible near a tight anchor.
 
 Augmented Lagrangian (Rockafellar's form for inequalities), per stage:
 ``L(v) = g_0(v) + sum_i ((lambda_i + rho g_i(v))_+^2 - lambda_i^2) / (2 rho)``, minimised
-by Newton with Armijo backtracking until Newton's decrement is below ``_DECREMENT``;
-then ``lambda <- (lambda + rho g(v))_+`` and ``rho`` grows tenfold when the violation
-did not fall by 4. The Newton matrix is assembled in one pass: ``[1, X]^T diag(a) [1, X]``
-for the per-sample curvature of the loss and of every active constraint, the
-``(b, w)``-``theta`` cross block (pSP), the low-rank curvature of the smoothed max (pDP)
-and ``rho J_A^T J_A`` for the active constraint Jacobian rows.
+by Newton with Armijo backtracking (the shared ``descent_direction`` and
+``armijo_backtrack`` of :mod:`fairest._solvers._newton`) until Newton's decrement is
+below ``_DECREMENT``; then ``lambda <- (lambda + rho g(v))_+`` and ``rho`` grows tenfold
+when the violation did not fall by 4. The Newton matrix is assembled in one pass:
+``[1, X]^T diag(a) [1, X]`` for the per-sample curvature of the loss and of every active
+constraint, the ``(b, w)``-``theta`` cross block (pSP), the low-rank curvature of the
+smoothed max (pDP) and ``rho J_A^T J_A`` for the active constraint Jacobian rows.
 
 The result is returned in the form of :class:`fairest.partial._ssg.SSGResult`, scored by
 the exact (unsmoothed) subproblem; if it is not ``eps``-feasible or worse than the
@@ -38,6 +39,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from fairest._solvers._newton import armijo_backtrack, descent_direction
 from fairest.partial._dc import (
     Anchor,
     Config,
@@ -266,10 +268,8 @@ def _solve(v0, anc: Anchor, data: Data, cfg: Config, n_iter, start: Multipliers)
         value, shifted, grad = _lagrangian(pc, st.lam, st.rho)
         H = _newton_matrix(pc, shifted, st.rho, data, cfg)
         scale = 1e-12 * jnp.maximum(jnp.max(jnp.abs(jnp.diag(H))), 1.0)
-        step = -jnp.linalg.solve(H + scale * jnp.eye(H.shape[0], dtype=H.dtype), grad)
-        slope = grad @ step
-        step = jnp.where(slope < 0, step, -grad)
-        slope = jnp.where(slope < 0, slope, -(grad @ grad))
+        regularised = H + scale * jnp.eye(H.shape[0], dtype=H.dtype)
+        step, slope = descent_direction(grad, lambda g: jnp.linalg.solve(regularised, g))
         # Newton decrement: predicted decrease of the quadratic model; the step cap keeps
         # the multipliers moving where the loss has no minimiser (a separable group with
         # alpha = mu = 0), which Newton would chase for ever
@@ -280,16 +280,7 @@ def _solve(v0, anc: Anchor, data: Data, cfg: Config, n_iter, start: Multipliers)
             def value_at(t):
                 return _lagrangian(pieces_at(st.v + t * step, st.stage), st.lam, st.rho)[0]
 
-            def needs_backtrack(carry):
-                t, trial = carry
-                return ~(trial <= value + _ARMIJO * t * slope) & (t > 2.0**-_BACKTRACKS)
-
-            def halve(carry):
-                t = 0.5 * carry[0]
-                return t, value_at(t)
-
-            one = jnp.ones((), v0.dtype)
-            t, _ = jax.lax.while_loop(needs_backtrack, halve, (one, value_at(one)))
+            t = armijo_backtrack(value_at, value, slope, _ARMIJO, _BACKTRACKS)
             return st._replace(v=st.v + t * step, newton=st.newton + 1, it=st.it + 1)
 
         def update_multipliers(_):

@@ -6,98 +6,20 @@ from __future__ import annotations
 import warnings
 from numbers import Integral, Real
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from fairest._solvers._newton import solve_weighted_glm
-from fairest.metrics import (
-    partial_demographic_parity,
-    partial_statistical_parity,
-    suggest_interval,
-)
 from fairest.partial import _defaults
-from fairest.partial._common import METRICS, build_data, check_interval
-from fairest.partial._dc import Config, objective
-from fairest.partial._idca import (
-    constant_intercept,
-    initial_point,
-    level_grid,
-    run_idca,
-    run_ssg_direct,
-    theory_schedule,
-)
+from fairest.partial._common import METRICS
+from fairest.partial._fit import Settings, build_problem, fit_partial
 from fairest.partial._linear import _LinearClassifierMixin
-from fairest.partial._smooth import STEPS, run_smooth_alm
 from fairest.utils._estimator import encode_binary_target, validate_fit_data
 from fairest.utils._reporting import as_history, log_fit
 from fairest.utils._validation import FairnessWarning
 
 __all__ = ["PartialParityClassifier"]
-
-_AUTO_RIDGE = 1e-6  # tiny ridge of the unconstrained model behind interval="auto"
-
-
-def unconstrained_scores(X, y01, sample_weight, alpha):
-    """Scores of ``argmin f_0`` (Newton, with a tiny ridge so separable data converge)."""
-    c = sample_weight / sample_weight.sum()
-    result = solve_weighted_glm("logistic", X, y01, c, max(alpha, _AUTO_RIDGE))
-    theta = result["theta"]
-    return X @ theta[1:] + theta[0]
-
-
-def _check_finite_model(name, x, X, objective_value):
-    """Raise a ``ValueError`` when the fitted parameters, the training scores or the
-    objective are not finite (overflow on features of huge scale)."""
-    finite = np.all(np.isfinite(x)) and np.isfinite(objective_value)
-    if finite:
-        with np.errstate(over="ignore", invalid="ignore"):
-            finite = bool(np.all(np.isfinite(X @ x[1 : 1 + X.shape[1]] + x[0])))
-    if not finite:
-        raise ValueError(
-            f"{name}: the iterates became non-finite (overflow): scale the features "
-            "(e.g. StandardScaler) or lower learning_rate."
-        )
-
-
-def _truncate(history, k):
-    """The IDCA record of outer iterations ``0..k`` (the run with ``max_iter = k``)."""
-    if not history:
-        return history
-    out = {key: history[key][: k + 1] for key in ("objective", "max_violation", "params")}
-    out.update({key: history[key][:k] for key in ("n_feasible", "subproblem_gap")})
-    return out
-
-
-class _ExactMetric:
-    """The exact training metric the docstring names, of a flat parameter vector: pSP or
-    pDP of :mod:`fairest.metrics` on the fitted interval, sample-weighted, at
-    ``threshold`` for pDP; 0 with one group, NaN when not measurable (empty band)."""
-
-    def __init__(self, estimator, X, codes, sample_weight, interval, num_groups):
-        self.X, self.codes, self.sample_weight = X, codes, sample_weight
-        self.interval, self.num_groups = interval, num_groups
-        self.statistical = METRICS[estimator.metric] == "statistical"
-        self.threshold = float(estimator.threshold)
-
-    def __call__(self, x) -> float:
-        if self.num_groups < 2:
-            return 0.0
-        scores = self.X @ x[1 : 1 + self.X.shape[1]] + x[0]
-        common = dict(
-            sensitive_features=self.codes, interval=self.interval, sample_weight=self.sample_weight
-        )
-        try:
-            if self.statistical:
-                return float(partial_statistical_parity(None, scores, **common))
-            return float(
-                partial_demographic_parity(None, scores, threshold=self.threshold, **common)
-            )
-        except ValueError:
-            return float("nan")
 
 
 class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
@@ -440,22 +362,6 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ fit pieces
 
-    def _resolve_interval(self, X, y01, codes, sample_weight, num_groups):
-        if not (isinstance(self.interval, str) and self.interval == "auto"):
-            return check_interval(self.interval)
-        if num_groups < 2:
-            return (0.0, 1.0)
-        scores = unconstrained_scores(X, y01, sample_weight, self.alpha)
-        lo, hi = suggest_interval(
-            scores,
-            sensitive_features=codes,
-            threshold=float(self.threshold),
-            sample_weight=sample_weight,
-            widths=_defaults.AUTO_WIDTHS,
-            step=_defaults.AUTO_STEP,
-        )
-        return float(lo), float(hi)
-
     def _problem(
         self,
         X,
@@ -468,137 +374,20 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
         grid_rule=None,
         width=None,
     ):
-        """``(cfg, data, x0)`` of the surrogate problem with ``tolerance``, the level rule
-        ``grid_rule`` and the surrogate width ``width`` (defaults: the parameters)."""
-        lo, hi = interval
-        tolerance = float(self.tolerance if tolerance is None else tolerance)
-        slack = tolerance * (hi - lo)
-        active = num_groups >= 2
-        if METRICS[self.metric] == "statistical":
-            grid = np.zeros(0)
-            if active:
-                grid = level_grid(interval, tolerance, self.n_grid, grid_rule or self.grid)
-            kind = "statistical" if grid.size else "none"
-        else:
-            grid = np.zeros(0)
-            kind = "demographic" if active else "none"
-        width = float(self.surrogate_width if width is None else width)
-        rho = 0.0
-        if self.surrogate == "sigmoid" and kind != "none":
-            with np.errstate(over="ignore"):
-                sq = 1.0 + np.max(np.einsum("ij,ij->i", X, X))  # max ||(1, x_i)||^2
-            if not np.isfinite(sq):
-                raise ValueError(
-                    "surrogate='sigmoid': the weak-convexity constant of the sigmoid split "
-                    "overflows for features of this size; scale the features (e.g. "
-                    "StandardScaler)."
-                )
-            if kind == "statistical":
-                rho = _defaults.SIGMOID_CURVATURE * (sq + 1.0) / width**2
-            else:
-                rho = 2.0 * _defaults.SIGMOID_CURVATURE * sq / width**2
-        cfg = Config(
-            constraint=kind,
-            surrogate=self.surrogate,
-            dc_split=self.dc_split,
-            num_groups=num_groups,
-            num_features=X.shape[1],
-            num_levels=grid.size if kind == "statistical" else 0,
-        )
-        data = build_data(
+        """``(cfg, data, x0)`` of the surrogate problem
+        (:func:`fairest.partial._fit.build_problem` with this estimator's settings)."""
+        return build_problem(
+            Settings.of(self),
             X,
             y01,
             codes,
             sample_weight,
             num_groups,
-            grid=grid if kind == "statistical" else np.zeros(0),
-            slack=slack,
-            lo=lo,
-            hi=hi,
-            threshold=float(self.threshold),
-            alpha=float(self.alpha),
-            mu=float(self.proximal_strength),
-            rho=rho,
+            interval,
+            tolerance=tolerance,
+            grid_rule=grid_rule,
             width=width,
         )
-        x0 = initial_point(
-            X.shape[1],
-            data.grid,
-            slack,
-            self.surrogate,
-            width,
-            self._start_intercept(y01, sample_weight),
-        )
-        return cfg, data, x0
-
-    def _start_intercept(self, y01, sample_weight) -> float:
-        """Intercept of the constant starting model (``init``)."""
-        init = self.init
-        if init == "auto":
-            init = "intercept" if METRICS[self.metric] == "demographic" else "zero"
-        return constant_intercept(y01, sample_weight) if init == "intercept" else 0.0
-
-    def _inner(self, cfg) -> str:
-        """The inner solver; a problem without constraints (one group, or
-        ``tolerance >= 1``) runs SSG, which then takes plain subgradient steps."""
-        return self.inner_solver if cfg.constraint != "none" else "ssg"
-
-    def _solver(self) -> str:
-        """The solver run: ``schedule="theory"`` is IDCA's (Theorem 6.5)."""
-        if self.solver == "smooth_alm" and self.schedule == "theory":
-            return "idca"
-        return self.solver
-
-    def _smooth_ran(self, cfg) -> bool:
-        """``solver="smooth_alm"`` on a problem with constraints (without any, the plain
-        logistic model is fitted by the IDCA loop, whose SSG then takes plain
-        subgradient steps)."""
-        return self._solver() == "smooth_alm" and cfg.constraint != "none"
-
-    def _alm_ran(self, cfg) -> bool:
-        return self._solver() == "idca" and self._inner(cfg) == "alm"
-
-    def _inner_iterations(self) -> int:
-        if self.inner_max_iter != "auto":
-            return int(self.inner_max_iter)
-        if self.inner_solver == "alm":
-            return _defaults.ALM_MAX_ITER
-
-        return _defaults.INNER_MAX_ITER
-
-    def _schedule(self, X, cfg, data, x0):
-        if self.schedule == "practical":
-            return int(self.max_iter), float(self.inner_tol), self._inner_iterations()
-        if self.proximal_strength <= 0:
-            raise ValueError("schedule='theory' needs proximal_strength > 0 (Assumption 6.3A).")
-        # M ~ max_i ||(phi_i, 1)|| for the ramp pieces with a linear score (spec 5.4);
-        # nu: the Slater margin c/2 of the starting point (spec 5.1).
-        with np.errstate(over="ignore"):
-            lipschitz = float(np.sqrt(2.0 + np.max(np.einsum("ij,ij->i", X, X))))
-        slater = 0.5 * float(data.slack) if float(data.slack) > 0 else 1.0
-        gap = float(objective(jnp.asarray(x0), data, cfg))  # f_lb = 0 (logistic loss)
-        try:
-            if not np.isfinite(lipschitz):
-                raise OverflowError
-            K, eps_k, T = theory_schedule(
-                float(self.inner_tol), float(self.proximal_strength), lipschitz, slater, gap
-            )
-        except OverflowError:
-            raise ValueError(
-                "schedule='theory': the iteration counts of Theorem 6.5 overflow for "
-                f"features of this size (Lipschitz constant {lipschitz:.3g}); scale the "
-                "features (e.g. StandardScaler)."
-            ) from None
-        capped_K, capped_T = min(K, _defaults.THEORY_MAX_OUTER), min(T, _defaults.THEORY_MAX_INNER)
-        if (capped_K, capped_T) != (K, T):
-            warnings.warn(
-                f"schedule='theory' asks for K={K} outer and T={T} inner iterations; "
-                f"capped at K={capped_K}, T={capped_T}, so the guarantee of Theorem 6.5 "
-                "does not apply.",
-                ConvergenceWarning,
-                stacklevel=3,
-            )
-        return capped_K, eps_k, capped_T
 
     # ------------------------------------------------------------------ public API
 
@@ -625,219 +414,72 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
         """
         data_in = validate_fit_data(self, X, y, sensitive_features, sample_weight)
         self.classes_, y01 = encode_binary_target(type(self).__name__, data_in.y)
-        X, codes, sw = data_in.X, data_in.groups, data_in.sample_weight
-        num_groups = len(data_in.group_labels)
-        kappa = float(self.tolerance)
-        with jax.enable_x64(True):
-            interval = self._resolve_interval(X, y01, codes, sw, num_groups)
-            problem = self._problem(X, y01, codes, sw, num_groups, interval)
-            K, eps, T = self._schedule(X, *problem)
-            measure = _ExactMetric(self, X, codes, sw, interval, num_groups)
-            solves = [self._solve(X, *problem, K, eps, T, measure, kappa)]
-            if problem[0].constraint != "none":
-                self._tighten(solves, measure, X, y01, codes, sw, num_groups, interval, K, eps, T)
-        chosen, pick = self._select(solves, kappa)
-        history = _truncate(chosen["history"], pick)
-        x = chosen["iterates"][pick]
-        objective_value = float(chosen["objectives"][pick])
-        violation = float(chosen["violations"][pick])
-        stuck = chosen["stuck"]
-        d = X.shape[1]
-        self._set_linear_parameters(x[: 1 + d])
-        self.thresholds_ = x[1 + d :].copy()
-        self.grid_ = chosen["grid"].copy()
-        self.interval_ = interval
-        self.groups_ = data_in.group_labels
-        self.n_iter_ = K if self.solver == "ssg_direct" else pick
-        self.objective_ = objective_value
-        self.constraint_violation_ = violation
-        self.train_unfairness_ = float(chosen["exact"][pick])
-        self.effective_tolerance_ = chosen["tolerance"]
-        self.tightening_ = {
-            "effective_tolerance": np.array([sol["tolerance"] for sol in solves]),
-            "train_unfairness": np.array([sol["exact"][-1] for sol in solves]),
-            "objective": np.array([sol["objectives"][-1] for sol in solves]),
-        }
-        self.schedule_ = {"max_iter": K, "inner_tol": eps, "inner_max_iter": T}
-        if self.record_history:
-            self.history_ = as_history(history)
-        capped = (
-            int(np.sum(chosen["history"]["n_feasible"] >= T)) if self._alm_ran(problem[0]) else 0
+        X = data_in.X
+        result = fit_partial(
+            Settings.of(self),
+            X,
+            y01,
+            data_in.groups,
+            data_in.sample_weight,
+            len(data_in.group_labels),
+            name=type(self).__name__,
         )
-        if capped:
-            warnings.warn(
-                f"the ALM inner solver stopped at inner_max_iter={T} on {capped} of {K} "
-                "subproblems; raise inner_max_iter, or set alpha > 0 or proximal_strength > 0 "
-                "when the loss has no minimiser (e.g. a group whose labels are separable).",
-                ConvergenceWarning,
-                stacklevel=2,
-            )
-        if violation > eps or stuck:
-            warnings.warn(
-                f"the returned model violates a surrogate constraint by {violation:.3g} "
-                f"(> inner_tol={eps:.3g}); the problem may be infeasible or need more "
-                "iterations.",
-                ConvergenceWarning,
-                stacklevel=2,
-            )
-        if self.train_unfairness_ > kappa:  # (False for NaN: not measurable)
-            warnings.warn(
-                f"the exact training {self.metric} of the returned model is "
-                f"{self.train_unfairness_:.4g} > tolerance={kappa:.4g} after {len(solves)} "
-                f"surrogate solves (internal tolerance down to "
-                f"{min(sol['tolerance'] for sol in solves):.3g}); the fairest model found is "
-                "returned. Raise tolerance, max_iter or n_grid, or widen the interval.",
-                FairnessWarning,
-                stacklevel=2,
-            )
-        self._log_fit(history, K, T, objective_value, violation, eps, stuck)
+        d = X.shape[1]
+        self._set_linear_parameters(result.params[: 1 + d])
+        self.thresholds_ = result.params[1 + d :].copy()
+        self.grid_ = result.grid
+        self.interval_ = result.interval
+        self.groups_ = data_in.group_labels
+        self.n_iter_ = result.n_iter
+        self.objective_ = result.objective
+        self.constraint_violation_ = result.constraint_violation
+        self.train_unfairness_ = result.train_unfairness
+        self.effective_tolerance_ = result.effective_tolerance
+        self.tightening_ = result.tightening
+        self.schedule_ = result.schedule
+        if self.record_history:
+            self.history_ = as_history(result.history)
+        self._warn(result)
+        self._log_fit(result)
         return self
 
-    def _solve(self, X, cfg, data, x0, K, eps, T, measure, tolerance) -> dict:
-        """One surrogate solve (IDCA or direct SSG) from ``x0``, with its candidate
-        iterates (the last ``TIGHTEN_TAIL`` share of the IDCA iterates; the output of
-        direct SSG) and their exact training metric (NaN: not evaluated). Raises a
-        ``ValueError`` when the final model is not finite (overflow on huge features)."""
-        if self._smooth_ran(cfg):
-            steps = STEPS if self.inner_max_iter == "auto" else int(self.inner_max_iter)
-            result = run_smooth_alm(x0, data, cfg, eps, float(self.tol), K, steps)
-            # the run ends at its last point within eps of the surrogate constraints (a
-            # short run may stop before the rounds reach feasibility; the constant start
-            # is feasible with margin c / 2)
-            within = np.flatnonzero(result.max_violation <= eps)
-            n = int(within[-1]) if within.size else result.n_steps.size
-            history = {
-                "objective": result.objective[: n + 1],
-                "max_violation": result.max_violation[: n + 1],
-                "params": result.iterates[: n + 1],
-                "n_feasible": result.n_steps[:n],
-                "subproblem_gap": np.diff(result.objective[: n + 1]),
-            }
-            sol = {
-                "iterates": history["params"],
-                "objectives": history["objective"],
-                "violations": history["max_violation"],
-                "stuck": False,
-                "history": history,
-                "first": max(1, n - int(_defaults.TIGHTEN_TAIL * n)) if n else 0,
-                "feasible_only": eps,
-                "converged": result.converged,
-            }
-        elif self.solver in ("idca", "smooth_alm"):
-            result = run_idca(jnp.asarray(x0), data, cfg, eps, T, K, self._inner(cfg))
-            history = {
-                "objective": np.asarray(result.objective),
-                "max_violation": np.asarray(result.max_violation),
-                "params": np.asarray(result.iterates),
-                "n_feasible": np.asarray(result.n_feasible),
-                "subproblem_gap": np.asarray(result.subproblem_gap),
-            }
-            sol = {
-                "iterates": history["params"],
-                "objectives": history["objective"],
-                "violations": history["max_violation"],
-                "stuck": bool(np.any(np.asarray(result.stuck))),
-                "history": history,
-                "first": max(1, K - int(_defaults.TIGHTEN_TAIL * K)),
-            }
-        else:
-            result = run_ssg_direct(jnp.asarray(x0), data, cfg, jnp.full((K * T,), eps))
-            sol = {
-                "iterates": np.asarray(result.x)[None, :],
-                "objectives": np.asarray(result.objective)[None],
-                "violations": np.asarray(result.max_violation)[None],
-                "stuck": False,
-                "history": {},
-                "first": 0,
-            }
-        _check_finite_model(type(self).__name__, sol["iterates"][-1], X, sol["objectives"][-1])
-        sol["grid"] = np.asarray(data.grid)
-        sol["tolerance"] = tolerance
-        sol["width"] = float(data.width)
-        sol["exact"] = np.full(len(sol["objectives"]), np.nan)
-        sol["exact"][-1] = measure(sol["iterates"][-1])
-        sol["measure"] = measure
-        return sol
-
-    @staticmethod
-    def _best_candidate(sol, kappa, bound):
-        """Index of the candidate of ``sol`` with the smallest objective below ``bound``
-        whose exact metric is at most ``kappa``, or ``None``. The IDCA objective does not
-        increase along a run, so the scan goes backwards and stops at the first
-        candidate that meets the tolerance or whose objective reaches ``bound``."""
-        for k in range(len(sol["objectives"]) - 1, sol["first"] - 1, -1):
-            objective_value = sol["objectives"][k]
-            if not objective_value < bound:
-                return None
-            if sol.get("feasible_only", np.inf) < sol["violations"][k]:
-                continue  # an L-BFGS iterate outside inner_tol of the surrogate constraints
-            if np.isnan(sol["exact"][k]):
-                sol["exact"][k] = sol["measure"](sol["iterates"][k])
-            if sol["exact"][k] <= kappa:
-                return k
-        return None
-
-    def _select(self, solves, kappa):
-        """``(solve, iterate)`` returned: the most accurate candidate whose exact metric
-        meets ``kappa``; else the fairest final model (NaN, not measurable, last)."""
-        best, bound = None, np.inf
-        for sol in solves:
-            k = self._best_candidate(sol, kappa, bound)
-            if k is not None:
-                best, bound = (sol, k), sol["objectives"][k]
-        if best is not None:
-            return best
-        fairest = min(
-            solves,
-            key=lambda sol: (np.isnan(sol["exact"][-1]), sol["exact"][-1], sol["objectives"][-1]),
-        )
-        return fairest, len(fairest["objectives"]) - 1
-
-    def _tighten(self, solves, measure, X, y01, codes, sw, num_groups, interval, K, eps, T):
-        """Solve again with a smaller internal tolerance while no candidate of the last
-        solve meets ``tolerance`` (at most ``_defaults.TIGHTEN_ROUNDS`` times, see there);
-        appends the solves to ``solves``."""
+    def _warn(self, result):
+        """Convergence and fairness warnings of a fit."""
+        K, T = result.schedule["max_iter"], result.schedule["inner_max_iter"]
+        eps = result.schedule["inner_tol"]
+        if result.n_capped:
+            warnings.warn(
+                f"the ALM inner solver stopped at inner_max_iter={T} on {result.n_capped} "
+                f"of {K} subproblems; raise inner_max_iter, or set alpha > 0 or "
+                "proximal_strength > 0 when the loss has no minimiser (e.g. a group whose "
+                "labels are separable).",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+        if result.constraint_violation > eps or result.stuck:
+            warnings.warn(
+                f"the returned model violates a surrogate constraint by "
+                f"{result.constraint_violation:.3g} (> inner_tol={eps:.3g}); the problem "
+                "may be infeasible or need more iterations.",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
         kappa = float(self.tolerance)
-        rule = "closed" if self.grid == "lemma" else self.grid
-        low, high = _defaults.TIGHTEN_FACTORS
-        for _ in range(_defaults.TIGHTEN_ROUNDS):
-            last = solves[-1]
-            if not last["exact"][-1] > kappa:  # met, or NaN (not measurable)
-                return
-            if self._best_candidate(last, kappa, np.inf) is not None:
-                return
-            first = solves[0]["exact"][-1]
-            if len(solves) > 2 and not min(sol["exact"][-1] for sol in solves[1:]) < first:
-                return  # two rounds no fairer than the first solve: more will not help
-            previous = last["tolerance"]
-            effective = float(
-                np.clip(previous - (last["exact"][-1] - kappa), low * previous, high * previous)
+        if result.train_unfairness > kappa:  # (False for NaN: not measurable)
+            warnings.warn(
+                f"the exact training {self.metric} of the returned model is "
+                f"{result.train_unfairness:.4g} > tolerance={kappa:.4g} after "
+                f"{result.n_solves} surrogate solves (internal tolerance down to "
+                f"{result.min_tolerance:.3g}); the fairest model found is "
+                "returned. Raise tolerance, max_iter or n_grid, or widen the interval.",
+                FairnessWarning,
+                stacklevel=3,
             )
-            if not effective < previous and len(solves) > 1:  # tolerance 0: nothing left
-                return
-            width = _defaults.TIGHTEN_WIDTH_FACTOR * last["width"]
-            cfg, data, x0 = self._problem(
-                X,
-                y01,
-                codes,
-                sw,
-                num_groups,
-                interval,
-                tolerance=effective,
-                grid_rule=rule,
-                width=width,
-            )
-            sol = None
-            if self._smooth_ran(cfg):  # warm start: the last solve's final iterate
-                sol = self._solve(X, cfg, data, last["iterates"][-1], K, eps, T, measure, effective)
-                if not sol["violations"][-1] <= eps:  # no round got feasible: cold start
-                    sol = None
-            if sol is None:
-                sol = self._solve(X, cfg, data, x0, K, eps, T, measure, effective)
-            solves.append(sol)
 
-    def _log_fit(self, history, K, T, objective_value, violation, eps, stuck):
+    def _log_fit(self, result):
         """``verbose``: a line per outer iteration (2), then the summary (1)."""
+        history, K = result.history, result.schedule["max_iter"]
+        T, eps = result.schedule["inner_max_iter"], result.schedule["inner_tol"]
         if history:  # entry 0 is the starting point
             for k in range(1, len(history["objective"])):
                 log_fit(
@@ -849,12 +491,12 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
                     history["max_violation"][k],
                     level=2,
                 )
-        feasible = violation <= eps and not stuck
+        feasible = result.constraint_violation <= eps and not result.stuck
         run = {
             "idca": f"idca, {K} outer iterations",
             "smooth_alm": f"smooth_alm, at most {K} augmented-Lagrangian rounds",
             "ssg_direct": f"ssg_direct, {K * T} iterations",
-        }[self._solver()]
+        }[Settings.of(self).solver_run()]
         if self.solver != "ssg_direct" and self.n_iter_ < K:
             run += f" (iterate {self.n_iter_} returned)"
         log_fit(
@@ -862,8 +504,8 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
             "%s: objective %.6f, max violation %.3e (%s inner_tol=%.3g); exact "
             "train unfairness %.4g (tolerance %.4g, %d surrogate solves)",
             run,
-            objective_value,
-            violation,
+            result.objective,
+            result.constraint_violation,
             "within" if feasible else "NOT within",
             eps,
             self.train_unfairness_,

@@ -1,0 +1,546 @@
+"""The fit of :class:`~fairest.partial.PartialParityClassifier` as one solver entry point,
+callable without an estimator: the surrogate problem and its constants, the schedule,
+the solve, and the policy that keeps the exact-train-metric promise (tightening rounds,
+choice of the returned iterate).
+
+:func:`fit_partial` takes validated numpy data and a :class:`Settings` (the estimator's
+parameters) and returns a :class:`PartialFit` of numpy results; the estimator only
+validates, calls it and stores the fields. The pieces, each a small function:
+
+* :func:`build_problem`: ``(cfg, data, x0)`` of the surrogate problem (15) / (21) for an
+  internal tolerance, level rule and surrogate width, with the weak-convexity constant of
+  the sigmoid split;
+* :func:`schedule`: ``K``, ``eps`` and ``T``, practical or from Theorem 6.5 (Lipschitz
+  constant from the data, Slater margin of the constant start);
+* :func:`solve_surrogate`: one surrogate solve (smoothed ALM, IDCA or direct SSG) and
+  its candidate iterates;
+* :func:`tighten` and :func:`select`: the policy of ``fairest.partial._defaults``
+  (``TIGHTEN_*``): solve again with a smaller internal tolerance while no candidate meets
+  ``tolerance``, then return the most accurate candidate that meets it, else the fairest.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+from fairest._solvers._newton import solve_weighted_glm
+from fairest.metrics import (
+    partial_demographic_parity,
+    partial_statistical_parity,
+    suggest_interval,
+)
+from fairest.partial import _defaults
+from fairest.partial._common import METRICS, build_data, check_interval
+from fairest.partial._dc import Config, objective
+from fairest.partial._idca import (
+    constant_intercept,
+    initial_point,
+    level_grid,
+    run_idca,
+    run_ssg_direct,
+    theory_schedule,
+)
+from fairest.partial._smooth import STEPS, run_smooth_alm
+
+__all__ = [
+    "PartialFit",
+    "Settings",
+    "build_problem",
+    "ExactMetric",
+    "fit_partial",
+    "resolve_interval",
+    "schedule",
+    "select",
+    "solve_surrogate",
+    "tighten",
+]
+
+_AUTO_RIDGE = 1e-6  # tiny ridge of the unconstrained model behind interval="auto"
+
+
+class Settings(NamedTuple):
+    """The parameters of :class:`~fairest.partial.PartialParityClassifier` (same names)."""
+
+    metric: str = "partial_statistical_parity"
+    interval: object = "auto"
+    tolerance: float = _defaults.TOLERANCE
+    surrogate: str = _defaults.SURROGATE
+    surrogate_width: float = _defaults.SURROGATE_WIDTH
+    n_grid: int = _defaults.N_GRID
+    grid: str = _defaults.GRID
+    threshold: float = _defaults.THRESHOLD
+    dc_split: str = _defaults.DC_SPLIT
+    alpha: float = _defaults.ALPHA
+    proximal_strength: float = _defaults.PROXIMAL_STRENGTH
+    solver: str = _defaults.SOLVER
+    inner_solver: str = "ssg"
+    init: str = _defaults.INIT
+    schedule: str = "practical"
+    max_iter: int = _defaults.MAX_ITER
+    inner_max_iter: object = "auto"
+    inner_tol: float = _defaults.INNER_TOL
+    tol: float = _defaults.TOL
+
+    @classmethod
+    def of(cls, estimator) -> Settings:
+        """The settings of an estimator with these parameters."""
+        return cls(**{name: getattr(estimator, name) for name in cls._fields})
+
+    def solver_run(self) -> str:
+        """The solver run: ``schedule="theory"`` is IDCA's (Theorem 6.5)."""
+        if self.solver == "smooth_alm" and self.schedule == "theory":
+            return "idca"
+        return self.solver
+
+    def inner(self, cfg: Config) -> str:
+        """The inner solver; a problem without constraints (one group, or
+        ``tolerance >= 1``) runs SSG, which then takes plain subgradient steps."""
+        return self.inner_solver if cfg.constraint != "none" else "ssg"
+
+    def smooth_ran(self, cfg: Config) -> bool:
+        """``solver="smooth_alm"`` on a problem with constraints (without any, the plain
+        logistic model is fitted by the IDCA loop)."""
+        return self.solver_run() == "smooth_alm" and cfg.constraint != "none"
+
+    def alm_ran(self, cfg: Config) -> bool:
+        return self.solver_run() == "idca" and self.inner(cfg) == "alm"
+
+    def inner_iterations(self) -> int:
+        if self.inner_max_iter != "auto":
+            return int(self.inner_max_iter)
+        if self.inner_solver == "alm":
+            return _defaults.ALM_MAX_ITER
+        return _defaults.INNER_MAX_ITER
+
+
+class PartialFit(NamedTuple):
+    """Numpy results of :func:`fit_partial` (the estimator's fitted attributes)."""
+
+    params: np.ndarray  # (b, w, theta) of the returned model
+    grid: np.ndarray  # the levels p of its surrogate problem
+    interval: tuple  # (alpha, beta) used
+    n_iter: int
+    objective: float
+    constraint_violation: float
+    train_unfairness: float
+    effective_tolerance: float
+    tightening: dict  # per solve: effective_tolerance, train_unfairness, objective
+    schedule: dict  # max_iter, inner_tol, inner_max_iter
+    history: dict  # the returned run up to the returned iterate ({} for ssg_direct)
+    stuck: bool  # SSG met a zero constraint subgradient while infeasible
+    n_capped: int  # ALM inner solves stopped at inner_max_iter
+    n_solves: int
+    min_tolerance: float  # smallest internal tolerance tried
+
+
+def unconstrained_scores(X, y01, sample_weight, alpha):
+    """Scores of ``argmin f_0`` (Newton, with a tiny ridge so separable data converge)."""
+    c = sample_weight / sample_weight.sum()
+    result = solve_weighted_glm("logistic", X, y01, c, max(alpha, _AUTO_RIDGE))
+    theta = result["theta"]
+    return X @ theta[1:] + theta[0]
+
+
+def resolve_interval(settings: Settings, X, y01, codes, sample_weight, num_groups):
+    """The interval: ``settings.interval`` checked, or the paper's guideline for "auto"
+    (:func:`fairest.metrics.suggest_interval` on the unconstrained model's scores)."""
+    if not (isinstance(settings.interval, str) and settings.interval == "auto"):
+        return check_interval(settings.interval)
+    if num_groups < 2:
+        return (0.0, 1.0)
+    scores = unconstrained_scores(X, y01, sample_weight, settings.alpha)
+    lo, hi = suggest_interval(
+        scores,
+        sensitive_features=codes,
+        threshold=float(settings.threshold),
+        sample_weight=sample_weight,
+        widths=_defaults.AUTO_WIDTHS,
+        step=_defaults.AUTO_STEP,
+    )
+    return float(lo), float(hi)
+
+
+def _sigmoid_split_constant(X, kind: str, width: float) -> float:
+    """Weak-convexity constant ``rho`` of the sigmoid split (spec section 3.3)."""
+    with np.errstate(over="ignore"):
+        sq = 1.0 + np.max(np.einsum("ij,ij->i", X, X))  # max ||(1, x_i)||^2
+    if not np.isfinite(sq):
+        raise ValueError(
+            "surrogate='sigmoid': the weak-convexity constant of the sigmoid split "
+            "overflows for features of this size; scale the features (e.g. "
+            "StandardScaler)."
+        )
+    if kind == "statistical":
+        return _defaults.SIGMOID_CURVATURE * (sq + 1.0) / width**2
+    return 2.0 * _defaults.SIGMOID_CURVATURE * sq / width**2
+
+
+def start_intercept(settings: Settings, y01, sample_weight) -> float:
+    """Intercept of the constant starting model (``init``)."""
+    init = settings.init
+    if init == "auto":
+        init = "intercept" if METRICS[settings.metric] == "demographic" else "zero"
+    return constant_intercept(y01, sample_weight) if init == "intercept" else 0.0
+
+
+def build_problem(
+    settings: Settings,
+    X,
+    y01,
+    codes,
+    sample_weight,
+    num_groups,
+    interval,
+    tolerance=None,
+    grid_rule=None,
+    width=None,
+):
+    """``(cfg, data, x0)`` of the surrogate problem with ``tolerance``, the level rule
+    ``grid_rule`` and the surrogate width ``width`` (defaults: the settings')."""
+    lo, hi = interval
+    tolerance = float(settings.tolerance if tolerance is None else tolerance)
+    slack = tolerance * (hi - lo)
+    active = num_groups >= 2
+    grid = np.zeros(0)
+    if METRICS[settings.metric] == "statistical":
+        if active:
+            grid = level_grid(interval, tolerance, settings.n_grid, grid_rule or settings.grid)
+        kind = "statistical" if grid.size else "none"
+    else:
+        kind = "demographic" if active else "none"
+    width = float(settings.surrogate_width if width is None else width)
+    rho = 0.0
+    if settings.surrogate == "sigmoid" and kind != "none":
+        rho = _sigmoid_split_constant(X, kind, width)
+    cfg = Config(
+        constraint=kind,
+        surrogate=settings.surrogate,
+        dc_split=settings.dc_split,
+        num_groups=num_groups,
+        num_features=X.shape[1],
+        num_levels=grid.size if kind == "statistical" else 0,
+    )
+    data = build_data(
+        X,
+        y01,
+        codes,
+        sample_weight,
+        num_groups,
+        grid=grid if kind == "statistical" else np.zeros(0),
+        slack=slack,
+        lo=lo,
+        hi=hi,
+        threshold=float(settings.threshold),
+        alpha=float(settings.alpha),
+        mu=float(settings.proximal_strength),
+        rho=rho,
+        width=width,
+    )
+    x0 = initial_point(
+        X.shape[1],
+        data.grid,
+        slack,
+        settings.surrogate,
+        width,
+        start_intercept(settings, y01, sample_weight),
+    )
+    return cfg, data, x0
+
+
+def schedule(settings: Settings, X, cfg, data, x0):
+    """``(K, eps, T)``: the practical settings, or those of Theorem 6.5 (capped, with a
+    ``ConvergenceWarning``) for ``schedule="theory"``."""
+    if settings.schedule == "practical":
+        return int(settings.max_iter), float(settings.inner_tol), settings.inner_iterations()
+    if settings.proximal_strength <= 0:
+        raise ValueError("schedule='theory' needs proximal_strength > 0 (Assumption 6.3A).")
+    # M ~ max_i ||(phi_i, 1)|| for the ramp pieces with a linear score (spec 5.4);
+    # nu: the Slater margin c/2 of the starting point (spec 5.1).
+    with np.errstate(over="ignore"):
+        lipschitz = float(np.sqrt(2.0 + np.max(np.einsum("ij,ij->i", X, X))))
+    slater = 0.5 * float(data.slack) if float(data.slack) > 0 else 1.0
+    gap = float(objective(jnp.asarray(x0), data, cfg))  # f_lb = 0 (logistic loss)
+    try:
+        if not np.isfinite(lipschitz):
+            raise OverflowError
+        K, eps_k, T = theory_schedule(
+            float(settings.inner_tol), float(settings.proximal_strength), lipschitz, slater, gap
+        )
+    except OverflowError:
+        raise ValueError(
+            "schedule='theory': the iteration counts of Theorem 6.5 overflow for "
+            f"features of this size (Lipschitz constant {lipschitz:.3g}); scale the "
+            "features (e.g. StandardScaler)."
+        ) from None
+    capped_K, capped_T = min(K, _defaults.THEORY_MAX_OUTER), min(T, _defaults.THEORY_MAX_INNER)
+    if (capped_K, capped_T) != (K, T):
+        warnings.warn(
+            f"schedule='theory' asks for K={K} outer and T={T} inner iterations; "
+            f"capped at K={capped_K}, T={capped_T}, so the guarantee of Theorem 6.5 "
+            "does not apply.",
+            ConvergenceWarning,
+            stacklevel=4,
+        )
+    return capped_K, eps_k, capped_T
+
+
+class ExactMetric:
+    """The exact training metric the estimator promises, of a flat parameter vector: pSP
+    or pDP of :mod:`fairest.metrics` on the fitted interval, sample-weighted, at
+    ``threshold`` for pDP; 0 with one group, NaN when not measurable (empty band)."""
+
+    def __init__(self, settings: Settings, X, codes, sample_weight, interval, num_groups):
+        self.X, self.codes, self.sample_weight = X, codes, sample_weight
+        self.interval, self.num_groups = interval, num_groups
+        self.statistical = METRICS[settings.metric] == "statistical"
+        self.threshold = float(settings.threshold)
+
+    def __call__(self, x) -> float:
+        if self.num_groups < 2:
+            return 0.0
+        scores = self.X @ x[1 : 1 + self.X.shape[1]] + x[0]
+        common = dict(
+            sensitive_features=self.codes, interval=self.interval, sample_weight=self.sample_weight
+        )
+        try:
+            if self.statistical:
+                return float(partial_statistical_parity(None, scores, **common))
+            return float(
+                partial_demographic_parity(None, scores, threshold=self.threshold, **common)
+            )
+        except ValueError:
+            return float("nan")
+
+
+def check_finite_model(name, x, X, objective_value):
+    """Raise a ``ValueError`` when the fitted parameters, the training scores or the
+    objective are not finite (overflow on features of huge scale)."""
+    finite = np.all(np.isfinite(x)) and np.isfinite(objective_value)
+    if finite:
+        with np.errstate(over="ignore", invalid="ignore"):
+            finite = bool(np.all(np.isfinite(X @ x[1 : 1 + X.shape[1]] + x[0])))
+    if not finite:
+        raise ValueError(
+            f"{name}: the iterates became non-finite (overflow): scale the features "
+            "(e.g. StandardScaler) or lower learning_rate."
+        )
+
+
+def _smooth_solution(settings: Settings, cfg, data, x0, K, eps) -> dict:
+    steps = STEPS if settings.inner_max_iter == "auto" else int(settings.inner_max_iter)
+    result = run_smooth_alm(x0, data, cfg, eps, float(settings.tol), K, steps)
+    # the run ends at its last point within eps of the surrogate constraints (a short run
+    # may stop before the rounds reach feasibility; the constant start is feasible with
+    # margin c / 2)
+    within = np.flatnonzero(result.max_violation <= eps)
+    n = int(within[-1]) if within.size else result.n_steps.size
+    history = {
+        "objective": result.objective[: n + 1],
+        "max_violation": result.max_violation[: n + 1],
+        "params": result.iterates[: n + 1],
+        "n_feasible": result.n_steps[:n],
+        "subproblem_gap": np.diff(result.objective[: n + 1]),
+    }
+    return {
+        "iterates": history["params"],
+        "objectives": history["objective"],
+        "violations": history["max_violation"],
+        "stuck": False,
+        "history": history,
+        "first": max(1, n - int(_defaults.TIGHTEN_TAIL * n)) if n else 0,
+        "feasible_only": eps,
+        "converged": result.converged,
+    }
+
+
+def _idca_solution(settings: Settings, cfg, data, x0, K, eps, T) -> dict:
+    result = run_idca(jnp.asarray(x0), data, cfg, eps, T, K, settings.inner(cfg))
+    history = {
+        "objective": np.asarray(result.objective),
+        "max_violation": np.asarray(result.max_violation),
+        "params": np.asarray(result.iterates),
+        "n_feasible": np.asarray(result.n_feasible),
+        "subproblem_gap": np.asarray(result.subproblem_gap),
+    }
+    return {
+        "iterates": history["params"],
+        "objectives": history["objective"],
+        "violations": history["max_violation"],
+        "stuck": bool(np.any(np.asarray(result.stuck))),
+        "history": history,
+        "first": max(1, K - int(_defaults.TIGHTEN_TAIL * K)),
+    }
+
+
+def _direct_solution(cfg, data, x0, K, eps, T) -> dict:
+    result = run_ssg_direct(jnp.asarray(x0), data, cfg, jnp.full((K * T,), eps))
+    return {
+        "iterates": np.asarray(result.x)[None, :],
+        "objectives": np.asarray(result.objective)[None],
+        "violations": np.asarray(result.max_violation)[None],
+        "stuck": False,
+        "history": {},
+        "first": 0,
+    }
+
+
+def solve_surrogate(settings: Settings, name, X, cfg, data, x0, K, eps, T, measure, tolerance):
+    """One surrogate solve (smoothed ALM, IDCA or direct SSG) from ``x0``, with its
+    candidate iterates (the last
+    ``TIGHTEN_TAIL`` share of the run's iterates; the output of direct SSG) and their
+    exact training metric (NaN: not evaluated). Raises a ``ValueError`` naming ``name``
+    when the final model is not finite."""
+    if settings.smooth_ran(cfg):
+        sol = _smooth_solution(settings, cfg, data, x0, K, eps)
+    elif settings.solver in ("idca", "smooth_alm"):
+        sol = _idca_solution(settings, cfg, data, x0, K, eps, T)
+    else:
+        sol = _direct_solution(cfg, data, x0, K, eps, T)
+    check_finite_model(name, sol["iterates"][-1], X, sol["objectives"][-1])
+    sol["grid"] = np.asarray(data.grid)
+    sol["tolerance"] = tolerance
+    sol["width"] = float(data.width)
+    sol["exact"] = np.full(len(sol["objectives"]), np.nan)
+    sol["exact"][-1] = measure(sol["iterates"][-1])
+    sol["measure"] = measure
+    return sol
+
+
+def best_candidate(sol, kappa, bound):
+    """Index of the candidate of ``sol`` with the smallest objective below ``bound``
+    whose exact metric is at most ``kappa``, or ``None``. The objective does not increase
+    along a run, so the scan goes backwards and stops at the first candidate that meets
+    the tolerance or whose objective reaches ``bound``."""
+    for k in range(len(sol["objectives"]) - 1, sol["first"] - 1, -1):
+        objective_value = sol["objectives"][k]
+        if not objective_value < bound:
+            return None
+        if sol.get("feasible_only", np.inf) < sol["violations"][k]:
+            continue  # an L-BFGS iterate outside inner_tol of the surrogate constraints
+        if np.isnan(sol["exact"][k]):
+            sol["exact"][k] = sol["measure"](sol["iterates"][k])
+        if sol["exact"][k] <= kappa:
+            return k
+    return None
+
+
+def select(solves, kappa):
+    """``(solve, iterate)`` returned: the most accurate candidate whose exact metric
+    meets ``kappa``; else the fairest final model (NaN, not measurable, last)."""
+    best, bound = None, np.inf
+    for sol in solves:
+        k = best_candidate(sol, kappa, bound)
+        if k is not None:
+            best, bound = (sol, k), sol["objectives"][k]
+    if best is not None:
+        return best
+    fairest = min(
+        solves,
+        key=lambda sol: (np.isnan(sol["exact"][-1]), sol["exact"][-1], sol["objectives"][-1]),
+    )
+    return fairest, len(fairest["objectives"]) - 1
+
+
+def tighten(solves, rebuild, solve, smooth):
+    """Solve again with a smaller internal tolerance while no candidate of the last solve
+    meets ``tolerance`` (at most ``_defaults.TIGHTEN_ROUNDS`` times, see there); appends
+    the solves to ``solves``. ``rebuild(tolerance, width)`` gives ``(cfg, data, x0)``;
+    ``solve(cfg, data, x0, tolerance)`` a solve; ``smooth(cfg)`` whether it runs the
+    smoothed ALM (then warm-started at the last final iterate)."""
+    kappa = solves[0]["tolerance"]
+    low, high = _defaults.TIGHTEN_FACTORS
+    for _ in range(_defaults.TIGHTEN_ROUNDS):
+        last = solves[-1]
+        if not last["exact"][-1] > kappa:  # met, or NaN (not measurable)
+            return
+        if best_candidate(last, kappa, np.inf) is not None:
+            return
+        first = solves[0]["exact"][-1]
+        if len(solves) > 2 and not min(sol["exact"][-1] for sol in solves[1:]) < first:
+            return  # two rounds no fairer than the first solve: more will not help
+        previous = last["tolerance"]
+        effective = float(
+            np.clip(previous - (last["exact"][-1] - kappa), low * previous, high * previous)
+        )
+        if not effective < previous and len(solves) > 1:  # tolerance 0: nothing left
+            return
+        width = _defaults.TIGHTEN_WIDTH_FACTOR * last["width"]
+        cfg, data, x0 = rebuild(effective, width)
+        sol = None
+        if smooth(cfg):  # smoothed ALM: warm start at the last final iterate
+            sol = solve(cfg, data, last["iterates"][-1], effective)
+            if not sol["violations"][-1] <= sol["feasible_only"]:  # none feasible: cold
+                sol = None
+        if sol is None:
+            sol = solve(cfg, data, x0, effective)
+        solves.append(sol)
+
+
+def _truncate(history, k):
+    """The record of outer iterations ``0..k`` (the run with ``max_iter = k``)."""
+    if not history:
+        return history
+    out = {key: history[key][: k + 1] for key in ("objective", "max_violation", "params")}
+    out.update({key: history[key][:k] for key in ("n_feasible", "subproblem_gap")})
+    return out
+
+
+def fit_partial(settings: Settings, X, y01, codes, sample_weight, num_groups, name="partial"):
+    """Fit the constrained model on validated numpy data (float64, inside
+    ``jax.enable_x64``): resolve the interval, build the problem, solve it, tighten while
+    the exact training metric misses ``tolerance``, select the returned iterate.
+
+    Returns
+    -------
+    PartialFit
+        Numpy results; ``name`` names the estimator in error messages.
+    """
+    kappa = float(settings.tolerance)
+    with jax.enable_x64(True):
+        interval = resolve_interval(settings, X, y01, codes, sample_weight, num_groups)
+        args = (X, y01, codes, sample_weight, num_groups, interval)
+        cfg, data, x0 = build_problem(settings, *args)
+        K, eps, T = schedule(settings, X, cfg, data, x0)
+        measure = ExactMetric(settings, X, codes, sample_weight, interval, num_groups)
+
+        def solve(cfg, data, x0, tolerance):
+            return solve_surrogate(settings, name, X, cfg, data, x0, K, eps, T, measure, tolerance)
+
+        def rebuild(tolerance, width):
+            rule = "closed" if settings.grid == "lemma" else settings.grid
+            return build_problem(settings, *args, tolerance=tolerance, grid_rule=rule, width=width)
+
+        solves = [solve(cfg, data, x0, kappa)]
+        if cfg.constraint != "none":
+            tighten(solves, rebuild, solve, settings.smooth_ran)
+    chosen, pick = select(solves, kappa)
+    capped = 0
+    if settings.alm_ran(cfg):
+        capped = int(np.sum(chosen["history"]["n_feasible"] >= T))
+    return PartialFit(
+        params=chosen["iterates"][pick],
+        grid=chosen["grid"].copy(),
+        interval=interval,
+        n_iter=K if settings.solver == "ssg_direct" else pick,
+        objective=float(chosen["objectives"][pick]),
+        constraint_violation=float(chosen["violations"][pick]),
+        train_unfairness=float(chosen["exact"][pick]),
+        effective_tolerance=chosen["tolerance"],
+        tightening={
+            "effective_tolerance": np.array([sol["tolerance"] for sol in solves]),
+            "train_unfairness": np.array([sol["exact"][-1] for sol in solves]),
+            "objective": np.array([sol["objectives"][-1] for sol in solves]),
+        },
+        schedule={"max_iter": K, "inner_tol": eps, "inner_max_iter": T},
+        history=_truncate(chosen["history"], pick),
+        stuck=chosen["stuck"],
+        n_capped=capped,
+        n_solves=len(solves),
+        min_tolerance=min(sol["tolerance"] for sol in solves),
+    )

@@ -1,0 +1,98 @@
+"""The partial family's solver entry point and its tightening policy, without an
+estimator (``fairest.partial._fit``)."""
+
+import numpy as np
+import pytest
+from _partial_helpers import PSP
+
+from fairest.metrics import partial_statistical_parity
+from fairest.partial import _defaults
+from fairest.partial._fit import PartialFit, Settings, fit_partial, select, tighten
+
+
+def _solve(objectives, exact, tolerance, width=1.0, first=0):
+    """A fake surrogate solve: its candidate objectives and exact metrics."""
+    objectives = np.asarray(objectives, dtype=float)
+    exact = np.asarray(exact, dtype=float)
+    return {
+        "objectives": objectives,
+        "violations": np.zeros_like(objectives),
+        "iterates": np.arange(objectives.size, dtype=float)[:, None],
+        "exact": np.full(objectives.size, np.nan),
+        "true_exact": exact,
+        "measure": None,
+        "first": first,
+        "tolerance": tolerance,
+        "width": width,
+    }
+
+
+def _measured(sol):
+    """Fill the final exact value and make the lazy measure read ``true_exact``."""
+    sol["exact"][-1] = sol["true_exact"][-1]
+    sol["measure"] = lambda x: float(sol["true_exact"][int(x[0])])
+    return sol
+
+
+def test_select_most_accurate_candidate_meeting_tolerance():
+    """Among candidates meeting kappa the smallest objective wins (across solves); with
+    none, the fairest final model is returned."""
+    a = _measured(_solve([0.9, 0.5, 0.4, 0.3], [0.0, 0.04, 0.06, 0.2], 0.05))
+    b = _measured(_solve([0.9, 0.45, 0.42], [0.0, 0.05, 0.03], 0.03))
+    sol, k = select([a, b], 0.05)
+    assert sol is b and k == 2  # 0.42 < 0.5 (a's best meeting 0.05)
+    c = _measured(_solve([0.9, 0.3], [0.2, 0.2], 0.05, first=1))
+    d = _measured(_solve([0.9, 0.35], [0.0, 0.1], 0.03, first=1))
+    sol, k = select([c, d], 0.05)
+    assert sol is d and k == 1  # nobody meets 0.05: the fairest final model
+
+
+def test_tighten_follows_the_documented_rule():
+    """Each round lowers the internal tolerance by the measured excess, clipped to
+    [0.25, 0.9] x the last one, halves the width, and stops after TIGHTEN_ROUNDS."""
+    kappa = 0.05
+    calls = []
+    excess = iter([0.08, 0.06, 0.055])
+
+    def rebuild(tolerance, width):
+        calls.append((tolerance, width))
+        return None, None, None
+
+    def solve(cfg, data, x0, tolerance):
+        return _measured(_solve([0.9, 0.5], [0.0, next(excess)], tolerance, calls[-1][1], 1))
+
+    solves = [_measured(_solve([0.9, 0.4], [0.0, 0.1], kappa, 1.0, 1))]
+    tighten(solves, rebuild, solve, lambda cfg: False)
+    assert len(solves) == 1 + _defaults.TIGHTEN_ROUNDS
+    low, high = _defaults.TIGHTEN_FACTORS
+    expected, previous, last_exact = [], kappa, 0.1
+    for exact in (0.08, 0.06, 0.055):
+        previous = float(np.clip(previous - (last_exact - kappa), low * previous, high * previous))
+        expected.append(previous)
+        last_exact = exact
+    np.testing.assert_allclose([t for t, _ in calls], expected)
+    np.testing.assert_allclose([w for _, w in calls], [0.5, 0.25, 0.125])
+
+
+def test_tighten_stops_when_a_candidate_meets_tolerance():
+    solves = [_measured(_solve([0.9, 0.5, 0.4], [0.0, 0.04, 0.1], 0.05, 1.0, 1))]
+    tighten(solves, None, None, lambda cfg: False)
+    assert len(solves) == 1
+
+
+def test_fit_partial_promise_without_estimator():
+    """fit_partial on numpy data: the stored train_unfairness_ is the exact metric of
+    the returned parameters (recomputed by fairest.metrics) and meets tolerance."""
+    rng = np.random.default_rng(0)  # the estimator's docstring example
+    g = rng.integers(0, 2, 400)
+    X = rng.normal(size=(400, 3)) + g[:, None]
+    y = (X[:, 0] + rng.normal(size=400) > 0.5).astype(float)
+    settings = Settings(PSP, interval=(0.0, 0.5), tolerance=0.2, max_iter=20, inner_max_iter=100)
+    result = fit_partial(settings, X, y, g.astype(np.int32), np.ones(400), 2)
+    assert isinstance(result, PartialFit)
+    d = X.shape[1]
+    scores = X @ result.params[1 : 1 + d] + result.params[0]
+    exact = partial_statistical_parity(None, scores, sensitive_features=g, interval=(0.0, 0.5))
+    assert result.train_unfairness == pytest.approx(exact, abs=1e-12)
+    assert result.train_unfairness <= 0.2
+    assert result.tightening["objective"].size == result.n_solves
