@@ -12,6 +12,7 @@ from fairest.partial import (
     PartialParityClassifier,
     PartialParityPenaltyClassifier,
 )
+from fairest.paths import fairness_path
 from fairest.postprocessing import GroupThresholdClassifier
 from fairest.reweighting import (
     BADRClassifier,
@@ -42,6 +43,7 @@ __all__ = [
     "__version__",
     "certify_fairness",
     "config_context",
+    "fairness_path",
     "get_config",
     "set_config",
     "show_versions",

@@ -5,7 +5,11 @@ below: adding a method is adding one entry. A method is a factory of an unfitted
 estimator; the job wraps it in the same preprocessing Pipeline, routes
 ``sensitive_features`` through metadata routing, times ``fit`` and scores the held-out
 split, with percentile bootstrap intervals (:class:`fairest.metrics.MetricFrame`, the same
-replicates for every method). A :class:`~fairest.utils.FairnessWarning`, a
+replicates for every method). A method with a fairness knob (``Method.path``) also gets
+its fairness path on a few values (:func:`fairest.fairness_path`, fitted on the
+preprocessed training split, scored on the test split); a post-processor's path reuses its
+fitted classifier (one score computation for all tolerances). Methods marked
+``optional`` (the certified row) run only when named. A :class:`~fairest.utils.FairnessWarning`, a
 :class:`~sklearn.exceptions.ConvergenceWarning` of a fit or an
 :class:`~sklearn.exceptions.UndefinedMetricWarning` of its scoring (a tiny group without
 positives in the test split) becomes a one-line note of the method instead of a warning.
@@ -19,23 +23,28 @@ import importlib.util
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 from sklearn import config_context
 from sklearn.compose import ColumnTransformer, make_column_selector
+from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.exceptions import ConvergenceWarning, UndefinedMetricWarning
 from sklearn.impute import SimpleImputer
+from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import accuracy_score, root_mean_squared_error
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
+from fairest.certified import CertifiedFairClassifier
 from fairest.constrained import LossGapConstrainedClassifier
 from fairest.ermi import ERMIClassifier
 from fairest.metrics import MetricFrame, demographic_parity_difference, equalized_odds_difference
 from fairest.metrics._frame import RATE_METRICS
 from fairest.partial import PartialParityClassifier
+from fairest.paths import fairness_path
+from fairest.postprocessing import GroupThresholdClassifier
 from fairest.reweighting import (
     BADRClassifier,
     BADRRegressor,
@@ -60,6 +69,9 @@ class Method:
     make: Callable[[int], object]  # random_state -> unfitted estimator
     routed: bool = True  # takes sensitive_features through metadata routing
     describe: Callable[[object], str] | None = None  # fitted estimator -> what it chose
+    groups_at_predict: bool = False  # predict(X, sensitive_features=...) (post-processors)
+    path: tuple[str, tuple] | None = None  # (param, values) of its fairness path
+    optional: bool = False  # runs only when named (--methods or --certified)
 
 
 def _describe_group_weights(estimator) -> str:
@@ -76,6 +88,22 @@ def _describe_interval(estimator) -> str:
 
 def _describe_privacy(estimator) -> str:
     return f"epsilon spent {estimator.epsilon_spent_:.2f}"
+
+
+def _describe_thresholds(estimator) -> str:
+    thresholds = ", ".join(
+        f"{label}: {t:.3f}" for label, t in zip(estimator.groups_, estimator.thresholds_)
+    )
+    return f"thresholds {thresholds} (train unfairness {estimator.train_unfairness_:.4f})"
+
+
+def _describe_certificate(estimator) -> str:
+    if estimator.certified_:
+        return f"certified ({estimator.best_params_})" if estimator.best_params_ else "certified"
+    return f"no solution found, predicts the majority class: {estimator.no_solution_reason_}"
+
+
+TOLERANCE_PATH = ("tolerance", (0.0, 0.01, 0.02, 0.05, 0.1, 0.2))
 
 
 METHODS: dict[str, Method] = {
@@ -118,6 +146,7 @@ METHODS: dict[str, Method] = {
         "FERMI (ERMI-regularised logistic regression)",
         "classification",
         lambda seed: ERMIClassifier(fairness_weight=1.0, random_state=seed),
+        path=("fairness_weight", (0.0, 1.0, 4.0, 16.0)),
     ),
     "dp-fermi": Method(
         "DP-FERMI (epsilon=3, private sensitive attribute)",
@@ -141,6 +170,36 @@ METHODS: dict[str, Method] = {
         "Loss-gap constrained MLP (switching subgradient)",
         "classification",
         lambda seed: LossGapConstrainedClassifier(solver="ssw", random_state=seed),
+    ),
+    "threshold-erm": Method(
+        "Group thresholds on logistic regression (demographic parity, tolerance 0.02)",
+        "classification",
+        lambda seed: GroupThresholdClassifier(LogisticRegression(max_iter=1000), tolerance=0.02),
+        describe=_describe_thresholds,
+        groups_at_predict=True,
+        path=TOLERANCE_PATH,
+    ),
+    "threshold-hgb": Method(
+        "Group thresholds on gradient boosting (demographic parity, tolerance 0.02)",
+        "classification",
+        lambda seed: GroupThresholdClassifier(
+            HistGradientBoostingClassifier(random_state=seed), tolerance=0.02
+        ),
+        describe=_describe_thresholds,
+        groups_at_predict=True,
+        path=TOLERANCE_PATH,
+    ),
+    "certified-threshold": Method(
+        "Certified group thresholds (demographic parity <= 0.05 w.p. 0.95; --certified)",
+        "classification",
+        lambda seed: CertifiedFairClassifier(
+            GroupThresholdClassifier(LogisticRegression(max_iter=1000)),
+            on_no_solution="constant",
+            random_state=seed,
+        ),
+        describe=_describe_certificate,
+        groups_at_predict=True,
+        optional=True,
     ),
     "ridge": Method("ERM (ridge)", "regression", lambda seed: GroupWeightedRegressor()),
     "badr-ridge-dp": Method(
@@ -206,6 +265,7 @@ class Comparison:
 
     table: pd.DataFrame  # one row per method label
     fitted: dict  # method name -> fitted Pipeline
+    paths: dict = field(default_factory=dict)  # method name -> its fairness path (DataFrame)
 
 
 def group_labels(sensitive: pd.DataFrame) -> np.ndarray:
@@ -231,9 +291,16 @@ def ci_column(metric: str) -> str:
     return f"{metric} {CI_LEVEL:.0%} CI"
 
 
+def _predict(method: Method, pipeline, X, groups):
+    """``pipeline.predict(X)``; the groups go to the last step of a post-processor."""
+    if not method.groups_at_predict:
+        return pipeline.predict(X)
+    return pipeline[-1].predict(pipeline[:-1].transform(X), sensitive_features=groups)
+
+
 def _score_row(method: Method, estimator, data: CompareData, fit_seconds: float, n_boot, seed):
-    y_pred = estimator.predict(data.X_test)
     groups = group_labels(data.s_test)
+    y_pred = _predict(method, estimator, data.X_test, groups)
     row = {"method": method.label, "fit time (s)": fit_seconds}
     bootstrap = dict(sensitive_features=groups, n_boot=n_boot, random_state=seed)
     if data.task == "regression":
@@ -317,6 +384,41 @@ def _fit(method: Method, pipeline, data: CompareData, groups) -> float:
     return time.perf_counter() - start
 
 
+def _path_estimator(method: Method, fitted_step, seed: int):
+    """The unfitted estimator of the path: a post-processor reuses its fitted classifier."""
+    estimator = method.make(seed)
+    parameters = estimator.get_params(deep=False)
+    if "prefit" in parameters and hasattr(fitted_step, "estimator_"):
+        estimator.set_params(estimator=fitted_step.estimator_, prefit=True)
+    return estimator
+
+
+def fit_path(method: Method, pipeline, data: CompareData, seed: int) -> pd.DataFrame:
+    """``method``'s fairness path on the preprocessed training split, scored on the test
+    split: one row per value with the test accuracy and demographic parity difference."""
+    param, values = method.path
+    features = pipeline[:-1]
+    y_train = (data.y_train == np.unique(data.y_train)[-1]).astype(int)
+    y_test = (data.y_test == np.unique(data.y_train)[-1]).astype(int)
+    path = fairness_path(
+        _path_estimator(method, pipeline[-1], seed),
+        features.transform(data.X_train),
+        y_train,
+        sensitive_features=group_labels(data.s_train),
+        param=param,
+        values=list(values),
+        X_val=features.transform(data.X_test),
+        y_val=y_test,
+        sensitive_features_val=group_labels(data.s_test),
+    )
+    frame = path.to_frame().rename(columns={param: "value"})
+    frame.insert(0, "param", param)
+    frame["method"] = method.label
+    frame["unfairness metric"] = path.unfairness
+    frame["path time (s)"] = path.fit_time
+    return frame
+
+
 def run_comparison(
     data: CompareData,
     method_names: list[str],
@@ -324,6 +426,7 @@ def run_comparison(
     random_state: int = 0,
     n_boot: int = N_BOOT,
     progress: Callable[[str], None] = lambda message: None,
+    paths: bool = True,
 ) -> Comparison:
     """Fit each method on the training split and score it on the test split.
 
@@ -331,9 +434,11 @@ def run_comparison(
     demographic parity and equalized odds differences on the test split with their
     bootstrap intervals over ``n_boot`` replicates of the test rows (none when 0), the
     wall-clock fit time, what the method chose: group weights, interval, privacy spent,
-    and a ``note`` of the fairness or convergence warnings of its fit) and the fitted
-    pipelines by method name.
+    thresholds, certificate, and a ``note`` of the fairness or convergence warnings of its
+    fit), the fitted pipelines by method name and, for the methods with a ``path`` (on
+    classification, unless ``paths=False``), their fairness paths.
     """
+    with_paths, paths = paths, {}
     rows, fitted = [], {}
     for position, name in enumerate(method_names, start=1):
         method = METHODS[name]
@@ -343,8 +448,12 @@ def run_comparison(
         with _noting_warnings(noted):
             seconds = _fit(method, pipeline, data, group_labels(data.s_train))
             row = _score_row(method, pipeline, data, seconds, n_boot, random_state)
+        if with_paths and method.path is not None and data.task == "classification":
+            progress(f"[{position}/{len(method_names)}] fairness path of {method.label} ...")
+            with _noting_warnings(noted):
+                paths[name] = fit_path(method, pipeline, data, random_state).assign(name=name)
         row["fitted"] = method.describe(pipeline[-1]) if method.describe else ""
         row["note"] = _note(noted)
         rows.append(row)
         fitted[name] = pipeline
-    return Comparison(pd.DataFrame(rows).set_index("method"), fitted)
+    return Comparison(pd.DataFrame(rows).set_index("method"), fitted, paths)

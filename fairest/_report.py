@@ -5,6 +5,9 @@ section lists the warnings a fit raised (a fairness target missed, a solver stop
 early), one line per method. Figures:
 
 - ``pareto.png``: test accuracy vs demographic parity difference, one point per method;
+- ``paths.png``: the fairness paths of the methods that have one (test accuracy vs test
+  unfairness along the knob, each point labelled with its value; the values in
+  ``paths.csv``);
 - ``cdf_<method>.png``: per-group CDFs of the test scores of every method with a
   percentile interval (partial fairness), the interval shaded.
 """
@@ -67,6 +70,9 @@ def write_report(comparison, data, output: Path) -> Path:
     output.mkdir(parents=True, exist_ok=True)
     table = comparison.table
     table.to_csv(output / "results.csv")
+    paths = getattr(comparison, "paths", None) or {}
+    if paths:
+        pd.concat(paths.values(), ignore_index=True).to_csv(output / "paths.csv", index=False)
     figures = _figures(comparison, data, output)
     title = f"fairest compare: {data.name}"
     shown = table.drop(columns="note", errors="ignore")
@@ -114,6 +120,8 @@ def _figures(comparison, data, output: Path) -> list[Figure]:
     figures = []
     if data.task == "classification":
         figures.append(_pareto_figure(comparison.table, data, output))
+    if getattr(comparison, "paths", None):
+        figures.append(_paths_figure(comparison.paths, data, output))
     for name, pipeline in comparison.fitted.items():
         if getattr(pipeline[-1], "interval_", None) is not None:
             figures.append(_cdf_figure(name, pipeline, data, output))
@@ -140,6 +148,27 @@ def _pareto_figure(table: pd.DataFrame, data, output: Path) -> Figure:
     path = output / "pareto.png"
     ax.figure.savefig(path, dpi=120, bbox_inches="tight")
     return Figure(path, "accuracy vs demographic parity difference")
+
+
+def _paths_figure(paths: dict, data, output: Path) -> Figure:
+    """Every method's fairness path on the test split, each frontier point labelled."""
+    from fairest.plot import plot_pareto_frontier
+
+    frame = pd.concat(paths.values(), ignore_index=True)
+    frame["method"] = frame["name"] + ": path over " + frame["param"]
+    metrics = ", ".join(sorted(set(frame["unfairness metric"])))
+    caption = f"fairness paths: test accuracy vs test {metrics} along each method's knob"
+    ax = plot_pareto_frontier(
+        frame, x="unfairness", y="accuracy", annotate="value", title=f"{data.name}: {caption}"
+    )
+    ax.set_xlabel(f"test {metrics}  (lower is fairer)")
+    ax.set_ylabel("test accuracy  (higher is better)")
+    ax.figure.set_size_inches(12, 5)
+    handles, labels = ax.get_legend_handles_labels()
+    ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small")
+    path = output / "paths.png"
+    ax.figure.savefig(path, dpi=120, bbox_inches="tight")
+    return Figure(path, caption)
 
 
 def _cdf_figure(name: str, pipeline, data, output: Path) -> Figure:

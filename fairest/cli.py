@@ -254,7 +254,7 @@ def _command_compare(args) -> int:
 
     if args.methods == "list":
         for name, method in METHODS.items():
-            print(f"{name:18} {method.task:15} {method.label}")
+            print(f"{name:20} {method.task:15} {method.label}")
         return 0
     sensitive = args.sensitive.split(",") if args.sensitive else None
     if not 0.0 < args.test_size < 1.0:
@@ -274,7 +274,9 @@ def _command_compare(args) -> int:
         data = _load_bundled(args.dataset, sensitive, args.test_size, args.seed)
     if args.n_boot < 0:
         raise UserError(f"--n-boot must be 0 (no intervals) or positive; got {args.n_boot}.")
-    available = [name for name, method in METHODS.items() if method.task == data.task]
+    available = [
+        name for name, method in METHODS.items() if method.task == data.task and not method.optional
+    ]
     if args.methods:
         names = args.methods.split(",")
         unknown = [n for n in names if n not in METHODS]
@@ -285,6 +287,11 @@ def _command_compare(args) -> int:
             raise UserError(f"method(s) {wrong_task} do not handle {data.task}.")
     else:
         names = available
+    if args.certified:
+        certified = [n for n, m in METHODS.items() if m.optional and m.task == data.task]
+        if not certified:
+            raise UserError(f"--certified has no method for {data.task}.")
+        names += [n for n in certified if n not in names]
     _check_split(data)
     _check_output(Path(args.output))
     print(
@@ -300,7 +307,12 @@ def _command_compare(args) -> int:
             print(message, file=sys.stderr, flush=True)
 
         comparison = run_comparison(
-            data, names, random_state=args.seed, n_boot=args.n_boot, progress=say
+            data,
+            names,
+            random_state=args.seed,
+            n_boot=args.n_boot,
+            progress=say,
+            paths=not args.no_paths,
         )
     table = comparison.table
     with pd.option_context("display.width", 250, "display.float_format", "{:.4f}".format):
@@ -389,6 +401,18 @@ def _parser() -> argparse.ArgumentParser:
         "--no-progress",
         action="store_true",
         help="no progress line inside long fits (it is only drawn when stderr is a terminal)",
+    )
+    compare.add_argument(
+        "--no-paths",
+        action="store_true",
+        help="skip the fairness paths (paths.png) of the methods that have one",
+    )
+    compare.add_argument(
+        "--certified",
+        action="store_true",
+        help="add a certified row: the group-threshold post-processor wrapped in "
+        "CertifiedFairClassifier (a high-confidence demographic parity guarantee, or no "
+        "solution found)",
     )
     compare.add_argument(
         "--output",

@@ -411,3 +411,42 @@ def test_compare_counts_dropped_missing_targets_and_prints_plain_class(
     assert "dropped 3 row(s) with a missing 'label01'" in error
     assert "positive class of 'label01': 1 (coded 1)" in error
     assert seen["n"] == len(frame) - 3
+
+
+def test_compare_post_processor_rows_paths_and_certified_row(csv_file, tmp_path, capsys):
+    output = tmp_path / "out"
+    arguments = ["--data", str(csv_file), "--target", "label", "--sensitive", "sex"]
+    methods = "erm,threshold-erm"
+    assert (
+        main(["compare", *arguments, "--methods", methods, "--certified", "--output", str(output)])
+        == 0
+    )
+    printed = capsys.readouterr().out
+    assert "Group thresholds on logistic regression" in printed
+    assert "Certified group thresholds" in printed and "no solution found" in printed
+    results = pd.read_csv(output / "results.csv", index_col=0)
+    assert len(results) == 3
+    paths = pd.read_csv(output / "paths.csv")
+    assert set(paths["name"]) == {"threshold-erm"}
+    assert list(paths["value"]) == [0.0, 0.01, 0.02, 0.05, 0.1, 0.2]
+    # the path (the row's fitted classifier, thresholds re-searched per tolerance)
+    # reproduces the row's own test scores at the row's tolerance, 0.02
+    row = results.loc[results.index.str.startswith("Group thresholds on logistic")].iloc[0]
+    at_row = paths.loc[paths["value"] == 0.02].iloc[0]
+    assert at_row["val_accuracy"] == pytest.approx(row["accuracy"])
+    assert at_row["val_unfairness"] == pytest.approx(row["demographic parity diff"])
+    assert (paths["train_unfairness"] <= paths["value"] + 1e-9).all()
+    report = (output / "report.md").read_text()
+    assert "(paths.png)" in report and (output / "paths.png").stat().st_size > 10_000
+    # the certified row only when asked, the paths unless --no-paths
+    bare = tmp_path / "bare"
+    options = ["--methods", "threshold-erm", "--no-paths", "--output", str(bare)]
+    assert main(["compare", *arguments, *options]) == 0
+    assert len(pd.read_csv(bare / "results.csv")) == 1
+    assert not (bare / "paths.png").exists() and not (bare / "paths.csv").exists()
+
+
+def test_compare_certified_needs_a_classification_task(csv_file, tmp_path, capsys):
+    arguments = ["--data", str(csv_file), "--target", "amount", "--sensitive", "sex"]
+    assert main(["compare", *arguments, "--certified", "--output", str(tmp_path)]) == 2
+    assert "--certified has no method for regression" in capsys.readouterr().err

@@ -221,6 +221,8 @@ def _half_widths(frame, column, n_repeats, confidence):
 
 
 def _as_frame(results, method):
+    if hasattr(results, "to_frame") and hasattr(results, "estimators"):  # a FairnessPath
+        results = results.to_frame()
     if isinstance(results, dict):
         results = pd.DataFrame(results)
     if not isinstance(results, pd.DataFrame):
@@ -279,8 +281,10 @@ def plot_pareto_frontier(
     ----------
     results : DataFrame or dict of columns
         One row per fitted model, e.g. the table of ``fairest compare`` (methods in the
-        index), :func:`pareto_frame_from_cv_results` of a grid search, or a hand-made
-        table with one row per (method, hyper-parameter, seed).
+        index), :func:`pareto_frame_from_cv_results` of a grid search, a
+        :class:`fairest.paths.FairnessPath` (its ``to_frame()``: validation accuracy and
+        unfairness when it has them, else train), or a hand-made table with one row per
+        (method, hyper-parameter, seed).
     x : str, default="unfairness"
         Column of the unfairness (lower is better).
     y : str, default="accuracy"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import warnings
 from numbers import Real
 
@@ -274,6 +275,37 @@ default="demographic_parity"
             )
         return self
 
+    def _tolerance_path(self, X, y, *, sensitive_features, sample_weight, tolerances):
+        """Fitted copies at every tolerance (:func:`fairest.fairness_path`).
+
+        One fit (and one score computation) of the wrapped classifier and one build of
+        the per-group sorted counts; only the threshold search runs per tolerance. The
+        copies share ``estimator_``. Needs the groups at predict (no ``group_estimator``).
+        """
+        first = clone(self).set_params(tolerance=float(tolerances[0]))
+        if self.prefit:  # clone would drop the fitted classifier
+            first.set_params(estimator=self.estimator)
+        first.fit(X, y, sensitive_features=sensitive_features, sample_weight=sample_weight)
+        data = validate_fit_data(clone(self), X, y, sensitive_features, sample_weight)
+        _, y01 = encode_binary_target(type(self).__name__, data.y)
+        scores = first._scores(X)
+        points = group_points(
+            scores, y01, data.sample_weight, data.groups, int(data.groups.max()) + 1
+        )
+        path = []
+        for tolerance in tolerances:
+            fitted = copy.copy(first)
+            fitted.tolerance = tolerance
+            fitted._set_thresholds(
+                *solve_thresholds(points, self.metric, float(tolerance), self.randomized)
+            )
+            positive = fitted._positive_probability(scores, data.groups)
+            fitted.train_unfairness_ = fitted._expected_unfairness(
+                y01, positive, data.groups, data.sample_weight
+            )
+            path.append(fitted)
+        return path
+
     def _fitted(self, estimator, X, y, sample_weight, weighted):
         if self.prefit:
             check_is_fitted(estimator)
@@ -473,9 +505,11 @@ default="demographic_parity"
             ``random_state``.
         """
         self._validated(X)
-        positive = self._positive_probability(
-            self._scores(X), self._predict_codes(X, sensitive_features)
-        )
+        return self._predict_from(self._scores(X), self._predict_codes(X, sensitive_features))
+
+    def _predict_from(self, scores, codes):
+        """Labels from the wrapped classifier's scores and the threshold group codes."""
+        positive = self._positive_probability(scores, codes)
         if self.randomized:
             draws = check_random_state(self.random_state).uniform(size=positive.size)
             chosen = draws < positive

@@ -305,3 +305,34 @@ def test_docstring_examples_run():
 
     result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted >= 2 and result.failed == 0
+
+
+def test_plot_takes_a_fairness_path_directly():
+    from sklearn.linear_model import LogisticRegression
+
+    from fairest import GroupThresholdClassifier, fairness_path
+
+    rng = np.random.default_rng(0)
+    groups = rng.choice(["a", "b"], size=400)
+    X = rng.normal(size=(400, 2)) + (groups == "a")[:, None]
+    y = (X[:, 0] + rng.normal(size=400) > 0.5).astype(int)
+    path = fairness_path(
+        GroupThresholdClassifier(LogisticRegression()),
+        X[:300],
+        y[:300],
+        sensitive_features=groups[:300],
+        values=[0.0, 0.02, 0.05, 0.1, 0.3],
+        X_val=X[300:],
+        y_val=y[300:],
+        sensitive_features_val=groups[300:],
+    )
+    ax = plot_pareto_frontier(path, annotate="tolerance")
+    frame = path.to_frame()
+    # the drawn frontier is the brute-force front of the path's validation points
+    u, a = frame["val_unfairness"].to_numpy(), frame["val_accuracy"].to_numpy()
+    keep = brute_force_front(u, a)
+    order = np.argsort(u[keep], kind="stable")
+    np.testing.assert_allclose(
+        _frontier_line(ax, "GroupThresholdClassifier"), np.c_[u[keep][order], a[keep][order]]
+    )
+    assert len(ax.texts) == int(keep.sum())  # one tolerance label per frontier point

@@ -1,0 +1,519 @@
+"""Fairness paths: one estimator fitted along a grid of its fairness knob, in one sweep.
+
+:func:`fairness_path` returns, for every value of the knob (ERMI's ``fairness_weight``,
+a constrained method's or the post-processor's ``tolerance``, ...), the fitted estimator
+and its train (and validation) accuracy and unfairness, as a :class:`FairnessPath` with a
+``to_frame()`` that :func:`fairest.plot.plot_pareto_frontier` draws directly. How the
+points are computed depends on the family (``FairnessPath.strategy``):
+
+* ``"vmap"``: :class:`~fairest.ermi.ERMIClassifier` (full-batch solver): every value's
+  FERMI problem is solved at once, a BFGS ``vmap``-ped over ``fairness_weight`` in one
+  compiled program (one pass over the data per iteration serves every value), each
+  solution then polished by the family's own L-BFGS from there (usually zero or one
+  iteration), so each point is the refit's optimum to the solver tolerance;
+* ``"shared_scores"``: :class:`~fairest.postprocessing.GroupThresholdClassifier`: the
+  wrapped classifier is fitted and scores the data once; the per-group cumulative counts
+  are built once and only the threshold search runs per ``tolerance``;
+* ``"refit"``: any other estimator or parameter (the constrained families' ``tolerance``
+  included, whose stochastic solvers give a different model from a warm start than from
+  their seeded initialisation): ``clone(estimator).set_params(**{param: value}).fit(...)``
+  per value. Compiled kernels are shared across the values (the knobs are traced), so
+  only the first fit compiles.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import time
+import warnings
+from dataclasses import dataclass, field
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics import accuracy_score
+
+from fairest import metrics as _metrics
+
+__all__ = ["FairnessPath", "fairness_path"]
+
+DEFAULT_PARAMS = {  # class name -> the knob a path runs over when ``param`` is not given
+    "ERMIClassifier": "fairness_weight",
+    "GroupThresholdClassifier": "tolerance",
+    "LossGapConstrainedClassifier": "tolerance",
+    "PrunedFairClassifier": "tolerance",
+}
+RATE_METRICS = {
+    "demographic_parity": _metrics.demographic_parity_difference,
+    "equal_opportunity": _metrics.equal_opportunity_difference,
+    "equalized_odds": _metrics.equalized_odds_difference,
+}
+
+
+@dataclass
+class FairnessPath:
+    """What :func:`fairness_path` returns: one fitted model per value of the knob.
+
+    Parameters
+    ----------
+    param : str
+        The parameter the path runs over.
+    values : ndarray of shape (n_values,)
+        Its values, in the order given.
+    estimators : list of estimators
+        The fitted estimator at every value (``clone(estimator)`` with ``param`` set).
+    train_accuracy, train_unfairness : ndarray of shape (n_values,)
+        Accuracy and unfairness on the fit data (weighted by ``sample_weight``).
+    val_accuracy, val_unfairness : ndarray of shape (n_values,) or None
+        The same on the validation data; ``None`` without ``X_val``.
+    unfairness : str
+        The :mod:`fairest.metrics` function that measures the unfairness: the
+        estimator's own ``metric`` (e.g. ``demographic_parity_difference``).
+    strategy : {"vmap", "shared_scores", "refit"}
+        How the points were computed (see :func:`fairness_path`).
+    method : str
+        A label of the estimator (its class name), the ``method`` column of
+        :meth:`to_frame`.
+    fit_time : float
+        Wall-clock seconds of the whole path.
+    """
+
+    param: str
+    values: np.ndarray
+    estimators: list
+    train_accuracy: np.ndarray
+    train_unfairness: np.ndarray
+    val_accuracy: np.ndarray | None
+    val_unfairness: np.ndarray | None
+    unfairness: str
+    strategy: str
+    method: str
+    fit_time: float = field(default=0.0)
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per value of the knob, ready for :func:`fairest.plot.plot_pareto_frontier`.
+
+        Columns: ``method``, the parameter, ``accuracy`` and ``unfairness`` (validation
+        values when there are any, else train), and every train / validation column.
+
+        Returns
+        -------
+        frame : DataFrame
+            One row per value, in the order of ``values``.
+        """
+        frame = pd.DataFrame(
+            {
+                "method": self.method,
+                self.param: self.values,
+                "train_accuracy": self.train_accuracy,
+                "train_unfairness": self.train_unfairness,
+            }
+        )
+        if self.val_accuracy is not None:
+            frame["val_accuracy"] = self.val_accuracy
+            frame["val_unfairness"] = self.val_unfairness
+            frame["accuracy"], frame["unfairness"] = self.val_accuracy, self.val_unfairness
+        else:
+            frame["accuracy"], frame["unfairness"] = self.train_accuracy, self.train_unfairness
+        return frame
+
+
+def fairness_path(
+    estimator,
+    X,
+    y,
+    *,
+    sensitive_features,
+    param=None,
+    values,
+    X_val=None,
+    y_val=None,
+    sensitive_features_val=None,
+    sample_weight=None,
+):
+    """Fit ``estimator`` at every value of its fairness knob, faster than refitting.
+
+    Every point of the path is the model that
+    ``clone(estimator).set_params(**{param: value}).fit(X, y, sensitive_features=...,
+    sample_weight=...)`` returns, to the solver's tolerance; the path computes them
+    together:
+
+    * :class:`~fairest.ermi.ERMIClassifier`, ``fairness_weight`` (full-batch solver):
+      all values in one compiled BFGS ``vmap``-ped over the weight, polished by the
+      family's L-BFGS (``strategy="vmap"``);
+    * :class:`~fairest.postprocessing.GroupThresholdClassifier`, ``tolerance`` (groups
+      at predict): one fit and one score computation of the wrapped classifier, the
+      sorted per-group counts built once, only the threshold search per value
+      (``strategy="shared_scores"``). The points share the fitted ``estimator_``; they
+      equal refits when the wrapped classifier's fit is deterministic;
+    * anything else, including the constrained families' ``tolerance`` (seeded
+      stochastic solvers: a warm start would not give the refit's model) and
+      ERMI's SGDA solver: one refit per value, compiled code shared
+      (``strategy="refit"``).
+
+    Parameters
+    ----------
+    estimator : estimator
+        An unfitted fairest (or scikit-learn) classifier; it is cloned, never modified.
+    X : array-like of shape (n_samples, n_features)
+        Training data, as the estimator's ``fit`` takes it.
+    y : array-like of shape (n_samples,)
+        Target.
+    sensitive_features : array-like of shape (n_samples,) or (n_samples, k)
+        Group membership, passed to ``fit`` and to the unfairness metric.
+    param : str, default=None
+        The parameter the path runs over; ``None``: the family's knob
+        (``fairness_weight`` for ERMI, ``tolerance`` for the constrained and
+        post-processing families).
+    values : array-like of shape (n_values,)
+        Values of ``param`` (numbers), each valid for the estimator; kept in the order
+        given.
+    X_val, y_val, sensitive_features_val : array-like, default=None
+        Validation data (all three, or none): adds ``val_accuracy`` and
+        ``val_unfairness``.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Passed to ``fit``; weights the train accuracy and unfairness.
+
+    Returns
+    -------
+    path : FairnessPath
+        The fitted estimators and their train / validation accuracy and unfairness
+        (``path.to_frame()`` for a table).
+
+    Raises
+    ------
+    ValueError
+        If ``param`` is not a parameter of ``estimator`` (or none can be inferred), if
+        ``values`` is empty, not 1-D or not finite numbers, if a value is invalid for the
+        estimator (scikit-learn's ``InvalidParameterError``), or if the validation data is
+        incomplete.
+
+    References
+    ----------
+    .. [1] J. Friedman, T. Hastie, R. Tibshirani. "Regularization Paths for Generalized
+       Linear Models via Coordinate Descent". Journal of Statistical Software 33(1), 2010
+       (paths over a penalty weight, computed together).
+    .. [2] A. Lowy, S. Baharlouei, R. Pavan, M. Razaviyayn, A. Beirami. "A Stochastic
+       Optimization Framework for Fair Risk Minimization", TMLR 2022 (FERMI).
+    .. [3] M. Hardt, E. Price, N. Srebro. "Equality of Opportunity in Supervised
+       Learning". NeurIPS 2016 (group thresholds).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from fairest import GroupThresholdClassifier, fairness_path
+    >>> rng = np.random.default_rng(0)
+    >>> groups = rng.choice(["a", "b"], size=400)
+    >>> X = rng.normal(size=(400, 2)) + (groups == "a")[:, None]
+    >>> y = (X[:, 0] + rng.normal(size=400) > 0.5).astype(int)
+    >>> path = fairness_path(GroupThresholdClassifier(LogisticRegression()), X, y,
+    ...                      sensitive_features=groups, values=[0.0, 0.05, 0.2])
+    >>> path.to_frame()[["tolerance", "train_unfairness"]].shape
+    (3, 2)
+    >>> bool(np.all(path.train_unfairness <= path.values + 1e-9))
+    True
+    """
+    start = time.perf_counter()
+    param = _resolve_param(estimator, param)
+    given = list(np.asarray(values, dtype=object).ravel())  # ints stay ints for set_params
+    values = _check_values(estimator, param, values)
+    validation = _check_validation(X_val, y_val, sensitive_features_val)
+    fit = dict(sensitive_features=sensitive_features, sample_weight=sample_weight)
+    strategy = _strategy(estimator, param)
+    if strategy == "vmap":
+        estimators = _ermi_path(estimator, param, values, X, y, fit)
+    elif strategy == "shared_scores":
+        estimators = estimator._tolerance_path(X, y, tolerances=values, **fit)
+    else:
+        estimators = [_refit(estimator, param, value, X, y, fit) for value in given]
+    metric_name, metric = _unfairness_metric(estimator)
+    train = _path_scores(estimators, metric, X, y, sensitive_features, sample_weight, strategy)
+    val = _path_scores(estimators, metric, *validation, None, strategy) if validation else None
+    return FairnessPath(
+        param=param,
+        values=values,
+        estimators=estimators,
+        train_accuracy=np.array([a for a, _ in train]),
+        train_unfairness=np.array([u for _, u in train]),
+        val_accuracy=None if val is None else np.array([a for a, _ in val]),
+        val_unfairness=None if val is None else np.array([u for _, u in val]),
+        unfairness=metric_name,
+        strategy=strategy,
+        method=type(estimator).__name__,
+        fit_time=time.perf_counter() - start,
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# validation
+
+
+def _resolve_param(estimator, param) -> str:
+    if not hasattr(estimator, "get_params") or not hasattr(estimator, "fit"):
+        raise TypeError(
+            f"estimator must be a scikit-learn estimator; got {type(estimator).__name__}."
+        )
+    names = sorted(estimator.get_params(deep=False))
+    if param is None:
+        param = DEFAULT_PARAMS.get(type(estimator).__name__)
+        if param is None:
+            raise ValueError(
+                f"no default path parameter for {type(estimator).__name__}; pass param= "
+                f"(one of {names})."
+            )
+    if not isinstance(param, str) or param not in names:
+        raise ValueError(
+            f"param={param!r} is not a parameter of {type(estimator).__name__}; "
+            f"its parameters are {names}."
+        )
+    return param
+
+
+def _check_values(estimator, param, values) -> np.ndarray:
+    array = np.asarray(values, dtype=object)
+    if array.ndim != 1 or array.size == 0:
+        raise ValueError(f"values must be a non-empty 1-D list of numbers; got {values!r}.")
+    try:
+        numbers = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"values must be numbers; got {values!r}.") from None
+    if not np.all(np.isfinite(numbers)):
+        raise ValueError(f"values must be finite numbers; got {values!r}.")
+    for value in array:  # scikit-learn's own check of each value (InvalidParameterError)
+        candidate = clone(estimator).set_params(**{param: value})
+        if hasattr(candidate, "_validate_params"):
+            candidate._validate_params()
+    return numbers
+
+
+def _check_validation(X_val, y_val, sensitive_features_val):
+    given = [v is not None for v in (X_val, y_val, sensitive_features_val)]
+    if any(given) and not all(given):
+        raise ValueError(
+            "validation data needs X_val, y_val and sensitive_features_val together; got "
+            f"only {[n for n, g in zip(('X_val', 'y_val', 'sensitive_features_val'), given) if g]}."
+        )
+    return (X_val, y_val, sensitive_features_val) if all(given) else None
+
+
+# ---------------------------------------------------------------------------------------
+# strategies
+
+
+def _strategy(estimator, param) -> str:
+    name = type(estimator).__name__
+    if name == "ERMIClassifier" and param == "fairness_weight":
+        if estimator.dp_epsilon is None and estimator.solver in ("auto", "full-batch"):
+            return "vmap"
+    if name == "GroupThresholdClassifier" and param == "tolerance":
+        if estimator.group_estimator is None:
+            return "shared_scores"
+    return "refit"
+
+
+def _refit(estimator, param, value, X, y, fit):
+    fitted = clone(estimator).set_params(**{param: value})
+    weight = {} if fit["sample_weight"] is None else {"sample_weight": fit["sample_weight"]}
+    if "sensitive_features" in inspect.signature(fitted.fit).parameters:
+        return fitted.fit(X, y, sensitive_features=fit["sensitive_features"], **weight)
+    return fitted.fit(X, y, **weight)
+
+
+# ---------------------------------------------------------------------------------------
+# ERMI: a BFGS vmapped over fairness_weight
+
+
+@partial(jax.jit, static_argnames=("shape", "binary", "max_iter"))
+def _ermi_batched_bfgs(lams, X, y, s, t, weight, strata, alpha, gtol, *, shape, binary, max_iter):
+    """Every weight's FERMI minimiser from zeros, one BFGS per weight, ``vmap``-ped."""
+    from jax.scipy.optimize import minimize
+
+    from fairest.ermi._kernels import fermi_objective
+
+    def solve_one(lam):
+        def objective(flat):
+            return fermi_objective(
+                flat.reshape(shape), X, y, s, t, weight, strata, lam, alpha, binary
+            )
+
+        result = minimize(
+            objective,
+            jnp.zeros(shape[0] * shape[1]),
+            method="BFGS",
+            options={"maxiter": max_iter, "gtol": gtol},
+        )
+        return result.x, result.nit
+
+    return jax.vmap(solve_one)(lams)
+
+
+def _ermi_path(estimator, param, values, X, y, fit):
+    """ERMI fitted at every ``fairness_weight``: batched BFGS, then the family's L-BFGS.
+
+    A template is fitted with one L-BFGS iteration (every fitted attribute that does not
+    depend on the coefficients: classes, groups, privacy report, feature names); each
+    point is a copy of it with the polished coefficients, ``W_``, ``n_iter_`` and
+    ``objective_``.
+    """
+    from fairest._kernels import scores
+    from fairest._kernels._buckets import pad_rows
+    from fairest.ermi._estimator import _strata_constants
+    from fairest.ermi._kernels import closed_form_w, probabilities
+    from fairest.ermi._solvers import _device_strata, full_batch_solve
+    from fairest.utils._devices import place_rows
+    from fairest.utils._estimator import validate_fit_data
+
+    sensitive_features, sample_weight = fit["sensitive_features"], fit["sample_weight"]
+    template = clone(estimator).set_params(max_iter=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        template.fit(X, y, sensitive_features=sensitive_features, sample_weight=sample_weight)
+    template.set_params(max_iter=estimator.max_iter)
+    data = validate_fit_data(clone(estimator), X, y, sensitive_features, sample_weight)
+    y_codes = np.searchsorted(template.classes_, data.y).astype(np.int32)
+    n, d = data.X.shape
+    n_classes, n_groups = template.classes_.size, len(template.groups_)
+    weight = data.sample_weight / data.sample_weight.mean()
+    eo = estimator.metric == "equalized_odds"
+    strata_codes = y_codes if eo else np.zeros(n, np.int32)
+    strata, _, _ = _strata_constants(
+        strata_codes, data.groups, weight, n_classes if eo else 1, n_groups, estimator.eo_weighting
+    )
+    lams = values if sensitive_features is not None else np.zeros_like(values)
+    binary = n_classes == 2
+    shape = (d + 1, 1 if binary else n_classes)
+    points = []
+    with jax.enable_x64(True):
+        device_strata = _device_strata(strata)
+        rows = place_rows(pad_rows(n, data.X, y_codes, data.groups, strata_codes, weight))
+        alpha = jnp.asarray(float(estimator.alpha))
+        thetas, batched_iter = _ermi_batched_bfgs(
+            jnp.asarray(lams, dtype=jnp.float64),
+            *rows,
+            device_strata,
+            alpha,
+            float(estimator.tol),
+            shape=shape,
+            binary=binary,
+            max_iter=int(estimator.max_iter),
+        )
+        batched_iter = np.asarray(batched_iter)
+        for k, (value, lam, start) in enumerate(zip(values, lams, np.asarray(thetas))):
+            theta, objective, grad_norm, n_iter, converged = full_batch_solve(
+                start.reshape(shape),
+                *rows,
+                device_strata,
+                jnp.asarray(float(lam)),
+                alpha,
+                float(estimator.tol),
+                int(estimator.max_iter),
+                binary=binary,
+            )
+            theta = jnp.asarray(theta)
+            W = closed_form_w(
+                probabilities(scores(theta, rows[0]), binary), *rows[2:], device_strata
+            )
+            point = copy.deepcopy(template)
+            point.set_params(**{param: value})
+            theta = np.asarray(theta, dtype=np.float64)
+            point.intercept_, point.coef_ = theta[0].copy(), theta[1:].T.copy()
+            point.W_ = np.asarray(W, dtype=np.float64) if eo else np.asarray(W, dtype=np.float64)[0]
+            point.n_iter_, point.objective_ = int(batched_iter[k]) + n_iter, objective
+            if not converged:
+                warnings.warn(
+                    f"ERMI path: L-BFGS stopped at {param}={value:g} with gradient norm "
+                    f"{grad_norm:.2e} > tol={estimator.tol}; increase max_iter or alpha.",
+                    ConvergenceWarning,
+                    stacklevel=3,
+                )
+            points.append(point)
+    return points
+
+
+# ---------------------------------------------------------------------------------------
+# scores
+
+
+def _unfairness_metric(estimator):
+    """``(name, function(estimator, X, y, groups, weight))`` of the estimator's own metric."""
+    metric = getattr(estimator, "metric", None)
+    if isinstance(metric, str) and metric.startswith("loss_"):
+        return "loss_gap", partial(_loss_gap, kind=metric)
+    function = RATE_METRICS.get(metric, _metrics.demographic_parity_difference)
+    return function.__name__, partial(_rate_gap, function=function)
+
+
+def _predict(estimator, X, groups):
+    if "sensitive_features" in inspect.signature(estimator.predict).parameters:
+        return estimator.predict(X, sensitive_features=groups)
+    return estimator.predict(X)
+
+
+def _rate_gap(estimator, X, y, y_pred, groups, weight, *, function):
+    positive = estimator.classes_[-1]
+    return function(
+        (np.asarray(y) == positive).astype(int),
+        (np.asarray(y_pred) == positive).astype(int),
+        sensitive_features=groups,
+        sample_weight=weight,
+    )
+
+
+def _loss_gap(estimator, X, y, y_pred, groups, weight, *, kind):
+    """Spread of the groups' mean log losses, within the label strata of ``kind``."""
+    proba = estimator.predict_proba(X)
+    y = np.asarray(y)
+    groups = np.asarray(groups)
+    weight = np.ones(y.size) if weight is None else np.asarray(weight, dtype=np.float64)
+    strata = {
+        "loss_parity": [np.ones(y.size, dtype=bool)],
+        "loss_equal_opportunity": [y == estimator.classes_[-1]],
+        "loss_equalized_odds": [y == label for label in estimator.classes_],
+    }[kind]
+    gaps = [
+        _metrics.loss_gap(
+            y[rows],
+            proba[rows],
+            sensitive_features=groups[rows],
+            sample_weight=weight[rows],
+            labels=estimator.classes_,
+        )
+        for rows in strata
+        if rows.any()
+    ]
+    return float(max(gaps))
+
+
+def _group_codes(groups):
+    """Integer codes of 1-D groups (the metrics are invariant to relabelling, and codes
+    are encoded once instead of at every point); several columns are kept as given."""
+    array = np.asarray(groups)
+    if array.ndim == 1:
+        return np.unique(array, return_inverse=True)[1]
+    return groups
+
+
+def _path_scores(estimators, metric, X, y, groups, weight, strategy):
+    """``(accuracy, unfairness)`` of every point; the post-processor's points share one
+    score computation of their wrapped classifier."""
+    if strategy == "shared_scores":
+        first = estimators[0]
+        first._validated(X)
+        scores, codes = first._scores(X), first._predict_codes(X, groups)
+        predictions = [point._predict_from(scores, codes) for point in estimators]
+    else:
+        predictions = [_predict(point, X, groups) for point in estimators]
+    metric_groups = _group_codes(groups)
+    return [
+        (
+            float(accuracy_score(y, y_pred, sample_weight=weight)),
+            float(metric(point, X, y, y_pred, metric_groups, weight)),
+        )
+        for point, y_pred in zip(estimators, predictions)
+    ]

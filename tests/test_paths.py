@@ -1,0 +1,232 @@
+"""fairest.fairness_path: every point equals the plain refit at its value."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.linear_model import LogisticRegression
+from sklearn.utils._param_validation import InvalidParameterError
+
+from fairest import (
+    ERMIClassifier,
+    GroupThresholdClassifier,
+    LossGapConstrainedClassifier,
+    fairness_path,
+)
+from fairest.metrics import demographic_parity_difference, equalized_odds_difference
+from fairest.paths import FairnessPath
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    n = 600
+    groups = rng.choice(["a", "b", "c"], size=n, p=[0.5, 0.3, 0.2])
+    X = rng.normal(size=(n, 4)) + (groups == "a")[:, None] * [1.0, 0.5, 0.0, 0.0]
+    y = (X[:, 0] + 0.5 * X[:, 1] + rng.normal(size=n) > 0.6).astype(int)
+    weight = rng.uniform(0.5, 2.0, size=n)
+    return X[:450], y[:450], groups[:450], weight[:450], X[450:], y[450:], groups[450:]
+
+
+def refit(estimator, param, value, X, y, groups, weight=None):
+    """The reference: a plain clone().set_params().fit()."""
+    fitted = clone(estimator).set_params(**{param: value})
+    return fitted.fit(X, y, sensitive_features=groups, sample_weight=weight)
+
+
+def test_ermi_path_points_equal_refits_to_solver_tolerance(data):
+    X, y, groups, weight, X_val, y_val, groups_val = data
+    values = [0.0, 1.0, 4.0, 16.0]
+    path = fairness_path(
+        ERMIClassifier(),
+        X,
+        y,
+        sensitive_features=groups,
+        values=values,
+        sample_weight=weight,
+        X_val=X_val,
+        y_val=y_val,
+        sensitive_features_val=groups_val,
+    )
+    assert path.strategy == "vmap" and path.param == "fairness_weight"
+    assert path.unfairness == "demographic_parity_difference"
+    for value, point in zip(values, path.estimators):
+        reference = refit(ERMIClassifier(), "fairness_weight", value, X, y, groups, weight)
+        assert point.fairness_weight == value
+        # both stop at ||grad||_inf <= tol = 1e-8 (or no relative decrease left)
+        np.testing.assert_allclose(point.coef_, reference.coef_, atol=1e-5)
+        np.testing.assert_allclose(point.intercept_, reference.intercept_, atol=1e-5)
+        np.testing.assert_allclose(point.objective_, reference.objective_, rtol=1e-10)
+        np.testing.assert_allclose(point.W_, reference.W_, atol=1e-5)
+        np.testing.assert_array_equal(point.predict(X_val), reference.predict(X_val))
+    # the recorded scores are the fairest.metrics values of the points' predictions
+    last = path.estimators[-1]
+    expected = demographic_parity_difference(
+        y, last.predict(X), sensitive_features=groups, sample_weight=weight
+    )
+    assert path.train_unfairness[-1] == pytest.approx(expected)
+    assert path.val_accuracy[-1] == pytest.approx(np.mean(last.predict(X_val) == y_val))
+    # the knob does what it says on this data: less unfair at 16 than at 0
+    assert path.train_unfairness[-1] < 0.75 * path.train_unfairness[0]
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"metric": "demographic_parity"},
+        {"metric": "equalized_odds"},
+        {"metric": "equal_opportunity", "randomized": True, "random_state": 0},
+    ],
+    ids=["dp", "eodds", "eopp-randomized"],
+)
+def test_threshold_path_points_equal_refits(data, params):
+    X, y, groups, weight, X_val, y_val, groups_val = data
+    estimator = GroupThresholdClassifier(LogisticRegression(), **params)
+    values = [0.0, 0.02, 0.05, 0.2]
+    path = fairness_path(estimator, X, y, sensitive_features=groups, values=values)
+    assert path.strategy == "shared_scores"
+    for value, point, unfairness in zip(values, path.estimators, path.train_unfairness):
+        reference = refit(estimator, "tolerance", value, X, y, groups)
+        np.testing.assert_array_equal(point.thresholds_, reference.thresholds_)
+        assert point.train_unfairness_ == reference.train_unfairness_
+        assert point.tolerance == value
+        np.testing.assert_array_equal(
+            point.predict(X_val, sensitive_features=groups_val),
+            reference.predict(X_val, sensitive_features=groups_val),
+        )
+        if not params.get("randomized"):  # the metric of the hard train predictions
+            assert unfairness == pytest.approx(reference.train_unfairness_, abs=1e-12)
+    if params["metric"] == "equalized_odds":
+        assert path.unfairness == equalized_odds_difference.__name__
+
+
+def test_threshold_path_with_sample_weight(data):
+    X, y, groups, weight, *_ = data
+    estimator = GroupThresholdClassifier(LogisticRegression(), metric="demographic_parity")
+    path = fairness_path(
+        estimator, X, y, sensitive_features=groups, values=[0.01, 0.1], sample_weight=weight
+    )
+    for value, point in zip(path.values, path.estimators):
+        reference = refit(estimator, "tolerance", value, X, y, groups, weight)
+        np.testing.assert_array_equal(point.thresholds_, reference.thresholds_)
+        assert point.train_unfairness_ <= value + 1e-9
+
+
+def test_threshold_path_around_a_prefit_classifier(data):
+    X, y, groups, *_ = data
+    classifier = LogisticRegression(C=0.1).fit(X[:200], y[:200])
+    estimator = GroupThresholdClassifier(classifier, prefit=True)
+    path = fairness_path(estimator, X, y, sensitive_features=groups, values=[0.01, 0.1])
+    for value, point in zip(path.values, path.estimators):
+        reference = GroupThresholdClassifier(classifier, prefit=True, tolerance=value)
+        reference.fit(X, y, sensitive_features=groups)
+        assert point.estimator_ is classifier
+        np.testing.assert_array_equal(point.thresholds_, reference.thresholds_)
+
+
+def test_loss_gap_tolerance_path_refits_to_the_same_models(data):
+    X, y, groups, *_ = data
+    estimator = LossGapConstrainedClassifier(hidden_layer_sizes=(), n_epochs=2, random_state=0)
+    path = fairness_path(estimator, X, y, sensitive_features=groups, values=[0.02, 0.2])
+    assert path.strategy == "refit" and path.unfairness == "loss_gap"
+    for value, point in zip(path.values, path.estimators):
+        reference = refit(estimator, "tolerance", value, X, y, groups)
+        np.testing.assert_allclose(point.decision_function(X), reference.decision_function(X))
+        # the path's loss gap is the constrained family's own train unfairness
+        assert path.train_unfairness[list(path.values).index(value)] == pytest.approx(
+            reference.train_unfairness_, rel=1e-4
+        )
+
+
+def test_any_other_parameter_falls_back_to_refits(data):
+    X, y, groups, *_ = data
+    path = fairness_path(
+        LogisticRegression(), X, y, sensitive_features=groups, param="C", values=[0.01, 1.0]
+    )
+    assert path.strategy == "refit"
+    for value, point in zip(path.values, path.estimators):
+        reference = LogisticRegression(C=value).fit(X, y)
+        np.testing.assert_allclose(point.coef_, reference.coef_)
+
+
+def test_integer_parameter_values_stay_integers(data):
+    X, y, groups, *_ = data
+    path = fairness_path(
+        LogisticRegression(), X, y, sensitive_features=groups, param="max_iter", values=[100, 300]
+    )
+    assert [point.max_iter for point in path.estimators] == [100, 300]
+
+
+def test_to_frame_and_columns(data):
+    X, y, groups, _, X_val, y_val, groups_val = data
+    estimator = GroupThresholdClassifier(LogisticRegression())
+    train_only = fairness_path(estimator, X, y, sensitive_features=groups, values=[0.05, 0.1])
+    assert isinstance(train_only, FairnessPath)
+    frame = train_only.to_frame()
+    assert list(frame.columns) == [
+        "method",
+        "tolerance",
+        "train_accuracy",
+        "train_unfairness",
+        "accuracy",
+        "unfairness",
+    ]
+    np.testing.assert_array_equal(frame["accuracy"], frame["train_accuracy"])
+    with_val = fairness_path(
+        estimator,
+        X,
+        y,
+        sensitive_features=groups,
+        values=[0.05, 0.1],
+        X_val=X_val,
+        y_val=y_val,
+        sensitive_features_val=groups_val,
+    ).to_frame()
+    np.testing.assert_array_equal(with_val["unfairness"], with_val["val_unfairness"])
+    assert (with_val["method"] == "GroupThresholdClassifier").all()
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"param": "fairness"}, ValueError, "param='fairness' is not a parameter"),
+        ({"values": []}, ValueError, "non-empty 1-D"),
+        ({"values": [[0.1, 0.2]]}, ValueError, "non-empty 1-D"),
+        ({"values": ["low"]}, ValueError, "values must be numbers"),
+        ({"values": [0.1, np.nan]}, ValueError, "finite"),
+        ({"values": [-0.1]}, InvalidParameterError, "tolerance"),
+        ({"X_val": "given"}, ValueError, "X_val, y_val and sensitive_features_val together"),
+    ],
+)
+def test_bad_inputs_raise_clear_errors(data, kwargs, error, match):
+    X, y, groups, *_ = data
+    arguments = {"values": [0.1], **kwargs}
+    if "X_val" in arguments:
+        arguments["X_val"] = X
+    with pytest.raises(error, match=match) as info:
+        fairness_path(
+            GroupThresholdClassifier(LogisticRegression()),
+            X,
+            y,
+            sensitive_features=groups,
+            **arguments,
+        )
+    assert len(str(info.value)) < 500
+
+
+def test_no_default_parameter_and_not_an_estimator(data):
+    X, y, groups, *_ = data
+    with pytest.raises(ValueError, match="no default path parameter for LogisticRegression"):
+        fairness_path(LogisticRegression(), X, y, sensitive_features=groups, values=[1.0])
+    with pytest.raises(TypeError, match="scikit-learn estimator"):
+        fairness_path(object(), X, y, sensitive_features=groups, values=[1.0])
+
+
+def test_path_does_not_touch_the_given_estimator(data):
+    X, y, groups, *_ = data
+    estimator = GroupThresholdClassifier(LogisticRegression(), tolerance=0.3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fairness_path(estimator, X, y, sensitive_features=groups, values=[0.0, 0.1])
+    assert estimator.tolerance == 0.3 and not hasattr(estimator, "estimator_")
