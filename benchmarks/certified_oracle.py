@@ -2,8 +2,8 @@
 its tolerance at least 1 - delta of the time?
 
 A finite population: cells (group a, feature level x, label y) with known probabilities,
-so the true demographic parity difference (or equal opportunity difference) of any fitted
-model is computed exactly from its predictions on the 2 K distinct feature rows. Many
+so the true demographic parity difference (equal opportunity difference, 0-1 loss gap) of
+any fitted model is computed exactly from its predictions on the 2 K distinct feature rows. Many
 independent samples of n rows are drawn; each is given to a ``CertifiedFairClassifier``
 (and to an uncertified baseline: the most accurate candidate whose TRAINING unfairness is
 within the tolerance, fitted on all n rows). Reported per bound and n: NSF rate, the rate
@@ -12,6 +12,13 @@ binomial p-value against delta, true accuracy.
 
 The test ``tests/certified/test_oracle.py`` runs a small version of this in CI, and
 checks that the broken bound ``"point"`` (the point estimate, no confidence) fails it.
+
+Wrapped estimators: a least-squares classifier (a threshold sweep), a logistic regression
+(a class-weight sweep), fairest's ``GroupThresholdClassifier`` along its tolerance path
+(fixed-sequence testing), ``ERMIClassifier`` along its ``fairness_weight`` (demographic
+parity) and ``LossGapConstrainedClassifier`` along its ``tolerance`` on the log-loss gap,
+certified on the 0-1 loss gap of a population whose group 1 has labels independent of x
+(so its error stays high and the unconstrained model's loss gap is large).
 
 Usage: ``python benchmarks/certified_oracle.py [--quick] [--draws 400]``.
 """
@@ -22,19 +29,20 @@ import contextlib
 import inspect
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
 from scipy import stats
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fairest.certified import (
-    CertifiedFairClassifier,
-    _bounds,
-)
+from fairest.certified import CertifiedFairClassifier, _bounds, fairness_interval
+from fairest.constrained import LossGapConstrainedClassifier
+from fairest.ermi import ERMIClassifier
 from fairest.postprocessing import GroupThresholdClassifier
 
 K_LEVELS = 96  # fine enough that the fairness path has no large jumps
@@ -48,9 +56,13 @@ GRID = {"class_weight": [{0: 1.0, 1: float(w)} for w in POSITIVE_WEIGHTS]}
 
 
 class Population:
-    """The cells: ``features`` (2K, 2), ``p_x`` (2K,) = P(a, x) and ``p_y`` (2K,) = P(y=1 | a, x)."""
+    """The cells: ``features`` (2K, 2), ``p_x`` (2K,) = P(a, x) and ``p_y`` (2K,) = P(y=1 | a, x).
 
-    def __init__(self, label_shift: float = 0.5, slope: float = 0.6):
+    ``slope``: of the label's logit in x, one for both groups or one per group (0 for a
+    group makes its labels independent of x: a high error rate no model can lower).
+    """
+
+    def __init__(self, label_shift: float = 0.5, slope=0.6):
         levels = np.linspace(0.0, 15.0, K_LEVELS)
         density = np.exp(-0.5 * ((levels[None, :] - GROUP_CENTRE[:, None]) / SPREAD) ** 2)
         p_x_given_a = density / density.sum(axis=1, keepdims=True)  # (2, K)
@@ -59,6 +71,7 @@ class Population:
         self.group = group.astype(np.int64)
         self.features = np.column_stack([(level - 7.5) / 4.0, group])
         self.p_x = (GROUP_SHARE[:, None] * p_x_given_a).ravel()
+        slope = np.broadcast_to(np.asarray(slope, dtype=np.float64), (2,))[self.group]
         self.p_y = 1.0 / (1.0 + np.exp(-(slope * (level - 8.0) + label_shift * group)))
 
     def sample(self, n: int, rng: np.random.Generator):
@@ -68,18 +81,21 @@ class Population:
         return self.features[cells], y, self.group[cells]
 
     def true_metrics(self, model) -> dict:
-        """Exact population demographic parity / equal opportunity differences and accuracy."""
+        """Exact population demographic parity / equal opportunity differences, 0-1 loss
+        gap and accuracy."""
         predicted = (np.asarray(predict(model, self.features, self.group)) == 1).astype(np.float64)
         in_group = np.stack([self.group == 0, self.group == 1]).astype(np.float64)  # (2, 2K)
         mass = in_group * self.p_x
         selection = (mass @ predicted) / mass.sum(axis=1)
         positives = mass * self.p_y
         tpr = (positives @ predicted) / positives.sum(axis=1)
-        accuracy = float(self.p_x @ (predicted * self.p_y + (1 - predicted) * (1 - self.p_y)))
+        error = predicted * (1 - self.p_y) + (1 - predicted) * self.p_y  # per cell
+        group_error = (mass @ error) / mass.sum(axis=1)
         return {
             "demographic_parity_difference": float(np.ptp(selection)),
             "equal_opportunity_difference": float(np.ptp(tpr)),
-            "accuracy": accuracy,
+            "zero_one_loss_gap": float(np.ptp(group_error)),
+            "accuracy": float(self.p_x @ (1.0 - error)),
         }
 
 
@@ -143,27 +159,70 @@ ESTIMATORS = {
         GroupThresholdClassifier(LogisticRegression(solver="newton-cholesky")),
         {"tolerance": [0.2, 0.15, 0.1, 0.08, 0.06, 0.04, 0.02, 0.0]},
     ),
+    # fairest's ERMI (demographic parity) along its penalty weight; few L-BFGS iterations
+    # (cheap; the fit need not be optimal, only the same for certified and baseline)
+    "ermi": (
+        ERMIClassifier(max_iter=30, tol=1e-4),
+        {"fairness_weight": [0.0, 2.0, 4.0, 8.0, 32.0]},
+    ),
+    # the same on a fine grid around the tolerance (candidates whose true parity gap is
+    # near it: where a bound without confidence fails most often)
+    "ermi_fine": (
+        ERMIClassifier(max_iter=30, tol=1e-4),
+        {"fairness_weight": [0.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 32.0]},
+    ),
+    # fairest's loss-gap constrained logistic regression along its tolerance (on the
+    # log-loss gap), full batch; certified on the 0-1 loss gap of LOSS_GAP_POPULATION
+    "loss_gap": (
+        LossGapConstrainedClassifier(
+            hidden_layer_sizes=(),
+            batch_size=None,
+            constraint_batch_size=None,
+            n_epochs=300,
+            solver_params={"learning_rate": 1.0},
+            random_state=0,
+        ),
+        {"tolerance": [1.0, 0.2, 0.1, 0.05, 0.0]},
+    ),
 }
 SELECTION = {"post_processor": "fixed_sequence"}
 METRICS = ("demographic_parity_difference", "equal_opportunity_difference")
+# group 1's labels do not depend on x: its error stays near 0.38 whatever the model, so the
+# unconstrained model's 0-1 loss gap is about 0.23, and closing it costs group 0 accuracy
+LOSS_GAP_POPULATION = {"slope": (0.6, 0.0)}
+LOSS_GAP_METRIC = "zero_one_loss_gap"
+# per wrapped estimator: (population keywords, metrics it is certified on, tolerance);
+# the others use Population(), the --metrics and tolerance 0.1
+# The tolerances sit just below the true metric of a candidate the uncertified choice often
+# takes (ERMI at fairness_weight 4: demographic parity 0.06-0.11 by sample; the
+# unconstrained loss-gap model: 0-1 loss gap about 0.23), so that the test has power.
+SETTINGS = {
+    "ermi": ({}, ("demographic_parity_difference",), 0.08),
+    "ermi_fine": ({}, ("demographic_parity_difference",), 0.08),
+    "loss_gap": (LOSS_GAP_POPULATION, (LOSS_GAP_METRIC,), 0.22),
+}
 
 
-def uncertified(X, y, groups, metric: str, tolerance: float, estimator: str):
+def settings(estimator: str, metrics=METRICS):
+    """``(population, metrics, tolerance)`` of a wrapped estimator in the oracle."""
+    keywords, own_metrics, tolerance = SETTINGS.get(estimator, ({}, tuple(metrics), 0.1))
+    return Population(**keywords), own_metrics, tolerance
+
+
+def uncertified(X, y, groups, metric: str, tolerance: float, estimator: str, grid=None):
     """The baseline: the most accurate candidate whose TRAINING unfairness is within the
     tolerance (fitted on all n rows, no held-out test)."""
-    from fairest import metrics
-
-    best, best_accuracy = None, -1.0
     from sklearn.model_selection import ParameterGrid
 
-    base, grid = ESTIMATORS[estimator]
-    for params in ParameterGrid(grid):
+    best, best_accuracy = None, -1.0
+    base, default_grid = ESTIMATORS[estimator]
+    for params in ParameterGrid(default_grid if grid is None else grid):
         if "sensitive_features" in inspect.signature(base.fit).parameters:
             model = clone(base).set_params(**params).fit(X, y, sensitive_features=groups)
         else:
             model = clone(base).set_params(**params).fit(X, y)
         predicted = predict(model, X, groups)
-        unfairness = getattr(metrics, metric)(y, predicted, sensitive_features=groups)
+        unfairness = fairness_interval(metric, y, predicted, sensitive_features=groups).estimate
         accuracy = float(np.mean(predicted == y))
         if unfairness <= tolerance and accuracy > best_accuracy:
             best, best_accuracy = model, accuracy
@@ -182,13 +241,17 @@ def run_oracle(
     seed: int = 0,
     baseline: bool = False,
     estimator: str = "least_squares",
+    grid: dict | None = None,
 ) -> dict:
     """``draws`` independent samples of ``n`` rows: NSF and violation rates of the wrapper
-    (and of the uncertified baseline when asked)."""
+    (and of the uncertified baseline when asked). ``grid`` replaces the estimator's
+    candidate grid (a cheaper one for CI)."""
     rng = np.random.default_rng(seed)
-    base, grid = ESTIMATORS[estimator]
+    base, default_grid = ESTIMATORS[estimator]
+    grid = default_grid if grid is None else grid
     truths, nsf, accuracy, baseline_truths = [], 0, [], []
     start = time.perf_counter()
+    warnings.simplefilter("ignore", ConvergenceWarning)  # few-iteration candidate fits
     for draw in range(draws):
         X, y, groups = population.sample(n, rng)
         model = CertifiedFairClassifier(
@@ -207,7 +270,7 @@ def run_oracle(
         else:
             nsf += 1
         if baseline:
-            chosen = uncertified(X, y, groups, metric, tolerance, estimator)
+            chosen = uncertified(X, y, groups, metric, tolerance, estimator, grid)
             if chosen is not None:
                 baseline_truths.append(population.true_metrics(chosen)[metric])
     seconds = time.perf_counter() - start
@@ -239,50 +302,60 @@ def main():
 
     parser = base_parser(__doc__, "certified_oracle")
     parser.add_argument("--draws", type=int, default=100)
-    parser.add_argument("--estimators", nargs="+", default=["least_squares", "logistic"])
+    parser.add_argument("--estimators", nargs="*", default=["least_squares", "logistic"])
     parser.add_argument("--metrics", nargs="+", default=list(METRICS))
+    parser.add_argument("--sizes", type=int, nargs="+", default=[300, 1000, 4000, 16000])
+    parser.add_argument(
+        "--broken-estimators",
+        nargs="+",
+        default=["least_squares"],
+        help="wrapped estimators also run with the broken bound",
+    )
+    parser.add_argument("--bounds", nargs="+", help="only these bounds (default: per estimator)")
     parser.add_argument("--no-broken", action="store_true", help="skip the broken bound")
     args = parser.parse_args()
     threadpool_limits(1)
     draws = 20 if args.quick else args.draws
-    sizes = (300, 1000) if args.quick else (300, 1000, 4000, 16000)
-    population = Population()
+    sizes = (300, 1000) if args.quick else tuple(args.sizes)
     bounds_of = {
         "least_squares": ("clopper-pearson", "hoeffding", "bernstein", "student-t", "bootstrap"),
         "logistic": ("clopper-pearson",),
         "post_processor": ("clopper-pearson", "hoeffding"),
+        "ermi": ("clopper-pearson", "hoeffding"),
+        "ermi_fine": ("clopper-pearson",),
+        "loss_gap": ("clopper-pearson", "hoeffding"),
     }
-    cases = [
-        (metric, estimator, bound)
-        for metric in args.metrics
-        for estimator in args.estimators
-        for bound in bounds_of[estimator]
-    ]
     rows = []
-    for metric, estimator, bound in cases:
-        for n in sizes:
-            row = run_oracle(
-                population,
-                bound=bound,
-                n=n,
-                draws=draws,
-                metric=metric,
-                seed=n,
-                estimator=estimator,
-                baseline=bound == "clopper-pearson",
-            )
-            rows.append({"metric": metric, **row})
-            print(rows[-1], flush=True)
-    for metric in [] if args.no_broken else args.metrics:
-        with broken_bound() as name:
+
+    def run_case(estimator, bound, baseline):
+        population, metrics, tolerance = settings(estimator, args.metrics)
+        for metric in metrics:
             for n in sizes:
-                row = run_oracle(population, bound=name, n=n, draws=draws, metric=metric, seed=n)
-                rows.append({"metric": metric, **row})
+                row = run_oracle(
+                    population,
+                    bound=bound,
+                    n=n,
+                    draws=draws,
+                    metric=metric,
+                    tolerance=tolerance,
+                    seed=n,
+                    estimator=estimator,
+                    baseline=baseline,
+                )
+                rows.append({"metric": metric, "tolerance": tolerance, **row})
                 print(rows[-1], flush=True)
+
+    for estimator in args.estimators:
+        for bound in args.bounds or bounds_of[estimator]:
+            run_case(estimator, bound, baseline=bound == "clopper-pearson")
+    for estimator in [] if args.no_broken else args.broken_estimators:
+        with broken_bound() as name:
+            run_case(estimator, name, baseline=False)
     if args.quick and args.name == "certified_oracle":
         return
     columns = [
         "metric",
+        "tolerance",
         "estimator",
         "bound",
         "n",
@@ -304,8 +377,13 @@ def main():
             "Population oracle (benchmarks/certified_oracle.py): 2 groups (60/40), 96 feature "
             "levels, exact population metrics; CertifiedFairClassifier around a least-squares "
             "linear classifier (27 decision thresholds), a logistic regression (12 "
-            "positive-class weights) or GroupThresholdClassifier(LogisticRegression) along "
-            "its tolerance path (8 values, fixed-sequence testing), tolerance 0.1, delta 0.05, safety_fraction 0.6. "
+            "positive-class weights), GroupThresholdClassifier(LogisticRegression) along "
+            "its tolerance path (8 values, fixed-sequence testing), ERMIClassifier (5 "
+            "fairness weights 0-32, demographic parity, tolerance 0.08; ermi_fine: 8 weights "
+            "0, 2, 3, 4, 5, 6, 8, 32) or "
+            "LossGapConstrainedClassifier (linear, 5 tolerances 1-0 on the log-loss gap; "
+            "certified on the 0-1 loss gap, tolerance 0.22, in a population whose group 1 "
+            "has labels independent of x); delta 0.05, safety_fraction 0.6. "
             "violation_rate: share of CERTIFIED models whose TRUE metric exceeds the "
             "tolerance; p_value: P(Binomial(certified, 0.05) >= violations) (small = the "
             "guarantee is broken). baseline: the most accurate candidate with TRAINING metric "

@@ -716,5 +716,81 @@ class MetricFrame:
         """
         return self._interval(self.bootstrap_distribution("ratio", method).to_numpy())
 
+    def difference_certified(self, *, delta=0.05, bound="clopper-pearson") -> pd.DataFrame:
+        """Certified (finite-sample) interval of the between-groups :meth:`difference`.
+
+        For the rate metrics whose difference is a fairness metric of
+        :func:`fairest.certified.fairness_interval` (``selection_rate``: demographic
+        parity difference; ``true_positive_rate``: equal opportunity difference;
+        ``accuracy``: the 0-1 loss gap), on unweighted binary labels; NaN for the other
+        metrics. Unlike the bootstrap's :meth:`difference_ci` (an approximate two-sided
+        interval of the estimate's spread), every row holds with probability at least
+        ``1 - delta``, all rows at once (``delta`` is split equally over them), provided
+        the rows are an i.i.d. sample not used to fit or choose the model.
+
+        Parameters
+        ----------
+        delta : float, default=0.05
+            Error probability of the whole table.
+        bound : {"clopper-pearson", "hoeffding", "bernstein", "student-t", "bootstrap"}, \
+default="clopper-pearson"
+            As in :func:`fairest.certified.fairness_interval`.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per metric, columns ``lower``, ``upper`` and ``certified_metric``
+            (the fairness metric bounded, missing where none applies).
+
+        Raises
+        ------
+        ValueError
+            With ``sample_weight`` (the bounds count rows, as the guarantee is about the
+            population the rows are drawn from).
+        """
+        from fairest.certified import fairness_interval
+
+        y_true, y_pred, codes, _, _, weighted = self._data
+        if weighted:
+            raise ValueError(
+                "difference_certified counts rows unweighted; build the frame without "
+                "sample_weight."
+            )
+        binary = _is_binary_coded(y_true) and _is_binary_coded(y_pred)
+        bounded = {
+            name: _CERTIFIED_DIFFERENCES.get(rate.name)
+            for name, rate in self._fast.items()
+            if rate is not None and binary
+        }
+        bounded = {name: metric for name, metric in bounded.items() if metric is not None}
+        lower = dict.fromkeys(self._metrics, np.nan)
+        upper = dict.fromkeys(self._metrics, np.nan)
+        for name, metric in bounded.items():
+            interval = fairness_interval(
+                metric,
+                (y_true == 1).astype(int),
+                (y_pred == 1).astype(int),
+                sensitive_features=codes,
+                delta=delta / len(bounded),
+                bound=bound,
+            )
+            lower[name], upper[name] = interval.lower, interval.upper
+        return pd.DataFrame(
+            {
+                "lower": list(lower.values()),
+                "upper": list(upper.values()),
+                "certified_metric": [bounded.get(name) for name in self._metrics],
+            },
+            index=list(self._metrics),
+        )
+
     def __repr__(self) -> str:
         return f"MetricFrame(metrics={list(self._metrics)}, groups={len(self._index)})"
+
+
+# the between-groups difference of these rates is a metric fairest.certified bounds
+_CERTIFIED_DIFFERENCES = {
+    "selection_rate": "demographic_parity_difference",
+    "true_positive_rate": "equal_opportunity_difference",
+    "accuracy": "zero_one_loss_gap",
+}

@@ -1,0 +1,278 @@
+"""fairest.certified beside seldonian-engine 0.8.x: the Science paper's protocol on Adult.
+
+Thomas et al. (Science 2019), figure 3: the x axis is the amount of training data; for each
+amount, several runs report the probability of no solution found (NSF), the probability
+that a returned model violates the constraint on held-out data, its accuracy, and here the
+seconds per run. Same data, constraint and splits as ``benchmarks/certified_adult.py``:
+training subsets of the UCI Adult train file (run ``r`` draws its rows with
+``default_rng(r)``), sex groups, demographic parity difference <= 0.05 at delta = 0.05,
+judged on the UCI test file (16,281 rows). Every run's candidate / safety split is the
+one ``CertifiedFairClassifier(random_state=r)`` makes (60 % of every sex-label stratum in
+the safety part), computed here and handed to both libraries.
+
+* **seldonian-engine** (the released quasi-Seldonian algorithm of the paper's authors):
+  binary logistic regression trained by KKT gradient descent on the Lagrangian of the
+  loss and the constraint ``abs((PR | [M]) - (PR | [F])) - 0.05`` (``PR``: the mean
+  predicted *probability* of a group, the only positive rate the engine bounds for a
+  classifier), Student-t bounds (its default), candidate bound inflated as in the
+  paper. It runs in its own venv through ``certified_seldonian_runner.py`` (a fresh
+  process per run, data through an ``.npz`` file): it is never imported into fairest's
+  environment, and none of its code is copied.
+* **fairest**: ``CertifiedFairClassifier(LogisticRegression, class_weight sweep)`` as in
+  ``certified_adult.py``, with the Student-t bound (the engine's) and the exact
+  Clopper-Pearson bound, on the hard-prediction demographic parity difference.
+
+Test violations are reported on hard predictions (threshold 0.5: what a user deploys and
+what fairlearn reports) and, for the engine, also on its own soft quantity (the gap of
+mean predicted probabilities), which is what its certificate is about. Seconds per run:
+the wall time of ``SeldonianAlgorithm(spec).run()`` inside the worker (interpreter start
+and imports excluded) and of ``CertifiedFairClassifier.fit``.
+
+Usage: ``python benchmarks/certified_seldonian.py [--quick] [--runs 5] [--num-iters 1000]``.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+from _common import (
+    RESULTS,
+    adult_numeric,
+    base_parser,
+    markdown_table,
+    run_worker,
+    write_results,
+)
+from certified_adult import DELTA, ESTIMATORS, METRIC, TOLERANCE, test_scores
+from sklearn.exceptions import ConvergenceWarning
+from threadpoolctl import threadpool_limits
+
+from fairest.certified import CertifiedFairClassifier
+from fairest.certified._estimator import stratified_safety_split
+
+SELDONIAN_PYTHON = Path("/tmp/venv-seldonian/bin/python")
+RUNNER = Path(__file__).resolve().parent / "certified_seldonian_runner.py"
+SAFETY_FRACTION = 0.6
+
+
+def fairest_split(y, groups, run: int) -> np.ndarray:
+    """The safety mask ``CertifiedFairClassifier(random_state=run)`` draws (strata: group
+    code * 2 + label code, group and label codes in sorted order)."""
+    _, group_codes = np.unique(groups, return_inverse=True)
+    _, label_codes = np.unique(y, return_inverse=True)
+    return stratified_safety_split(group_codes * 2 + label_codes, SAFETY_FRACTION, run)
+
+
+def export_job(path: Path, X, y, groups, safety, num_iters: int) -> None:
+    """The split as the engine's worker reads it: one-hot sex columns, labels 0/1."""
+    names = np.unique(groups)
+    onehot = (groups[:, None] == names[None, :]).astype(np.int64)
+    y01 = (y == np.max(y)).astype(np.int64)
+    left, right = (f"(PR | [{name}])" for name in names)
+    np.savez(
+        path,
+        X_candidate=X[~safety],
+        y_candidate=y01[~safety],
+        s_candidate=onehot[~safety],
+        X_safety=X[safety],
+        y_safety=y01[safety],
+        s_safety=onehot[safety],
+        group_names=names.astype(str),
+        constraint=f"abs({left} - {right}) - {TOLERANCE}",
+        delta=DELTA,
+        num_iters=num_iters,
+    )
+
+
+def seldonian_scores(theta, X_test, y_test, g_test):
+    """Hard-prediction DP gap, soft (mean probability) gap and accuracy of the engine's
+    logistic model ``sigmoid(theta[0] + X theta[1:])``."""
+    theta = np.asarray(theta, dtype=np.float64).ravel()
+    proba = 1.0 / (1.0 + np.exp(-(theta[0] + X_test @ theta[1:])))
+    predicted = proba >= 0.5
+    positive = y_test == np.max(y_test)
+    names = np.unique(g_test)
+    hard = [predicted[g_test == name].mean() for name in names]
+    soft = [proba[g_test == name].mean() for name in names]
+    return float(np.ptp(hard)), float(np.ptp(soft)), float(np.mean(predicted == positive))
+
+
+def run_seldonian(data, n: int, run: int, num_iters: int, workdir: Path) -> dict:
+    X_train, y_train, g_train, X_test, y_test, g_test = data
+    rows = np.random.default_rng(run).choice(len(y_train), n, replace=False)
+    X, y, g = X_train[rows], y_train[rows], g_train[rows]
+    job = workdir / f"job_{n}_{run}.npz"
+    export_job(job, X, y, g, fairest_split(y, g, run), num_iters)
+    result = run_worker(RUNNER, [job], timeout=3600, python=str(SELDONIAN_PYTHON))
+    job.unlink()
+    if "timeout_s" in result:
+        return {"passed": False, "timeout": True, "seconds": result["timeout_s"]}
+    if result["passed"]:
+        result["hard_gap"], result["soft_gap"], result["accuracy"] = seldonian_scores(
+            result["theta"], X_test, y_test, g_test
+        )
+    return result
+
+
+def run_fairest(data, n: int, run: int, bound: str) -> dict:
+    X_train, y_train, g_train, X_test, y_test, g_test = data
+    rows = np.random.default_rng(run).choice(len(y_train), n, replace=False)
+    X, y, g = X_train[rows], y_train[rows], g_train[rows]
+    estimator, grid = ESTIMATORS["logistic"]
+    start = time.perf_counter()
+    model = CertifiedFairClassifier(
+        estimator,
+        constraints=[(METRIC, TOLERANCE)],
+        delta=DELTA,
+        bound=bound,
+        param_grid=grid,
+        safety_fraction=SAFETY_FRACTION,
+        random_state=run,
+    ).fit(X, y, sensitive_features=g)
+    seconds = time.perf_counter() - start
+    # the split handed to the engine is the wrapper's own
+    assert model.certificate_.n_certification == int(fairest_split(y, g, run).sum())
+    result = {"passed": bool(model.certified_), "seconds": seconds}
+    if model.certified_:
+        result["hard_gap"], result["accuracy"] = test_scores(model, X_test, y_test, g_test)
+    return result
+
+
+def summarise(method: str, bound: str, fraction: float, n: int, results: list[dict]) -> dict:
+    certified = [r for r in results if r["passed"]]
+    hard = [r["hard_gap"] > TOLERANCE for r in certified]
+    soft = [r["soft_gap"] > TOLERANCE for r in certified if "soft_gap" in r]
+    return {
+        "method": method,
+        "bound": bound,
+        "fraction": fraction,
+        "n_train": n,
+        "runs": len(results),
+        "nsf_rate": 1.0 - len(certified) / len(results),
+        "certified": len(certified),
+        "test_violation_rate": float(np.mean(hard)) if hard else float("nan"),
+        "test_violation_rate_soft": float(np.mean(soft)) if soft else float("nan"),
+        "test_accuracy": float(np.mean([r["accuracy"] for r in certified]))
+        if certified
+        else float("nan"),
+        "seconds_per_run": float(np.median([r["seconds"] for r in results])),
+        "timeouts": sum(bool(r.get("timeout")) for r in results),
+    }
+
+
+def speed_rows(rows: list[dict]) -> list[dict]:
+    """Per fraction: the engine's seconds per run over fairest's (same bound family)."""
+    out = []
+    for fraction in sorted({row["fraction"] for row in rows}):
+        at = {(r["method"], r["bound"]): r for r in rows if r["fraction"] == fraction}
+        engine = at.get(("seldonian-engine", "student-t"))
+        for bound in ("student-t", "clopper-pearson"):
+            ours = at.get(("fairest", bound))
+            if engine and ours:
+                out.append(
+                    {
+                        "fraction": fraction,
+                        "fairest_bound": bound,
+                        "speedup": engine["seconds_per_run"] / ours["seconds_per_run"],
+                        "violation_fairest": ours["test_violation_rate"],
+                        "violation_engine": engine["test_violation_rate"],
+                        "nsf_fairest": ours["nsf_rate"],
+                        "nsf_engine": engine["nsf_rate"],
+                        "accuracy_fairest": ours["test_accuracy"],
+                        "accuracy_engine": engine["test_accuracy"],
+                    }
+                )
+    return out
+
+
+def main():
+    parser = base_parser(__doc__, "certified_seldonian")
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--num-iters", type=int, default=1000)
+    parser.add_argument(
+        "--fractions", type=float, nargs="+", default=[0.02, 0.05, 0.1, 0.2, 0.5, 1.0]
+    )
+    parser.add_argument(
+        "--append",
+        action="store_true",
+        help="merge into the existing results (rows of the same method, bound and fraction "
+        "replaced), e.g. a long full-data run done separately",
+    )
+    args = parser.parse_args()
+    warnings.simplefilter("ignore", ConvergenceWarning)
+    threadpool_limits(1)
+    if not SELDONIAN_PYTHON.exists():
+        raise SystemExit(
+            f"{SELDONIAN_PYTHON} not found: python3.10 -m venv /tmp/venv-seldonian && "
+            "/tmp/venv-seldonian/bin/pip install seldonian-engine==0.8.11 'numpy<2'"
+        )
+    runs = 1 if args.quick else args.runs
+    fractions = (0.05,) if args.quick else tuple(args.fractions)
+    data = adult_numeric("sex")
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="fairest_seldonian_") as workdir:
+        for fraction in fractions:
+            n = int(round(fraction * len(data[1])))
+            engine = [
+                run_seldonian(data, n, run, args.num_iters, Path(workdir)) for run in range(runs)
+            ]
+            rows.append(summarise("seldonian-engine", "student-t", fraction, n, engine))
+            print(rows[-1], flush=True)
+            for bound in ("student-t", "clopper-pearson"):
+                ours = [run_fairest(data, n, run, bound) for run in range(runs)]
+                rows.append(summarise("fairest", bound, fraction, n, ours))
+                print(rows[-1], flush=True)
+            if not args.quick or args.name != "certified_seldonian":
+                write(args, rows)  # after every fraction: a long run leaves usable results
+
+
+def merged(name: str, rows: list[dict]) -> list[dict]:
+    """The rows already in ``results/<name>.json`` that ``rows`` do not replace, plus rows."""
+    path = RESULTS / f"{name}.json"
+    if not path.exists():
+        return rows
+    keys = {(r["method"], r["bound"], r["fraction"]) for r in rows}
+    kept = [
+        r
+        for r in json.loads(path.read_text())["rows"]
+        if (r["method"], r["bound"], r["fraction"]) not in keys
+    ]
+    order = {"seldonian-engine": 0, "fairest": 1}
+    return sorted(kept + rows, key=lambda r: (r["fraction"], order[r["method"]], r["bound"]))
+
+
+def write(args, rows: list[dict]) -> None:
+    rows = merged(args.name, rows) if args.append else rows
+    speed = speed_rows(rows)
+    notes = (
+        f"{METRIC} <= {TOLERANCE}, delta {DELTA}, safety_fraction {SAFETY_FRACTION}; the "
+        "same candidate / safety split per run for both libraries (CertifiedFairClassifier's "
+        "stratified split); judged on the UCI Adult test file. seldonian-engine 0.8.11 "
+        f"(own venv, python 3.10, {args.num_iters} gradient-descent iterations, Student-t "
+        "bound on the mean-probability gap (PR | [group]), its only positive rate for a "
+        "classifier); fairest: CertifiedFairClassifier(LogisticRegression, 10 class-weight "
+        "candidates) on the hard-prediction gap. test_violation_rate: share of certified "
+        "models whose TEST hard-prediction DP gap exceeds the tolerance; "
+        "test_violation_rate_soft: the same for the engine's soft gap (what it certifies). "
+        "seconds_per_run: median wall of one run (engine: SeldonianAlgorithm.run() inside "
+        "its worker, imports excluded; fairest: CertifiedFairClassifier.fit), 2 shared "
+        "cores, BLAS 1 thread for fairest." + (f" {args.extra_notes}" if args.extra_notes else "")
+    )
+    path = write_results(args.name, rows, list(rows[0]), notes=notes)
+    if speed:  # the speed-up table: appended to the markdown, a key of the JSON
+        with path.open("a") as handle:
+            handle.write("\n## Speed-up (engine seconds per run / fairest seconds per run)\n\n")
+            handle.write(markdown_table(speed, list(speed[0])) + "\n")
+        payload_path = path.with_suffix(".json")
+        payload = json.loads(payload_path.read_text())
+        payload["speedup"] = speed
+        payload_path.write_text(json.dumps(payload, indent=2))
+
+
+if __name__ == "__main__":
+    main()
