@@ -690,22 +690,9 @@ def finetune(
         for epoch in range(settings.n_epochs):
             if previous is not None and _diverged(previous) is not None:
                 break  # the previous epoch diverged (read while this one runs)
-            if epoch <= settings.pruning_epochs:
-                target = gmp_schedule(
-                    epoch,
-                    settings.initial_sparsity,
-                    settings.target_sparsity,
-                    settings.pruning_epochs,
-                )
-                current = unravel_params(model, state["x"])
-                masks = [
-                    prune_layer(np.asarray(W), m, target) if p else m
-                    for (W, _), m, p in zip(current, masks, settings.prunable)
-                ]
-            mask = flat_mask(masks, dtype)
-            state = {**state, "x": state["x"] * mask}
-            constrained = epoch >= settings.pruning_epochs or settings.constrain_while_pruning
-            constrained = constrained and settings.metric is not None
+            masks, mask, state, constrained = _epoch_masks(
+                epoch, settings, model, state, masks, dtype
+            )
             lr = factor * _learning_rate_at(
                 epoch,
                 settings.learning_rate,
@@ -766,6 +753,28 @@ def _epoch_key(model, num_groups, settings) -> tuple:
 
 def _as_layers(model, x):
     return [(np.asarray(W), np.asarray(b)) for W, b in unravel_params(model, x)]
+
+
+def _epoch_masks(epoch, settings, model, state, masks, dtype):
+    """Masks, flat mask, masked state and constraint switch of fine-tuning epoch ``epoch``.
+
+    Until ``pruning_epochs`` the layers are pruned to the gradual-magnitude schedule's
+    sparsity; the constraints are on from then (or throughout with
+    ``constrain_while_pruning``) when there is a metric.
+    """
+    if epoch <= settings.pruning_epochs:
+        target = gmp_schedule(
+            epoch, settings.initial_sparsity, settings.target_sparsity, settings.pruning_epochs
+        )
+        current = unravel_params(model, state["x"])
+        masks = [
+            prune_layer(np.asarray(W), m, target) if prunable else m
+            for (W, _), m, prunable in zip(current, masks, settings.prunable)
+        ]
+    mask = flat_mask(masks, dtype)
+    state = {**state, "x": state["x"] * mask}
+    constrained = epoch >= settings.pruning_epochs or settings.constrain_while_pruning
+    return masks, mask, state, constrained and settings.metric is not None
 
 
 def fit_pruned(
@@ -903,20 +912,9 @@ def _stream_finetune_epoch(model, settings, data, solver, sampler, epoch, estima
         **{key: jnp.asarray(value, dtype) for key, value in reference.items()},
     }
     state = jax.tree_util.tree_map(jnp.asarray, solver["state"])
-    masks = solver["masks"]
-    if epoch <= settings.pruning_epochs:
-        target = gmp_schedule(
-            epoch, settings.initial_sparsity, settings.target_sparsity, settings.pruning_epochs
-        )
-        current = unravel_params(model, state["x"])
-        masks = [
-            prune_layer(np.asarray(W), m, target) if prunable else m
-            for (W, _), m, prunable in zip(current, masks, settings.prunable)
-        ]
-    mask = flat_mask(masks, dtype)
-    state = {**state, "x": state["x"] * mask}
-    constrained = epoch >= settings.pruning_epochs or settings.constrain_while_pruning
-    constrained = constrained and settings.metric is not None
+    masks, mask, state, constrained = _epoch_masks(
+        epoch, settings, model, state, solver["masks"], dtype
+    )
     lr = _learning_rate_at(
         epoch,
         settings.learning_rate,
