@@ -421,7 +421,10 @@ def best_candidate(sol, kappa, bound):
         objective_value = sol["objectives"][k]
         if not objective_value < bound:
             return None
-        if sol.get("feasible_only", np.inf) < sol["violations"][k]:
+        if (
+            sol.get("feasible_only", np.inf) < sol["violations"][k]
+            and k < len(sol["objectives"]) - 1
+        ):
             continue  # an L-BFGS iterate outside inner_tol of the surrogate constraints
         if np.isnan(sol["exact"][k]):
             sol["exact"][k] = sol["measure"](sol["iterates"][k])
@@ -475,7 +478,8 @@ def tighten(solves, rebuild, solve, smooth):
         sol = None
         if smooth(cfg):  # smoothed ALM: warm start at the last final iterate
             sol = solve(cfg, data, last["iterates"][-1], effective)
-            if not sol["violations"][-1] <= sol["feasible_only"]:  # none feasible: cold
+            surrogate_infeasible = not sol["violations"][-1] <= sol["feasible_only"]
+            if surrogate_infeasible and not sol["exact"][-1] <= kappa:  # stalled: cold
                 sol = None
         if sol is None:
             sol = solve(cfg, data, x0, effective)
