@@ -517,6 +517,22 @@ default="loss_parity"
     def _solver_name(self):
         return _ALIASES.get(self.solver, self.solver)
 
+    def _run_options(self, gaps, batch_size, dtype, sample_weight) -> dict:
+        """The solver-loop options ``fit`` and ``partial_fit`` share."""
+        return {
+            "aux": gaps.aux(self.tolerance, dtype),
+            "batch_size": batch_size,
+            "constraint_batch_size": self.constraint_batch_size,
+            "constraint_sampler": self.constraint_sampler,
+            "max_iter": self.max_iter,
+            "max_time": self.max_time,
+            "record_history": self.record_history,
+            "eval_every": self.eval_every,
+            "constraint_names": gaps.names,
+            "dtype": dtype,
+            "sample_weight": sample_weight,
+        }
+
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, *, sensitive_features=None, sample_weight=None):
         """Fit the constrained model.
@@ -598,19 +614,9 @@ list of str or None, default=None
                 hyper=hyper,
                 rngs=rngs,
                 owner=type(self).__name__,
-                aux=gaps.aux(self.tolerance, dtype),
-                batch_size=batch_size,
-                constraint_batch_size=self.constraint_batch_size,
-                constraint_sampler=self.constraint_sampler,
                 n_epochs=None if SOLVERS[solver].host else self.n_epochs,
-                max_iter=self.max_iter,
-                max_time=self.max_time,
-                record_history=self.record_history,
-                eval_every=self.eval_every,
-                constraint_names=gaps.names,
-                dtype=dtype,
-                sample_weight=None if unit else sample_weight,
                 progress=progress if wants_progress(self) else None,
+                **self._run_options(gaps, batch_size, dtype, None if unit else sample_weight),
             )
             x = jnp.asarray(result.x, dtype=dtype)
             self.params_ = [(np.asarray(W), np.asarray(b)) for W, b in unravel_params(model, x)]
@@ -774,18 +780,8 @@ list of str or None, default=None
                     x0,
                     hyper=scaled_step_sizes(solver, hyper, factor * solver_state["factor"]),
                     rngs=rngs,
-                    aux=gaps.aux(self.tolerance, dtype),
-                    batch_size=batch_size,
-                    constraint_batch_size=self.constraint_batch_size,
-                    constraint_sampler=self.constraint_sampler,
                     n_epochs=1,
-                    max_iter=self.max_iter,
-                    max_time=self.max_time,
-                    record_history=self.record_history,
-                    eval_every=self.eval_every,
-                    constraint_names=gaps.names,
-                    dtype=dtype,
-                    sample_weight=None if unit else sample_weight,
+                    **self._run_options(gaps, batch_size, dtype, None if unit else sample_weight),
                     initial_state=solver_state.get("state"),
                     start_iter=solver_state["iters"],
                     weight_totals=None if unit else totals,

@@ -611,18 +611,23 @@ def reference_statistics(params, data: PruningData) -> dict:
     }
 
 
-def pretrain_dense(model, settings, data, x0, sampler, *, owner, progress=None):
-    """Dense pre-training (spec 2.6 step 1) from ``x0``, with the divergence refits on
-    the same minibatches. Returns ``(x_dense, step_size_factor)``."""
-    dtype = x0.dtype
-    epoch_fn = _epoch_fn(*_epoch_key(model, data.num_groups, settings))
-    hyper = _hyper(
+def _dense_hyper(dtype, settings):
+    """Step hyper-parameters of dense pre-training (its own momentum and L2)."""
+    return _hyper(
         dtype,
         settings.dense_momentum,
         settings.dense_alpha,
         settings.tolerance,
         settings.dual_learning_rate,
     )
+
+
+def pretrain_dense(model, settings, data, x0, sampler, *, owner, progress=None):
+    """Dense pre-training (spec 2.6 step 1) from ``x0``, with the divergence refits on
+    the same minibatches. Returns ``(x_dense, step_size_factor)``."""
+    dtype = x0.dtype
+    epoch_fn = _epoch_fn(*_epoch_key(model, data.num_groups, settings))
+    hyper = _dense_hyper(dtype, settings)
     device = {**data.device, "mask": jnp.ones_like(x0)}
     ref = _reference_zero(data.shares, data.num_groups, dtype)
     sampler_start = copy.deepcopy(sampler.rng)
@@ -851,13 +856,7 @@ def _stream_dense_epoch(model, settings, data, solver, sampler, epoch):
         )
     state = jax.tree_util.tree_map(jnp.asarray, state)
     epoch_fn = _epoch_fn(*_epoch_key(model, data.num_groups, settings))
-    hyper = _hyper(
-        dtype,
-        settings.dense_momentum,
-        settings.dense_alpha,
-        settings.tolerance,
-        settings.dual_learning_rate,
-    )
+    hyper = _dense_hyper(dtype, settings)
     lr = _learning_rate_at(
         epoch,
         settings.dense_learning_rate,
