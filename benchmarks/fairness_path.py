@@ -8,12 +8,21 @@ one-hot and standardised, sex as the sensitive feature):
 * one :func:`fairest.fairness_path` per fold (train part, the fold's test part as
   validation).
 
+``--values N`` replaces each family's 8 values by ``N`` evenly spaced ones over the same
+range. The post-processor's path fits its classifier once per fold where the grid search
+fits it once per (fold, value), so its ratio grows with the number of values and stays
+below it (about ``V`` times the fit's share of a grid cell).
+
 Both are timed once each in this process, wall and CPU seconds, each including its own
 compilations (the path runs first, so GridSearchCV reuses nothing the path compiled that
 a plain refit would not compile anyway: the path's polish compiles the refit's own L-BFGS
 kernel, so the grid search gets that one for free and the ratio is, if anything,
 understated). "Same models" is checked on the scores: the largest difference between
-the path's and the grid search's per-(fold, value) test accuracy and unfairness.
+the path's and the grid search's per-(fold, value) test accuracy and unfairness, and on
+the parameters, outside the timings: every value of the first fold refitted alone
+(``clone(estimator).set_params(param=value).fit``), the largest absolute difference of
+the coefficients (ERMI: ``coef_`` and ``intercept_``; post-processor: the wrapped
+model's ``coef_`` and the group ``thresholds_``).
 
 Families: ERMI ``fairness_weight`` (full batch, ``strategy="vmap"``) and the
 post-processor's ``tolerance`` around a logistic regression (``"shared_scores"``);
@@ -53,6 +62,7 @@ COLUMNS = [
     "cpu_ratio",
     "max_accuracy_diff",
     "max_unfairness_diff",
+    "max_param_diff",
     "load",
 ]
 
@@ -132,6 +142,36 @@ def run_paths(family, param, values, X, y, A):
     return run
 
 
+def fitted_parameters(model) -> np.ndarray:
+    """The fitted numbers that define ``model``'s predictions, flattened."""
+    if hasattr(model, "thresholds_"):
+        inner = model.estimator_
+        return np.concatenate(
+            [np.ravel(inner.coef_), np.ravel(inner.intercept_), np.ravel(model.thresholds_)]
+        )
+    return np.concatenate([np.ravel(model.coef_), np.ravel(model.intercept_)])
+
+
+def max_parameter_difference(family, param, values, X, y, A, fold) -> float:
+    """Path vs one refit per value on ``fold``'s train part: largest coefficient gap."""
+    from sklearn.base import clone
+
+    from fairest import fairness_path
+
+    train, _ = fold
+    estimator = make_estimator(family)
+    path = fairness_path(
+        estimator, X[train], y[train], sensitive_features=A[train], param=param, values=values
+    )
+    gaps = []
+    for value, point in zip(values, path.estimators):
+        refit = clone(estimator).set_params(**{param: value})
+        refit.fit(X[train], y[train], sensitive_features=A[train])
+        a, b = fitted_parameters(point), fitted_parameters(refit)
+        gaps.append(np.max(np.where(a == b, 0.0, np.abs(a - b))))  # equal infinities: 0
+    return float(max(gaps))
+
+
 def timed(function, *args):
     cpu, wall = time.process_time(), time.perf_counter()
     result = function(*args)
@@ -146,6 +186,9 @@ def main() -> None:
     parser = base_parser(__doc__, "fairness_path")
     parser.add_argument("--families", default="ermi,threshold")
     parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument(
+        "--values", type=int, default=None, help="N evenly spaced values per family (default 8)"
+    )
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     X, y, A, *_ = adult_numeric()
@@ -158,6 +201,8 @@ def main() -> None:
     rows = []
     for family in args.families.split(","):
         param, values = FAMILIES[family]
+        if args.values:
+            values = [float(v) for v in np.linspace(min(values), max(values), args.values)]
         values = values[: n_values or len(values)]
         load = os.getloadavg()[0]
         (path_acc, path_unf, strategy), path_wall, path_cpu = timed(
@@ -179,6 +224,7 @@ def main() -> None:
             "cpu_ratio": grid_cpu / path_cpu,
             "max_accuracy_diff": float(np.max(np.abs(path_acc - grid_acc))),
             "max_unfairness_diff": float(np.max(np.abs(path_unf - grid_unf))),
+            "max_param_diff": max_parameter_difference(family, param, values, X, y, A, folds[0]),
             "load": max(load, os.getloadavg()[0]),
         }
         rows.append(row)
@@ -188,7 +234,8 @@ def main() -> None:
         "folds; GridSearchCV(refit=False, n_jobs=1) vs one fairness_path per fold, each "
         "timed once in one process (compilations included). Ratios > 1: the path is "
         "faster. Differences: path vs grid search test accuracy / demographic parity "
-        "difference per (fold, value). load: 1-minute load average (2-core box shared "
+        "difference per (fold, value); max_param_diff: largest coefficient (and threshold) "
+        "gap to a refit per value on the first fold. load: 1-minute load average (2-core box shared "
         "with other jobs: CPU seconds are the steadier figure)." + args.extra_notes
     )
     if not args.quick or args.name != "fairness_path":

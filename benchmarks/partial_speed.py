@@ -29,19 +29,21 @@ Parts:
 * ``scale-groups``: n = 1e4, G in {2, 4, 8}.
 
 * ``defaults`` (issue 19 item 1): full Adult (bundled, one-hot, standardised; sex), pSP
-  on the top 20 %, tolerance 0.05: ``PartialParityClassifier`` with the new defaults
-  (``solver="smooth_alm"``) and the old ones (``solver="idca"``, SSG, K = T = 200) and
-  scikit-learn's ``LogisticRegression`` in one process: cold and warm fit seconds,
-  objective, exact train / test pSP, test accuracy.
-* ``scale-smooth``: one value-and-gradient pass of the smoothed augmented Lagrangian
-  (the unit of work of ``smooth_alm``) for n in ``--sizes``: linear in n.
+  on the top 20 %, tolerance 0.05: ``PartialParityClassifier`` with its defaults
+  (``solver="smooth_alm"``: Gauss-Newton rounds in one jitted loop), optionally
+  ``solver="idca"`` (SSG, K = T = 200; ``--old-repeats 0``) and scikit-learn's
+  ``LogisticRegression`` in one process: cold and warm fit seconds, objective, exact
+  train / test pSP, test accuracy. Rows whose case starts with "before:" are stored
+  figures of earlier code (SciPy L-BFGS-B rounds; the IDCA default).
+* ``scale-smooth``: one Gauss-Newton step of the default solver (the unit of work of
+  ``smooth_alm``) for n in ``--sizes``: linear in n.
 
 Rows of parts not run keep their stored values (the results are merged); in the
 ``defaults`` part only the cases run again are replaced.
 
 Usage::
 
-    python benchmarks/partial_speed.py --parts defaults scale-smooth [--repeats 2]
+    python benchmarks/partial_speed.py --parts defaults scale-smooth [--repeats 3]
         [--old-repeats 0]
     python benchmarks/partial_speed.py [--parts adult scale-n scale-groups]
         [--outer 20] [--alm-outer 5] [--anchors 2] [--clarabel-max-n 100000]
@@ -456,6 +458,7 @@ DEFAULT_COLUMNS = [
 ]
 TOP = (0.0, 0.2)
 DEFAULT_KAPPA = 0.05
+NEW_DEFAULT = "default: smooth_alm, Gauss-Newton rounds in one jitted while_loop (float32)"
 
 
 def _adult_split():
@@ -517,11 +520,11 @@ def defaults(args, rows, extra):
 
     data = _adult_split()
     X, y, A, X_te, y_te, A_te = data
-    new = PartialParityClassifier(interval=TOP, tolerance=DEFAULT_KAPPA, solver="smooth_alm")
-    rows.append(_partial_case("solver='smooth_alm'", new, data, args.repeats))
+    new = PartialParityClassifier(interval=TOP, tolerance=DEFAULT_KAPPA)
+    rows.append(_partial_case(NEW_DEFAULT, new, data, args.repeats))
     if args.old_repeats >= 0:
         old = PartialParityClassifier(interval=TOP, tolerance=DEFAULT_KAPPA, solver="idca")
-        rows.append(_partial_case("default (idca + ssg)", old, data, args.old_repeats))
+        rows.append(_partial_case("solver='idca' (IDCA + SSG)", old, data, args.old_repeats))
     lr = LogisticRegression(max_iter=1000)
     timing = time_calls(lambda: lr.fit(X, y), repeats=max(args.repeats, 1))
     p = lr.predict_proba(X)[:, 1]
@@ -552,28 +555,36 @@ def defaults(args, rows, extra):
 
 
 def scale_smooth(args, rows, extra):
-    """Time of one value-and-gradient pass of the smoothed augmented Lagrangian (the unit
-    of work of solver="smooth_alm") for n in ``--sizes`` (synthetic, d = 10, G = 2)."""
+    """Time of one damped Gauss-Newton step of the default solver (the unit of work of
+    solver="smooth_alm": value, gradient and Gauss-Newton matrix of the smoothed
+    augmented Lagrangian in ``SOLVER_DTYPE``, plus one loss Hessian, refreshed every
+    ``_REFRESH`` steps) for n in ``--sizes`` (synthetic, d = 10, G = 2)."""
     from _common import time_calls
 
-    from fairest.partial._smooth import _value_and_grad
+    from fairest.partial import _fast
 
     for n in args.sizes:
         X, y, codes = load_synthetic(n, 2)
         cfg, data, x0 = build(X, y, codes, INTERVAL_SYNTH)
         with jax.enable_x64(True):
-            lam = jnp.zeros(40 if cfg.num_levels == 10 else 4 * cfg.num_levels)
-            rho, delta = jnp.asarray(10.0), jnp.asarray(0.01)
+            data = _fast.solver_data(data)
+            x = jnp.asarray(x0, _fast.SOLVER_DTYPE)
+            lam = jnp.zeros(_fast.num_constraints(cfg), x.dtype)
+            rho, delta = jnp.asarray(10.0, x.dtype), jnp.asarray(0.01, x.dtype)
+
+            def one_step(x, lam, rho, delta, data, cfg=cfg):
+                hessian = _fast._loss_hessian(x, data, cfg)
+                return _fast._evaluate(x, lam, rho, delta, hessian, data, cfg)
+
+            step = jax.jit(one_step, static_argnames="cfg")
             timing = time_calls(
-                lambda: jax.block_until_ready(
-                    _value_and_grad(x0, lam, rho, delta, data, cfg)  # noqa: B023
-                ),
+                lambda: jax.block_until_ready(step(x, lam, rho, delta, data)),  # noqa: B023
                 repeats=5,
             )
         rows.append(
             {
                 "part": "scale-smooth",
-                "case": "value_and_grad of the augmented Lagrangian",
+                "case": "Gauss-Newton step (value, gradient, GN matrix, loss Hessian), float32",
                 "n": n,
                 "cold_s": timing.cold_s,
                 "warm_s": timing.warm_s,
@@ -668,8 +679,8 @@ def main(argv=None):
     parser.add_argument(
         "--old-repeats",
         type=int,
-        default=0,
-        help="warm fits of the old default (0: one cold fit; -1: skip it)",
+        default=-1,
+        help="warm fits of solver='idca' (0: one cold fit, ~830 s; -1: skip it)",
     )
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")

@@ -13,10 +13,11 @@ for ``GroupWeightedClassifier`` and ``BADRClassifier`` (``max_iter=3``), with X
 * ``numpy``: as numpy allocates it (16 bytes off 64 for large arrays): one device copy,
   which XLA's alignment rule makes unavoidable;
 
-and sparse CSR (``--sparse-cols`` at ``--density``) for ``GroupWeightedClassifier``: the
-device copy is O(nnz) (input MiB: data + indices + indptr).
+and sparse CSR (``--sparse-cols`` at ``--density``) for ``GroupWeightedClassifier``,
+``BADRClassifier`` and ``ERMIClassifier`` (full batch): the device copy is O(nnz) (input
+MiB: data + indices + indptr). ``--cases Estimator:layout,...`` runs a subset.
 
-Run: ``python benchmarks/sparse_memory.py [--quick]``.
+Run: ``python benchmarks/sparse_memory.py [--quick] [--cases ...]``.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ CASES = (
     ("BADRClassifier", "aligned"),
     ("BADRClassifier", "numpy"),
     ("GroupWeightedClassifier", "sparse"),
+    ("BADRClassifier", "sparse"),
+    ("ERMIClassifier", "sparse"),
 )
 
 
@@ -73,11 +76,13 @@ def worker(out, estimator_name, layout, args) -> None:
 
     import jax  # noqa: F401  (the runtime's own memory is not the fit's)
 
+    import fairest.ermi
     import fairest.reweighting
 
     X, y, groups, input_mib = make_data(layout, args)
     params = {"max_iter": 3} if estimator_name == "BADRClassifier" else {}
-    model = getattr(fairest.reweighting, estimator_name)(**params)
+    family = fairest.ermi if estimator_name == "ERMIClassifier" else fairest.reweighting
+    model = getattr(family, estimator_name)(**params)
     before = _status_mib("VmRSS")
     Path("/proc/self/clear_refs").write_text("5")  # reset the peak (VmHWM)
     start = time.perf_counter()
@@ -106,6 +111,9 @@ def main() -> None:
     parser.add_argument("--cols", type=int, default=100)
     parser.add_argument("--sparse-cols", type=int, default=100_000)
     parser.add_argument("--density", type=float, default=1e-4)
+    parser.add_argument(
+        "--cases", default="", help="comma-separated estimator:layout subset (default: all)"
+    )
     parser.add_argument("worker_args", nargs="*", help="estimator layout (worker only)")
     args = parser.parse_args()
     if args.worker:
@@ -114,7 +122,10 @@ def main() -> None:
     if args.quick:
         args.rows = 100_000
     rows = []
+    chosen = {tuple(case.split(":")) for case in args.cases.split(",") if case}
     for estimator_name, layout in CASES:
+        if chosen and (estimator_name, layout) not in chosen:
+            continue
         options = ["--rows", args.rows, "--cols", args.cols, "--sparse-cols", args.sparse_cols]
         options += ["--density", args.density, estimator_name, layout]
         result = run_worker(Path(__file__), options, timeout=1800)

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import io
 import lzma
+import os
 import time
 from pathlib import Path
 
@@ -158,15 +159,17 @@ def worker(out, case, method, args) -> None:
     X, y, groups = load_case(case, args)
     input_rss = _status_mib("VmRSS")
     reset = _reset_peak()
-    times, model = [], None
+    times, cpu_times, loads, model = [], [], [], None
     for _ in range(1 + args.repeats):
         model = make_estimator(method, X.shape[0])
         fit_kw = {} if method.startswith("sklearn") else {"sensitive_features": groups}
-        start = time.perf_counter()
+        loads.append(os.getloadavg()[0])
+        start, cpu = time.perf_counter(), time.process_time()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             model.fit(X, y, **fit_kw)
         times.append(time.perf_counter() - start)
+        cpu_times.append(time.process_time() - cpu)
     peak = _status_mib("VmHWM") if reset else float("nan")
     coef, intercept = np.ravel(model.coef_), float(np.ravel(model.intercept_)[0])
     write_worker_result(
@@ -180,6 +183,9 @@ def worker(out, case, method, args) -> None:
             "input_mib": input_mib(X),
             "cold_s": times[0],
             "warm_s": float(np.median(times[1:])) if len(times) > 1 else float("nan"),
+            "warm_cpu_s": float(np.median(cpu_times[1:])) if len(times) > 1 else float("nan"),
+            "cold_cpu_s": cpu_times[0],
+            "load1": float(np.max(loads)),
             "n_iter": int(np.max(model.n_iter_)),
             "objective": objective(coef, intercept, X, y),
             "peak_above_input_mib": peak - input_rss,
@@ -275,6 +281,7 @@ def main() -> None:
             if "objective" in r:
                 r["objective_gap"] = (r["objective"] - best) / abs(best)
                 r["sklearn_warm_ratio"] = anchor.get("warm_s", np.nan) / r["warm_s"]
+                r["sklearn_warm_cpu_ratio"] = anchor.get("warm_cpu_s", np.nan) / r["warm_cpu_s"]
                 r["sklearn_process_ratio"] = (
                     anchor.get("process_wall_s", np.nan) / r["process_wall_s"]
                 )
@@ -288,8 +295,12 @@ def main() -> None:
         "input_mib",
         "cold_s",
         "warm_s",
+        "cold_cpu_s",
+        "warm_cpu_s",
+        "load1",
         "process_wall_s",
         "sklearn_warm_ratio",
+        "sklearn_warm_cpu_ratio",
         "sklearn_process_ratio",
         "n_iter",
         "objective",

@@ -58,6 +58,19 @@ def _summary(data, table: pd.DataFrame) -> str:
     return text + "."
 
 
+SETTINGS_INTRO = (
+    "Rows whose settings differ from the estimator's defaults (cheaper budgets, so the "
+    "whole comparison takes about a minute of CPU on Adult; change them with "
+    "`--set METHOD.PARAM=VALUE`):"
+)
+
+
+def _settings(comparison) -> list[str]:
+    """One line per method whose compare settings are not its estimator's defaults."""
+    settings = getattr(comparison, "settings", None) or {}
+    return [f"{label}: {text}" for label, text in settings.items()]
+
+
 def _notes(table: pd.DataFrame) -> list[str]:
     """One line per method whose fit warned."""
     if "note" not in table.columns:
@@ -77,6 +90,9 @@ def write_report(comparison, data, output: Path) -> Path:
     title = f"fairest compare: {data.name}"
     shown = table.drop(columns="note", errors="ignore")
     lines = [f"# {title}", "", _summary(data, table), "", markdown_table(shown), ""]
+    settings = _settings(comparison)
+    if settings:
+        lines += ["## Settings", "", SETTINGS_INTRO, "", *(f"- {line}" for line in settings), ""]
     notes = _notes(table)
     if notes:
         lines += ["## Notes", "", *(f"- {note}" for note in notes), ""]
@@ -84,12 +100,14 @@ def write_report(comparison, data, output: Path) -> Path:
         lines += [f"![{figure.caption}]({figure.path.name})", ""]
     report = output / "report.md"
     report.write_text("\n".join(lines), encoding="utf-8")
-    page = _html(title, _summary(data, table), shown, notes, figures)
+    page = _html(title, _summary(data, table), shown, notes, figures, settings)
     (output / "report.html").write_text(page, encoding="utf-8")
     return report
 
 
-def _html(title: str, summary: str, table: pd.DataFrame, notes, figures: list[Figure]) -> str:
+def _html(
+    title: str, summary: str, table: pd.DataFrame, notes, figures: list[Figure], settings=()
+) -> str:
     """One self-contained page: the table, the notes and the PNGs inlined as base64."""
     images = "".join(
         f'<figure><img alt="{html.escape(f.caption)}" src="data:image/png;base64,'
@@ -98,6 +116,10 @@ def _html(title: str, summary: str, table: pd.DataFrame, notes, figures: list[Fi
         for f in figures
     )
     formatted = table.to_html(float_format=lambda v: f"{v:.4f}", border=0, classes="results")
+    if settings:
+        items = "".join(f"<li>{html.escape(line)}</li>" for line in settings)
+        intro = html.escape(SETTINGS_INTRO.replace("`", ""))
+        formatted += f"<h2>Settings</h2><p>{intro}</p><ul>{items}</ul>"
     if notes:
         items = "".join(f"<li>{html.escape(note)}</li>" for note in notes)
         formatted += f"<h2>Notes</h2><ul>{items}</ul>"

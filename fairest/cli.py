@@ -247,6 +247,39 @@ def _check_output(folder: Path) -> None:
         ) from None
 
 
+def _parse_settings(settings: list[str] | None, names: list[str], seed: int) -> dict:
+    """``--set METHOD.PARAM=VALUE`` (repeatable) as ``{method: {param: value}}``, each
+    checked on the method's estimator before any fit. VALUE is a Python literal
+    (``200``, ``0.05``, ``None``, ``'auto'``) or else a plain string."""
+    import ast
+
+    from fairest._compare import METHODS, make_estimator
+
+    params: dict = {}
+    for setting in settings or []:
+        target, equals, text = setting.partition("=")
+        name, dot, param = target.partition(".")
+        if not (equals and dot and name and param):
+            raise UserError(
+                f"--set takes METHOD.PARAM=VALUE, e.g. partial-sp.max_iter=200; got {setting!r}."
+            )
+        if name not in METHODS:
+            raise UserError(f"--set: unknown method {name!r}; available: {', '.join(METHODS)}.")
+        if name not in names:
+            raise UserError(f"--set: method {name!r} is not in this run; add it to --methods.")
+        try:
+            value = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            value = text
+        params.setdefault(name, {})[param] = value
+    for name, values in params.items():
+        try:
+            make_estimator(METHODS[name], seed, values)
+        except (ValueError, TypeError) as error:
+            raise UserError(f"--set {name}: {_one_line(error)[:300]}") from None
+    return params
+
+
 def _command_compare(args) -> int:
     from fairest._compare import METHODS, run_comparison
     from fairest._report import write_report
@@ -292,6 +325,7 @@ def _command_compare(args) -> int:
         if not certified:
             raise UserError(f"--certified has no method for {data.task}.")
         names += [n for n in certified if n not in names]
+    params = _parse_settings(args.set, names, args.seed)
     _check_split(data)
     _check_output(Path(args.output))
     print(
@@ -313,6 +347,7 @@ def _command_compare(args) -> int:
             n_boot=args.n_boot,
             progress=say,
             paths=not args.no_paths,
+            params=params,
         )
     table = comparison.table
     with pd.option_context("display.width", 250, "display.float_format", "{:.4f}".format):
@@ -321,6 +356,10 @@ def _command_compare(args) -> int:
     if len(chosen):
         print("\nwhat the methods chose:")
         for label, text in chosen.items():
+            print(f"  {label}: {text}")
+    if comparison.settings:
+        print("\nsettings (not the estimators' defaults; change them with --set):")
+        for label, text in comparison.settings.items():
             print(f"  {label}: {text}")
     noted = table["note"][table["note"] != ""]
     if len(noted):
@@ -413,6 +452,13 @@ def _parser() -> argparse.ArgumentParser:
         help="add a certified row: the group-threshold post-processor wrapped in "
         "CertifiedFairClassifier (a high-confidence demographic parity guarantee, or no "
         "solution found)",
+    )
+    compare.add_argument(
+        "--set",
+        action="append",
+        metavar="METHOD.PARAM=VALUE",
+        help="set a parameter of one method's estimator (repeatable), e.g. "
+        "--set partial-sp.solver=idca for the paper's solver; see 'Settings' in the report",
     )
     compare.add_argument(
         "--output",

@@ -450,3 +450,63 @@ def test_compare_certified_needs_a_classification_task(csv_file, tmp_path, capsy
     arguments = ["--data", str(csv_file), "--target", "amount", "--sensitive", "sex"]
     assert main(["compare", *arguments, "--certified", "--output", str(tmp_path)]) == 2
     assert "--certified has no method for regression" in capsys.readouterr().err
+
+
+THRESHOLD_ERM = "Group thresholds on logistic regression (demographic parity, tolerance 0.02)"
+
+
+def test_compare_shares_one_preprocessing_and_reuses_the_erm_fit(csv_file):
+    from fairest._compare import run_comparison
+    from fairest.cli import _load_csv
+
+    data = _load_csv(str(csv_file), "label", ["sex"], 0.3, 0)
+    names = ["erm", "threshold-erm", "threshold-hgb"]
+    comparison = run_comparison(data, names, n_boot=0, params={"erm": {"alpha": 0.01}})
+    erm, thresholds, boosted = (comparison.fitted[name] for name in names)
+    assert erm[0] is thresholds[0]  # one frozen preprocessing for the one-hot methods
+    assert boosted[0] is not erm[0]  # trees get one integer code per category
+    assert boosted[0].transform(data.X_test).shape[1] == data.X_test.shape[1]
+    # the thresholds wrap the ERM row's fitted model as is (no refit), its path too
+    assert thresholds[-1].estimator_ is erm[-1] and thresholds[-1].prefit
+    assert erm[-1].alpha == 0.01  # params reach the estimator
+    assert "not refitted" in comparison.table.loc[THRESHOLD_ERM, "fitted"]
+    assert set(comparison.settings) == {
+        "ERM (logistic regression)",
+        comparison.table.index[2],  # the boosted row: integer codes
+    }
+    # alone, the row fits its own logistic regression
+    alone = run_comparison(data, ["threshold-erm"], n_boot=0, paths=False)
+    assert not alone.fitted["threshold-erm"][-1].prefit
+
+
+def test_compare_set_overrides_a_method_parameter_and_reports_it(csv_file, tmp_path, capsys):
+    arguments = ["--data", str(csv_file), "--target", "label", "--sensitive", "sex"]
+    output = tmp_path / "out"
+    options = ["--methods", "erm,threshold-erm", "--no-paths", "--n-boot", "0"]
+    setting = ["--set", "threshold-erm.tolerance=0.2"]
+    assert main(["compare", *arguments, *options, *setting, "--output", str(output)]) == 0
+    report = (output / "report.md").read_text()
+    assert "## Settings" in report and f"- {THRESHOLD_ERM}: set: tolerance=0.2" in report
+    assert "<h2>Settings</h2>" in (output / "report.html").read_text()
+    capsys.readouterr()
+    for bad, message in [
+        ("threshold-erm.tolerance", "METHOD.PARAM=VALUE"),
+        ("nope.tolerance=1", "unknown method 'nope'"),
+        ("partial-sp.max_iter=3", "not in this run"),
+        ("threshold-erm.no_such=1", "--set threshold-erm"),
+        ("threshold-erm.tolerance=-1", "--set threshold-erm"),
+    ]:
+        assert main(["compare", *arguments, *options, "--set", bad, "--output", str(output)]) == 2
+        error = capsys.readouterr().err
+        assert message in error and len(error) < 500 and "Traceback" not in error
+
+
+def test_tree_preprocessing_codes_missing_and_unseen_categories():
+    from fairest._compare import _preprocessor
+
+    train = pd.DataFrame(
+        {"x": [1.0, np.nan, 3.0, 5.0] * 5, "c": pd.Categorical(["a", "b", None, "a"] * 5)}
+    )
+    test = pd.DataFrame({"x": [np.nan, 2.0], "c": pd.Categorical(["z", None])})
+    codes = _preprocessor("ordinal").fit(train).transform(test)
+    assert codes.tolist() == [[3.0, -2.0], [2.0, -1.0]]  # median 3; unseen -2, missing -1

@@ -17,10 +17,12 @@ and the shape (:func:`choose_solver`):
 
 Sparse ``X`` (scipy CSR / CSC / COO) goes to the device as a
 :class:`~fairest._kernels._sparse.SparseRows` (O(nnz), never densified) and runs through
-the same kernels. Its Hessian block is densified one row block at a time, O(n d^2) flops
-against O(nnz) for a value and gradient pass, so sparse input gets ``"lbfgs"`` unless
-``n p^2 <= SPARSE_NEWTON_MAX_WORK``, and L-BFGS's stalled end is finished by Newton-CG
-(Hessian-vector products, O(nnz) each) instead of a Newton step.
+the same kernels. Its Hessian block is either densified one row block at a time, O(n d^2)
+flops, or summed from per-row outer products, O(n k^2) scattered adds for rows of at most k
+entries (one-hot data: k is the number of encoded columns, d the number of categories), so
+sparse input gets ``"lbfgs"`` unless a Newton pass costs at most
+``SPARSE_NEWTON_MAX_WORK`` (:func:`sparse_newton_work`), and L-BFGS's stalled end is
+finished by Newton-CG (Hessian-vector products, O(nnz) each) instead of a Newton step.
 
 Every path minimises the same objective to the same stopping rule,
 ``||grad F||_inf <= tol * max(1, ||grad F(theta0)||_inf)``.
@@ -45,8 +47,8 @@ from fairest._kernels._glm import (
     weighted_gram,
 )
 from fairest._kernels._losses import loss_derivatives
-from fairest._kernels._sparse import SparseRows, is_sparse, sparse_rows
-from fairest._solvers._lbfgs import lbfgs_solve
+from fairest._kernels._sparse import OUTER_GRAM_COST, SparseRows, is_sparse, sparse_rows
+from fairest._solvers._lbfgs import lbfgs_solve, single_threaded_blas
 from fairest._solvers._newton import NEWTON_CG_MIN_PARAMS, _cholesky, newton_solve
 from fairest._solvers._newton_cg import newton_cg_solve
 from fairest.utils._devices import place_rows
@@ -63,18 +65,28 @@ LBFGS_MIN_WORK = 50_000_000
 # (:func:`~fairest._kernels._glm.blocked_hessian`): half the flops, the same optimum since
 # objective and gradient stay float64.
 FLOAT32_HESSIAN_WORK = 100_000_000
-# Sparse X: Newton (Hessian block densified by row blocks, O(n p^2) at GEMM speed) up to
-# this work. a9a (32,561 x 123, n p^2 = 5e8): Newton 8 passes in 2.0 s warm, L-BFGS +
-# Newton-CG 321 iterations in 19.5 s, both to tol 1e-10 (2-core box, loaded).
+# Sparse X: Newton up to this work per pass (:func:`sparse_newton_work`: the Hessian block
+# densified by row blocks, O(n p^2) at GEMM speed, or summed from per-row outer products,
+# O(n k^2) scattered adds, plus the Cholesky factorisation). a9a (32,561 x 123, n p^2 =
+# 5e8): Newton 8 passes in 2.0 s warm, L-BFGS + Newton-CG 321 iterations in 19.5 s, both
+# to tol 1e-10 (2-core box, loaded); ACSIncome PA one-hot (68,308 x 789, k = 10: 6.8e8 +
+# 1.6e8): see benchmarks/results/sparse_speed.md.
 SPARSE_NEWTON_MAX_WORK = 1_000_000_000
 _ARMIJO = 1e-4
 
 
-def choose_solver(loss: str, n_rows: int, n_features: int, sparse: bool = False) -> str:
-    """The solver for a shape: see the module docstring."""
+def choose_solver(
+    loss: str, n_rows: int, n_features: int, sparse: bool = False, row_entries: int | None = None
+) -> str:
+    """The solver for a shape: see the module docstring. ``row_entries`` (sparse X: the
+    most stored entries of a row) prices the Hessian by per-row outer products."""
     p = n_features + 1
     if sparse:
-        return "newton" if n_rows * p * p <= SPARSE_NEWTON_MAX_WORK else "lbfgs"
+        return (
+            "newton"
+            if sparse_newton_work(n_rows, n_features, row_entries) <= (SPARSE_NEWTON_MAX_WORK)
+            else "lbfgs"
+        )
     if p > NEWTON_CG_MIN_PARAMS:
         return "newton-cg"
     if loss == "squared_error":
@@ -82,6 +94,18 @@ def choose_solver(loss: str, n_rows: int, n_features: int, sparse: bool = False)
     if n_features >= LBFGS_MIN_FEATURES and n_rows * p * p >= LBFGS_MIN_WORK:
         return "lbfgs"
     return "newton"
+
+
+def sparse_newton_work(n_rows: int, n_features: int, row_entries: int | None = None) -> int:
+    """Flop-equivalents of one Newton pass on sparse X: the Hessian block, the cheaper of
+    densified row blocks (``n p^2``) and per-row outer products
+    (``OUTER_GRAM_COST n k^2``, :meth:`~fairest._kernels._sparse.SparseRows.outer_gram`),
+    plus the Cholesky factorisation (``p^3 / 3``)."""
+    p = n_features + 1
+    gram = n_rows * p * p
+    if row_entries is not None:
+        gram = min(gram, OUTER_GRAM_COST * n_rows * max(1, row_entries) ** 2)
+    return gram + p**3 // 3
 
 
 class PolishResult(NamedTuple):
@@ -174,12 +198,17 @@ def solve_weighted_glm(
     """
     n, d = X.shape
     sparse = is_sparse(X) or hasattr(X, "tocsr")
+    if sparse and not is_sparse(X):
+        X = sparse_rows(X)  # once, on the host: O(nnz)
     if solver == "auto":
-        solver = choose_solver(loss, n, d, sparse)
+        solver = choose_solver(loss, n, d, sparse, X.row_entries if sparse else None)
     if solver not in SOLVERS:
         raise ValueError(f"solver must be 'auto' or one of {SOLVERS}; got {solver!r}.")
     start = np.zeros(d + 1) if theta0 is None else np.asarray(theta0, dtype=np.float64)
-    with jax.enable_x64(True):
+    # XLA's CPU Cholesky calls scipy's LAPACK: threaded BLAS there only adds spinning
+    # threads for p <= 2000 (ACSIncome PA one-hot, p = 790, loaded 2-core box: 0.93 CPU s
+    # per fit on one thread against 3.8-6.5 s threaded); see single_threaded_blas
+    with jax.enable_x64(True), single_threaded_blas():
         X_dev, y_dev, c_dev = _device_data(X, y, sample_weight)
         problem = (X_dev, y_dev, c_dev, np.float64(alpha), np.float64(penalize_intercept))
         if solver == "lbfgs" and sparse:

@@ -11,6 +11,7 @@ import pandas as pd
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from fairest.constrained._engine import MLP, group_means, per_sample_stats, weighted_mean
+from fairest.constrained._sparse import as_csr
 from fairest.utils._estimator import validate_fit_data
 
 __all__ = [
@@ -95,8 +96,9 @@ def validate_constrained_fit(estimator, X, y, sensitive_features, sample_weight=
     X, sensitive_features, cols = split_sensitive_columns(X, sensitive_features)
     estimator.sensitive_columns_ = cols
     X, y, groups, labels, sample_weight = validate_fit_data(
-        estimator, X, y, sensitive_features, sample_weight, min_groups=1
+        estimator, X, y, sensitive_features, sample_weight, min_groups=1, accept_sparse=True
     )
+    X = as_csr(X)  # sparse X stays sparse (fairest.constrained._sparse)
     classes, y_codes = np.unique(y, return_inverse=True)
     weighted_classes = np.unique(y_codes[sample_weight > 0])
     if weighted_classes.size < 2:
@@ -113,7 +115,9 @@ def prepare_predict(estimator, X):
     cols = getattr(estimator, "sensitive_columns_", None)
     if cols and isinstance(X, pd.DataFrame) and all(c in X.columns for c in cols):
         X = X.drop(columns=list(cols))
-    return validate_data(estimator, X, dtype=np.float64, reset=False)
+    return validate_data(
+        estimator, X, dtype=np.float64, reset=False, accept_sparse=["csr", "csc", "coo"]
+    )
 
 
 def validate_hidden(hidden) -> tuple:

@@ -49,12 +49,13 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+import scipy.sparse as sp
 from jax import lax
 from sklearn.exceptions import ConvergenceWarning
 
 from fairest._kernels import bucket_size
 from fairest.constrained import _defaults
-from fairest.utils._devices import place_rows
+from fairest.constrained._sparse import host_matmul, largest_magnitude, place_with_design
 from fairest.utils._reporting import as_history
 
 __all__ = [
@@ -139,11 +140,12 @@ class MLP:
 
 
 def numpy_forward(params, X) -> np.ndarray:
-    """Host forward pass in float64 (prediction is group-blind and needs no JAX)."""
-    h = np.asarray(X, dtype=np.float64)
+    """Host forward pass in float64 (prediction is group-blind and needs no JAX); ``X``
+    dense or scipy sparse (never densified: the first layer is a sparse product)."""
+    h = X
     last = len(params) - 1
     for layer, (W, b) in enumerate(params):
-        h = h @ np.asarray(W, dtype=np.float64) + np.asarray(b, dtype=np.float64)
+        h = host_matmul(h, W) + np.asarray(b, dtype=np.float64)
         if layer < last:
             h = np.maximum(h, 0.0)
     return h
@@ -890,7 +892,6 @@ def _device_data(X, y, groups, cells, dtype, loss_scale=None, cell_scale=None):
 
     real = np.dtype(dtype)
     rows = {
-        "X": padded(np.asarray(X, dtype=real)),
         "y": padded(np.asarray(y).astype(np.int32)),
         "groups": padded(groups.astype(np.int32)),
         "cells": padded(np.maximum(cells, 0).astype(np.int32)),
@@ -901,8 +902,10 @@ def _device_data(X, y, groups, cells, dtype, loss_scale=None, cell_scale=None):
         rows["s"] = padded(np.asarray(loss_scale, dtype=real))
         rows["cs"] = padded(np.asarray(cell_scale, dtype=real))
     # sharded by rows over the configured devices (more zero-weight padding rows, never
-    # drawn by the samplers); one default device otherwise
-    return dict(zip(rows, place_rows(list(rows.values()))))
+    # drawn by the samplers); one default device otherwise. Sparse X stays sparse
+    # (fairest.constrained._sparse), its empty padding rows added there.
+    X = X if sp.issparse(X) else padded(np.asarray(X, dtype=real))
+    return place_with_design(X, rows, dtype)
 
 
 def population_totals(sample_weight, population, n_populations: int) -> np.ndarray:
@@ -1045,7 +1048,7 @@ def run_solver(
     period = _record_period(record_history)
     if eval_every and not period:
         raise ValueError("eval_every adds values to the history: it needs record_history.")
-    X = np.asarray(X)
+    X = X if sp.issparse(X) else np.asarray(X)
     groups, cells = np.asarray(groups), np.asarray(cells)
     balanced = bool(hyper.get("balanced_batches", False))
     loss_scale, cell_scale = loss_scales(
@@ -1335,7 +1338,7 @@ def refit_on_divergence(owner: str, attempt, *, remedy: str, X, phase: str = "")
             return output, factor
         first = bad if first is None else first
         factor *= _defaults.NONFINITE_STEP_FACTOR
-    largest = float(np.max(np.abs(X))) if np.size(X) else 0.0
+    largest = largest_magnitude(X)
     raise ValueError(
         f"{owner}: the iterates became non-finite (NaN/inf) by iteration {first}{phase}, "
         f"also in {_defaults.NONFINITE_RETRIES} refits with the step sizes halved: scale "

@@ -539,7 +539,7 @@ default="loss_parity"
 
         Parameters
         ----------
-        X : array-like or DataFrame of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} or DataFrame of shape (n_samples, n_features)
             Training data. Columns named by ``sensitive_features`` are removed from the
             features.
         y : array-like of shape (n_samples,)
@@ -666,7 +666,7 @@ list of str or None, default=None
 
         Parameters
         ----------
-        X : array-like or DataFrame of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} or DataFrame of shape (n_samples, n_features)
             The chunk's rows (sensitive columns named by ``sensitive_features`` are
             removed, as in :meth:`fit`).
         y : array-like of shape (n_samples,)
@@ -811,6 +811,11 @@ list of str or None, default=None
         self.n_epochs_done_ = previous + result.n_epochs
         return self
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True  # scipy sparse X is never densified (_sparse)
+        return tags
+
     def _store_statistics(self, X, y_codes, groups, gaps, sample_weight):
         """Training-set statistics of ``params_`` on ``(X, y_codes, groups)``, on the host
         in float64 (``sample_weight=None``: unweighted)."""
@@ -846,7 +851,7 @@ list of str or None, default=None
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Input samples (sensitive feature columns of a DataFrame used in ``fit`` are
             dropped).
 

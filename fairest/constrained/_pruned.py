@@ -36,6 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pandas as pd
+import scipy.sparse as sp
 from jax import lax
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -62,7 +63,7 @@ from fairest.constrained._engine import (
     weighted_mean,
 )
 from fairest.constrained._loss_gap import sample_losses
-from fairest.utils._devices import place_rows
+from fairest.constrained._sparse import as_csr, place_with_design
 from fairest.utils._estimator import validate_fit_data
 from fairest.utils._linear import ScoreClassifierMixin
 from fairest.utils._reporting import as_history, log_fit
@@ -517,7 +518,6 @@ def pruning_data(X, y_codes, groups, sample_weight, num_groups: int, dtype) -> P
     """Device arrays of the training rows; ``sample_weight=None`` is the unweighted fit."""
     real = np.dtype(dtype)
     rows = {
-        "X": np.asarray(X, dtype=real),
         "y": np.asarray(y_codes).astype(np.int32),
         "groups": np.asarray(groups).astype(np.int32),
     }
@@ -529,8 +529,10 @@ def pruning_data(X, y_codes, groups, sample_weight, num_groups: int, dtype) -> P
         shares = totals / totals.sum()
     else:
         shares = np.bincount(groups, minlength=num_groups) / groups.size
-    # sharded by rows over the configured devices; the padding rows are never drawn
-    device = dict(zip(rows, place_rows(list(rows.values()))))
+    # sharded by rows over the configured devices; the padding rows are never drawn.
+    # Sparse X stays sparse (fairest.constrained._sparse)
+    design = X if sp.issparse(X) else np.asarray(X, dtype=real)
+    device = place_with_design(design, rows, dtype)
     return PruningData(device, X, y_codes, groups, sample_weight, shares, num_groups)
 
 
@@ -1272,7 +1274,7 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like or DataFrame of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} or DataFrame of shape (n_samples, n_features)
             Training data. Columns named by ``sensitive_features`` are removed from the
             features.
         y : array-like of shape (n_samples,)
@@ -1298,10 +1300,12 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
         X, sensitive_features, self.sensitive_columns_ = split_sensitive_columns(
             X, sensitive_features
         )
-        fit_data = validate_fit_data(self, X, y, sensitive_features, sample_weight)
+        fit_data = validate_fit_data(
+            self, X, y, sensitive_features, sample_weight, accept_sparse=True
+        )
         self.__dict__.pop("_stream_state", None)  # a fit starts a new stream
         _check_milestones(self.learning_rate_milestones)
-        X, groups, labels = fit_data.X, fit_data.groups, fit_data.group_labels
+        X, groups, labels = as_csr(fit_data.X), fit_data.groups, fit_data.group_labels
         classes, y_codes = np.unique(fit_data.y, return_inverse=True)
         if classes.size < 2:
             raise ValueError(
@@ -1392,7 +1396,7 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like or DataFrame of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} or DataFrame of shape (n_samples, n_features)
             The chunk's rows.
         y : array-like of shape (n_samples,)
             Their labels, all in ``classes``.
@@ -1430,11 +1434,13 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
             validate_data(self, X, reset=False, skip_check_array=True)  # features, names
         self.sensitive_columns_ = columns
         with chunk_of_a_stream(sensitive_features):
-            fit_data = validate_fit_data(self, X, y, sensitive_features, sample_weight)
+            fit_data = validate_fit_data(
+                self, X, y, sensitive_features, sample_weight, accept_sparse=True
+            )
         y_codes, groups_ = encode_stream_chunk(
             stream, fit_data.y, fit_data.groups, fit_data.group_labels, type(self).__name__
         )
-        X, labels, G = fit_data.X, stream.vocabulary.labels_, stream.vocabulary.labels_.size
+        X, labels, G = as_csr(fit_data.X), stream.vocabulary.labels_, stream.vocabulary.labels_.size
         weight = fit_data.sample_weight
         group_weight = stream.running_totals(
             "group_weight", np.bincount(groups_, weight, minlength=G)
@@ -1521,6 +1527,11 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
         self.train_unfairness_ = float(psi.max())
         self.is_feasible_ = bool(psi.max() <= self.tolerance)
         return psi, acc_s
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True  # scipy sparse X is never densified (_sparse)
+        return tags
 
     def _settings(self, n_layers: int) -> PruningSettings:
         """The resolved settings of :func:`fit_pruned`."""
@@ -1610,7 +1621,7 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Input samples (sensitive feature columns of a DataFrame used in ``fit`` are
             dropped).
 
@@ -1629,7 +1640,7 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Evaluation samples.
         y : array-like of shape (n_samples,)
             True labels of ``X``.

@@ -39,6 +39,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from fairest._kernels._sparse import squared_row_norms
 from fairest.ermi import _defaults
 
 __all__ = [
@@ -170,7 +171,7 @@ def calibrate_privacy(
     delta = float(delta) if delta is not None else 1.0 / n**2
     if lipschitz_constant == "auto":
         factor = _defaults.LIPSCHITZ_AUTO_BINARY if binary else _defaults.LIPSCHITZ_AUTO_SOFTMAX
-        lipschitz = factor * float(np.sqrt(1.0 + np.max(np.sum(X * X, axis=1))))
+        lipschitz = factor * float(np.sqrt(1.0 + np.max(squared_row_norms(X))))
     else:
         lipschitz = float(lipschitz_constant)
     lam = fairness_weight

@@ -333,7 +333,7 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Training data.
         y : array-like of shape (n_samples,)
             Class labels (two or more classes).
@@ -349,7 +349,7 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
         self : ERMIClassifier
             The fitted estimator.
         """
-        data = validate_fit_data(self, X, y, sensitive_features, sample_weight)
+        data = validate_fit_data(self, X, y, sensitive_features, sample_weight, accept_sparse=True)
         self.__dict__.pop("_stream_state", None)  # a fit starts a new stream
         private = self.dp_epsilon is not None
         solver = self.solver
@@ -502,7 +502,7 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             The chunk's rows.
         y : array-like of shape (n_samples,)
             Their labels, all in ``classes``.
@@ -541,7 +541,9 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
         if not first or state.warm:
             validate_data(self, X, reset=False, skip_check_array=True)  # features, names
         with chunk_of_a_stream(sensitive_features):
-            data = validate_fit_data(self, X, y, sensitive_features, sample_weight)
+            data = validate_fit_data(
+                self, X, y, sensitive_features, sample_weight, accept_sparse=True
+            )
         y_codes, group_codes = encode_stream_chunk(
             state, data.y, data.groups, data.group_labels, type(self).__name__
         )
@@ -691,6 +693,7 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.classifier_tags.multi_class = True
+        tags.input_tags.sparse = True  # scipy sparse X is never densified (_kernels._sparse)
         tags.non_deterministic = self.solver == "sgda" and self.random_state is None
         return tags
 

@@ -35,7 +35,9 @@ import numpy as np
 import scipy.optimize
 
 from fairest._kernels import scores
-from fairest._kernels._buckets import pad_rows
+from fairest._kernels._buckets import bucket_size, pad_rows
+from fairest._kernels._sparse import sparse_rows, squared_row_norms, take_rows
+from fairest._solvers._lbfgs import single_threaded_blas
 from fairest.ermi import _defaults
 from fairest.ermi._kernels import (
     Strata,
@@ -147,18 +149,19 @@ def full_batch_solve(
         value, grad = fermi_value_and_grad(jnp.asarray(flat), *args, binary=binary)
         return float(value), np.asarray(grad, dtype=np.float64)
 
-    result = scipy.optimize.minimize(
-        fun,
-        np.asarray(theta0, dtype=np.float64).ravel(),
-        jac=True,
-        method="L-BFGS-B",
-        options={
-            "maxiter": int(max_iter),
-            "gtol": float(tol),
-            "ftol": 64 * np.finfo(float).eps,
-            "maxcor": 20,
-        },
-    )
+    with single_threaded_blas():  # L-BFGS-B's small products: see the function
+        result = scipy.optimize.minimize(
+            fun,
+            np.asarray(theta0, dtype=np.float64).ravel(),
+            jac=True,
+            method="L-BFGS-B",
+            options={
+                "maxiter": int(max_iter),
+                "gtol": float(tol),
+                "ftol": 64 * np.finfo(float).eps,
+                "maxcor": 20,
+            },
+        )
     grad_norm = float(np.max(np.abs(fun(result.x)[1])))
     converged = bool(result.success) or grad_norm <= tol  # gtol, or no relative decrease left
     return result.x.reshape(shape), float(result.fun), grad_norm, int(result.nit), converged
@@ -253,7 +256,7 @@ def _batch_constants(X, y, s, t, weight, strata: Strata):
     cell ``t * k + s`` and the stratum. A minibatch then needs one gather of each.
     """
     k = strata.inv_sqrt_p.shape[1]
-    row_sq = 1.0 + jnp.sum(jnp.square(X.astype(weight.dtype)), axis=1)
+    row_sq = 1.0 + squared_row_norms(X.astype(weight.dtype))  # O(nnz) for sparse X
     omega = strata.omega[t]
     floats = jnp.stack(
         [weight, y.astype(weight.dtype), row_sq, omega * strata.inv_sqrt_p[t, s], omega], axis=1
@@ -268,8 +271,9 @@ def _clip_factor(norms, clip):
 
 
 def _take_rows(a, idx):
-    """``a[idx]`` for indices known to be in range (skips the bounds handling of the gather)."""
-    return a.at[idx].get(mode="promise_in_bounds")
+    """``a[idx]`` for indices known to be in range (skips the bounds handling of the gather);
+    a sparse ``X`` (:class:`~fairest._kernels._sparse.SparseRows`) gives its rows' entries."""
+    return take_rows(a, idx)
 
 
 def _sgda_step(
@@ -471,6 +475,34 @@ def sgda_solve(
     return ((chosen if random_iterate else theta), W, history, *last)
 
 
+def _place(X, *rows):
+    """Device copies of ``X`` and its row arrays, sharded by rows over the configured
+    devices; scipy sparse ``X`` becomes a :class:`~fairest._kernels._sparse.SparseRows`
+    (O(nnz), never densified) on the first device, its row arrays beside it."""
+    if not hasattr(X, "tocsr"):
+        return place_rows([X, *rows])
+    from fairest._solvers._driver import place_sparse
+    from fairest.utils._devices import configured_devices
+
+    return [
+        place_sparse(sparse_rows(X, X.dtype)),
+        *place_rows(rows, (configured_devices() or [])[:1]),
+    ]
+
+
+def _place_padded(X, *rows):
+    """:func:`_place` of the rows padded with zero rows (weight 0) to a bucketed count;
+    a sparse ``X`` grows by empty rows (only its row pointer)."""
+    n = X.shape[0]
+    if not hasattr(X, "tocsr"):
+        return place_rows(pad_rows(n, X, *rows))
+    from fairest._solvers._driver import place_sparse
+    from fairest.utils._devices import configured_devices
+
+    X_rows = sparse_rows(X).with_rows(bucket_size(n))
+    return [place_sparse(X_rows), *place_rows(pad_rows(n, *rows), (configured_devices() or [])[:1])]
+
+
 def _device_strata(strata) -> Strata:
     return Strata(*(jnp.asarray(a) for a in strata))
 
@@ -501,7 +533,7 @@ def run_full_batch(
         theta0 = jnp.zeros((d + 1, 1 if binary else n_classes))
         strata = _device_strata(strata)
         # bucketed rows (weight 0), sharded over the configured devices
-        Xp, yp, sp, tp, wp = place_rows(pad_rows(n, X, y.astype(np.int32), s, t, weight))
+        Xp, yp, sp, tp, wp = _place_padded(X, y.astype(np.int32), s, t, weight)
         theta, objective, grad_norm, n_iter, converged = full_batch_solve(
             theta0,
             Xp,
@@ -611,14 +643,12 @@ def run_sgda(
             theta0, W0 = (jnp.asarray(a, dtype=jnp.float64) for a in start)
         if call:
             key = jax.random.fold_in(key, call)
-        rows = place_rows(
-            [
-                X.astype(np.float32 if dtype == "float32" else np.float64, copy=False),
-                y.astype(np.int32),
-                s,
-                t,
-                weight,
-            ]
+        rows = _place(
+            X.astype(np.float32 if dtype == "float32" else np.float64, copy=False),
+            y.astype(np.int32),
+            s,
+            t,
+            weight,
         )  # sharded over the configured devices (padding rows are never drawn)
         theta, W, history, theta_last, W_last = sgda_solve(
             theta0,

@@ -38,16 +38,22 @@ MAX_ITER = 200  # IDCA outer iterations K
 # Cap on the iterations of the ALM inner solver ([default], not in the paper): it stops at
 # convergence, after 50-400 Newton steps and multiplier updates on the a9a subproblems.
 ALM_MAX_ITER = 1000
-# Fast solver (opt-in, not in the paper): "smooth_alm", an augmented Lagrangian on the
-# smoothed problem with L-BFGS-B rounds (fairest/partial/_smooth.py), stopping on the
-# convergence test TOL; on full Adult (top 20 %, kappa = 0.05) its first solve reaches a
-# lower objective (0.346) than IDCA with exact subproblem solves (0.399) and than the
-# paper's IDCA + SSG with K = T = 200 (0.368), at about a tenth of the latter's CPU time
-# (benchmarks/results/partial_speed.md); still minutes, not seconds, on 2 cores.
-# Not yet the default: on 2,000 Adult rows (tests/partial/test_partial_tolerance.py, pSP
-# with tolerance 0.1 / 0.2) its tightening rounds stopped at an exact training pSP of
-# 0.21 > 0.2, where IDCA + SSG meets the tolerance; the default stays the paper's IDCA.
-SOLVER = "idca"
+# Solver (not in the paper): "smooth_alm", an augmented Lagrangian on the smoothed
+# problem (fairest/partial/_smooth.py) whose rounds are damped Gauss-Newton steps, the
+# whole run (rounds, smoothing stages, steps, line searches) in one jitted
+# lax.while_loop in float32 (fairest/partial/_fast.py), stopping on the convergence test
+# TOL. Full Adult (32,561 x 105, sex, pSP top 20 %, kappa = 0.05; 2-core box under load
+# 15-21): a warm fit 3.5 s CPU (two solves: 10 + 5 rounds, about 170 Gauss-Newton
+# steps), objective 0.3535, exact train pSP 0.047, test accuracy 0.826, against 60-115 s
+# for the earlier SciPy L-BFGS-B rounds (860 value_and_grad calls of 35 ms, float64;
+# objective 0.3535, train pSP 0.046, test accuracy 0.826) and 830 s for IDCA + SSG
+# (objective 0.393, test accuracy 0.8125); benchmarks/results/partial_speed.md.
+# On small bands (2,000 Adult rows, top 20 %: about 130 women in the band) a violated
+# smoothed constraint can be flat (no score on the ramp of its level) and the run stalls;
+# when no candidate of its solves meets ``tolerance``, the fit runs the paper's IDCA
+# (solver="idca", with its own tightening rounds) and keeps the best candidate of both
+# (pSP kappa = 0.05 on those rows: 0.072 after the smoothed solves, 0.046 with IDCA).
+SOLVER = "smooth_alm"
 TOL = 1e-5  # relative change of f_0 over an augmented-Lagrangian round that stops it
 PROXIMAL_STRENGTH = 0.0  # strong-convexity add-on mu (spec section 4.4, [default] 0)
 ALPHA = 0.0  # optional L2 on the coefficients, not part of the paper (spec section 3.2)

@@ -38,6 +38,7 @@ from fairest.metrics import (
 from fairest.partial import _defaults
 from fairest.partial._common import METRICS, build_data, check_interval
 from fairest.partial._dc import Config, objective
+from fairest.partial._fast import NEWTON_STEPS, run_fast_alm, solver_data
 from fairest.partial._idca import (
     constant_intercept,
     initial_point,
@@ -46,7 +47,6 @@ from fairest.partial._idca import (
     run_ssg_direct,
     theory_schedule,
 )
-from fairest.partial._smooth import STEPS, run_smooth_alm
 
 __all__ = [
     "PartialFit",
@@ -333,13 +333,17 @@ def check_finite_model(name, x, X, objective_value):
 
 
 def _smooth_solution(settings: Settings, cfg, data, x0, K, eps) -> dict:
-    steps = STEPS if settings.inner_max_iter == "auto" else int(settings.inner_max_iter)
-    result = run_smooth_alm(x0, data, cfg, eps, float(settings.tol), K, steps)
-    # the run ends at its last point within eps of the surrogate constraints (a short run
-    # may stop before the rounds reach feasibility; the constant start is feasible with
-    # margin c / 2)
+    steps = NEWTON_STEPS if settings.inner_max_iter == "auto" else int(settings.inner_max_iter)
+    result = run_fast_alm(x0, solver_data(data), cfg, eps, float(settings.tol), K, steps)
+    # the run ends at its last point within eps of the surrogate constraints (a run cut
+    # by max_iter may stop before the rounds reach feasibility; the constant start is
+    # feasible with margin c / 2); a run that stalled before max_iter (a flat violated
+    # constraint, e.g. the top level of the closed grid above a gap in the scores) keeps
+    # its final point as a candidate, judged by the exact metric
     within = np.flatnonzero(result.max_violation <= eps)
     n = int(within[-1]) if within.size else result.n_steps.size
+    if not result.converged and result.n_steps.size < K:
+        n = result.n_steps.size
     history = {
         "objective": result.objective[: n + 1],
         "max_violation": result.max_violation[: n + 1],
@@ -486,6 +490,27 @@ def tighten(solves, rebuild, solve, smooth):
         solves.append(sol)
 
 
+def _any_meets(solves, kappa) -> bool:
+    """Whether a candidate of ``solves`` meets ``kappa`` (exact training metric)."""
+    return any(best_candidate(sol, kappa, np.inf) is not None for sol in solves)
+
+
+def _idca_fallback(settings: Settings, name, X, cfg, data, x0, measure, rebuild, kappa):
+    """The solves of IDCA (``solver="idca"``, same settings otherwise) with its own
+    tightening rounds: run when no smoothed-ALM candidate meets the tolerance (a
+    violated constraint flat on its plateau, e.g. a band of a few hundred samples; see
+    ``fairest.partial._defaults.SOLVER``)."""
+    idca = settings._replace(solver="idca")
+    K, eps, T = schedule(idca, X, cfg, data, x0)
+
+    def solve(cfg, data, x0, tolerance):
+        return solve_surrogate(idca, name, X, cfg, data, x0, K, eps, T, measure, tolerance)
+
+    solves = [solve(cfg, data, x0, kappa)]
+    tighten(solves, rebuild, solve, lambda cfg: False)
+    return solves
+
+
 def _truncate(history, k):
     """The record of outer iterations ``0..k`` (the run with ``max_iter = k``)."""
     if not history:
@@ -523,6 +548,8 @@ def fit_partial(settings: Settings, X, y01, codes, sample_weight, num_groups, na
         solves = [solve(cfg, data, x0, kappa)]
         if cfg.constraint != "none":
             tighten(solves, rebuild, solve, settings.smooth_ran)
+        if settings.smooth_ran(cfg) and not _any_meets(solves, kappa):
+            solves += _idca_fallback(settings, name, X, cfg, data, x0, measure, rebuild, kappa)
     chosen, pick = select(solves, kappa)
     capped = 0
     if settings.alm_ran(cfg):

@@ -1,6 +1,8 @@
-"""Fast solver of the partial-fairness problems (15) / (21): an augmented Lagrangian on
-the *smoothed* DC problem, each round minimised by SciPy's L-BFGS-B on one jitted
-``value_and_grad`` (``solver="smooth_alm"``, the default).
+"""The smoothed partial-fairness problems (15) / (21) and a reference solver for them:
+an augmented Lagrangian on the *smoothed* DC problem, each round minimised by SciPy's
+L-BFGS-B on one jitted ``value_and_grad`` (:func:`run_smooth_alm`, the first
+``solver="smooth_alm"``; the estimators now run the Gauss-Newton rounds of
+:mod:`fairest.partial._fast` on the same smoothed problem, and the tests compare the two).
 
 The ramp surrogate ``clip(z + 1/2, 0, 1) = relu(z + 1/2) - relu(z - 1/2)`` is replaced by
 ``delta (softplus((z + 1/2) / delta) - softplus((z - 1/2) / delta))`` (within

@@ -17,6 +17,7 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from fairest._solvers._lbfgs import single_threaded_blas
 from fairest.reweighting import _defaults
 from fairest.reweighting._badr_metrics import CLASSIFICATION_METRICS, REGRESSION_METRICS
 from fairest.reweighting._common import build_metric_spec, make_problem
@@ -60,6 +61,11 @@ class _BADRBase(BaseEstimator):
         "record_history": ["boolean"],
     }
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True  # scipy sparse X is never densified (_kernels._sparse)
+        return tags
+
     # ------------------------------------------------------------------ fit
     def _fit_badr(self, data, loss: str, y_num: np.ndarray, task: str):
         num_groups = len(data.group_labels)
@@ -72,7 +78,7 @@ class _BADRBase(BaseEstimator):
         self.groups_ = data.group_labels
         # the solver's settings are the estimator's parameters of the same names
         settings = BADRSettings(**{name: getattr(self, name) for name in BADRSettings._fields})
-        with jax.enable_x64(True):
+        with jax.enable_x64(True), single_threaded_blas():  # Cholesky: see the function
             problem = make_problem(
                 data,
                 y_num,
@@ -328,8 +334,8 @@ class BADRClassifier(LinearClassifierMixin, _BADRBase):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Training data.
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training data; scipy sparse X (CSR, CSC, COO) is used without densifying it.
         y : array-like of shape (n_samples,)
             Binary target (any two labels).
         sensitive_features : array-like of shape (n_samples,) or (n_samples, k), default=None
@@ -343,7 +349,7 @@ class BADRClassifier(LinearClassifierMixin, _BADRBase):
         self : BADRClassifier
             The fitted estimator.
         """
-        data = validate_fit_data(self, X, y, sensitive_features, sample_weight)
+        data = validate_fit_data(self, X, y, sensitive_features, sample_weight, accept_sparse=True)
         self.classes_, y01 = encode_binary_target(type(self).__name__, data.y)
         return self._fit_badr(data, self.loss, y01, "classification")
 
@@ -429,8 +435,8 @@ class BADRRegressor(LinearRegressorMixin, _BADRBase):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Training data.
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training data; scipy sparse X (CSR, CSC, COO) is used without densifying it.
         y : array-like of shape (n_samples,)
             Target values.
         sensitive_features : array-like of shape (n_samples,) or (n_samples, k), default=None
@@ -444,5 +450,7 @@ class BADRRegressor(LinearRegressorMixin, _BADRBase):
         self : BADRRegressor
             The fitted estimator.
         """
-        data = validate_fit_data(self, X, y, sensitive_features, sample_weight, regression=True)
+        data = validate_fit_data(
+            self, X, y, sensitive_features, sample_weight, regression=True, accept_sparse=True
+        )
         return self._fit_badr(data, "squared_error", data.y, "regression")

@@ -39,6 +39,7 @@ from fairest._kernels._glm import (
 )
 from fairest._kernels._losses import loss_derivatives
 from fairest._kernels._projections import project_simplex
+from fairest._kernels._sparse import is_sparse, take_rows
 from fairest._solvers import _newton
 from fairest._solvers._newton import NewtonResult, newton_solve
 from fairest._solvers._newton_cg import jacobi_preconditioner, newton_cg_solve, pcg_solve
@@ -216,6 +217,8 @@ def score_gradient_sums(
     segment sums of ``r_i x_i``.
     """
     block_rows = ADJOINT_BLOCK_ROWS if block_rows is None else block_rows
+    if is_sparse(X):  # one sparse product [grad_s, M]^T X, O(nnz (1 + G))
+        use_segments = False
     if use_segments is None and X.shape[0] > block_rows:
 
         def make_columns(grad_s, r, groups):  # (rows, 1 + G): [grad_s, one-hot * r]
@@ -254,7 +257,7 @@ def row_block_sums(X, make_columns, *row_arrays, block_rows: int | None = None):
     """
     block_rows = ADJOINT_BLOCK_ROWS if block_rows is None else block_rows
     n, d = X.shape
-    if n <= block_rows:
+    if n <= block_rows or is_sparse(X):  # sparse: one O(nnz k) product, C is (n, k)
         C = make_columns(*row_arrays)
         return jnp.concatenate([jnp.sum(C, axis=0)[None, :], X.T @ C], axis=0)
 
@@ -408,7 +411,7 @@ def _lower_on_rows(
     same solution when every row with a positive weight under ``lam`` is among them."""
     take = partial(jnp.take, indices=rows, axis=0)
     subset = problem._replace(
-        X=take(problem.X),
+        X=take_rows(problem.X, rows),  # sparse X: SparseRows.take_rows
         y=take(problem.y),
         groups=take(problem.groups),
         weight=take(problem.weight) * valid,
@@ -500,8 +503,18 @@ def exact_metric_value(metric: MetricSpec, theta, problem: Problem, num_groups: 
     :mod:`fairest.metrics`, on the host (reporting only, called once per fit)."""
     theta = np.asarray(theta)
     intercept = float(problem.metric_intercept) * theta[0]
-    s = host_view(problem.X) @ theta[1:] + intercept  # numpy: no kernel compiled for it
+    s = host_matrix(problem.X) @ theta[1:] + intercept  # numpy: no kernel compiled for it
     return exact_unfairness(metric, s, problem.y, problem.groups, problem.weight, num_groups)
+
+
+def host_matrix(X):
+    """:func:`host_view` of a dense ``X``; a scipy CSR view of a :class:`SparseRows`."""
+    if not is_sparse(X):
+        return host_view(X)
+    import scipy.sparse as sp
+
+    parts = (host_view(X.data), host_view(X.indices), host_view(X.indptr))
+    return sp.csr_matrix(parts, shape=X.shape)
 
 
 def host_view(array) -> np.ndarray:
@@ -561,9 +574,12 @@ class ImplicitOracle:
         # host group codes (real rows): one-group vertices are then solved on their rows
         self._group_rows = None
         if groups is not None:
-            self._group_rows = group_row_blocks(
-                groups, num_groups, problem.X.shape[0], problem.X.shape[1] * 8 + 24
+            row_bytes = (
+                problem.X.row_entries * 12 + 24  # value and column of every slot
+                if is_sparse(problem.X)
+                else problem.X.shape[1] * 8 + 24
             )
+            self._group_rows = group_row_blocks(groups, num_groups, problem.X.shape[0], row_bytes)
         self._compiling = {}  # kernel name -> thread compiling it
         self.loose = False  # inside loose_solves(): new points may be solved inexactly
         self._inexact = problem.X.shape[0] >= INEXACT_MIN_ROWS

@@ -41,6 +41,7 @@ from fairest._kernels._glm import (
     penalty_diagonal,
 )
 from fairest._kernels._projections import clip_by_norm, project_simplex
+from fairest._kernels._sparse import take_rows
 from fairest.reweighting._bilevel import Problem, _oracle, metric_value
 
 __all__ = ["Sampler", "make_sampler", "sample_batch", "single_loop"]
@@ -116,7 +117,8 @@ def _step(loss, metric, num_groups, problem, hyper, stochastic, batch_size, samp
         key, sub = jax.random.split(key)
         rows, active, _ = sample_batch(sub, sampler, batch_size, num_groups)
         weight = problem.weight[rows] * active
-        batch = Batch(problem.X[rows], problem.y[rows], problem.groups[rows], weight)
+        X_rows = take_rows(problem.X, rows)  # sparse X: SparseRows.take_rows
+        batch = Batch(X_rows, problem.y[rows], problem.groups[rows], weight)
     else:
         batch = Batch(problem.X, problem.y, problem.groups, problem.weight)
     loss_sums, grad_sums, totals = group_sums(loss, theta, batch, num_groups)

@@ -21,8 +21,11 @@ import jax
 
 __all__ = ["CompilationCount", "count_compilations", "enable_compilation_cache"]
 
-# The event JAX records once per backend (XLA) compilation; a persistent-cache hit skips it.
+# The event JAX records once per executable it obtains from the backend: an XLA compilation
+# or a persistent-cache hit (JAX 0.10 times both under this name); a hit also records
+# _CACHE_HIT_EVENT, so compilations = backend events - cache hits.
 _BACKEND_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+_CACHE_HIT_EVENT = "/jax/compilation_cache/cache_hits"
 
 
 def enable_compilation_cache(directory: str | os.PathLike | None = None) -> Path:
@@ -59,16 +62,26 @@ def enable_compilation_cache(directory: str | os.PathLike | None = None) -> Path
 
 
 class CompilationCount:
-    """Running count of XLA compilations (``count``) and their seconds (``seconds``)."""
+    """Running count of XLA compilations (``count``), of the executables loaded from the
+    persistent cache instead (``cache_hits``) and the seconds of both (``seconds``)."""
 
     def __init__(self):
-        self.count = 0
+        self.executables = 0
+        self.cache_hits = 0
         self.seconds = 0.0
+
+    @property
+    def count(self) -> int:
+        return self.executables - self.cache_hits
 
     def _listen(self, event: str, duration: float, **_) -> None:
         if event == _BACKEND_COMPILE_EVENT:
-            self.count += 1
+            self.executables += 1
             self.seconds += duration
+
+    def _listen_hits(self, event: str, **_) -> None:
+        if event == _CACHE_HIT_EVENT:
+            self.cache_hits += 1
 
 
 @contextlib.contextmanager
@@ -85,7 +98,9 @@ def count_compilations():
     """
     counter = CompilationCount()
     jax.monitoring.register_event_duration_secs_listener(counter._listen)
+    jax.monitoring.register_event_listener(counter._listen_hits)
     try:
         yield counter
     finally:
         jax.monitoring.unregister_event_duration_listener(counter._listen)
+        jax.monitoring.unregister_event_listener(counter._listen_hits)

@@ -66,3 +66,19 @@ def test_finiteness_check_over_row_blocks(monkeypatch):
         _estimator._check_finite(X, "X")
     with pytest.raises(ValueError, match=r"contains NaN \(first at row 4\)"):
         _estimator._check_finite(np.r_[np.zeros(4), np.nan, np.inf], "y")
+
+
+@pytest.mark.parametrize(("n", "block_rows"), [(1000, 128), (1000, 1000), (257, 64)])
+def test_gram_and_products_one_pass_matches_numpy(n, block_rows):
+    """The weighted gram and ``X^T C`` summed over the same row blocks (the last one
+    clamped and masked) equal numpy's products."""
+    from fairest._kernels._glm import gram_and_products
+
+    rng = np.random.default_rng(n)
+    X, q, C = rng.normal(size=(n, 7)), rng.uniform(size=n), rng.normal(size=(n, 2))
+    with jax.enable_x64(True):
+        gram, products = jax.jit(gram_and_products, static_argnames="block_rows")(
+            jnp.asarray(X), jnp.asarray(q), jnp.asarray(C), block_rows=block_rows
+        )
+    np.testing.assert_allclose(np.asarray(gram), X.T @ (q[:, None] * X), atol=1e-11)
+    np.testing.assert_allclose(np.asarray(products), X.T @ C, atol=1e-11)

@@ -1,6 +1,9 @@
 """The default solver ``solver="smooth_alm"`` (augmented Lagrangian on the smoothed
-problem, L-BFGS-B rounds): its smoothing against the exact constraints, the whole run
-against IDCA with exact (ALM) subproblem solves, its convergence stop, warm tightening."""
+problem, damped Gauss-Newton rounds in one jitted loop, ``fairest.partial._fast``): its
+smoothing against the exact constraints, its gradient and Gauss-Newton matrix against
+autodiff, the whole run against SciPy's L-BFGS-B on the same smoothed problem and
+against IDCA with exact (ALM) subproblem solves, its convergence and stall stops, warm
+tightening."""
 
 import warnings
 
@@ -11,6 +14,7 @@ import pytest
 from _partial_helpers import PDP, PSP, make_data, make_problem
 
 from fairest.partial import PartialParityClassifier, _defaults
+from fairest.partial import _fast as fast_module
 from fairest.partial import _smooth as smooth_module
 from fairest.partial._dc import constraint_values
 from fairest.utils import FairnessWarning
@@ -72,7 +76,7 @@ def test_lbfgs_iterates_recorded_and_warm_tightening(monkeypatch):
     assert clf.history_["params"].shape[0] == clf.n_iter_ + 1
     assert np.all(np.isfinite(clf.history_["objective"]))
     calls = []
-    original = smooth_module.run_smooth_alm
+    original = fast_module.run_fast_alm
 
     def spy(x0, *args, **kwargs):
         calls.append(np.asarray(x0))
@@ -80,7 +84,7 @@ def test_lbfgs_iterates_recorded_and_warm_tightening(monkeypatch):
         calls.append(np.asarray(result.iterates[-1]))
         return result
 
-    monkeypatch.setattr("fairest.partial._fit.run_smooth_alm", spy)
+    monkeypatch.setattr("fairest.partial._fit.run_fast_alm", spy)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FairnessWarning)
         clf.fit(X, y, sensitive_features=g)
@@ -89,3 +93,102 @@ def test_lbfgs_iterates_recorded_and_warm_tightening(monkeypatch):
     # every round but a cold restart (when no warm round got feasible) starts warm
     warm = [np.array_equal(s, f) for s, f in zip(starts[1:], finals[:-1], strict=False)]
     assert warm[0]
+
+
+@pytest.mark.parametrize(
+    "metric,surrogate", [(PSP, "ramp"), (PSP, "sigmoid"), (PDP, "ramp"), (PDP, "sigmoid")]
+)
+def test_gauss_newton_pieces_equal_autodiff(x64, metric, surrogate):
+    """``_evaluate``'s value and gradient equal ``jax.value_and_grad`` of the augmented
+    Lagrangian written from ``smooth_constraint_values``; its matrix equals the Hessian of
+    ``f_0`` plus ``rho J_A^T J_A`` with ``J = jax.jacrev`` of the smoothed constraints
+    (plus the documented shift); a line-search value equals the Lagrangian."""
+    cfg, data, x0, *_ = make_problem(metric, surrogate, n=200, d=3, n_grid=4, alpha=0.1)
+    x = jnp.asarray(x0) + 0.3 * jax.random.normal(jax.random.PRNGKey(1), x0.shape)
+    m = fast_module.num_constraints(cfg)
+    lam, rho, delta = jnp.linspace(0.0, 1.0, m), 3.0, 0.05
+    hessian = fast_module._loss_hessian(x, data, cfg)
+    value, grad, H = fast_module._evaluate(x, lam, rho, delta, hessian, data, cfg)
+    ref_value, ref_grad = jax.value_and_grad(fast_module._lagrangian)(x, lam, rho, delta, data, cfg)
+    assert float(value) == pytest.approx(float(ref_value), rel=1e-12)
+    np.testing.assert_allclose(grad, ref_grad, rtol=1e-9, atol=1e-12)
+    assert float(fast_module._value(x, lam, rho, delta, data, cfg)) == pytest.approx(
+        float(ref_value), rel=1e-12
+    )
+    c = smooth_module.smooth_constraint_values(x, data, cfg, delta)
+    J = jax.jacrev(smooth_module.smooth_constraint_values)(x, data, cfg, delta)
+    active = np.asarray(lam + rho * c > 0, dtype=float)
+    loss = jax.hessian(lambda v: smooth_module.objective(v, data, cfg))(x)
+    ref = np.asarray(loss) + rho * (J * active[:, None]).T @ J
+    shift = np.asarray(H) - ref
+    np.testing.assert_allclose(shift - np.diag(np.diag(shift)), 0.0, atol=1e-10)
+    assert np.all(np.diag(shift) > 0) and np.ptp(np.diag(shift)) < 1e-12
+
+
+@pytest.mark.parametrize("metric", [PSP, PDP])
+def test_fast_run_matches_scipy_lbfgs_on_the_smoothed_problem(x64, metric):
+    """One run of the Gauss-Newton solver (float32 and float64 data) against the SciPy
+    L-BFGS-B rounds (``run_smooth_alm``, float64) on the same smoothed problem and start:
+    both converge, the fast one within 1 % of its objective and within ``eps`` of the
+    exact surrogate constraints, in fewer rounds than the cap."""
+    cfg, data, x0, *_ = make_problem(metric, "ramp", n=400, d=3, n_grid=4)
+    eps, tol = 1e-3, 1e-5
+    ref = smooth_module.run_smooth_alm(x0, data, cfg, eps, tol, 100)
+    assert ref.converged
+    for fast_data in (data, fast_module.solver_data(data)):
+        fast = fast_module.run_fast_alm(x0, fast_data, cfg, eps, tol, 100)
+        assert fast.converged and fast.n_steps.size < 100
+        assert fast.objective[-1] <= 1.01 * ref.objective[-1]
+        exact = constraint_values(jnp.asarray(fast.iterates[-1]), data, cfg)
+        assert float(jnp.max(exact)) <= eps
+
+
+def test_fast_run_stops_when_the_worst_violation_is_flat(x64):
+    """A violated constraint that no parameter change can move (a pSP level above every
+    score's ramp, its gradient zero): the run stops after two unchanged rounds, not
+    converged, instead of raising the penalty to its cap for ``max_rounds``."""
+    cfg, data, x0, *_ = make_problem(PSP, "ramp", n=200, d=3, n_grid=4)
+    # a level of 0.9 above a threshold far above every score: mean 0 <= 0.9 is violated
+    # (lower constraint 0.9 - mean > 0) and flat in every variable
+    data = data._replace(grid=data.grid.at[0].set(0.9))
+    x = jnp.asarray(x0).at[-cfg.num_levels].set(1e3)
+    result = fast_module.run_fast_alm(x, data, cfg, 1e-3, 1e-5, 50)
+    assert not result.converged
+    assert result.n_steps.size <= 4
+    assert result.max_violation[-1] == pytest.approx(0.9, abs=1e-6)
+
+
+def test_weighted_gram_of_sparse_rows_equals_dense(x64):
+    """The Gauss-Newton Gram over ELL rows (scatter of the per-row outer products)
+    equals ``X~^T diag(a) X~`` of the dense matrix."""
+    from fairest.partial._dc import SparseRows, sparse_rows
+
+    rng = np.random.default_rng(0)
+    X = np.zeros((60, 40))
+    X[np.arange(60)[:, None], rng.integers(0, 40, size=(60, 3))] = rng.normal(size=(60, 3))
+    index, value = sparse_rows(X)
+    rows = SparseRows(jnp.asarray(index), jnp.asarray(value), X.shape[1])
+    a = jnp.asarray(rng.random(60))
+    Xt = np.column_stack([np.ones(60), X])
+    expected = Xt.T @ (np.asarray(a)[:, None] * Xt)
+    np.testing.assert_allclose(fast_module._weighted_gram(rows, a), expected, atol=1e-12)
+    np.testing.assert_allclose(
+        fast_module._weighted_gram(jnp.asarray(X), a), expected, rtol=1e-12, atol=1e-12
+    )
+
+
+def test_newton_direction_survives_an_indefinite_float32_gram():
+    """A float32 Gram of collinear columns (one-hot levels beside the intercept) can be
+    slightly indefinite: the plain Cholesky direction is NaN (every step rejected, the
+    fit left at its start: Adult with sparse one-hot columns gave the constant model);
+    the retried solve gives a finite descent direction."""
+    from fairest.partial._fast import _newton_direction
+
+    H = jnp.asarray([[1.0, 1.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.0, 2.0]], jnp.float32)
+    H = H - 1e-6 * jnp.eye(3, dtype=jnp.float32)
+    grad = jnp.asarray([0.3, -0.2, 0.1], jnp.float32)
+    plain = -jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(H), grad)
+    assert not np.all(np.isfinite(np.asarray(plain)))
+    direction = np.asarray(_newton_direction(H, grad))
+    assert np.all(np.isfinite(direction))
+    assert float(np.dot(np.asarray(grad), direction)) < 0.0

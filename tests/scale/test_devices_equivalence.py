@@ -54,6 +54,27 @@ PRELUDE = textwrap.dedent(
     """
 )
 
+# partial_fit over 3 chunks (each placed on the mesh), ``calls`` passes over them; indented
+# as the cases are, which it precedes
+STREAMED = textwrap.indent(
+    textwrap.dedent(
+        """
+    class Streamed:
+        def __init__(self, model, calls=1):
+            self.model, self.calls = model, calls
+
+        def fit(self, X, y, *, sensitive_features, sample_weight):
+            for _ in range(self.calls):
+                for rows in np.array_split(np.arange(y.size), 3):
+                    self.model.partial_fit(
+                        X[rows], y[rows], sensitive_features=sensitive_features[rows],
+                        sample_weight=sample_weight[rows], classes=[0, 1])
+            return self
+"""
+    ),
+    " " * 8,
+)
+
 CASES = {
     "group-weighted-newton": """
         from fairest import GroupWeightedClassifier
@@ -105,6 +126,40 @@ CASES = {
         solo, spmd = both(make)
         same(solo.coef_, spmd.coef_)
         assert solo.step_counts_ == spmd.step_counts_
+    """,
+    "loss-gap-ghost": """
+        from fairest import LossGapConstrainedClassifier
+        make = lambda: LossGapConstrainedClassifier(
+            hidden_layer_sizes=(4,), solver="ghost", max_iter=6, dtype="float64", random_state=0)
+        solo, spmd = both(make)
+        for (W1, b1), (W2, b2) in zip(solo.params_, spmd.params_):
+            same(W1, W2)
+            same(b1, b2)
+    """,
+    "loss-gap-sparse-x": """
+        import scipy.sparse as sp
+        from fairest import LossGapConstrainedClassifier
+        X = sp.csr_matrix(np.where(np.abs(X) > 0.8, X, 0.0))  # replicated entries, sharded rows
+        make = lambda: LossGapConstrainedClassifier(
+            hidden_layer_sizes=(4,), n_epochs=2, batch_size=32, dtype="float64", random_state=0)
+        solo, spmd = both(make)
+        same(solo.decision_function(X), spmd.decision_function(X))
+    """,
+    "loss-gap-partial-fit": STREAMED
+    + """
+        from fairest import LossGapConstrainedClassifier
+        solo, spmd = both(lambda: Streamed(LossGapConstrainedClassifier(
+            hidden_layer_sizes=(4,), batch_size=32, dtype="float64", random_state=0)))
+        same(solo.model.decision_function(X), spmd.model.decision_function(X))
+        same(solo.model.multipliers_, spmd.model.multipliers_)
+    """,
+    "pruned-partial-fit": STREAMED
+    + """
+        from fairest import PrunedFairClassifier
+        solo, spmd = both(lambda: Streamed(PrunedFairClassifier(
+            hidden_layer_sizes=(8,), dense_n_epochs=1, n_epochs=2, pruning_epochs=1,
+            target_sparsity=0.5, batch_size=64, dtype="float64", random_state=0), calls=2))
+        same(solo.model.decision_function(X), spmd.model.decision_function(X))
     """,
     "pruned": """
         from fairest import PrunedFairClassifier

@@ -154,3 +154,43 @@ def test_only_self_products_are_entrywise():
     with pytest.raises(TypeError, match="entrywise"):
         S * jax.device_put(sparse_rows(_matrix(seed=5)))
     assert isinstance(jax.tree_util.tree_map(lambda a: a, S), SparseRows)
+
+
+def _one_hot_like(n=400, categories=(30, 45, 12), seed=0):
+    """One-hot blocks plus a dense numeric column: few entries per row, wide d."""
+    rng = np.random.default_rng(seed)
+    blocks = [sp.csr_matrix(np.eye(k)[rng.integers(0, k, n)]) for k in categories]
+    return sp.hstack([*blocks, sp.csr_matrix(rng.normal(size=(n, 1)))], format="csr")
+
+
+@pytest.mark.parametrize("matrix", ["random", "one_hot"])
+def test_outer_gram_matches_dense(matrix):
+    X = _matrix() if matrix == "random" else _one_hot_like()
+    q = np.random.default_rng(3).uniform(size=X.shape[0])
+    rows = jax.device_put(sparse_rows(X))
+    expected = X.toarray().T @ (q[:, None] * X.toarray())
+    outer = jax.jit(lambda X, q: X.outer_gram(q))(rows, jnp.asarray(q))
+    np.testing.assert_allclose(np.asarray(outer), expected, atol=1e-12)
+
+
+def test_weighted_gram_picks_outer_products_for_few_entries_per_row(monkeypatch):
+    from fairest._kernels import _sparse
+
+    wide = jax.device_put(sparse_rows(_one_hot_like()))
+    narrow = jax.device_put(sparse_rows(_matrix(d=17)))
+    assert wide.uses_outer_gram() and not narrow.uses_outer_gram()  # 4 of 88 vs 5 of 17
+    q = jnp.asarray(np.random.default_rng(4).uniform(size=wide.shape[0]))
+    expected = wide.toarray().T @ (np.asarray(q)[:, None] * wide.toarray())
+    np.testing.assert_allclose(np.asarray(weighted_gram(wide, q)), expected, atol=1e-12)
+    monkeypatch.setattr(_sparse, "OUTER_GRAM_COST", 10**9)  # densified blocks instead
+    assert not wide.uses_outer_gram()
+    np.testing.assert_allclose(np.asarray(weighted_gram(wide, q)), expected, atol=1e-12)
+
+
+def test_sparse_driver_takes_newton_for_one_hot_shapes():
+    from fairest._solvers._driver import choose_solver
+
+    # ACSIncome PA one-hot: 68,308 x 789 with 10 entries per row
+    assert choose_solver("logistic", 68_308, 789, sparse=True, row_entries=10) == "newton"
+    assert choose_solver("logistic", 68_308, 789, sparse=True) == "lbfgs"  # n p^2 = 4e10
+    assert choose_solver("logistic", 10**6, 10**5, sparse=True, row_entries=10) == "lbfgs"
