@@ -43,8 +43,14 @@ multi-threaded Eigen, set before any worker starts and before JAX's backend star
 with one core. Each row also records the median CPU seconds and the mean 1-minute load
 average during its runs (the box is shared).
 
+``--dataset acs_income`` runs the same protocol on the shared ACSIncome data of one state
+(``--state``, default IL; ``certified_adult.load_acs``: sex groups, standardised features,
+a 60 / 40 train / test split with ``random_state=0``): training subsets of the train part,
+judged on the test part (``--name certified_seldonian_acs`` keeps the Adult results).
+
 Usage: ``python benchmarks/certified_seldonian.py [--quick] [--runs 5] [--num-iters 1000]
-[--methods seldonian-engine fair-seldonian fairest]``.
+[--methods seldonian-engine fair-seldonian fairest] [--dataset adult|acs_income]
+[--state IL]``.
 """
 
 from __future__ import annotations
@@ -65,7 +71,7 @@ from _common import (
     run_worker,
     write_results,
 )
-from certified_adult import DELTA, ESTIMATORS, METRIC, TOLERANCE, test_scores
+from certified_adult import DELTA, ESTIMATORS, METRIC, TOLERANCE, load_acs, test_scores
 from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
@@ -99,6 +105,22 @@ SINGLE_THREAD_ENV = {
     "MKL_NUM_THREADS": "1",
     "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1",
 }
+
+
+def load_data(dataset: str, state: str):
+    """``(X_train, y_train, g_train, X_test, y_test, g_test)`` with sex groups and a short
+    description of the data for the notes; exits cleanly when the shared data is absent."""
+    if dataset == "adult":
+        return adult_numeric("sex"), "judged on the UCI Adult test file"
+    data = load_acs(state)
+    if data is None:
+        raise SystemExit("ACSIncome not found under ../shared/datasets/acs: skipped")
+    description = (
+        f"data: ACSIncome {state} (shared copy, sex groups, standardised, 60 / 40 train / "
+        "test split with random_state=0), training subsets of the train part, judged on "
+        f"the test part ({len(data[4])} rows)"
+    )
+    return data, description
 
 
 def fairest_split(y, groups, run: int) -> np.ndarray:
@@ -267,6 +289,8 @@ def main():
     parser.add_argument(
         "--timeout", type=float, default=3600, help="seconds per reference-library run"
     )
+    parser.add_argument("--dataset", choices=["adult", "acs_income"], default="adult")
+    parser.add_argument("--state", default="IL", help="ACSIncome state (--dataset acs_income)")
     parser.add_argument(
         "--append",
         action="store_true",
@@ -283,7 +307,7 @@ def main():
             raise SystemExit(f"{python} not found ({method}): {recipe}")
     runs = 1 if args.quick else args.runs
     fractions = (0.05,) if args.quick else tuple(args.fractions)
-    data = adult_numeric("sex")
+    data, args.data_description = load_data(args.dataset, args.state)
     rows = []
     with tempfile.TemporaryDirectory(prefix="fairest_seldonian_") as workdir:
         for fraction in fractions:
@@ -324,7 +348,7 @@ def write(args, rows: list[dict]) -> None:
     notes = (
         f"{METRIC} <= {TOLERANCE}, delta {DELTA}, safety_fraction {SAFETY_FRACTION}; the "
         "same candidate / safety split per run for every library (CertifiedFairClassifier's "
-        "stratified split); judged on the UCI Adult test file. seldonian-engine 0.8.11 "
+        f"stratified split); {args.data_description}. seldonian-engine 0.8.11 "
         f"(own venv, python 3.10, {args.num_iters} gradient-descent iterations, Student-t "
         "bound on the mean-probability gap (PR | [group]), its only positive rate for a "
         "classifier); fair-seldonian 3.1.0 (own venv, python 3.11, torch 2.13 CPU; QSA "

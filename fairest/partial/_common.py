@@ -1,5 +1,14 @@
 """Pieces shared by the partial-fairness estimators and baselines (no estimator here):
-the public metric names, the interval check and the padded :class:`Data` builder."""
+the public metric names, the interval check and the padded :class:`Data` builder.
+
+Under ``fairest.config_context(devices=...)`` with several devices, :func:`build_data`
+shards the row-aligned arrays of :class:`Data` (``X``, ``y``, ``groups``, ``c0``,
+``cg``, ``membership``) by rows over the devices
+(:func:`fairest.utils._devices.place_rows`) and replicates the hyper-parameters. The
+padding rows (bucket and device padding) carry ``c0 = cg = 0`` and zero ``membership``:
+the loss, every group mean and so every surrogate constraint are those of the unpadded
+data. Group totals, the interval, the level grid and the exact training metric are
+computed on the host from the unpadded numpy data."""
 
 from __future__ import annotations
 
@@ -8,6 +17,7 @@ import numpy as np
 
 from fairest._kernels._buckets import pad_rows
 from fairest.partial._dc import Data, SparseRows, sparse_rows
+from fairest.utils._devices import place_replicated, place_rows
 
 # Public ``metric`` values (the names of fairest.metrics' functions) and the short codes
 # of ``Config.constraint`` used by the kernels.
@@ -33,24 +43,30 @@ def check_interval(interval) -> tuple[float, float]:
 def build_data(X, y01, codes, sample_weight, num_groups, sparse=True, **hyper):
     """Padded float64 :class:`Data` with objective and within-group weights; ``X`` is
     stored as :class:`SparseRows` when at most a quarter of every row is non-zero (and
-    ``sparse``)."""
+    ``sparse``). The rows are placed on the configured devices (sharded when there are
+    several), the hyper-parameters replicated (see the module docstring)."""
     n = X.shape[0]
     totals = np.bincount(codes, weights=sample_weight, minlength=num_groups)
     c0 = sample_weight / sample_weight.sum()
     cg = sample_weight / np.where(totals > 0, totals, 1.0)[codes]
     Xp, yp, gp, c0p, cgp = pad_rows(n, X, y01, codes, c0, cg)
-    as64 = lambda a: jnp.asarray(a, dtype=jnp.float64)  # noqa: E731
+    as64 = lambda a: np.asarray(a, dtype=np.float64)  # noqa: E731
+    membership = (gp[:, None] == np.arange(num_groups)[None, :]) * cgp[:, None]
+    rows = [as64(yp), np.asarray(gp, dtype=np.int32), as64(c0p), as64(cgp), as64(membership)]
     ell = sparse_rows(Xp) if sparse else None
     if ell is None:
-        X_data = as64(Xp)
+        X_dev, *row_dev = place_rows([as64(Xp), *rows])
     else:  # mostly zeros (one-hot data): gather / scatter over the non-zeros only
-        X_data = SparseRows(jnp.asarray(ell[0]), as64(ell[1]), Xp.shape[1])
+        index, value, *row_dev = place_rows([np.asarray(ell[0]), as64(ell[1]), *rows])
+        X_dev = SparseRows(index, value, Xp.shape[1])
+    y_dev, g_dev, c0_dev, cg_dev, membership_dev = row_dev
+    hyper_dev = place_replicated({key: jnp.asarray(as64(value)) for key, value in hyper.items()})
     return Data(
-        X=X_data,
-        y=as64(yp),
-        groups=jnp.asarray(gp, dtype=jnp.int32),
-        c0=as64(c0p),
-        cg=as64(cgp),
-        membership=as64((gp[:, None] == np.arange(num_groups)[None, :]) * cgp[:, None]),
-        **{key: as64(value) for key, value in hyper.items()},
+        X=X_dev,
+        y=y_dev,
+        groups=g_dev,
+        c0=c0_dev,
+        cg=cg_dev,
+        membership=membership_dev,
+        **hyper_dev,
     )

@@ -96,3 +96,32 @@ def test_fit_partial_promise_without_estimator():
     assert result.train_unfairness == pytest.approx(exact, abs=1e-12)
     assert result.train_unfairness <= 0.2
     assert result.tightening["objective"].size == result.n_solves
+
+
+def test_fit_partial_on_one_configured_device_equals_default_placement():
+    """config_context(devices=[one device]) places the solver's rows on that device
+    (fairest.partial._common.build_data through place_rows) and fits the same model as
+    JAX's default placement; the several-device case is in
+    tests/scale/test_devices_equivalence.py."""
+    import jax
+
+    import fairest
+    from fairest.partial._common import build_data
+
+    rng = np.random.default_rng(1)
+    g = rng.integers(0, 2, 300)
+    X = rng.normal(size=(300, 3)) + g[:, None]
+    y = (X[:, 0] + rng.normal(size=300) > 0.5).astype(float)
+    w = rng.uniform(0.5, 2.0, 300)
+    settings = Settings(PSP, interval=(0.0, 0.5), tolerance=0.2, max_iter=10)
+    args = (settings, X, y, g.astype(np.int32), w, 2)
+    default = fit_partial(*args)
+    device = jax.devices()[-1]
+    with fairest.config_context(devices=[device]):
+        placed = fit_partial(*args)
+        with jax.enable_x64(True):
+            hyper = dict.fromkeys(("slack", "lo", "threshold", "alpha", "mu", "rho"), 0.0)
+            data = build_data(X, y, g, w, 2, grid=np.zeros(0), hi=1.0, width=1.0, **hyper)
+    assert data.membership.devices() == {device} and data.grid.devices() == {device}
+    np.testing.assert_allclose(placed.params, default.params, rtol=1e-9, atol=1e-12)
+    assert placed.train_unfairness == default.train_unfairness
