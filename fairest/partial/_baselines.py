@@ -30,7 +30,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from threadpoolctl import threadpool_limits
 
 from fairest.partial import _defaults, _qcqp
-from fairest.partial._common import METRICS, build_data, check_interval
+from fairest.partial._common import METRICS, as_csr_or_dense, build_data, check_interval
 from fairest.partial._dc import Config, Data, matvec, objective, split
 from fairest.partial._idca import level_grid
 from fairest.partial._linear import _LinearClassifierMixin
@@ -184,8 +184,10 @@ class PartialParityPenaltyClassifier(_LinearClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Training data.
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training data. A scipy sparse ``X`` (CSR, CSC, COO) is never densified when
+            every row is at most 25 % non-zero (the rows are stored by their non-zeros);
+            otherwise it is densified for the solve.
         y : array-like of shape (n_samples,)
             Binary target.
         sensitive_features : array-like of shape (n_samples,) or (n_samples, k), default=None
@@ -199,9 +201,11 @@ class PartialParityPenaltyClassifier(_LinearClassifierMixin, BaseEstimator):
         self : PartialParityPenaltyClassifier
             The fitted estimator.
         """
-        fit_data = validate_fit_data(self, X, y, sensitive_features, sample_weight)
+        fit_data = validate_fit_data(
+            self, X, y, sensitive_features, sample_weight, accept_sparse=True
+        )
         self.classes_, y01 = encode_binary_target(type(self).__name__, fit_data.y)
-        X, codes, sw = fit_data.X, fit_data.groups, fit_data.sample_weight
+        X, codes, sw = as_csr_or_dense(fit_data.X), fit_data.groups, fit_data.sample_weight
         G = len(fit_data.group_labels)
         lo, hi = check_interval(self.interval)
         statistical = METRICS[self.metric] == "statistical"
@@ -249,6 +253,11 @@ class PartialParityPenaltyClassifier(_LinearClassifierMixin, BaseEstimator):
         self.groups_ = fit_data.group_labels
         self.n_iter_ = int(self.max_iter)
         return self
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
 
 
 # --------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from fairest.partial import _defaults
-from fairest.partial._common import METRICS
+from fairest.partial._common import METRICS, as_csr_or_dense
 from fairest.partial._fit import Settings, build_problem, fit_partial
 from fairest.partial._linear import _LinearClassifierMixin
 from fairest.utils._estimator import encode_binary_target, validate_fit_data
@@ -406,8 +406,10 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Training data.
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training data. A scipy sparse ``X`` (CSR, CSC, COO) is never densified when
+            every row is at most 25 % non-zero (the rows are stored by their non-zeros,
+            as for mostly-zero numpy ``X``); otherwise it is densified for the solve.
         y : array-like of shape (n_samples,)
             Binary target (any two labels).
         sensitive_features : array-like of shape (n_samples,) or (n_samples, k), default=None
@@ -421,9 +423,11 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
         self : PartialParityClassifier
             The fitted estimator.
         """
-        data_in = validate_fit_data(self, X, y, sensitive_features, sample_weight)
+        data_in = validate_fit_data(
+            self, X, y, sensitive_features, sample_weight, accept_sparse=True
+        )
         self.classes_, y01 = encode_binary_target(type(self).__name__, data_in.y)
-        X = data_in.X
+        X = as_csr_or_dense(data_in.X)
         result = fit_partial(
             Settings.of(self),
             X,
@@ -531,4 +535,5 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.classifier_tags.multi_class = False
+        tags.input_tags.sparse = True
         return tags

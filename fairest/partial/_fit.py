@@ -36,7 +36,7 @@ from fairest.metrics import (
     suggest_interval,
 )
 from fairest.partial import _defaults
-from fairest.partial._common import METRICS, build_data, check_interval
+from fairest.partial._common import METRICS, build_data, check_interval, squared_row_norms
 from fairest.partial._dc import Config, objective
 from fairest.partial._fast import NEWTON_STEPS, run_fast_alm, solver_data
 from fairest.partial._idca import (
@@ -169,7 +169,7 @@ def resolve_interval(settings: Settings, X, y01, codes, sample_weight, num_group
 def _sigmoid_split_constant(X, kind: str, width: float) -> float:
     """Weak-convexity constant ``rho`` of the sigmoid split (spec section 3.3)."""
     with np.errstate(over="ignore"):
-        sq = 1.0 + np.max(np.einsum("ij,ij->i", X, X))  # max ||(1, x_i)||^2
+        sq = 1.0 + np.max(squared_row_norms(X))  # max ||(1, x_i)||^2
     if not np.isfinite(sq):
         raise ValueError(
             "surrogate='sigmoid': the weak-convexity constant of the sigmoid split "
@@ -263,7 +263,7 @@ def schedule(settings: Settings, X, cfg, data, x0):
     # M ~ max_i ||(phi_i, 1)|| for the ramp pieces with a linear score (spec 5.4);
     # nu: the Slater margin c/2 of the starting point (spec 5.1).
     with np.errstate(over="ignore"):
-        lipschitz = float(np.sqrt(2.0 + np.max(np.einsum("ij,ij->i", X, X))))
+        lipschitz = float(np.sqrt(2.0 + np.max(squared_row_norms(X))))
     slater = 0.5 * float(data.slack) if float(data.slack) > 0 else 1.0
     gap = float(objective(jnp.asarray(x0), data, cfg))  # f_lb = 0 (logistic loss)
     try:

@@ -50,6 +50,8 @@ def _exact(clf, X, A, sample_weight=None):
     )
 
 
+@pytest.mark.slow  # ~50 s (the IDCA fallback); benchmarks/partial_speed.py --parts defaults
+# checks the promise on full Adult, test_adult_exact_metric_within_tolerance in the default run
 def test_adult_psp_meets_the_tolerance_it_reports(adult):
     """The reproduction: on Adult, tolerance=0.05 on the top 20 % gave a surrogate
     violation of ~1e-3 but an exact training pSP of 0.06-0.1 (0.060 on these rows); the
