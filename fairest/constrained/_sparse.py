@@ -2,16 +2,16 @@
 
 A fit's scipy sparse ``X`` lives on the device as a :class:`SparseDesign`: the shared
 kernels' :class:`~fairest._kernels._sparse.SparseRows` (row-sorted COO with CSR's row
-pointer, O(nnz)) plus the most entries of any row, ``width``. It stands in for the dense
-``X`` in the two places the solvers touch it:
+pointer, O(nnz); ``width``: the most entries of any row, its ``row_entries``). It stands
+in for the dense ``X`` in the two places the solvers touch it:
 
 - ``X @ W`` (full-batch passes: the first layer of the MLP on every row) runs over row
   blocks, each gathered as below: ``SparseRows @ W`` would hold an (nnz, fan_out)
   temporary (231 MB for a9a and 64 hidden units; peak RSS 481 MB above the input against
   310 MB for the dense fit);
 - ``X[idx]`` (minibatches, constraint draws) gathers each drawn row's entries through the
-  row pointer into a padded ``(b, width)`` block of values and columns
-  (:class:`GatheredRows`, an ELL block), whose ``@ W`` is one gather of ``W``'s rows and
+  row pointer (``SparseRows.row_slots``) into a padded ``(b, width)`` block of values and
+  columns (:class:`GatheredRows`, an ELL block), whose ``@ W`` is one gather of ``W``'s rows and
   a sum over ``width``: O(b * width * fan_out), independent of ``n_features``.
 
 With several devices (``fairest.config_context(devices=...)``) the row-aligned arrays
@@ -69,15 +69,20 @@ class GatheredRows:
 class SparseDesign:
     """A device sparse ``X`` usable as the solvers' ``data["X"]`` (see the module)."""
 
-    def __init__(self, rows: SparseRows, width: int):
-        self.rows, self.width = rows, int(width)
+    def __init__(self, rows: SparseRows):
+        self.rows = rows
 
     def tree_flatten(self):
-        return (self.rows,), (self.width,)
+        return (self.rows,), ()
 
     @classmethod
     def tree_unflatten(cls, aux, children):
-        return cls(*children, *aux)
+        return cls(*children)
+
+    @property
+    def width(self) -> int:
+        """Slots of a gathered row: the most entries of any row (at least one)."""
+        return max(1, self.rows.row_entries)
 
     @property
     def shape(self) -> tuple:
@@ -104,18 +109,8 @@ class SparseDesign:
 
     def __getitem__(self, idx) -> GatheredRows:
         """The rows ``idx`` (an int array of shape (b,)) as a padded entry block."""
-        rows, n_features = self.rows, self.shape[1]
-        if rows.nnz == 0:
-            zeros = jnp.zeros((idx.shape[0], 1), rows.dtype)
-            return GatheredRows(zeros, jnp.zeros(zeros.shape, jnp.int32), n_features)
-        start = rows.indptr[idx]
-        count = rows.indptr[idx + 1] - start
-        slot = jnp.arange(self.width, dtype=start.dtype)
-        stored = slot[None, :] < count[:, None]
-        position = jnp.minimum(start[:, None] + slot[None, :], rows.nnz - 1)
-        values = jnp.where(stored, rows.data[position], 0)
-        columns = jnp.where(stored, rows.indices[position], 0)
-        return GatheredRows(values, columns, n_features)
+        values, columns = self.rows.row_slots(idx)
+        return GatheredRows(values, columns, self.shape[1])
 
 
 def as_csr(X):
@@ -158,5 +153,4 @@ def place_with_design(X, rows: dict, dtype) -> dict:
     placed = dict(zip(rows, place_rows(list(rows.values()))))
     length = next(iter(placed.values())).shape[0]
     host = sparse_rows(X, dtype=np.dtype(dtype)).with_rows(length)
-    width = max(1, int(np.max(np.diff(host.indptr), initial=0)))
-    return {"X": place_replicated(SparseDesign(host, width)), **placed}
+    return {"X": place_replicated(SparseDesign(host)), **placed}
