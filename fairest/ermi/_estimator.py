@@ -359,6 +359,8 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
             raise ValueError(
                 "solver='full-batch' is non-private; use solver='sgda' with dp_epsilon."
             )
+        if private:
+            _check_clip_mode(self.accounting, self.privacy_unit, self.clip_mode)
         self.classes_, y_codes = np.unique(data.y, return_inverse=True)
         if self.classes_.size < 2:
             raise ValueError(
@@ -727,6 +729,21 @@ def _strata_from_mass(mass, eo_weighting):
     else:
         omega = np.ones(n_strata)
     return (inv_sqrt_p, omega, mask), omega
+
+
+def _check_clip_mode(accounting, privacy_unit, clip_mode):
+    """Settings-only check of a private fit, before any data-dependent (noisy) step."""
+    if clip_mode == "per_sample":
+        return
+    if accounting == "rdp":
+        raise ValueError(
+            "accounting='rdp' needs clip_mode='per_sample' (the clip bounds the "
+            f"sensitivity); got clip_mode={clip_mode!r}."
+        )
+    if privacy_unit == "all":
+        raise ValueError(
+            "privacy_unit='all' needs clip_mode='per_sample' (it bounds the sensitivity)."
+        )
 
 
 def _closed_form_report(estimator, private):
