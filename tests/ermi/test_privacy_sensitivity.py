@@ -209,11 +209,11 @@ def test_default_private_fit_reports_what_it_covers():
     assert spent == pytest.approx(clf.epsilon_spent_, rel=1e-9)
     with warnings.catch_warnings(record=True) as records:
         warnings.simplefilter("always")
-        ERMIClassifier(dp_epsilon=1.0, n_epochs=2, batching="shuffle").fit(
+        ERMIClassifier(dp_epsilon=1.0, n_epochs=2, batching="shuffle", random_state=0).fit(
             X, y, sensitive_features=s
         )
     assert any("not covered" in str(r.message) for r in records)
-    paper = ERMIClassifier(dp_epsilon=1.0, n_epochs=2, accounting="paper").fit(
+    paper = ERMIClassifier(dp_epsilon=1.0, n_epochs=2, accounting="paper", random_state=0).fit(
         X, y, sensitive_features=s
     )
     assert "NOT a guarantee" in paper.privacy_report_
