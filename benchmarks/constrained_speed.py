@@ -99,15 +99,17 @@ def reference_runner(argv: list[str]) -> None:
     from humancompatible.train.dual_optim import ALM, SSG, MoreauEnvelope
     from humancompatible.train.fairness.utils import BalancedBatchSampler
 
-    data_path, out_path, method, epochs, seed, threads = argv
+    data_path, out_path, method, epochs, seed, threads, *rest = argv
     epochs, seed, threads = int(epochs), int(seed), int(threads)
+    device = torch_device(rest[0] if rest else "cpu", torch)
     if threads > 0:
         torch.set_num_threads(threads)
     cfg = SETTINGS[method]
     data = np.load(data_path)
-    X = torch.from_numpy(np.ascontiguousarray(data["X"], dtype=np.float32))
-    y = torch.from_numpy(np.ascontiguousarray(data["y"], dtype=np.float32))
+    X = torch.from_numpy(np.ascontiguousarray(data["X"], dtype=np.float32)).to(device)
+    y = torch.from_numpy(np.ascontiguousarray(data["y"], dtype=np.float32)).to(device)
     g = torch.from_numpy(data["g"].astype(np.int64))  # 0 = white, 1 = non-white
+    g_host, g = g, g.to(device)
     n = X.shape[0]
     b = cfg["batch_size"]
 
@@ -119,7 +121,7 @@ def reference_runner(argv: list[str]) -> None:
             layers.append(torch.nn.Linear(a, c))
             if i < len(sizes) - 2:
                 layers.append(torch.nn.ReLU())
-        model = torch.nn.Sequential(*layers)
+        model = torch.nn.Sequential(*layers).to(device)
         if method == "ssl-alm":
             dual = ALM(
                 m=2,
@@ -128,6 +130,7 @@ def reference_runner(argv: list[str]) -> None:
                 augmentation="quadratic",
                 is_ineq=True,
                 dual_range=(0.0, cfg["dual_bound"]),
+                device=device,
             )
             primal = MoreauEnvelope(
                 torch.optim.SGD(model.parameters(), lr=cfg["lr"]), mu=cfg["mu"], beta=cfg["beta"]
@@ -139,7 +142,7 @@ def reference_runner(argv: list[str]) -> None:
 
     gen = torch.Generator().manual_seed(seed)
     sampler = BalancedBatchSampler(
-        group_indices=[torch.nonzero(g == k).squeeze(1).tolist() for k in (0, 1)],
+        group_indices=[torch.nonzero(g_host == k).squeeze(1).tolist() for k in (0, 1)],
         batch_size=2 * CONSTRAINT_BATCH,
         drop_last=True,
         extend_groups=True,
@@ -159,7 +162,7 @@ def reference_runner(argv: list[str]) -> None:
     step_counts = {"constraint": 0, "objective": 0}
 
     def step(model, dual, primal, obj_idx):
-        c_idx = torch.as_tensor(constraint_draw())
+        c_idx = torch.as_tensor(constraint_draw(), device=device)
         idx = torch.cat([obj_idx, c_idx])
         logits = model(X[idx]).squeeze(-1)
         k = obj_idx.shape[0]
@@ -178,7 +181,7 @@ def reference_runner(argv: list[str]) -> None:
 
     # warm-up on a throwaway model (allocator, first-call overheads)
     model, dual, primal = build()
-    perm = torch.randperm(n, generator=gen)
+    perm = torch.randperm(n, generator=gen).to(device)  # drawn on the host: same order
     for it in range(20):
         step(model, dual, primal, perm[it * b : (it + 1) * b])
     step_counts = {"constraint": 0, "objective": 0}
@@ -189,12 +192,17 @@ def reference_runner(argv: list[str]) -> None:
     for _ in range(epochs):
         loads.append(os.getloadavg())
         start = time.perf_counter()
-        perm = torch.randperm(n, generator=gen)
+        perm = torch.randperm(n, generator=gen).to(device)
         for k in range(0, n, b):
             step(model, dual, primal, perm[k : k + b])
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)  # the epoch's kernels are done
         epoch_times.append(time.perf_counter() - start)
         snapshots.append(
-            [(m.weight.detach().numpy().T.copy(), m.bias.detach().numpy().copy()) for m in linear]
+            [
+                (m.weight.detach().cpu().numpy().T.copy(), m.bias.detach().cpu().numpy().copy())
+                for m in linear
+            ]
         )  # end-of-epoch iterate (not timed)
     arrays = {}
     for i in range(len(linear)):  # W{i}, b{i}: final model; *_epochs: every epoch end
@@ -209,11 +217,24 @@ def reference_runner(argv: list[str]) -> None:
                 "loadavg": loads,
                 "threads": torch.get_num_threads(),
                 "torch": torch.__version__,
+                "torch_device": str(device),
                 "duals": dual.duals.tolist(),
                 "step_counts": step_counts,
             }
         )
     )
+
+
+def torch_device(name: str, torch):
+    """The torch device of the reference runner: ``"cpu"``, ``"cuda"`` (an error when
+    torch sees no GPU) or ``"auto"`` (``"cuda"`` when available, else ``"cpu"``)."""
+    if name not in ("cpu", "cuda", "auto"):
+        raise ValueError(f"device must be 'cpu', 'cuda' or 'auto'; got {name!r}.")
+    if name == "auto":
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    if name == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("device='cuda' but this torch sees no CUDA device.")
+    return torch.device(name)
 
 
 # ------------------------------------------------------------------------------------------
@@ -350,8 +371,10 @@ def run_fairest(method, epochs, seed, data) -> dict:
 
 
 def run_reference(
-    python, method, epochs, seed, data_path, workdir, data, thread_counts=(1,)
+    python, method, epochs, seed, data_path, workdir, data, thread_counts=(1,), device="cpu"
 ) -> dict:
+    """humancompatible-train's epochs in the reference venv's ``python``, on the torch
+    ``device`` (``"cpu"``, ``"cuda"`` or ``"auto"``; recorded as ``torch_device``)."""
     out = {"side": "humancompatible-train 0.4.2", "method": method, "seed": seed, "epochs": epochs}
     best = None
     for threads in thread_counts:  # 0 = torch's default thread count
@@ -368,6 +391,7 @@ def run_reference(
                 str(epochs),
                 str(seed),
                 str(threads),
+                device,
             ],
             capture_output=True,
             text=True,
@@ -389,6 +413,7 @@ def run_reference(
             out["duals"] = res["duals"]
             out["step_counts"] = res["step_counts"]
             out["torch"] = res["torch"]
+            out["torch_device"] = res["torch_device"]
         best = per_epoch if best is None else min(best, per_epoch)
     out["s_per_epoch"] = best
     return out
@@ -409,6 +434,12 @@ def main():
         default=[1],
         help="torch thread counts to time the reference with (0 = torch's "
         "default); the fastest counts",
+    )
+    parser.add_argument(
+        "--reference-device",
+        default="cpu",
+        choices=("cpu", "cuda", "auto"),
+        help="torch device of the reference (auto: cuda when available)",
     )
     args = parser.parse_args()
     if args.quick:
@@ -443,6 +474,7 @@ def main():
                             workdir,
                             data,
                             tuple(args.reference_threads),
+                            args.reference_device,
                         )
                     runs.append(r)
                     load = r["loadavg"] if side == "fairest" else r["loadavg_reference"][0]

@@ -35,11 +35,25 @@ shared, so wall seconds carry the load: re-run on a quiet box with
 
 ``nice -n 10 python benchmarks/gridsearch_compile.py`` (``--families erm,badr`` picks
 families; ``--quick``: 4,000 rows, writes ``gridsearch_compile_quick``).
+``compile (s)`` is the parent's XLA compilation seconds of the first search (``n_jobs=1``).
+
+What a first ``n_jobs=2`` search pays besides compiling: ``--imports`` writes
+``gridsearch_imports``: the CPU and wall seconds (median of ``--repeats`` fresh
+processes, default 5) of ``import fairest`` and of importing each family's estimator (what
+a loky worker does to unpickle it), with ``import sklearn.linear_model`` beside them, and
+the seconds a fresh process takes to start two loky workers that import the family
+(``loky start (s)``: ``joblib.Parallel(n_jobs=2)`` of two tasks that import the
+estimator's module). ``--python-path DIR`` measures another source tree of fairest (e.g.
+``git archive HEAD fairest | tar -x -C DIR``, the code before a change).
 """
 
 from __future__ import annotations
 
 import os
+import resource
+import statistics
+import subprocess
+import sys
 import tempfile
 import time
 import warnings
@@ -153,6 +167,7 @@ def worker(out: str, family: str, n_jobs: int, n_rows: int, cache: str, phase: s
         "cpu_s": time.process_time() - cpu,
         "load": load,
         "compiled": compiled.count,
+        "compile_s": compiled.seconds,
     }
     if phase == "fresh":
         result["second_s"] = _search(family, n_jobs, X, y, groups)
@@ -178,6 +193,7 @@ def run(families, n_rows: int, timeout: float) -> list[dict]:
                         "first / second": fresh["first_s"] / fresh["second_s"],
                         "new process, disk cache (s)": disk["first_s"],
                         "compiled": fresh["compiled"] if n_jobs == 1 else None,
+                        "compile (s)": fresh["compile_s"] if n_jobs == 1 else None,
                         "cpu (s)": fresh["cpu_s"],
                         "load": fresh["load"],
                     }
@@ -202,9 +218,128 @@ COLUMNS = [
     "n_jobs=1 / n_jobs=2",
     "second: n_jobs=1 / n_jobs=2",
     "compiled",
+    "compile (s)",
     "cpu (s)",
     "load",
     "note",
+]
+
+
+# ------------------------------------------------------------------------------------------
+# --imports: what a fresh process / loky worker pays before its first fit
+# ------------------------------------------------------------------------------------------
+
+#: family -> the public name whose import a loky worker pays to unpickle the estimator
+IMPORTED = {
+    "erm (GroupWeighted)": "GroupWeightedClassifier",
+    "badr": "BADRClassifier",
+    "ermi": "ERMIClassifier",
+    "loss_gap": "LossGapConstrainedClassifier",
+    "pruned": "PrunedFairClassifier",
+    "partial": "PartialParityClassifier",
+    "partial_penalty": "PartialParityPenaltyClassifier",
+}
+
+
+def _import_statements() -> dict[str, str]:
+    statements = {
+        "import sklearn.linear_model": "import sklearn.linear_model",
+        "import jax.numpy": "import jax.numpy",
+        "import fairest": "import fairest",
+        "import fairest; every public name": (
+            "import fairest\nfor name in fairest.__all__: getattr(fairest, name)"
+        ),
+    }
+    for family, name in IMPORTED.items():
+        statements[f"{family}: fairest.{name}"] = f"import fairest; fairest.{name}"
+    return statements
+
+
+def _process_seconds(code: str, env: dict) -> tuple[float, float]:
+    """CPU (user + system) and wall seconds of a fresh ``python -c code``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=env["NEUTRAL_CWD"])
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return cpu, wall
+
+
+_LOKY_START = """
+import time
+start = time.perf_counter()
+import joblib
+def load(name):
+    import importlib, time
+    t = time.process_time()
+    importlib.import_module(name)
+    return time.process_time() - t
+cpu = joblib.Parallel(n_jobs=2, backend="loky")(joblib.delayed(load)(m) for m in {modules!r})
+print(time.perf_counter() - start, max(cpu))
+"""
+
+
+def _loky_start(module: str, env: dict) -> tuple[float, float]:
+    """Wall seconds for a fresh process to start two loky workers that each import
+    ``module``, and the workers' import CPU seconds (the larger of the two)."""
+    code = _LOKY_START.format(modules=[module, module])
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        check=True,
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=env["NEUTRAL_CWD"],
+    )
+    wall, cpu = map(float, done.stdout.split()[-2:])
+    return wall, cpu
+
+
+def import_costs(repeats: int, python_path: str | None) -> list[dict]:
+    """Median import seconds of fresh processes (see the module notes, ``--imports``)."""
+    # run from a folder without a fairest/ (the working directory comes first on
+    # sys.path, before PYTHONPATH)
+    env = {**os.environ, "NEUTRAL_CWD": tempfile.gettempdir()}
+    if python_path:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [python_path, env.get("PYTHONPATH")]))
+    rows = []
+    for label, code in _import_statements().items():
+        load = os.getloadavg()[0]
+        cpu, wall = zip(*(_process_seconds(code, env) for _ in range(repeats)))
+        row = {
+            "import": label,
+            "cpu (s)": statistics.median(cpu),
+            "wall (s)": statistics.median(wall),
+            "cpu min (s)": min(cpu),
+            "load": load,
+        }
+        family = label.split(":")[0]
+        if family in IMPORTED:
+            module = f"import fairest; print(fairest.{IMPORTED[family]}.__module__)"
+            module = subprocess.run(
+                [sys.executable, "-c", module],
+                env=env,
+                capture_output=True,
+                text=True,
+                cwd=env["NEUTRAL_CWD"],
+            ).stdout.strip()
+            starts = [_loky_start(module, env) for _ in range(repeats)]
+            row["loky start (s)"] = statistics.median(w for w, _ in starts)
+            row["worker import cpu (s)"] = statistics.median(c for _, c in starts)
+        print(row, flush=True)
+        rows.append(row)
+    return rows
+
+
+IMPORT_COLUMNS = [
+    "import",
+    "cpu (s)",
+    "wall (s)",
+    "cpu min (s)",
+    "loky start (s)",
+    "worker import cpu (s)",
+    "load",
 ]
 
 
@@ -228,7 +363,15 @@ def main() -> None:
     parser.add_argument(
         "--append", action="store_true", help="keep the other families' rows of the results"
     )
+    parser.add_argument("--imports", action="store_true", help="import and loky start seconds only")
+    parser.add_argument("--python-path", default=None, help="--imports: another fairest tree")
     args, rest = parser.parse_known_args()
+    if args.imports:
+        name = args.name if args.name != "gridsearch_compile" else "gridsearch_imports"
+        rows = import_costs(max(args.repeats, 5), args.python_path)
+        notes = (__doc__ or "").strip() + ("\n\n" + args.extra_notes if args.extra_notes else "")
+        print(write_results(name, rows, IMPORT_COLUMNS, notes))
+        return
     if args.worker:
         *family, n_jobs, n_rows, cache, phase = rest
         worker(args.worker, " ".join(family), int(n_jobs), int(n_rows), cache, phase)

@@ -37,6 +37,11 @@ Parts:
   figures of earlier code (SciPy L-BFGS-B rounds; the IDCA default).
 * ``scale-smooth``: one Gauss-Newton step of the default solver (the unit of work of
   ``smooth_alm``) for n in ``--sizes``: linear in n.
+* ``penalty`` (issue 19 item 1, the penalty baseline): full Adult as ``defaults``,
+  ``PartialParityPenaltyClassifier(interval=(0, 0.2))`` with its defaults (convergence
+  stop ``tol``) against ``tol=0`` (all ``max_iter`` = 80,000 steps, the paper's run and
+  the previous default): seconds, steps, loss, penalised objective, exact train / test
+  pSP, test accuracy.
 
 Rows of parts not run keep their stored values (the results are merged); in the
 ``defaults`` part only the cases run again are replaced.
@@ -45,6 +50,7 @@ Usage::
 
     python benchmarks/partial_speed.py --parts defaults scale-smooth [--repeats 3]
         [--old-repeats 0]
+    python benchmarks/partial_speed.py --parts penalty [--repeats 1]
     python benchmarks/partial_speed.py [--parts adult scale-n scale-groups]
         [--outer 20] [--alm-outer 5] [--anchors 2] [--clarabel-max-n 100000]
         [--time-limit 600]
@@ -451,6 +457,7 @@ DEFAULT_COLUMNS = [
     "solves",
     "first_objective",
     "objective",
+    "penalised_objective",
     "train_unfairness",
     "test_unfairness",
     "test_accuracy",
@@ -554,6 +561,60 @@ def defaults(args, rows, extra):
     )
 
 
+def penalty(args, rows, extra):
+    """Full Adult, ``PartialParityPenaltyClassifier`` on the top 20 %: the convergence
+    stop (default ``tol``) against ``tol=0`` (all 80,000 steps, the previous default)."""
+    from _common import measure, time_calls
+
+    from fairest.metrics import partial_statistical_parity
+    from fairest.partial import PartialParityPenaltyClassifier
+    from fairest.partial._defaults import PENALTY_TOL
+
+    X, y, A, X_te, y_te, A_te = _adult_split()
+    for label, tol in (
+        ("before: tol=0 (all 80,000 steps, the paper's run)", 0.0),
+        (f"default: tol={PENALTY_TOL:g} (convergence stop)", PENALTY_TOL),
+    ):
+        fitted = []
+
+        def fit(tol=tol, fitted=fitted):
+            model = PartialParityPenaltyClassifier(interval=TOP, tol=tol)
+            fitted.append(model.fit(X, y, sensitive_features=A))
+            return fitted[-1]
+
+        repeats = args.repeats if tol > 0 else 0
+        timing = time_calls(fit, repeats=repeats) if repeats else None
+        first = None if timing else measure(fit)
+        model = fitted[-1]
+
+        def psp(X_, A_, model=model):
+            scores = model.decision_function(X_)
+            return float(
+                partial_statistical_parity(None, scores, sensitive_features=A_, interval=TOP)
+            )
+
+        rows.append(
+            {
+                "part": "penalty",
+                "case": label,
+                "n": len(y),
+                "cold_s": timing.cold_s if timing else first.wall_s,
+                "warm_s": timing.warm_s if timing else np.nan,
+                "cpu_warm_s": timing.cpu_warm_s if timing else first.cpu_s,
+                "n_iter": int(model.n_iter_),
+                "objective": float(model.objective_),
+                "penalised_objective": float(
+                    model.objective_ + model.fairness_weight * model.penalty_
+                ),
+                "train_unfairness": psp(X, A),
+                "test_unfairness": psp(X_te, A_te),
+                "test_accuracy": float(model.score(X_te, y_te)),
+                "load1": timing.load if timing else first.load,
+            }
+        )
+        _write_merged(args, rows, extra)
+
+
 def scale_smooth(args, rows, extra):
     """Time of one damped Gauss-Newton step of the default solver (the unit of work of
     solver="smooth_alm": value, gradient and Gauss-Newton matrix of the smoothed
@@ -597,7 +658,7 @@ def scale_smooth(args, rows, extra):
 def _kept(row, parts, rerun) -> bool:
     """A stored row stays unless its part was run; of the defaults part, only the cases
     run again are replaced (a skipped case keeps its stored figures)."""
-    if row.get("part") == "defaults":
+    if row.get("part") in ("defaults", "penalty"):
         return (row.get("part"), row.get("case")) not in rerun
     return row.get("part") not in parts
 
@@ -615,7 +676,7 @@ def _write_merged(args, rows, extra):
         old_rows = [r for r in payload["rows"] if _kept(r, args.parts, rerun)]
         old_extra = payload.get("extra", {})
     merged = old_rows + rows
-    new_parts = ("defaults", "scale-smooth")
+    new_parts = ("defaults", "scale-smooth", "penalty")
     solver_rows = [r for r in merged if r.get("part") not in new_parts]
     top_rows = [r for r in merged if r.get("part") in new_parts]
     notes = (
@@ -692,6 +753,8 @@ def main(argv=None):
             defaults(args, rows, extra)
         elif part == "scale-smooth":
             scale_smooth(args, rows, extra)
+        elif part == "penalty":
+            penalty(args, rows, extra)
         else:
             scale(args, rows, extra, part)
         _write_merged(args, rows, extra)

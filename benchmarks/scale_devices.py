@@ -13,8 +13,16 @@ loop: one QP per iteration on the host, the derivative kernels on the mesh), Los
 256), all float64, hidden layer (16,) and LossGap on sparse X (a 5 %-dense CSR copy of
 the data: entries replicated on every device, rows sharded).
 
-Run: ``python benchmarks/scale_devices.py`` (ERMI) and ``python benchmarks/scale_devices.py
---cases constrained --n 50000 --name scale_devices_constrained``.
+Partial family (``--cases partial``, results in ``scale_devices_partial``):
+PartialParityClassifier with its defaults (``smooth_alm``, float32 Gauss-Newton rounds),
+with ``solver="idca"`` (SSG inner solves, K = 20, T = 200, float64) and
+PartialParityPenaltyClassifier (its defaults: convergence stop), pSP on the top 20 %,
+tolerance 0.05. Their row sums are reduced in a fixed order (``fairest.partial._rows``):
+the float64 paths give the same model at every device count (``max_coef_diff`` 0).
+
+Run: ``python benchmarks/scale_devices.py`` (ERMI), ``python benchmarks/scale_devices.py
+--cases constrained --n 50000 --name scale_devices_constrained`` and ``python
+benchmarks/scale_devices.py --cases partial --n 50000 --name scale_devices_partial``.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ import numpy as np
 from _common import base_parser, run_worker, time_calls, write_results, write_worker_result
 
 CASES = ("ermi-full-batch", "ermi-sgda")
+PARTIAL_CASES = ("partial-smooth-alm", "partial-idca", "partial-penalty")
 CONSTRAINED_CASES = (
     "loss-gap-ssl-alm",
     "loss-gap-ghost",
@@ -55,6 +64,17 @@ def _constrained_estimator(case: str):
     return LossGapConstrainedClassifier(n_epochs=2, batch_size=64, **common)
 
 
+def _partial_estimator(case: str):
+    from fairest import PartialParityClassifier, PartialParityPenaltyClassifier
+
+    if case == "partial-penalty":
+        return PartialParityPenaltyClassifier(interval=(0.0, 0.2))
+    common = dict(interval=(0.0, 0.2), tolerance=0.05)
+    if case == "partial-idca":
+        return PartialParityClassifier(solver="idca", max_iter=20, **common)
+    return PartialParityClassifier(**common)
+
+
 def _flat_parameters(model) -> list:
     if hasattr(model, "params_"):
         return np.concatenate([np.r_[W.ravel(), b.ravel()] for W, b in model.params_]).tolist()
@@ -65,6 +85,8 @@ def _fit_function(case: str, X, y, groups):
     """``fit() -> model`` of ``case`` (``partial_fit`` over 4 chunks for the stream)."""
     if case.startswith("ermi"):
         return lambda: _estimator(case).fit(X, y, sensitive_features=groups)
+    if case.startswith("partial-"):
+        return lambda: _partial_estimator(case).fit(X, y, sensitive_features=groups)
     if case == "loss-gap-sparse-x":
         import scipy.sparse as sp
 
@@ -111,7 +133,7 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=200_000)
     parser.add_argument("--d", type=int, default=20)
     parser.add_argument(
-        "--cases", default="ermi", choices=("ermi", "constrained"), help="which family"
+        "--cases", default="ermi", choices=("ermi", "constrained", "partial"), help="which family"
     )
     parser.add_argument("--only", default=None, help="comma-separated cases of the family")
     args, rest = parser.parse_known_args()
@@ -121,7 +143,7 @@ def main() -> None:
         return
     n = 20_000 if args.quick else args.n
     rows = []
-    cases = CASES if args.cases == "ermi" else CONSTRAINED_CASES
+    cases = {"ermi": CASES, "constrained": CONSTRAINED_CASES, "partial": PARTIAL_CASES}[args.cases]
     for case in cases if args.only is None else args.only.split(","):
         reference = None
         for n_devices in (1, 2, 4):

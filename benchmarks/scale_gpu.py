@@ -30,8 +30,8 @@ humancompatible-train 0.4.2), on ``--reference-rows`` rows (default 1e6, 2 group
   on ``cuda`` when ``torch.cuda.is_available()`` in that venv.
 * ``loss-gap-vs-hct``: ``constrained_speed.run_fairest`` vs ``constrained_speed.run_reference``
   (paper B settings, MLP 64-32, objective batch 8, 1 epoch): seconds per epoch and train
-  violation. The reference runner of ``constrained_speed.py`` builds CPU tensors, so this
-  reference runs on the CPU even on a GPU machine (recorded in ``torch_device``).
+  violation. The reference runs on ``--reference-device`` (default ``auto``: ``cuda`` when
+  torch in that venv sees a GPU, else the CPU; recorded in ``torch_device``).
 
 Memory: X is n x d float32 (1e7 x 32: 1.3 GB); the estimators copy it (float64 for the
 linear families: 2.6 GB) and keep per-sample vectors, so 1e7 rows need about 8-12 GB of
@@ -321,7 +321,15 @@ def loss_gap_vs_hct(args, n: int) -> dict:
         path = Path(workdir) / "train.npz"
         np.savez(path, X=data["X_train"], y=data["y_train"], g=data["g_train"])
         reference = constrained_speed.run_reference(
-            args.torch_python, "ssl-alm", args.reference_epochs, 0, path, workdir, data, (1,)
+            args.torch_python,
+            "ssl-alm",
+            args.reference_epochs,
+            0,
+            path,
+            workdir,
+            data,
+            (1,),
+            device=args.reference_device,
         )
     return {
         "case": "loss-gap-vs-hct",
@@ -333,7 +341,7 @@ def loss_gap_vs_hct(args, n: int) -> dict:
         "fairest_train_violation": fairest_side["train_violation"],
         "reference_train_violation": reference["train_violation"],
         "torch": reference["torch"],
-        "torch_device": "cpu",
+        "torch_device": reference["torch_device"],
     }
 
 
@@ -357,6 +365,12 @@ def parse_args():
     parser.add_argument("--reference-rows", type=int, default=1_000_000)
     parser.add_argument("--reference-batch", type=int, default=256)
     parser.add_argument("--reference-epochs", type=int, default=1)
+    parser.add_argument(
+        "--reference-device",
+        default="auto",
+        choices=("cpu", "cuda", "auto"),
+        help="torch device of the humancompatible-train reference (auto: cuda if available)",
+    )
     parser.add_argument("--timeout", type=float, default=3600, help="seconds per worker")
     parser.add_argument("--smoke", action="store_true", help="2,000 rows, few iterations")
     return parser.parse_known_args()

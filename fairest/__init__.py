@@ -1,26 +1,50 @@
 """fairest: fairness-aware estimators that feel native to scikit-learn."""
 
 from fairest._config import config_context, get_config, set_config
-from fairest.certified import CertifiedFairClassifier, certify_fairness
-from fairest.constrained import LossGapConstrainedClassifier, PrunedFairClassifier
-from fairest.ermi import ERMIClassifier
-from fairest.partial import (
-    GroupAUCConstrainedClassifier,
-    GroupInteractionFeatures,
-    InterGroupPairwiseConstrainedClassifier,
-    IntraGroupPairwiseConstrainedClassifier,
-    PartialParityClassifier,
-    PartialParityPenaltyClassifier,
+from fairest.utils._lazy import lazy_exports
+
+# every other public name is imported on first access (PEP 562), so that ``import
+# fairest`` stays cheap: a joblib worker unpickling one estimator loads only its family
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "certified": ["CertifiedFairClassifier", "certify_fairness"],
+        "constrained": ["LossGapConstrainedClassifier", "PrunedFairClassifier"],
+        "ermi": ["ERMIClassifier"],
+        "partial": [
+            "GroupAUCConstrainedClassifier",
+            "GroupInteractionFeatures",
+            "InterGroupPairwiseConstrainedClassifier",
+            "IntraGroupPairwiseConstrainedClassifier",
+            "PartialParityClassifier",
+            "PartialParityPenaltyClassifier",
+        ],
+        "paths": ["fairness_path"],
+        "postprocessing": ["GroupThresholdClassifier"],
+        "reweighting": [
+            "BADRClassifier",
+            "BADRRegressor",
+            "GroupWeightedClassifier",
+            "GroupWeightedRegressor",
+        ],
+        "utils._show_versions": ["show_versions"],
+    },
+    submodules=[
+        "certified",
+        "constrained",
+        "datasets",
+        "ermi",
+        "io",
+        "metrics",
+        "model_selection",
+        "partial",
+        "paths",
+        "plot",
+        "postprocessing",
+        "reweighting",
+        "utils",
+    ],
 )
-from fairest.paths import fairness_path
-from fairest.postprocessing import GroupThresholdClassifier
-from fairest.reweighting import (
-    BADRClassifier,
-    BADRRegressor,
-    GroupWeightedClassifier,
-    GroupWeightedRegressor,
-)
-from fairest.utils._show_versions import show_versions
 
 __version__ = "0.1.0.dev0"  # the one source: pyproject.toml reads it (dynamic version)
 

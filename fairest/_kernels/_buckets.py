@@ -11,7 +11,14 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["PAD_MAX_BYTES", "bucket_size", "pad_rows", "pad_rows_to", "padded_rows"]
+__all__ = [
+    "PAD_MAX_BYTES",
+    "aligned_empty",
+    "bucket_size",
+    "pad_rows",
+    "pad_rows_to",
+    "padded_rows",
+]
 
 _STEPS_PER_OCTAVE_BITS = 3  # 8 sizes per doubling: at most 12.5 % padding
 _MIN_BUCKET = 64  # multiple of 8, so a bucket always splits over 1, 2, 4 or 8 devices
@@ -44,10 +51,29 @@ def padded_rows(n_rows: int, row_bytes: int) -> int:
 
 def pad_rows_to(length: int, *arrays: np.ndarray) -> list[np.ndarray]:
     """Pad each array with zero rows up to ``length`` rows; arrays already that long are
-    returned as they are (no copy)."""
-    return [
-        np.concatenate([a, np.zeros((length - a.shape[0],) + a.shape[1:], dtype=a.dtype)])
-        if a.shape[0] < length
-        else a
-        for a in arrays
-    ]
+    returned as they are (no copy). The padded copies are 64-byte aligned
+    (:func:`aligned_empty`), so ``jax.device_put`` on a CPU device shares them instead of
+    copying them a second time."""
+    return [_padded_copy(a, length) if a.shape[0] < length else a for a in arrays]
+
+
+# jax.device_put shares a host buffer with a CPU device only at this alignment; numpy's
+# large buffers start 16 bytes into a page, so np.concatenate's result is copied again.
+DEVICE_ALIGNMENT = 64
+
+
+def aligned_empty(shape: tuple, dtype) -> np.ndarray:
+    """An uninitialised C-contiguous array whose data starts on a ``DEVICE_ALIGNMENT``
+    byte boundary (a view into a slightly larger byte buffer)."""
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    raw = np.empty(nbytes + DEVICE_ALIGNMENT, dtype=np.uint8)
+    offset = -raw.ctypes.data % DEVICE_ALIGNMENT
+    return raw[offset : offset + nbytes].view(dtype).reshape(shape)
+
+
+def _padded_copy(array: np.ndarray, length: int) -> np.ndarray:
+    out = aligned_empty((length,) + array.shape[1:], array.dtype)
+    out[: array.shape[0]] = array
+    out[array.shape[0] :] = 0
+    return out

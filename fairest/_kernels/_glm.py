@@ -26,6 +26,8 @@ from fairest._kernels._sparse import is_sparse
 __all__ = [
     "Batch",
     "blocked_hessian",
+    "pass_block_rows",
+    "row_block_pass",
     "scores",
     "penalty_diagonal",
     "objective",
@@ -69,12 +71,85 @@ def objective(loss: str, theta, X, y, c, alpha, penalize_intercept):
 @partial(jax.jit, static_argnames="loss")
 def value_and_grad(loss: str, theta, X, y, c, alpha, penalize_intercept):
     """Objective and gradient (p,) in one pass over the data, O(n p): what a first-order
-    (L-BFGS) step needs, without the O(n p^2) Hessian block."""
+    (L-BFGS) step needs, without the O(n p^2) Hessian block. Dense ``X`` of more than one
+    row block (:func:`pass_block_rows`) is read once, block by block
+    (:func:`row_block_pass`), instead of twice (``X w``, then ``r @ X``)."""
+    pen = penalty_diagonal(loss, theta, alpha, penalize_intercept)
+    penalty = 0.5 * jnp.sum(pen * theta**2)
+    if _fused_pass(X):
+        data, grad = row_block_pass(loss, theta, X, y, c)[:2]
+        return data + penalty, grad + pen * theta
     value, d1, _ = loss_derivatives(loss, scores(theta, X), y)
     r = c * d1
-    pen = penalty_diagonal(loss, theta, alpha, penalize_intercept)
-    f = jnp.sum(c * value) + 0.5 * jnp.sum(pen * theta**2)
-    return f, jnp.concatenate([jnp.sum(r)[None], r @ X]) + pen * theta
+    return jnp.sum(c * value) + penalty, jnp.concatenate([jnp.sum(r)[None], r @ X]) + pen * theta
+
+
+# Bytes of X (float64) per row block of the fused passes (:func:`row_block_pass`): blocks
+# that stay in the L2/L3 cache between the scores ``X_b w`` and the products ``r_b^T X_b``.
+# Measured at 1e6 rows on the 2-core box (value and gradient, CPU ms per pass):
+# d = 100: 66 ms at 4,096 rows (3.2 MiB) against 203 ms unblocked and 85 ms at 16,384;
+# d = 20: 21 ms at 8,192-16,384 rows against 48 ms unblocked.
+PASS_BLOCK_BYTES = 4 * 2**20
+_MIN_PASS_BLOCK_ROWS = 256
+
+
+def pass_block_rows(n_features: int) -> int:
+    """Rows per block of :func:`row_block_pass`: the largest power of two whose float64
+    block takes at most ``PASS_BLOCK_BYTES``, within [256, ``GRAM_BLOCK_ROWS``]."""
+    rows = PASS_BLOCK_BYTES // (8 * max(1, n_features))
+    return int(min(GRAM_BLOCK_ROWS, max(_MIN_PASS_BLOCK_ROWS, 1 << (rows.bit_length() - 1))))
+
+
+def _fused_pass(X) -> bool:
+    """Whether a pass over ``X`` runs block by block (dense, more than one block)."""
+    return not is_sparse(X) and X.shape[0] > pass_block_rows(X.shape[1])
+
+
+def row_block_pass(loss: str, theta, X, y, c, hessian_dtype=None, block_rows=None):
+    """The data term's value, gradient and (with ``hessian_dtype``) Hessian in ONE pass
+    over dense ``X``, block by block.
+
+    For each block of ``block_rows`` rows (default :func:`pass_block_rows`) the scores,
+    the loss derivatives, ``[r, q]^T X_b`` and, when asked, ``X_b^T diag(q) X_b`` (the
+    block cast to ``hessian_dtype``, e.g. float32) are formed while the block is in cache:
+    X is read from memory once per pass, where ``X w`` followed by ``r @ X`` reads it
+    twice and XLA CPU runs the unblocked ``r @ X`` (the samples axis contracted) well
+    below memory speed. The last block is clamped to the end of the data, its rows
+    already counted masked out, so any n >= ``block_rows`` works. Returns ``(value,
+    grad)`` or ``(value, grad, hessian)`` WITHOUT the penalty (p = d + 1, intercept
+    first). Traceable; ``loss``, ``hessian_dtype`` and ``block_rows`` are static.
+    """
+    n, d = X.shape
+    block_rows = pass_block_rows(d) if block_rows is None else block_rows
+    hessian = hessian_dtype is not None
+
+    def add_block(k, totals):
+        start = jnp.minimum(k * block_rows, n - block_rows)
+        take = partial(jax.lax.dynamic_slice_in_dim, start_index=start, slice_size=block_rows)
+        rows = take(X)
+        fresh = start + jnp.arange(block_rows) >= k * block_rows  # not in an earlier block
+        weights = jnp.where(fresh, take(c), 0.0)
+        value, d1, d2 = loss_derivatives(loss, rows @ theta[1:] + theta[0], take(y))
+        columns = jnp.stack([weights * d1, weights * d2] if hessian else [weights * d1])
+        out = [totals[0] + jnp.sum(weights * value), totals[1] + jnp.sum(columns, axis=1)]
+        out.append(totals[2] + columns @ rows)
+        if hessian:
+            cast = rows.astype(hessian_dtype)
+            q = columns[1].astype(hessian_dtype)
+            out.append(totals[3] + (cast.T @ (cast * q[:, None])).astype(X.dtype))
+        return tuple(out)
+
+    k = 2 if hessian else 1
+    zeros = [jnp.zeros((), X.dtype), jnp.zeros((k,), X.dtype), jnp.zeros((k, d), X.dtype)]
+    if hessian:
+        zeros.append(jnp.zeros((d, d), X.dtype))
+    totals = jax.lax.fori_loop(0, -(-n // block_rows), add_block, tuple(zeros))
+    grad = jnp.concatenate([totals[1][:1], totals[2][0]])
+    if not hessian:
+        return totals[0], grad
+    first_row = jnp.concatenate([totals[1][1:], totals[2][1]])
+    lower = jnp.concatenate([first_row[1:, None], totals[3]], axis=1)
+    return totals[0], grad, jnp.concatenate([first_row[None, :], lower], axis=0)
 
 
 @partial(jax.jit, static_argnames="loss")
@@ -89,11 +164,16 @@ def value_grad_hessian(loss: str, theta, X, y, c, alpha, penalize_intercept, X_h
     faster). The Newton direction is then slightly inexact, while the objective and
     gradient, hence the solution, stay in the precision of ``X``.
     """
+    pen = penalty_diagonal(loss, theta, alpha, penalize_intercept)
+    penalty = 0.5 * jnp.sum(pen * theta**2)
+    if _fused_pass(X) and (X_hessian is None or X_hessian.shape[0] == 0):
+        dtype = X.dtype if X_hessian is None else X_hessian.dtype
+        data, grad, hessian = row_block_pass(loss, theta, X, y, c, dtype)
+        return data + penalty, grad + pen * theta, hessian + jnp.diag(pen)
     value, d1, d2 = loss_derivatives(loss, scores(theta, X), y)
     r = c * d1
     q = c * d2
-    pen = penalty_diagonal(loss, theta, alpha, penalize_intercept)
-    f = jnp.sum(c * value) + 0.5 * jnp.sum(pen * theta**2)
+    f = jnp.sum(c * value) + penalty
     if X_hessian is None and not is_sparse(X) and X.shape[0] > GRAM_BLOCK_ROWS:
         # one pass: X^T [r, q] (gradient, Hessian's first row) inside the gram's blocks
         block, products = gram_and_products(X, q, jnp.stack([r, q], axis=1))
@@ -141,8 +221,8 @@ def weighted_gram(X, q, dtype=None, block_rows: int = GRAM_BLOCK_ROWS):
     n, d = X.shape
     dtype = X.dtype if dtype is None else dtype
     if n <= block_rows:
-        Xc = X.astype(dtype)
-        return ((Xc * q[:, None].astype(dtype)).T @ Xc).astype(X.dtype)
+        Xc = X.astype(dtype)  # X^T (q X), not (q X)^T X: 2x faster on XLA CPU (16,384 x 20)
+        return (Xc.T @ (Xc * q[:, None].astype(dtype))).astype(X.dtype)
 
     def add_block(k, total):
         start = jnp.minimum(k * block_rows, n - block_rows)

@@ -23,6 +23,13 @@ time (:meth:`SparseRows.weighted_gram`): a (block, d) temporary, never (n, d).
 
 Nothing here densifies ``X``; the pytree's leaves are the stored entries, so a fit's
 device copy is O(nnz).
+
+The same class holds the ELL (padded rows) form: :func:`ell_rows` gives every row the same
+number ``k`` of slots (unused ones hold explicit zeros at column 0), so the entries of row
+``i`` are ``[i k, (i + 1) k)`` and :meth:`SparseRows.slots` reshapes them to ``(n, k)``
+blocks at no cost. Its entry arrays are row-aligned (shardable by rows, as
+``fairest.partial`` does) and ``X @ w`` is a gather and a sum over the ``k`` slots of every
+row. :meth:`SparseRows.take_rows` returns this form too.
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["SparseRows", "is_sparse", "sparse_rows", "squared_row_norms", "take_rows"]
+__all__ = ["SparseRows", "ell_rows", "is_sparse", "sparse_rows", "squared_row_norms", "take_rows"]
 
 # Floats of one densified row block of :meth:`SparseRows.weighted_gram` (8 MiB in float64).
 GRAM_BLOCK_FLOATS = 1 << 20
@@ -73,6 +80,9 @@ class SparseRows:
     row_entries : int, optional
         Most entries in any one row (the static width of :meth:`take_rows`); computed
         from ``indptr`` when it is a numpy array and this is not given.
+    ell : bool, default=False
+        Every row holds exactly ``row_entries`` slots, in order (the ELL form of
+        :func:`ell_rows`): :meth:`slots` is then available.
     """
 
     def __init__(
@@ -85,6 +95,7 @@ class SparseRows:
         block_rows=1,
         block_entries=1,
         row_entries=None,
+        ell=False,
     ):
         self.data = data
         self.indices = indices
@@ -96,11 +107,13 @@ class SparseRows:
         if row_entries is None and isinstance(indptr, np.ndarray):
             row_entries = int(np.max(np.diff(indptr), initial=0))
         self.row_entries = None if row_entries is None else int(row_entries)
+        self.ell = bool(ell)
 
     # --- pytree -------------------------------------------------------------------------
     def tree_flatten(self):
         children = (self.data, self.indices, self.row_ids, self.indptr)
-        return children, (self.shape, self.block_rows, self.block_entries, self.row_entries)
+        aux = (self.shape, self.block_rows, self.block_entries, self.row_entries, self.ell)
+        return children, aux
 
     @classmethod
     def tree_unflatten(cls, aux, children):
@@ -133,7 +146,18 @@ class SparseRows:
             self.block_rows,
             self.block_entries,
             self.row_entries,
+            self.ell,
         )
+
+    def slots(self):
+        """``(values, columns)``, each ``(n, row_entries)``, of an ELL-form matrix
+        (:func:`ell_rows`): row ``i`` is ``sum_l values[i, l] e_{columns[i, l]}``.
+        A reshape of the stored entries (traceable, no copy)."""
+        if not self.ell:
+            raise ValueError("slots need the ELL form (build the matrix with ell_rows).")
+        n = self.shape[0]
+        width = self.row_entries
+        return self.data.reshape(n, width), self.indices.reshape(n, width)
 
     def with_rows(self, length: int) -> SparseRows:
         """The same entries in a matrix of ``length >= n`` rows (empty padding rows: only
@@ -153,7 +177,7 @@ class SparseRows:
             self.block_rows,
             self.block_entries,
             self.row_entries,
-        )
+        )  # the padding rows hold no slots: not the ELL form
 
     def astype(self, dtype) -> SparseRows:
         return self._with_data(self.data.astype(dtype))
@@ -226,6 +250,7 @@ class SparseRows:
             block_rows,
             block_rows * width,
             width,
+            True,
         )
 
     def uses_outer_gram(self) -> bool:
@@ -347,6 +372,43 @@ def _block_entries(indptr: np.ndarray, block_rows: int) -> int:
     starts = np.arange(0, n, block_rows)
     ends = np.minimum(starts + block_rows, n)
     return max(1, int(np.max(indptr[ends] - indptr[starts], initial=0)))
+
+
+def _slot_rows(columns):
+    """The row of every slot of ``(n, k)`` slot arrays."""
+    n, width = columns.shape
+    return jnp.broadcast_to(jnp.arange(n, dtype=columns.dtype)[:, None], (n, width))
+
+
+def ell_rows(columns, values, num_columns: int, row_ids=None, indptr=None) -> SparseRows:
+    """The ELL-form :class:`SparseRows` of ``(n, k)`` slot arrays (numpy or jax):
+    row ``i`` is ``sum_l values[i, l] e_{columns[i, l]}``, unused slots holding the
+    value 0. The entries are the slots flattened row by row (row-aligned: a row sharding
+    of the slots is one of the entries). ``row_ids`` (``(n, k)`` or flat, the row of
+    every slot; built on the slots' devices, sharded like them) and ``indptr`` (``k``
+    times ``0..n``; pass it already placed for several devices) are built when not
+    given."""
+    n, width = columns.shape
+    xp = np if isinstance(columns, np.ndarray) else jnp
+    index_dtype = columns.dtype
+    if row_ids is None and xp is np:
+        row_ids = np.repeat(np.arange(n, dtype=index_dtype), width)
+    elif row_ids is None:  # on the devices of the slots, sharded like them
+        row_ids = jax.jit(_slot_rows, out_shardings=columns.sharding)(columns)
+    if indptr is None:
+        indptr = xp.arange(n + 1, dtype=index_dtype) * width
+    block_rows = max(1, min(n, GRAM_BLOCK_FLOATS // max(1, num_columns)))
+    return SparseRows(
+        values.reshape(-1),
+        columns.reshape(-1),
+        row_ids.reshape(-1),
+        indptr,
+        (n, num_columns),
+        block_rows,
+        max(1, block_rows * width),
+        width,
+        True,
+    )
 
 
 def sparse_rows(X, dtype=np.float64) -> SparseRows:

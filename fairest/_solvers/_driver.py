@@ -10,8 +10,9 @@ and the shape (:func:`choose_solver`):
 - ``"lbfgs"``: SciPy's L-BFGS-B on the jitted value and gradient
   (:func:`~fairest._solvers._lbfgs.lbfgs_solve`) where the O(n p^2) Hessian would
   dominate. L-BFGS stalls where F's rounding noise hides further decrease (a gradient of
-  about 1e-8 for F of order one); when ``tol`` asks for less, ONE Newton step from its
-  point (:func:`newton_polish`, the Hessian summed over float32 row blocks, no copy of X)
+  about 1e-8 for F of order one); when ``tol`` asks for less, it stops at a relative
+  gradient of ``LBFGS_HANDOFF_TOL`` and ONE Newton step from its point
+  (:func:`newton_polish`, the Hessian summed over float32 row blocks, no copy of X)
   finishes the solve with Newton's quadratic convergence;
 - ``"newton-cg"``: above ``NEWTON_CG_MIN_PARAMS`` parameters (Hessian never formed).
 
@@ -39,14 +40,7 @@ import numpy as np
 from jax.scipy.linalg import cho_solve
 
 from fairest._kernels._buckets import pad_rows_to, padded_rows
-from fairest._kernels._glm import (
-    blocked_hessian,
-    penalty_diagonal,
-    scores,
-    value_and_grad,
-    weighted_gram,
-)
-from fairest._kernels._losses import loss_derivatives
+from fairest._kernels._glm import blocked_hessian, value_and_grad, value_grad_hessian
 from fairest._kernels._sparse import OUTER_GRAM_COST, SparseRows, is_sparse, sparse_rows
 from fairest._solvers._lbfgs import lbfgs_solve, single_threaded_blas
 from fairest._solvers._newton import NEWTON_CG_MIN_PARAMS, _cholesky, newton_solve
@@ -72,15 +66,38 @@ FLOAT32_HESSIAN_WORK = 100_000_000
 # to tol 1e-10 (2-core box, loaded); ACSIncome PA one-hot (68,308 x 789, k = 10: 6.8e8 +
 # 1.6e8): see benchmarks/results/sparse_speed.md.
 SPARSE_NEWTON_MAX_WORK = 1_000_000_000
+# Dense L-BFGS hands over to Newton steps below this relative gradient (when ``tol`` asks
+# for less): F's rounding noise stalls its line search long before 1e-10 (1e6 x 100:
+# 10 value-and-gradient passes to 3.6e-7, then 19 more, most of them rejected line-search
+# trials, to 1.4e-10), while one Newton step with float32 Hessian blocks (about six
+# passes' cost at p = 101) goes from 1e-6 to below 1e-12.
+LBFGS_HANDOFF_TOL = 1e-6
+# Dense data of at least this many entries (n p) goes to L-BFGS at a loose tol (above):
+# at tol 1e-4 (CPU s, loaded 2-core box) 16,000 x 20: 0.0051 L-BFGS / 0.0066 Newton,
+# 1e5 x 20: 0.030 / 0.041, 1e6 x 20: 0.29 / 0.42, all at a relative objective gap
+# below 1e-7.
+LBFGS_LOOSE_MIN_SIZE = 200_000
 _ARMIJO = 1e-4
 
 
 def choose_solver(
-    loss: str, n_rows: int, n_features: int, sparse: bool = False, row_entries: int | None = None
+    loss: str,
+    n_rows: int,
+    n_features: int,
+    sparse: bool = False,
+    row_entries: int | None = None,
+    tol: float | None = None,
 ) -> str:
     """The solver for a shape: see the module docstring. ``row_entries`` (sparse X: the
-    most stored entries of a row) prices the Hessian by per-row outer products."""
+    most stored entries of a row) prices the Hessian by per-row outer products. A loose
+    ``tol`` (at least ``LBFGS_HANDOFF_TOL``, e.g. scikit-learn's 1e-4) picks L-BFGS for
+    dense data of at least ``LBFGS_LOOSE_MIN_SIZE`` entries: it needs no Newton finish
+    there, and its passes cost no Hessian."""
     p = n_features + 1
+    loose = tol is not None and tol >= LBFGS_HANDOFF_TOL
+    if loose and not sparse and loss != "squared_error" and n_rows * p >= LBFGS_LOOSE_MIN_SIZE:
+        if p <= NEWTON_CG_MIN_PARAMS:
+            return "lbfgs"
     if sparse:
         return (
             "newton"
@@ -120,19 +137,13 @@ def newton_polish(loss: str, theta, X, y, c, alpha, penalize_intercept) -> Polis
     """One full Newton step from ``theta`` and the gradient at its end point: two passes.
 
     The Hessian's ``X^T diag(q) X`` block is summed over float32 row blocks
-    (:func:`~fairest._kernels._glm.weighted_gram`: no (n, d) temporary, no copy of X);
-    objective and gradients stay in the precision of ``X``, so the solution does too.
-    The step is kept when it passes Armijo's test within F's rounding noise.
+    (:func:`~fairest._kernels._glm.value_grad_hessian` with the
+    :func:`~fairest._kernels._glm.blocked_hessian` marker: no (n, d) temporary, no copy of
+    X, one pass); objective and gradients stay in the precision of ``X``, so the solution
+    does too. The step is kept when it passes Armijo's test within F's rounding noise.
     """
-    value, d1, d2 = loss_derivatives(loss, scores(theta, X), y)
-    r, q = c * d1, c * d2
-    pen = penalty_diagonal(loss, theta, alpha, penalize_intercept)
-    f = jnp.sum(c * value) + 0.5 * jnp.sum(pen * theta**2)
-    grad = jnp.concatenate([jnp.sum(r)[None], r @ X]) + pen * theta
-    first_row = jnp.concatenate([jnp.sum(q)[None], q @ X])
-    block = weighted_gram(X, q, jnp.float32)
-    lower = jnp.concatenate([first_row[1:, None], block], axis=1)
-    hessian = jnp.concatenate([first_row[None, :], lower], axis=0) + jnp.diag(pen)
+    marker = jnp.zeros((0,), jnp.float32)
+    f, grad, hessian = value_grad_hessian(loss, theta, X, y, c, alpha, penalize_intercept, marker)
     direction = -cho_solve((_cholesky(hessian), True), grad)
     trial = theta + direction
     f_trial, g_trial = value_and_grad(loss, trial, X, y, c, alpha, penalize_intercept)
@@ -201,7 +212,7 @@ def solve_weighted_glm(
     if sparse and not is_sparse(X):
         X = sparse_rows(X)  # once, on the host: O(nnz)
     if solver == "auto":
-        solver = choose_solver(loss, n, d, sparse, X.row_entries if sparse else None)
+        solver = choose_solver(loss, n, d, sparse, X.row_entries if sparse else None, tol)
     if solver not in SOLVERS:
         raise ValueError(f"solver must be 'auto' or one of {SOLVERS}; got {solver!r}.")
     start = np.zeros(d + 1) if theta0 is None else np.asarray(theta0, dtype=np.float64)
@@ -233,8 +244,11 @@ def solve_weighted_glm(
 
 def _lbfgs_then_newton(loss, problem, start, tol, max_iter) -> dict:
     """L-BFGS to its limit, then Newton steps (each two passes) while the gradient is above
-    the threshold; the rare step that fails Armijo hands over to damped Newton."""
-    result = lbfgs_solve(loss, *problem, start, tol=tol, max_iter=10 * max_iter)
+    the threshold; the rare step that fails Armijo hands over to damped Newton. L-BFGS
+    stops at ``LBFGS_HANDOFF_TOL`` where ``tol`` is smaller."""
+    result = lbfgs_solve(
+        loss, *problem, start, tol=tol, max_iter=10 * max_iter, handoff_tol=LBFGS_HANDOFF_TOL
+    )
     theta, value, grad_norm = result.theta, result.objective, result.grad_norm
     n_iter, converged = result.n_iter, result.converged
     for _ in range(3):

@@ -10,15 +10,23 @@
 * Scorers of model selection: :func:`no_solution_scorer`, :func:`certified_bound_scorer`.
 """
 
-from fairest.certified._bounds import MetricInterval, rows_needed
-from fairest.certified._certificate import (
-    ConstraintResult,
-    FairnessCertificate,
-    certify_fairness,
-    fairness_interval,
+from fairest.utils._lazy import lazy_exports
+
+# names load on first access (PEP 562), see fairest.utils._lazy
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "_bounds": ["MetricInterval", "rows_needed"],
+        "_certificate": [
+            "ConstraintResult",
+            "FairnessCertificate",
+            "certify_fairness",
+            "fairness_interval",
+        ],
+        "_estimator": ["CertifiedFairClassifier", "NoSolutionFoundError"],
+        "_scorers": ["certified_bound_scorer", "no_solution_scorer"],
+    },
 )
-from fairest.certified._estimator import CertifiedFairClassifier, NoSolutionFoundError
-from fairest.certified._scorers import certified_bound_scorer, no_solution_scorer
 
 __all__ = [
     "CertifiedFairClassifier",

@@ -16,7 +16,9 @@ Layers (DESIGN section 1):
   proxy GDA) run as jitted scans; Stochastic Ghost (``ghost``) needs a QP per sample and
   runs a host loop over jitted derivative kernels;
 * one driver (:func:`run_solver`) for all of them: samplers, guarded scans, finiteness
-  checks, history, budget; :func:`solve` adds the refits after a divergence.
+  checks, history, budget; :func:`solve` adds the refits after a divergence;
+  :func:`run_lanes` runs a scan solver ``vmap``-ped over several values of its traced
+  problem data (a tolerance path: one host loop and one set of draws for every value).
 
 Problems are objects with ``objective(x, batch, aux) -> scalar`` (mean over the weighted
 rows of ``batch``) and ``constraints(x, batch, aux) -> (m,)`` (written ``C(x) <= 0``);
@@ -70,6 +72,7 @@ __all__ = [
     "Solver",
     "SOLVERS",
     "run_solver",
+    "run_lanes",
     "solve",
     "refit_on_divergence",
     "loss_scales",
@@ -117,13 +120,25 @@ class MLP:
 
     def init(self, rng: np.random.Generator, dtype) -> list:
         """PyTorch ``nn.Linear`` default init: W and b ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in))."""
+        return [(jnp.asarray(W), jnp.asarray(b)) for W, b in self.init_host(rng, dtype)]
+
+    def init_host(self, rng: np.random.Generator, dtype) -> list:
+        """The draws of :meth:`init` as host arrays of ``dtype`` (cast on the host: no
+        device program)."""
+        real = np.dtype(dtype)
         params = []
         for d_in, d_out in zip(self.sizes[:-1], self.sizes[1:]):
             bound = 1.0 / np.sqrt(d_in)
             W = rng.uniform(-bound, bound, size=(d_in, d_out))
             b = rng.uniform(-bound, bound, size=(d_out,))
-            params.append((jnp.asarray(W, dtype=dtype), jnp.asarray(b, dtype=dtype)))
+            params.append((W.astype(real), b.astype(real)))
         return params
+
+    def init_flat(self, rng: np.random.Generator, dtype) -> np.ndarray:
+        """:meth:`init_host` raveled on the host (``ravel_pytree`` order: layer order, W
+        row-major before b)."""
+        layers = self.init_host(rng, dtype)
+        return np.concatenate([np.concatenate([W.ravel(), b.ravel()]) for W, b in layers])
 
     @staticmethod
     def apply(params, X, masks=None):
@@ -732,22 +747,25 @@ def _init_primal(x0, ctx):
     return {"x": x0}
 
 
+# initial states are host arrays (no eager device program; the jitted chunk places them)
+
+
 def _init_ssw(x0, ctx):
-    zero = jnp.zeros((), jnp.int32)
-    return {"x": x0, "n_f": zero, "n_c": zero, "x_out": x0, "w_total": jnp.zeros((), x0.dtype)}
+    zero = np.zeros((), np.int32)
+    return {"x": x0, "n_f": zero, "n_c": zero, "x_out": x0, "w_total": np.zeros((), x0.dtype)}
 
 
 def _init_alm(x0, ctx):
     """Slacks 0, or ``max(-C(x0), 0)`` on the full data with ``slack_init="feasible"``."""
-    s0 = jnp.zeros(ctx.problem.m, dtype=x0.dtype)
+    s0 = np.zeros(ctx.problem.m, dtype=x0.dtype)
     if ctx.hyper.get("slack_init", "zero") == "feasible":
         _, c0 = full_values(ctx.problem, x0, ctx.data, ctx.aux)
-        s0 = jnp.maximum(-jnp.asarray(c0, dtype=x0.dtype), 0.0)
-    return {"x": x0, "s": s0, "y": jnp.zeros(ctx.problem.m, dtype=x0.dtype), "z_x": x0, "z_s": s0}
+        s0 = np.maximum(-np.asarray(c0, dtype=x0.dtype), 0.0)
+    return {"x": x0, "s": s0, "y": np.zeros(ctx.problem.m, dtype=x0.dtype), "z_x": x0, "z_s": s0}
 
 
 def _init_gda(x0, ctx):
-    return {"x": x0, "lam": jnp.zeros(ctx.problem.m, dtype=x0.dtype)}
+    return {"x": x0, "lam": np.zeros(ctx.problem.m, dtype=x0.dtype)}
 
 
 def _ssw_options(hyper):
@@ -799,10 +817,13 @@ def _chunk_function(
     con_full: bool,
     eval_every: int,
     log_keys: tuple | None = None,
+    lanes: tuple = (),
 ):
     """Jitted ``scan`` over one chunk of iterations of solver ``name``; cached on the
     static configuration. ``log_keys`` (``None`` = all) are the per-iteration log entries
-    the scan returns.
+    the scan returns. ``lanes`` (``(key, axis)`` of every ``aux`` entry, axis 0 or
+    ``None``): the chunk ``vmap``-ped over the lanes of the state, the divergence flag and
+    the ``aux`` entries of axis 0, every lane on the same data and draws.
     """
     step = SOLVERS[name].step
     if static:
@@ -826,7 +847,9 @@ def _chunk_function(
             def skip(s):
                 return s, jax.tree_util.tree_map(lambda a: jnp.zeros(a.shape, a.dtype), log_shape)
 
-            run = jnp.logical_and(inp["active"], bad < 0)  # skip after a divergence
+            # skip after a divergence; vmapped lanes only skip the inactive iterations
+            # (a per-lane predicate would run both branches; a diverged lane is refitted)
+            run = inp["active"] if lanes else jnp.logical_and(inp["active"], bad < 0)
             st, log = lax.cond(run, lambda s: step(s, inp, ctx), skip, st)
             if eval_every:
 
@@ -854,14 +877,18 @@ def _chunk_function(
             iteration=lambda st, inp: jnp.max(jnp.where(inp["active"], inp["it"], 0)),
         )
 
+    if lanes:
+        return jax.jit(jax.vmap(chunk, in_axes=((0, 0), None, dict(lanes), None, None)))
     return jax.jit(chunk)
 
 
 @lru_cache(maxsize=16)
-def _final_function(name: str, problem):
+def _final_function(name: str, problem, lanes: tuple = ()):
     def final(state, data, aux, hyper):
         return SOLVERS[name].final_step(state, _Ctx(problem, data, aux, hyper, True, True))
 
+    if lanes:
+        return jax.jit(jax.vmap(final, in_axes=(0, None, dict(lanes), None)))
     return jax.jit(final)
 
 
@@ -994,6 +1021,7 @@ class _RunSettings(NamedTuple):
     progress: Callable | None
     initial_state: dict | None = None  # resume from this state (partial_fit), not init
     start_iter: int = 0  # iterations run before (the iteration counter continues)
+    lanes: tuple = ()  # (key, axis) of every aux entry: vmapped lanes (run_lanes)
 
 
 def run_solver(
@@ -1023,6 +1051,7 @@ def run_solver(
     initial_state: dict | None = None,
     start_iter: int = 0,
     weight_totals=None,
+    lanes: tuple = (),
 ) -> RunResult:
     """Run solver ``solver`` (a key of :data:`SOLVERS`) on ``(X, y)`` with objective groups
     ``groups`` and constraint cells ``cells`` (``-1`` = row not in any constraint cell).
@@ -1042,6 +1071,9 @@ def run_solver(
     ``extras["resume_state"]``) replaces ``Solver.init``, ``start_iter`` continues the
     iteration counter (schedules that read it), and ``weight_totals`` (see
     :func:`loss_scales`) gives the running population means of the loss scales.
+
+    ``lanes`` (set by :func:`run_lanes`): the scan ``vmap``-ped over lanes; returns a list
+    of results, one per lane.
     """
     aux = {} if aux is None else aux
     rngs = spawn_rngs(None) if rngs is None else rngs
@@ -1069,10 +1101,33 @@ def run_solver(
         progress,
         initial_state,
         int(start_iter),
+        lanes,
     )
     run = _run_host if SOLVERS[solver].host else _run_scan
     ctx = _Ctx(problem, data, aux, hyper, True, True, rngs=rngs, n_rows=X.shape[0])
-    return run(solver, ctx, jnp.asarray(x0, dtype=dtype), groups, cells, settings)
+    return run(solver, ctx, np.asarray(x0, dtype=np.dtype(dtype)), groups, cells, settings)
+
+
+def run_lanes(solver: str, problem, X, *args, aux: dict, lane_keys: tuple, **options) -> list:
+    """:func:`run_solver` for several values of the traced problem data at once.
+
+    The ``aux`` entries named in ``lane_keys`` carry a leading axis of lanes (e.g. one
+    tolerance per lane); the scan is ``vmap``-ped over them and over the solver state, so
+    every lane runs on the same data and the same draws (``rngs``): lane ``k`` computes
+    what :func:`run_solver` computes with ``aux`` at index ``k``, to float rounding.
+    Scan solvers only, without history or a resumed state. Returns one
+    :class:`RunResult` per lane (``extras["nonfinite_iter"]`` per lane; no refits).
+    """
+    if SOLVERS[solver].host:
+        raise ValueError(f"solver {solver!r} runs a host loop: it has no vmapped lanes.")
+    if options.get("record_history") or options.get("initial_state") is not None:
+        raise ValueError("run_lanes records no history and resumes no state.")
+    unknown = set(lane_keys) - set(aux)
+    if unknown or not lane_keys:
+        raise ValueError(f"lane_keys must name aux entries; got {lane_keys!r}.")
+    lanes = tuple((key, 0 if key in lane_keys else None) for key in sorted(aux))
+    options["record_history"] = False
+    return run_solver(solver, problem, X, *args, aux=aux, lanes=lanes, **options)
 
 
 def _objective_sampler(groups, batch_size, balanced: bool, rng):
@@ -1104,50 +1159,62 @@ def _run_scan(name, ctx, x0, groups, cells, run: _RunSettings) -> RunResult:
 
     static = tuple(spec.options(hyper).items())
     n_draws = spec.constraint_draws(hyper) if problem.m > 0 else 0
+    real = np.dtype(dtype)  # chunk inputs are cast on the host: no eager device program
     traced = {
-        k: jnp.asarray(v, dtype=dtype)
+        k: np.asarray(v, dtype=real)
         for k, v in hyper.items()
         if isinstance(v, (int, float)) and not isinstance(v, bool)
     }
     # without a history only what the diagnostics read leaves the device
     log_keys = None if run.period else spec.device_logs
     chunk_fn = _chunk_function(
-        name, static, problem, obj_sampler.full, con_sampler.full, run.eval_every, log_keys
+        name,
+        static,
+        problem,
+        obj_sampler.full,
+        con_sampler.full,
+        run.eval_every,
+        log_keys,
+        run.lanes,
     )
-    if run.initial_state is None:
-        state = spec.init(x0, ctx)
+    if run.initial_state is not None:
+        state = {key: np.asarray(value) for key, value in run.initial_state.items()}
+    elif run.lanes:
+        state = _lane_states(spec, x0, ctx, run.lanes)
     else:
-        state = {key: jnp.asarray(value) for key, value in run.initial_state.items()}
+        state = spec.init(x0, ctx)
     stream = _ObjectiveStream(obj_sampler)
     offset = run.start_iter
 
     logs, done, start = [], 0, time.perf_counter()
     chunk_start = 0.0
-    bad = jnp.asarray(-1, jnp.int32)  # first non-finite iteration (-1: none), on device
+    # first non-finite iteration (-1: none), on device; one per lane
+    bad = np.full(_lane_shape(ctx.aux, run.lanes), -1, np.int32)
+    keep = (slice(None),) * bool(run.lanes)  # the lane axis of the logs
     previous_bad = None
     while done < budget:
         if run.max_time is not None and time.perf_counter() - start >= run.max_time:
             break
         # stop one chunk after a divergence: the previous chunk's flag is read while the
         # device runs the current one (no extra wait on the device)
-        if previous_bad is not None and int(previous_bad) >= 0:
+        if previous_bad is not None and np.all(np.asarray(previous_bad) >= 0):
             break
         n_active = int(min(L, budget - done))
         obj_idx, obj_w, epoch, t = stream.take(L)
         inputs = {
-            "it": jnp.arange(offset + done, offset + done + L, dtype=jnp.int32),
-            "t": jnp.asarray(t, dtype=jnp.int32),
-            "active": jnp.asarray(np.arange(L) < n_active),
-            "u": jnp.asarray(solver_rng.random(L), dtype=dtype),
+            "it": np.arange(offset + done, offset + done + L, dtype=np.int32),
+            "t": np.asarray(t, dtype=np.int32),
+            "active": np.arange(L) < n_active,
+            "u": solver_rng.random(L).astype(real),
         }
         if obj_idx is not None:
-            inputs["obj_idx"] = jnp.asarray(obj_idx)
-            inputs["obj_w"] = jnp.asarray(obj_w, dtype=dtype)
+            inputs["obj_idx"] = np.asarray(obj_idx, dtype=np.int32)
+            inputs["obj_w"] = np.asarray(obj_w, dtype=real)
         if not con_sampler.full:
             for k in range(1, n_draws + 1):
                 idx, w = con_sampler.draw(L)
-                inputs[f"con_idx{k}"] = jnp.asarray(idx)
-                inputs[f"con_w{k}"] = jnp.asarray(w, dtype=dtype)
+                inputs[f"con_idx{k}"] = np.asarray(idx, dtype=np.int32)
+                inputs[f"con_w{k}"] = np.asarray(w, dtype=real)
         previous_bad = bad
         (state, bad), log = chunk_fn((state, bad), data, aux, traced, inputs)
         if run.period:
@@ -1160,7 +1227,7 @@ def _run_scan(name, ctx, x0, groups, cells, run: _RunSettings) -> RunResult:
             log["iter"] = np.arange(done, done + n_active)
             chunk_start = now
         else:  # device arrays, read once after the loop
-            log = {key: value[:n_active] for key, value in log.items()}
+            log = {key: value[(*keep, slice(n_active))] for key, value in log.items()}
             if run.max_time is not None:  # the clock must see the chunk's work
                 jax.block_until_ready(state)
         logs.append(log)
@@ -1168,6 +1235,8 @@ def _run_scan(name, ctx, x0, groups, cells, run: _RunSettings) -> RunResult:
         if run.progress is not None:
             run.progress(done, done / T)
 
+    if run.lanes:
+        return _lane_results(name, ctx, state, bad, logs, (done, T), run.lanes, traced)
     nonfinite = int(bad)
     resume_state = {k: np.asarray(v) for k, v in state.items()}  # before the final step
     if spec.final_step is not None and hyper.get("final_full_step", False) and done > 0:
@@ -1195,6 +1264,59 @@ def _run_scan(name, ctx, x0, groups, cells, run: _RunSettings) -> RunResult:
         )
         history = _history_dict(spec, logs, run.names, run.period, (rows_f, rows_c, n_draws))
     return RunResult(np.asarray(x), state_np, history, done, done / T, extras)
+
+
+def _lane_shape(aux, lanes) -> tuple:
+    """``(n_lanes,)`` of the lanes' ``aux`` entries (axis 0), ``()`` without lanes."""
+    return next((aux[key].shape[:1] for key, axis in lanes if axis == 0), ())
+
+
+def _lane_aux(aux, lanes, lane: int) -> dict:
+    return {key: aux[key][lane] if axis == 0 else aux[key] for key, axis in lanes}
+
+
+def _lane_states(spec, x0, ctx, lanes) -> dict:
+    """Every lane's ``Solver.init`` (on the host: an init may read full-data values),
+    stacked along a leading lane axis as numpy arrays."""
+    states = []
+    for lane in range(_lane_shape(ctx.aux, lanes)[0]):
+        lane_ctx = copy.copy(ctx)
+        lane_ctx.aux = _lane_aux(ctx.aux, lanes, lane)
+        states.append(spec.init(x0, lane_ctx))
+    return {key: np.stack([np.asarray(st[key]) for st in states]) for key in states[0]}
+
+
+def _lane_results(name, ctx, state, bad, logs, iterations, lanes, traced) -> list:
+    """One :class:`RunResult` per lane of a vmapped scan (the tail of :func:`_run_scan`
+    per lane; no history): the final full step where a lane stayed finite.
+    ``iterations``: ``(iterations run, iterations per epoch)``."""
+    spec, hyper = SOLVERS[name], ctx.hyper
+    n_iter, per_epoch = iterations
+    bad = np.asarray(bad)
+    resume = {key: np.asarray(value) for key, value in state.items()}
+    final = resume
+    if spec.final_step is not None and hyper.get("final_full_step", False) and n_iter > 0:
+        final_state = _final_function(name, ctx.problem, lanes)(state, ctx.data, ctx.aux, traced)
+        final = {key: np.asarray(value) for key, value in final_state.items()}
+    logs = [{key: np.asarray(value) for key, value in lg.items()} for lg in logs]
+    results = []
+    for lane, lane_bad in enumerate(bad.tolist()):
+        lane_state = {key: (final if lane_bad < 0 else resume)[key][lane] for key in resume}
+        x = np.asarray(spec.parameters(lane_state, hyper))
+        if lane_bad < 0 and not all(
+            np.all(np.isfinite(v))
+            for v in lane_state.values()
+            if np.issubdtype(v.dtype, np.inexact)
+        ):
+            lane_bad = max(n_iter - 1, 0)
+        lane_logs = [{key: value[lane] for key, value in lg.items()} for lg in logs]
+        extras = {
+            **spec.diagnostics(lane_state, lane_logs, hyper),
+            "nonfinite_iter": lane_bad if lane_bad >= 0 else None,
+            "resume_state": {key: value[lane] for key, value in resume.items()},
+        }
+        results.append(RunResult(x, lane_state, None, n_iter, n_iter / per_epoch, extras))
+    return results
 
 
 def _history_dict(spec, logs, names, period, rows):

@@ -23,7 +23,6 @@ from fairest.constrained import _defaults
 from fairest.constrained._common import (
     ModelProblem,
     prepare_predict,
-    ravel_params,
     split_sensitive_columns,
     unravel_params,
     validate_constrained_fit,
@@ -156,14 +155,17 @@ class LossGapConstraints(NamedTuple):
     n_groups: int
     scale: float  # the solver runs on scale * C <= 0 (see constraint_scale)
 
-    def aux(self, tolerance: float, dtype) -> dict:
-        """Traced problem data of the solver: ``scale * A`` and ``scale * tolerance``."""
+    def aux(self, tolerance, dtype) -> dict:
+        """Traced problem data of the solver: ``scale * A`` and ``scale * tolerance`` (a
+        number, or an array of them for the lanes of a path), host arrays of ``dtype``
+        (cast on the host: no eager device program)."""
         A, delta = (
-            (self.A, tolerance)
+            (self.A, np.asarray(tolerance, dtype=np.float64))
             if self.scale == 1.0
-            else (self.scale * self.A, self.scale * tolerance)
+            else (self.scale * self.A, self.scale * np.asarray(tolerance, dtype=np.float64))
         )
-        return {"A": jnp.asarray(A, dtype=dtype), "delta": jnp.asarray(delta, dtype)}
+        real = np.dtype(dtype)
+        return {"A": np.asarray(A, dtype=real), "delta": np.asarray(delta, dtype=real)}
 
     def mean_losses(self, loss, groups, sample_weight=None):
         """Per-cell and per-group means of the per-row ``loss`` (weighted unless None)."""
@@ -223,6 +225,42 @@ def loss_gap_constraints(
     A, names = constraint_matrix(metric, pairs, labels, n_groups)
     scale = constraint_scale(solver, pairs, n_groups)
     return LossGapConstraints(A, names, cells, n_cells, n_groups, scale)
+
+
+def host_ravel(layers, dtype) -> np.ndarray:
+    """Flat parameters of host ``(W, b)`` layers in ``dtype`` (``ravel_params`` order)."""
+    real = np.dtype(dtype)
+    return np.concatenate(
+        [np.concatenate([np.ravel(W), np.ravel(b)]).astype(real) for W, b in layers]
+    )
+
+
+def host_layers(model: MLP, x, dtype) -> list:
+    """``(W, b)`` host copies of every layer of the flat parameters ``x`` in ``dtype``."""
+    x = np.asarray(x, dtype=np.dtype(dtype))
+    return [(W.copy(), b.copy()) for W, b in unravel_params(model, x)]
+
+
+class FitSetup(NamedTuple):
+    """What :meth:`LossGapConstrainedClassifier.fit` prepares before the solver runs
+    (``weight``: the sample weights, ``None`` when they are all 1)."""
+
+    solver: str
+    hidden: tuple
+    hyper: dict
+    X: object
+    y_codes: np.ndarray
+    classes: np.ndarray
+    groups: np.ndarray
+    labels: np.ndarray
+    weight: np.ndarray | None
+    gaps: LossGapConstraints
+    model: MLP
+    problem: ModelProblem
+    batch_size: int | None
+    dtype: object
+    rngs: list
+    x0: np.ndarray
 
 
 class LossGapConstrainedClassifier(ScoreClassifierMixin, BaseEstimator):
@@ -560,6 +598,40 @@ list of str or None, default=None
         self : LossGapConstrainedClassifier
             The fitted estimator.
         """
+        setup = self._fit_setup(X, y, sensitive_features, sample_weight)
+
+        def progress(n_iter, n_epochs):
+            log_fit(
+                self,
+                "iteration %d, epoch %.2f",
+                n_iter,
+                n_epochs,
+                level=2,
+                progress=(n_epochs, self.n_epochs, "epoch"),  # the bar of show_progress
+            )
+
+        with jax.enable_x64(self.dtype == "float64"):
+            result, factor = solve(
+                setup.solver,
+                setup.problem,
+                setup.X,
+                setup.y_codes,
+                setup.groups,
+                setup.gaps.cells,
+                setup.x0,
+                hyper=setup.hyper,
+                rngs=setup.rngs,
+                owner=type(self).__name__,
+                n_epochs=None if SOLVERS[setup.solver].host else self.n_epochs,
+                progress=progress if wants_progress(self) else None,
+                **self._run_options(setup.gaps, setup.batch_size, setup.dtype, setup.weight),
+            )
+        return self._fit_finish(setup, result, factor)
+
+    def _fit_setup(self, X, y, sensitive_features, sample_weight) -> FitSetup:
+        """Everything :meth:`fit` prepares before the solver runs (validation, constraints,
+        model, initial parameters, random streams); sets the input attributes
+        (``n_features_in_``, ``sensitive_columns_``...)."""
         solver = self._solver_name()
         hidden = validate_hidden(self.hidden_layer_sizes)
         hyper = resolve_solver_params(solver, self.preset, self.solver_params)
@@ -590,46 +662,44 @@ list of str or None, default=None
         dtype = jnp.float64 if self.dtype == "float64" else jnp.float32
         rngs = spawn_rngs(self.random_state)
         unit = bool(np.all(sample_weight == 1.0))
+        x0 = model.init_flat(rngs[0], dtype)  # on the host: no eager device program
+        return FitSetup(
+            solver,
+            hidden,
+            hyper,
+            X,
+            y_codes,
+            classes,
+            groups,
+            labels,
+            None if unit else sample_weight,
+            gaps,
+            model,
+            problem,
+            batch_size,
+            dtype,
+            rngs,
+            x0,
+        )
 
-        def progress(n_iter, n_epochs):
-            log_fit(
-                self,
-                "iteration %d, epoch %.2f",
-                n_iter,
-                n_epochs,
-                level=2,
-                progress=(n_epochs, self.n_epochs, "epoch"),  # the bar of show_progress
-            )
-
-        with jax.enable_x64(self.dtype == "float64"):
-            x0 = ravel_params(model.init(rngs[0], dtype))
-            result, self.step_size_factor_ = solve(
-                solver,
-                problem,
-                X,
-                y_codes,
-                groups,
-                gaps.cells,
-                x0,
-                hyper=hyper,
-                rngs=rngs,
-                owner=type(self).__name__,
-                n_epochs=None if SOLVERS[solver].host else self.n_epochs,
-                progress=progress if wants_progress(self) else None,
-                **self._run_options(gaps, batch_size, dtype, None if unit else sample_weight),
-            )
-            x = jnp.asarray(result.x, dtype=dtype)
-            self.params_ = [(np.asarray(W), np.asarray(b)) for W, b in unravel_params(model, x)]
-        self.classes_ = classes
-        self.groups_ = labels
-        self._store_statistics(X, y_codes, groups, gaps, None if unit else sample_weight)
-        self._store_run(result, gaps, hidden)
+    def _fit_finish(self, setup: FitSetup, result, factor: float, logits=None):
+        """Store the fitted attributes of the solver's ``result`` (what :meth:`fit` does
+        after the solver ran with its step sizes times ``factor``); ``logits``: the
+        model's training logits when the caller computed them already."""
+        self.step_size_factor_ = factor
+        self.params_ = host_layers(setup.model, result.x, setup.dtype)
+        self.classes_ = setup.classes
+        self.groups_ = setup.labels
+        self._store_statistics(
+            setup.X, setup.y_codes, setup.groups, setup.gaps, setup.weight, logits
+        )
+        self._store_run(result, setup.gaps, setup.hidden)
         self.n_iter_ = result.n_iter
         self.n_epochs_done_ = result.n_epochs
         log_fit(
             self,
             "solver=%s iterations=%d train %s %.4g (tolerance %g) feasible=%s",
-            solver,
+            setup.solver,
             self.n_iter_,
             self.metric,
             self.train_unfairness_,
@@ -759,14 +829,9 @@ list of str or None, default=None
 
         with jax.enable_x64(self.dtype == "float64"):
             if "start" in solver_state:
-                x0 = ravel_params(
-                    [
-                        (jnp.asarray(W, dtype), jnp.asarray(b, dtype))
-                        for W, b in solver_state["start"]
-                    ]
-                )
+                x0 = host_ravel(solver_state["start"], dtype)
             else:
-                x0 = ravel_params(model.init(copy.deepcopy(solver_state["rngs"][0]), dtype))
+                x0 = model.init_flat(copy.deepcopy(solver_state["rngs"][0]), dtype)
 
             def attempt(factor):
                 rngs = copy.deepcopy(solver_state["rngs"])
@@ -792,8 +857,7 @@ list of str or None, default=None
             (result, rngs), factor = refit_on_divergence(
                 type(self).__name__, attempt, remedy=remedy, X=X
             )
-            x = jnp.asarray(result.x, dtype=dtype)
-            self.params_ = [(np.asarray(W), np.asarray(b)) for W, b in unravel_params(model, x)]
+            self.params_ = host_layers(model, result.x, dtype)
         solver_state.update(
             rngs=rngs,
             state=result.extras["resume_state"],
@@ -816,10 +880,12 @@ list of str or None, default=None
         tags.input_tags.sparse = True  # scipy sparse X is never densified (_sparse)
         return tags
 
-    def _store_statistics(self, X, y_codes, groups, gaps, sample_weight):
+    def _store_statistics(self, X, y_codes, groups, gaps, sample_weight, logits=None):
         """Training-set statistics of ``params_`` on ``(X, y_codes, groups)``, on the host
-        in float64 (``sample_weight=None``: unweighted)."""
-        loss = sample_losses(numpy_forward(self.params_, X), y_codes)
+        in float64 (``sample_weight=None``: unweighted; ``logits``: ``params_``'s logits
+        on ``X`` if already computed)."""
+        logits = numpy_forward(self.params_, X) if logits is None else logits
+        loss = sample_losses(logits, y_codes)
         cell_losses, group_losses = gaps.mean_losses(loss, groups, sample_weight)
         c_full = gaps.A @ cell_losses - self.tolerance
         self.constraint_names_ = gaps.names

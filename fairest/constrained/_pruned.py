@@ -42,6 +42,7 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import validate_data
 
+from fairest._kernels._buckets import bucket_size, pad_rows_to, padded_rows
 from fairest.constrained import _defaults
 from fairest.constrained._common import (
     prepare_predict,
@@ -213,9 +214,11 @@ def dual_optimizer(kind: str, learning_rate):
     return optax.sgd(learning_rate)
 
 
+@partial(jax.jit, static_argnames=("num_groups", "buffer_size", "dual"))
 def initial_state(x, num_groups: int, buffer_size: int, dual: str) -> dict:
     """Training state at the flat parameters ``x``: optimiser states, multipliers 0,
-    empty replay buffers, step counter and divergence flag (see :func:`_make_epoch_fn`)."""
+    empty replay buffers, step counter and divergence flag (see :func:`_make_epoch_fn`).
+    Jitted: one executable instead of an eager one per array it creates."""
     zeros_g = jnp.zeros(num_groups, x.dtype)
     return {
         "x": x,
@@ -382,12 +385,24 @@ def _make_epoch_fn(
     def epoch(state, data, ref, hyper, flags, inputs):
         """``lax.scan`` of the steps of one epoch with the divergence guard: ``state["bad"]``
         is -1 while the parameters were finite, else the step (counted in ``state["it"]``)
-        by which they were not (:func:`fairest.constrained._engine.guarded_scan`)."""
+        by which they were not (:func:`fairest.constrained._engine.guarded_scan`).
+
+        ``inputs["active"]`` flags the epoch's real steps: the scan runs a bucketed number
+        of steps (:func:`epoch_inputs`) and the padding ones leave the state as it is."""
         inner = {k: v for k, v in state.items() if k != "bad"}
 
-        def body(st, inp, bad):
+        def run(st, inp):
             st, log = step(st, inp, data, ref, hyper, flags)
             return {**st, "it": st["it"] + 1}, log
+
+        def body(st, inp, bad):
+            log_shape = jax.eval_shape(run, st, inp)[1]
+
+            def skip(s, inp):
+                zeros = jax.tree_util.tree_map(lambda a: jnp.zeros(a.shape, a.dtype), log_shape)
+                return s, zeros
+
+            return lax.cond(inp["active"], run, skip, st, inp)
 
         (inner, bad), log = guarded_scan(
             body,
@@ -529,9 +544,16 @@ def pruning_data(X, y_codes, groups, sample_weight, num_groups: int, dtype) -> P
         shares = totals / totals.sum()
     else:
         shares = np.bincount(groups, minlength=num_groups) / groups.size
-    # sharded by rows over the configured devices; the padding rows are never drawn.
-    # Sparse X stays sparse (fairest.constrained._sparse)
+    # padded to a row bucket (fits on nearby n share the compiled epoch) and sharded by
+    # rows over the configured devices; the padding rows are never drawn. Sparse X stays
+    # sparse (fairest.constrained._sparse)
     design = X if sp.issparse(X) else np.asarray(X, dtype=real)
+    width = 0 if sp.issparse(X) else X.shape[1]  # sparse X gains empty rows, no copy
+    length = padded_rows(X.shape[0], real.itemsize * (width + 2) + 8)
+    names = list(rows)
+    rows = dict(zip(names, pad_rows_to(length, *rows.values())))
+    if not sp.issparse(X):
+        (design,) = pad_rows_to(length, design)
     device = place_with_design(design, rows, dtype)
     return PruningData(device, X, y_codes, groups, sample_weight, shares, num_groups)
 
@@ -544,33 +566,77 @@ def _hyper(dtype, momentum, alpha, tolerance, dual_learning_rate) -> dict:
         "tolerance": tolerance,
         "dual_learning_rate": dual_learning_rate,
     }
-    return {k: jnp.asarray(v, dtype) for k, v in values.items()}
+    real = np.dtype(dtype)
+    return jax.device_put({k: np.asarray(v, real) for k, v in values.items()})
+
+
+def epoch_inputs(idx, w, learning_rate, dtype) -> tuple[dict, int]:
+    """Scan inputs of one epoch's ``T`` steps (indices and weights of shape ``(T, b)``),
+    padded to ``bucket_size(T)`` inactive steps so that fits on nearby row counts share
+    one compiled epoch; built on the host in their final dtypes (an eager conversion on
+    the device would compile one small program per shape). Returns ``(inputs, T)``."""
+    steps = idx.shape[0]
+    length = bucket_size(steps)
+    real = np.dtype(dtype)
+    idx, w = pad_rows_to(length, idx.astype(np.int32), w.astype(real))
+    inputs = {
+        "idx": idx,
+        "w": w,
+        "learning_rate": np.full(length, learning_rate, dtype=real),
+        "active": np.arange(length) < steps,
+    }
+    return jax.device_put(inputs), steps
 
 
 def _run_epoch(epoch_fn, state, data, ref, hyper, constrained, sampler, lr, dtype):
-    """One epoch on device; the log stays on device (None unless recorded)."""
-    idx, w = sampler.epoch()
-    inputs = {
-        "idx": jnp.asarray(idx),
-        "w": jnp.asarray(w, dtype),
-        "learning_rate": jnp.full(idx.shape[0], lr, dtype),
-    }
-    flags = {"constrained": jnp.asarray(constrained)}
-    return epoch_fn(state, data, ref, hyper, flags, inputs)
+    """One epoch on device. Returns ``(state, log)``: the log (None unless recorded) is
+    read to the host, its padding steps dropped."""
+    inputs, steps = epoch_inputs(*sampler.epoch(), lr, dtype)
+    flags = {"constrained": jax.device_put(np.asarray(constrained))}
+    state, log = epoch_fn(state, data, ref, hyper, flags, inputs)
+    if log is not None:
+        log = jax.tree_util.tree_map(lambda a: np.asarray(a)[:steps], log)
+    return state, log
 
 
 def _diverged(state, final=False):
     """First non-finite step of a phase, or None (one host read); ``final`` also checks
     the rest of the state (multipliers, momentum) at the end."""
     bad = int(state["bad"])
-    if bad < 0 and final and not bool(all_finite(state)):
+    if bad < 0 and final and not bool(_all_finite(state)):
         bad = max(int(state["it"]) - 1, 0)
     return bad if bad >= 0 else None
 
 
+_all_finite = jax.jit(all_finite)  # one executable per state layout, not one per leaf
+
+
+def host_flat(params, dtype) -> jax.Array:
+    """:func:`ravel_params` of host ``(W, b)`` pairs, built on the host in ``dtype`` and
+    placed (no eager device program)."""
+    flat = np.concatenate([np.concatenate([np.ravel(W), np.ravel(b)]) for W, b in params])
+    return jax.device_put(flat.astype(np.dtype(dtype)))
+
+
+def host_layers(model, x) -> list:
+    """``(W, b)`` per layer of the flat parameters ``x``, as host arrays."""
+    return [(W.copy(), b.copy()) for W, b in unravel_params(model, np.asarray(x))]
+
+
+def initial_parameters(model, rng: np.random.Generator, dtype) -> jax.Array:
+    """Flat initial parameters: the draws of :meth:`MLP.init` (the same ``rng`` stream,
+    PyTorch's ``nn.Linear`` init), raveled and cast on the host."""
+    params = []
+    for d_in, d_out in zip(model.sizes[:-1], model.sizes[1:]):
+        bound = 1.0 / np.sqrt(d_in)
+        W = rng.uniform(-bound, bound, size=(d_in, d_out))
+        params.append((W, rng.uniform(-bound, bound, size=(d_out,))))
+    return host_flat(params, dtype)
+
+
 def flat_mask(masks, dtype):
     """Flat 0/1 vector of the weight ``masks`` (biases are never masked)."""
-    return jnp.asarray(ravel_params([(m, np.ones(m.shape[1])) for m in masks]), dtype)
+    return host_flat([(m, np.ones(m.shape[1])) for m in masks], dtype)
 
 
 def layer_sparsity(masks, prunable):
@@ -581,16 +647,14 @@ def layer_sparsity(masks, prunable):
     return float(zeros / max(total, 1)), layer
 
 
-def _reference_zero(shares, num_groups: int, dtype) -> dict:
-    zeros_g = jnp.zeros(num_groups, dtype)
-    zero = jnp.asarray(0.0, dtype)
-    return {
-        "acc": zero,
-        "acc_g": zeros_g,
-        "loss": zero,
-        "loss_g": zeros_g,
-        "pi": jnp.asarray(shares, dtype),
-    }
+def _reference_zero(shares, num_groups: int, dtype, reference=None) -> dict:
+    """The dense reference of the epoch function on device: ``reference``'s statistics
+    (zeros before there is one) and the group ``shares``, cast on the host."""
+    real = np.dtype(dtype)
+    zeros_g = np.zeros(num_groups, real)
+    host = {"acc": real.type(0), "acc_g": zeros_g, "loss": real.type(0), "loss_g": zeros_g}
+    host.update({key: np.asarray(value, real) for key, value in (reference or {}).items()})
+    return jax.device_put({**host, "pi": np.asarray(shares, real)})
 
 
 def correct_predictions(z, y_codes):
@@ -630,7 +694,7 @@ def pretrain_dense(model, settings, data, x0, sampler, *, owner, progress=None):
     dtype = x0.dtype
     epoch_fn = _epoch_fn(*_epoch_key(model, data.num_groups, settings))
     hyper = _dense_hyper(dtype, settings)
-    device = {**data.device, "mask": jnp.ones_like(x0)}
+    device = {**data.device, "mask": jax.device_put(np.ones(x0.shape, x0.dtype))}
     ref = _reference_zero(data.shares, data.num_groups, dtype)
     sampler_start = copy.deepcopy(sampler.rng)
 
@@ -674,10 +738,7 @@ def finetune(
     epoch)``."""
     dtype = x_dense.dtype
     epoch_fn = _epoch_fn(*_epoch_key(model, data.num_groups, settings))
-    ref = {
-        **_reference_zero(data.shares, data.num_groups, dtype),
-        **{key: jnp.asarray(value, dtype) for key, value in reference.items()},
-    }
+    ref = _reference_zero(data.shares, data.num_groups, dtype, reference)
     sampler_start = copy.deepcopy(sampler.rng)
     shapes = [(a, b) for a, b in zip(model.sizes[:-1], model.sizes[1:])]
 
@@ -720,7 +781,6 @@ def finetune(
                 dtype,
             )
             if settings.record_every:
-                log = jax.tree_util.tree_map(np.asarray, log)
                 steps = log["objective"].shape[0]
                 log["learning_rate"] = np.full(steps, lr)
                 log["epoch"] = np.full(steps, epoch)
@@ -759,7 +819,7 @@ def _epoch_key(model, num_groups, settings) -> tuple:
 
 
 def _as_layers(model, x):
-    return [(np.asarray(W), np.asarray(b)) for W, b in unravel_params(model, x)]
+    return host_layers(model, x)
 
 
 def _epoch_masks(epoch, settings, model, state, masks, dtype):
@@ -773,7 +833,7 @@ def _epoch_masks(epoch, settings, model, state, masks, dtype):
         target = gmp_schedule(
             epoch, settings.initial_sparsity, settings.target_sparsity, settings.pruning_epochs
         )
-        current = unravel_params(model, state["x"])
+        current = host_layers(model, state["x"])
         masks = [
             prune_layer(np.asarray(W), m, target) if prunable else m
             for (W, _), m, prunable in zip(current, masks, settings.prunable)
@@ -866,7 +926,7 @@ def _stream_dense_epoch(model, settings, data, solver, sampler, epoch):
         settings.learning_rate_decay,
         settings.dense_n_epochs,
     )
-    device = {**data.device, "mask": jnp.ones_like(x_init)}
+    device = {**data.device, "mask": jax.device_put(np.ones(x_init.shape, x_init.dtype))}
     ref = _reference_zero(data.shares, data.num_groups, dtype)
     state, _ = _run_epoch(epoch_fn, state, device, ref, hyper, False, sampler, lr, dtype)
     masks = [np.ones((a, b)) for a, b in zip(model.sizes[:-1], model.sizes[1:])]
@@ -908,10 +968,7 @@ def _stream_finetune_epoch(model, settings, data, solver, sampler, epoch, estima
         )
         solver["masks"] = [np.ones((a, b)) for a, b in zip(model.sizes[:-1], model.sizes[1:])]
     reference = _running_reference(solver, solver["dense_params"], data)
-    ref = {
-        **_reference_zero(data.shares, data.num_groups, dtype),
-        **{key: jnp.asarray(value, dtype) for key, value in reference.items()},
-    }
+    ref = _reference_zero(data.shares, data.num_groups, dtype, reference)
     state = jax.tree_util.tree_map(jnp.asarray, solver["state"])
     masks, mask, state, constrained = _epoch_masks(
         epoch, settings, model, state, solver["masks"], dtype
@@ -1340,7 +1397,7 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
                 settings,
                 data,
                 EpochSampler(X.shape[0], self.batch_size, rngs[1]),
-                x_init=None if x_dense is not None else ravel_params(model.init(rngs[0], dtype)),
+                x_init=None if x_dense is not None else initial_parameters(model, rngs[0], dtype),
                 x_dense=x_dense,
                 owner=type(self).__name__,
                 score=score,
@@ -1453,7 +1510,7 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
         if first:
             rngs = spawn_rngs(self.random_state, 5)
             with jax.enable_x64(self.dtype == "float64"):
-                x_init = np.asarray(ravel_params(model.init(rngs[0], dtype)))
+                x_init = np.asarray(initial_parameters(model, rngs[0], dtype))
             stream.solver = {"rngs": rngs, "x_init": x_init, "n_iter": 0}
             if stream.warm:  # partial_fit after fit: fine-tuning goes on from the fit
                 _continue_fitted(self, stream, model, settings, dense_calls, dtype)
@@ -1613,7 +1670,7 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
         return (X[train], y_codes[train], groups[train], sw_train, (X[val], y_codes[val], sw_val))
 
     def _accuracy(self, model, x, X, y_codes, sample_weight=None):
-        params = [(np.asarray(W), np.asarray(b)) for W, b in unravel_params(model, x)]
+        params = host_layers(model, x)
         return float(_mean(correct_predictions(numpy_forward(params, X), y_codes), sample_weight))
 
     def decision_function(self, X):

@@ -16,22 +16,30 @@ Every loader returns a scikit-learn :class:`~sklearn.utils.Bunch` with ``data``,
 behave as in :func:`sklearn.datasets.fetch_openml`. :func:`list_datasets` lists them all.
 """
 
-from fairest.datasets._base import clear_data_home, get_data_home
-from fairest.datasets._bundled import load_adult, load_compas, load_german_credit, load_ricci
-from fairest.datasets._catalog import list_datasets
-from fairest.datasets._fetchers import (
-    fetch_acs_income,
-    fetch_acs_task,
-    fetch_bank_marketing,
-    fetch_communities_crime,
-    fetch_credit_default,
-    fetch_kdd_census,
-    fetch_law_school,
-    fetch_parkinsons,
-    fetch_student_performance,
-    seed_data_home,
+from fairest.utils._lazy import lazy_exports
+
+# names load on first access (PEP 562), see fairest.utils._lazy
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "_base": ["clear_data_home", "get_data_home"],
+        "_bundled": ["load_adult", "load_compas", "load_german_credit", "load_ricci"],
+        "_catalog": ["list_datasets"],
+        "_fetchers": [
+            "fetch_acs_income",
+            "fetch_acs_task",
+            "fetch_bank_marketing",
+            "fetch_communities_crime",
+            "fetch_credit_default",
+            "fetch_kdd_census",
+            "fetch_law_school",
+            "fetch_parkinsons",
+            "fetch_student_performance",
+            "seed_data_home",
+        ],
+        "_synthetic": ["make_grouped_classification", "make_grouped_regression"],
+    },
 )
-from fairest.datasets._synthetic import make_grouped_classification, make_grouped_regression
 
 __all__ = [
     "clear_data_home",

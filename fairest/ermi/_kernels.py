@@ -40,6 +40,7 @@ __all__ = [
     "theta_gradient",
     "closed_form_w",
     "fermi_objective",
+    "fermi_hessian",
 ]
 
 
@@ -138,3 +139,66 @@ def fermi_objective(theta, X, y, s, t, weight, strata: Strata, lam, alpha, binar
     total = jnp.sum(weight)
     data = jnp.sum(weight * (loss + lam * psi)) / total
     return data + 0.5 * alpha * jnp.sum(theta[1:] ** 2)
+
+
+def _sample_curvature(Z, y, s, t, W, strata: Strata, lam, binary: bool):
+    """Per-sample Hessians in the logits, (n, q, q), of ``loss_i + lam psi_i`` at fixed W."""
+
+    def sample_value(z, yi, si, ti):
+        Zi = z[None, :]
+        loss, _ = loss_and_logit_grad(Zi, yi[None], binary)
+        F = probabilities(Zi, binary)
+        coefficients = saddle_coefficients(W, si[None], ti[None], strata)
+        return loss[0] + lam * jnp.sum(coefficients * F)
+
+    return jax.vmap(jax.hessian(sample_value))(Z, y, s, t)
+
+
+def _bordered_gram(X, d):
+    """``(1, X)^T diag(d) (1, X)`` of shape (p, p) without building ``(1, X)``."""
+    inner = X.T @ (d[:, None] * X)
+    column = X.T @ d
+    corner = jnp.sum(d)[None, None]
+    return jnp.block([[corner, column[None, :]], [column[:, None], inner]])
+
+
+def fermi_hessian(theta, X, y, s, t, weight, strata: Strata, lam, alpha, binary: bool):
+    """Exact Hessian of :func:`fermi_objective` with W* differentiated through, (pq, pq).
+
+    The objective is ``f(theta) = Psi(theta, W*(theta))`` with ``W*`` the unconstrained
+    maximiser, so ``f'' = Psi_tt - Psi_tW Psi_WW^{-1} Psi_Wt`` (implicit function
+    theorem). ``Psi_tt`` at fixed W is ``sum_i (1, x_i)(1, x_i)^T (x) D_i`` with ``D_i``
+    the per-sample logit Hessians (one weighted Gram matrix per pair of logits); the
+    W-curvature ``Psi_WW`` is diagonal, ``-2 lam omega_t sum_{i in t} c_i F_ij / sum c``
+    for every row r of block t; ``Psi_Wt`` (lam times the Jacobian of the W-gradient, a
+    few rows) comes from :func:`jax.jacrev`. Rows are flattened as ``theta.ravel()``
+    (row-major: coefficient a, logit b at ``a q + b``). Costs one to ``q(q+1)/2`` Gram
+    matrices of ``(1, X)``, i.e. ``O(n p^2 q^2)``.
+    """
+    p, q = theta.shape
+    n_strata = strata.omega.shape[0]
+    total = jnp.sum(weight)
+    Z = scores(theta, X)
+    F = probabilities(Z, binary)
+    W = closed_form_w(F, s, t, weight, strata)
+    D = _sample_curvature(Z, y, s, t, W, strata, lam, binary) * (weight / total)[:, None, None]
+    blocks = [[None] * q for _ in range(q)]
+    for b in range(q):
+        for d in range(b, q):
+            blocks[b][d] = blocks[d][b] = _bordered_gram(X, D[:, b, d])
+    H = jnp.stack([jnp.stack(row, axis=-1) for row in blocks], axis=-2)  # (p, p, q, q)
+    H = H.transpose(0, 2, 1, 3).reshape(p * q, p * q)
+
+    def w_grad(th):
+        Fth = probabilities(scores(th, X), binary)
+        return w_gradient(Fth, W, s, t, weight, strata) / total
+
+    B = jax.jacrev(w_grad)(theta).reshape(-1, p * q)  # (n_strata k l, p q)
+    diag = jax.ops.segment_sum(weight[:, None] * F, t, num_segments=n_strata) / total
+    curvature = 2.0 * strata.omega[:, None] * diag  # (n_strata, l): |Psi_WW| / lam
+    k = strata.inv_sqrt_p.shape[1]
+    curvature = jnp.broadcast_to(curvature[:, None, :], (n_strata, k, curvature.shape[1]))
+    curvature = jnp.where(curvature > 0, curvature, 1.0).reshape(-1)
+    H = H + lam * (B.T / curvature) @ B
+    ridge = jnp.concatenate([jnp.zeros(q), jnp.full((p - 1) * q, 1.0)]) * alpha
+    return H + jnp.diag(ridge)

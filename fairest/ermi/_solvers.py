@@ -32,6 +32,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+import scipy.linalg
 import scipy.optimize
 
 from fairest._kernels import scores
@@ -42,6 +43,7 @@ from fairest.ermi import _defaults
 from fairest.ermi._kernels import (
     Strata,
     closed_form_w,
+    fermi_hessian,
     fermi_objective,
     loss_and_logit_grad,
     probabilities,
@@ -54,7 +56,10 @@ __all__ = [
     "SGDAHyper",
     "draw_below",
     "draws_per_round",
+    "device_scalar",
+    "fitted_w",
     "full_batch_solve",
+    "newton_path",
     "project_ball",
     "resolve_dual_learning_rate",
     "resolve_dual_radius",
@@ -146,7 +151,7 @@ def full_batch_solve(
     args = (X, y, s, t, weight, strata, lam, alpha)
 
     def fun(flat):
-        value, grad = fermi_value_and_grad(jnp.asarray(flat), *args, binary=binary)
+        value, grad = fermi_value_and_grad(jax.device_put(flat), *args, binary=binary)
         return float(value), np.asarray(grad, dtype=np.float64)
 
     with single_threaded_blas():  # L-BFGS-B's small products: see the function
@@ -165,6 +170,199 @@ def full_batch_solve(
     grad_norm = float(np.max(np.abs(fun(result.x)[1])))
     converged = bool(result.success) or grad_norm <= tol  # gtol, or no relative decrease left
     return result.x.reshape(shape), float(result.fun), grad_norm, int(result.nit), converged
+
+
+class NewtonPoint(NamedTuple):
+    """One weight's outcome in :func:`newton_path` (numpy values)."""
+
+    theta: np.ndarray  # (d + 1, q)
+    objective: float
+    grad_norm: float  # infinity norm of the final gradient
+    n_iter: int  # Newton iterations
+    converged: bool  # grad_norm <= tol
+
+
+@partial(jax.jit, static_argnames="binary")
+def _fermi_hessian(flat, X32, y, s, t, weight, strata: Strata, lam, alpha, *, binary):
+    """:func:`~fairest.ermi._kernels.fermi_hessian` in float32 (``X32``: X in float32),
+    returned in float64: the Hessian only steers Newton's steps (every pass over the data
+    reads half the bytes); the gradient that decides convergence stays float64."""
+    shape = (X32.shape[1] + 1, flat.shape[0] // (X32.shape[1] + 1))
+    low = jnp.float32
+    strata = Strata(*(a.astype(low) for a in strata))
+    H = fermi_hessian(
+        flat.reshape(shape).astype(low),
+        X32,
+        y,
+        s,
+        t,
+        weight.astype(low),
+        strata,
+        lam.astype(low),
+        alpha.astype(low),
+        binary,
+    )
+    return H.astype(jnp.float64)
+
+
+def _newton_direction(H, g):
+    """``-H^{-1} g`` by Cholesky; where H is not positive definite (the ERMI term is not
+    convex) ``-|H|^{-1} g``, every eigenvalue replaced by its magnitude floored at 1e-10 of
+    the largest (saddle-free Newton)."""
+    try:
+        return -scipy.linalg.cho_solve(scipy.linalg.cho_factor(H), g)
+    except np.linalg.LinAlgError:
+        values, vectors = np.linalg.eigh(H)
+        magnitude = np.maximum(np.abs(values), 1e-10 * np.max(np.abs(values)))
+        return -vectors @ ((vectors.T @ g) / magnitude)
+
+
+def _logit_centering(p: int, q: int) -> np.ndarray | None:
+    """Projector (pq, pq) onto parameters whose every row sums to zero over the logits;
+    None for one logit. A softmax model is unchanged when a row moves along the ones
+    (the intercept row, unpenalised, leaves the Hessian singular there); the gradient is
+    always in this subspace, so L-BFGS from zeros stays in it, and Newton's steps are
+    projected on it to reach the same minimiser."""
+    if q == 1:
+        return None
+    return np.kron(np.eye(p), np.eye(q) - 1.0 / q)
+
+
+def _restricted_hessian(H, projector):
+    """``P H P`` on the subspace and a multiple of the identity on its complement, so a
+    solve with it never moves along the complement."""
+    if projector is None:
+        return H
+    complement = np.eye(H.shape[0]) - projector
+    return projector @ H @ projector + np.max(np.abs(np.diag(H))) * complement
+
+
+_STALL = 5  # Newton iterations without a new smallest gradient norm before giving up
+
+
+def _newton_solve(flat, start, value_and_grad, hessian, tol, max_iter, projector=None):
+    """Newton's method with Armijo backtracking from ``flat`` (``start``: its objective and
+    gradient); stops at ``||g||_inf <= tol``, after ``max_iter`` iterations or when no
+    step decreases the objective or the gradient norm stops shrinking (the float32
+    Hessian's accuracy reached: the caller finishes with L-BFGS); steps are projected by
+    ``projector`` (softmax). The
+    Hessian is kept for the next iteration after a full step that cut the gradient norm
+    tenfold (it is then still accurate: a chord step), else recomputed. Returns
+    ``(flat, f, g, n_iter, H)`` with H the last Hessian computed (None if none)."""
+    f, g = start
+    H, n_iter, keep = None, 0, False
+    best, stalled = np.inf, 0  # stop after STALL iterations without a smaller gradient
+    while np.max(np.abs(g)) > tol and n_iter < max_iter and stalled < _STALL:
+        if not keep:
+            H = hessian(flat)
+        step = _newton_direction(H, g)
+        if projector is not None:
+            step = projector @ step
+        slope = float(g @ step)
+        size = 1.0
+        while slope < 0 and size > 1e-10:
+            f_new, g_new = value_and_grad(flat + size * step)
+            if f_new <= f + 1e-4 * size * slope:
+                break
+            size *= 0.5
+        else:
+            if keep:  # a stale Hessian: retry with a fresh one
+                keep = False
+                continue
+            break  # no decrease left (rounding level) or not a descent direction
+        keep = size == 1.0 and np.max(np.abs(g_new)) <= 0.1 * np.max(np.abs(g))
+        flat, f, g, n_iter = flat + size * step, f_new, g_new, n_iter + 1
+        best, stalled = (np.max(np.abs(g)), 0) if np.max(np.abs(g)) < best else (best, stalled + 1)
+    return flat, f, g, n_iter, H
+
+
+def newton_path(
+    lams, theta0, X, y, s, t, weight, strata: Strata, alpha, tol, max_iter, *, binary
+) -> list[NewtonPoint]:
+    """The FERMI minimiser at every weight of ``lams`` (in that order), by Newton's method
+    continued along the sorted weights.
+
+    The first (smallest) weight starts from ``theta0``; every next one from the previous
+    minimiser moved along the path's tangent ``d theta / d lam = -H^{-1} grad ERMI``
+    (kept only where it lowers the new objective). A Newton iteration solves with the
+    exact Hessian (:func:`~fairest.ermi._kernels.fermi_hessian`, W* differentiated
+    through; float32 Gram matrices, as the Hessian only steers) and backtracks on the
+    objective; it stops at ``||grad||_inf <= tol`` with the gradient of
+    :func:`fermi_value_and_grad`, the stationarity test of :func:`full_batch_solve`.
+    Only :func:`fermi_value_and_grad` (the refit's own compiled kernel) and one Hessian
+    program are compiled. Call under ``jax.enable_x64``; device arrays in.
+    """
+    args = (X, y, s, t, weight, strata)
+    X_gram = jax.device_put(np.asarray(X, dtype=np.float32))  # host cast: nothing to compile
+    alpha = device_scalar(alpha)
+
+    def value_and_grad_at(lam):
+        lam = device_scalar(lam)
+
+        def value_and_grad(flat):
+            value, grad = fermi_value_and_grad(
+                jax.device_put(flat), *args, lam, alpha, binary=binary
+            )
+            return float(value), np.asarray(grad, dtype=np.float64)
+
+        return value_and_grad
+
+    projector = _logit_centering(*theta0.shape)
+
+    def hessian_at(lam):
+        lam = device_scalar(lam)
+        return lambda flat: _restricted_hessian(
+            np.asarray(
+                _fermi_hessian(jax.device_put(flat), X_gram, *args[1:], lam, alpha, binary=binary)
+            ),
+            projector,
+        )
+
+    shape = theta0.shape
+    points = {}
+    flat, previous, H = np.asarray(theta0, dtype=np.float64).ravel(), None, None
+    f = g = None  # the objective and gradient at flat for the previous weight
+    for k in np.argsort(lams, kind="stable"):
+        lam = float(lams[k])
+        value_and_grad = value_and_grad_at(lam)
+        if H is not None and lam > previous:
+            flat, start = _tangent_start(
+                flat, (f, g), previous, lam, H, value_and_grad_at, projector
+            )
+        else:
+            start = value_and_grad(flat)
+        flat, f, g, n_iter, H_last = _newton_solve(
+            flat, start, value_and_grad, hessian_at(lam), tol, max_iter, projector
+        )
+        H = H_last if H_last is not None else H
+        grad_norm = float(np.max(np.abs(g)))
+        points[k] = NewtonPoint(flat.reshape(shape), f, grad_norm, n_iter, grad_norm <= tol)
+        previous = lam
+    return [points[k] for k in range(len(lams))]
+
+
+def _tangent_start(flat, known, lam, lam_next, H, value_and_grad_at, projector=None):
+    """The start at ``lam_next`` from the minimiser ``flat`` at ``lam`` (``known``: its
+    objective and gradient there): ``flat`` moved along the tangent ``-H^{-1} grad ERMI``
+    if that lowers the objective, else ``flat``; returned with its ``(objective,
+    gradient)`` at ``lam_next``. The objective is affine in the weight: one more
+    evaluation at ``flat`` (weight 0, or 1 when ``lam`` is 0) gives the ERMI term and the
+    objective at ``flat`` for every weight."""
+    f_lam, g_lam = known
+    if lam > 0:
+        f0, g0 = value_and_grad_at(0.0)(flat)
+        f_ermi, g_ermi = (f_lam - f0) / lam, (g_lam - g0) / lam
+    else:
+        f0, g0 = f_lam, g_lam
+        f1, g1 = value_and_grad_at(1.0)(flat)
+        f_ermi, g_ermi = f1 - f0, g1 - g0
+    here = (f0 + lam_next * f_ermi, g0 + lam_next * g_ermi)
+    tangent = _newton_direction(H, g_ermi)
+    if projector is not None:
+        tangent = projector @ tangent
+    moved = flat + (lam_next - lam) * tangent
+    there = value_and_grad_at(lam_next)(moved)
+    return (moved, there) if there[0] < here[0] else (flat, here)
 
 
 def project_ball(W, radius):
@@ -504,7 +702,23 @@ def _place_padded(X, *rows):
 
 
 def _device_strata(strata) -> Strata:
-    return Strata(*(jnp.asarray(a) for a in strata))
+    """The strata constants on the device, by transfer (``jnp.asarray`` of a host array
+    compiles a small staging program per shape)."""
+    return Strata(*(jax.device_put(a) for a in strata))
+
+
+def device_scalar(value) -> jax.Array:
+    """A float64 scalar on the device without compiling anything (call under
+    ``jax.enable_x64``); the full-batch fit and the path pass lambda and alpha this way,
+    so they share the compiled objective."""
+    return jax.device_put(np.float64(value))
+
+
+@partial(jax.jit, static_argnames="binary")
+def fitted_w(theta, X, s, t, weight, strata: Strata, *, binary):
+    """The closed-form maximiser W* at ``theta`` (one compiled program, not a dozen
+    eager operations)."""
+    return closed_form_w(probabilities(scores(theta, X), binary), s, t, weight, strata)
 
 
 def run_full_batch(
@@ -530,7 +744,7 @@ def run_full_batch(
     binary = n_classes == 2
     n, d = X.shape
     with jax.enable_x64(True):
-        theta0 = jnp.zeros((d + 1, 1 if binary else n_classes))
+        theta0 = np.zeros((d + 1, 1 if binary else n_classes))
         strata = _device_strata(strata)
         # bucketed rows (weight 0), sharded over the configured devices
         Xp, yp, sp, tp, wp = _place_padded(X, y.astype(np.int32), s, t, weight)
@@ -542,15 +756,14 @@ def run_full_batch(
             tp,
             wp,
             strata,
-            jnp.asarray(fairness_weight),
-            jnp.asarray(float(alpha)),
+            device_scalar(fairness_weight),
+            device_scalar(alpha),
             tol,
             max_iter,
             binary=binary,
         )
-        theta = jnp.asarray(theta)
         # on the padded rows (weight 0 there): no recompilation for a new row count
-        W = closed_form_w(probabilities(scores(theta, Xp), binary), sp, tp, wp, strata)
+        W = fitted_w(jax.device_put(theta), Xp, sp, tp, wp, strata, binary=binary)
     return ERMIResult(
         theta=np.asarray(theta, dtype=np.float64),
         W=np.asarray(W, dtype=np.float64),
@@ -560,6 +773,23 @@ def run_full_batch(
         grad_norm=float(grad_norm),
         history=None,
     )
+
+
+@partial(jax.jit, static_argnames=("n_classes", "normal", "fold"))
+def _sgda_start(seed, call, radius, mask, *, n_classes, normal, fold):
+    """``(key, W0)`` of SGDA in one compiled program: the root key of ``seed`` split into
+    the run's key and W0's (``fold``: the run's key folded with ``call``, streaming), W0
+    zeros or (``normal``) standard normal on the non-empty cells, projected on the ball."""
+    key = jax.random.key(seed, impl=_defaults.PRNG_IMPL)
+    key, key_w0 = jax.random.split(key)
+    shape = (*mask.shape, n_classes)  # (n_strata, n_groups, n_classes)
+    if normal:  # projected: every W the steps see is in the ball
+        W0 = project_ball(jax.random.normal(key_w0, shape) * mask[:, :, None], radius)
+    else:
+        W0 = jnp.zeros(shape)
+    if fold:
+        key = jax.random.fold_in(key, call)
+    return key, W0
 
 
 def run_sgda(
@@ -611,7 +841,7 @@ def run_sgda(
     dual_learning_rate = resolve_dual_learning_rate(dual_learning_rate, fairness_weight)
     dual_radius = resolve_dual_radius(dual_radius, n_classes)
     with jax.enable_x64(True):
-        theta0 = jnp.zeros((d + 1, 1 if binary else n_classes))
+        theta0 = np.zeros((d + 1, 1 if binary else n_classes))
         strata = _device_strata(strata)
         hyper = SGDAHyper(
             *(
@@ -630,19 +860,17 @@ def run_sgda(
                 )
             )
         )
-        key = jax.random.key(seed, impl=_defaults.PRNG_IMPL)
-        key, key_w0 = jax.random.split(key)
-        shape = (*strata.inv_sqrt_p.shape, n_classes)  # (n_strata, n_groups, n_classes)
-        if dual_init == "normal":  # projected: every W the steps see is in the ball
-            W0 = project_ball(
-                jax.random.normal(key_w0, shape) * strata.mask[:, :, None], dual_radius
-            )
-        else:
-            W0 = jnp.zeros(shape)
+        key, W0 = _sgda_start(
+            np.int64(seed),
+            np.int64(call),
+            device_scalar(dual_radius),
+            strata.mask,
+            n_classes=n_classes,
+            normal=dual_init == "normal",
+            fold=bool(call),
+        )
         if start is not None:
-            theta0, W0 = (jnp.asarray(a, dtype=jnp.float64) for a in start)
-        if call:
-            key = jax.random.fold_in(key, call)
+            theta0, W0 = (jax.device_put(np.asarray(a, dtype=np.float64)) for a in start)
         rows = _place(
             X.astype(np.float32 if dtype == "float32" else np.float64, copy=False),
             y.astype(np.int32),

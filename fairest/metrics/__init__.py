@@ -17,59 +17,67 @@
   sufficiency gaps, group loss gap and ``prediction_wasserstein``.
 """
 
-from fairest.metrics._constrained import (
-    excess_accuracy_gaps,
-    independence_gap,
-    loss_gap,
-    max_excess_accuracy_gap,
-    pairwise_disparity,
-    prediction_wasserstein,
-    separation_gap,
-    sufficiency_gap,
-)
-from fairest.metrics._ermi import (
-    conditional_ermi,
-    demographic_parity_violation,
-    equalized_odds_violation,
-    ermi,
-)
-from fairest.metrics._exact import (
-    demographic_parity_deviation,
-    disparate_mistreatment,
-    equal_opportunity_range,
-    equalized_odds_range,
-    group_loss_variance,
-    hsic_linear,
-    individual_fairness,
-)
-from fairest.metrics._frame import MetricFrame
-from fairest.metrics._parity import (
-    demographic_parity_difference,
-    demographic_parity_ratio,
-    equal_opportunity_difference,
-    equal_opportunity_ratio,
-    equalized_odds_difference,
-    equalized_odds_ratio,
-)
-from fairest.metrics._partial import (
-    partial_demographic_parity,
-    partial_fairness_score,
-    partial_parity_matrix,
-    partial_statistical_parity,
-    rank_curve,
-    suggest_interval,
-)
-from fairest.metrics._report import group_report
-from fairest.metrics._smooth import (
-    smooth_demographic_parity,
-    smooth_disparate_mistreatment,
-    smooth_equal_opportunity,
-    smooth_equalized_odds,
-    smooth_group_loss_variance,
-    smooth_hsic_linear,
-    smooth_individual_fairness,
-    smooth_max,
-    smooth_min,
+from fairest.utils._lazy import lazy_exports
+
+# names load on first access (PEP 562), see fairest.utils._lazy
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "_constrained": [
+            "excess_accuracy_gaps",
+            "independence_gap",
+            "loss_gap",
+            "max_excess_accuracy_gap",
+            "pairwise_disparity",
+            "prediction_wasserstein",
+            "separation_gap",
+            "sufficiency_gap",
+        ],
+        "_ermi": [
+            "conditional_ermi",
+            "demographic_parity_violation",
+            "equalized_odds_violation",
+            "ermi",
+        ],
+        "_exact": [
+            "demographic_parity_deviation",
+            "disparate_mistreatment",
+            "equal_opportunity_range",
+            "equalized_odds_range",
+            "group_loss_variance",
+            "hsic_linear",
+            "individual_fairness",
+        ],
+        "_frame": ["MetricFrame"],
+        "_parity": [
+            "demographic_parity_difference",
+            "demographic_parity_ratio",
+            "equal_opportunity_difference",
+            "equal_opportunity_ratio",
+            "equalized_odds_difference",
+            "equalized_odds_ratio",
+        ],
+        "_partial": [
+            "partial_demographic_parity",
+            "partial_fairness_score",
+            "partial_parity_matrix",
+            "partial_statistical_parity",
+            "rank_curve",
+            "suggest_interval",
+        ],
+        "_report": ["group_report"],
+        "_smooth": [
+            "smooth_demographic_parity",
+            "smooth_disparate_mistreatment",
+            "smooth_equal_opportunity",
+            "smooth_equalized_odds",
+            "smooth_group_loss_variance",
+            "smooth_hsic_linear",
+            "smooth_individual_fairness",
+            "smooth_max",
+            "smooth_min",
+        ],
+    },
 )
 
 __all__ = [

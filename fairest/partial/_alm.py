@@ -52,6 +52,7 @@ from fairest.partial._dc import (
     scores,
     split,
 )
+from fairest.partial._rows import row_dot, row_sum
 from fairest.partial._ssg import SSGResult
 
 __all__ = ["Multipliers", "alm", "cold_start", "dense_data", "warm_start"]
@@ -71,9 +72,10 @@ def dense_data(data: Data) -> Data:
     X = data.X
     if not isinstance(X, SparseRows):
         return data
-    n, k = X.index.shape
+    value, index = X.slots()
+    n, k = index.shape
     rows = jnp.broadcast_to(jnp.arange(n)[:, None], (n, k))
-    dense = jnp.zeros((n, X.num_columns), X.value.dtype).at[rows, X.index].add(X.value)
+    dense = jnp.zeros((n, X.shape[1]), value.dtype).at[rows, index].add(value)
     return data._replace(X=dense)
 
 
@@ -110,7 +112,7 @@ def _psp_constraints(s, theta, data: Data, cfg: Config, delta):
     else:
         zero = jnp.zeros_like(z)
         value, first, second = (jnp.stack([zero, t]) for t in _sigmoid(z))
-    fplus = jnp.einsum("ng,fnj->fgj", data.membership, value).ravel()
+    fplus = jnp.stack([row_dot(data.membership, value[f]) for f in range(2)]).ravel()
     # Jacobian rows (family f, group k, level j): mean_k first_fj (1, x, -e_j) / tau
     U = data.membership[None, :, :, None] * first[:, :, None, :] / tau  # (2, n, G, J)
     U = jnp.moveaxis(U, 1, -1).reshape(2 * G * J, -1).T  # (n, m)
@@ -146,7 +148,7 @@ def _pdp_constraints(s, data: Data, cfg: Config, delta):
         phi = tuple(jnp.stack([-t, jnp.zeros_like(t)]) for t in sig)
         consts = jnp.stack([jnp.zeros(2), -levels], axis=1)
     value, first, second = phi
-    M = data.membership.T @ value.T  # (G, 2): columns M1, M2
+    M = row_dot(data.membership, value.T)  # (G, 2): columns M1, M2
     JM = jnp.stack(
         [_lin_rows(data.membership * first[i][:, None] / tau, data) for i in range(2)]
     )  # (2, G, D)
@@ -183,7 +185,9 @@ def _pieces(v, anc: Anchor, data: Data, cfg: Config, delta) -> _Pieces:
     loss, r0 = _logistic_parts(s, data)
     g0 = loss + 0.5 * data.alpha * jnp.sum(w * w) + data.mu * prox
     grad0 = (
-        jnp.concatenate([jnp.sum(r0)[None], r0 @ data.X + data.alpha * w, jnp.zeros_like(theta)])
+        jnp.concatenate(
+            [row_sum(r0)[None], row_dot(r0, data.X) + data.alpha * w, jnp.zeros_like(theta)]
+        )
         + data.mu * delta_v
     )
     p = jax.nn.sigmoid(s)
@@ -212,13 +216,16 @@ def _newton_matrix(pieces: _Pieces, shifted, rho, data: Data, cfg: Config):
     X = data.X
     a, W, low_rank = pieces.curvature(shifted)
     Xa = jnp.concatenate([jnp.ones((X.shape[0], 1), X.dtype), X], axis=1)
-    H = (Xa * (pieces.curv0 + a)[:, None]).T @ Xa
+    H = row_dot(Xa * (pieces.curv0 + a)[:, None], Xa)
     if W is not None:
-        cross = -(Xa.T @ W)
-        H = jnp.block([[H, cross], [cross.T, jnp.diag(jnp.sum(W, axis=0))]])
+        cross = -row_dot(Xa, W)
+        H = jnp.block([[H, cross], [cross.T, jnp.diag(row_sum(W))]])
     ridge = jnp.concatenate([jnp.zeros(1), jnp.full(d, data.alpha), jnp.zeros(J)])
+    # the barrier fixes how XLA compiles this product (the same on one device as in a
+    # row-sharded program, where its fusion with the Jacobian's computation differed)
+    jac, shifted = jax.lax.optimization_barrier((pieces.jac, shifted))
     active = (shifted > 0).astype(H.dtype)
-    H = H + low_rank + (pieces.jac.T * (rho * active)) @ pieces.jac
+    H = H + low_rank + (jac.T * (rho * active)) @ jac
     diag = ridge + data.mu + (data.mu + data.rho) * jnp.sum(shifted)
     return H + jnp.diag(diag)
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import warnings
 from functools import partial
 from numbers import Integral, Real
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -31,9 +32,17 @@ from threadpoolctl import threadpool_limits
 
 from fairest.partial import _defaults, _qcqp
 from fairest.partial._common import METRICS, as_csr_or_dense, build_data, check_interval
-from fairest.partial._dc import Config, Data, matvec, objective, split
+from fairest.partial._dc import (
+    Config,
+    Data,
+    _logistic_parts,
+    linear_scores,
+    objective,
+    split,
+)
 from fairest.partial._idca import level_grid
 from fairest.partial._linear import _LinearClassifierMixin
+from fairest.partial._rows import row_dot, shift_columns
 from fairest.utils._estimator import encode_binary_target, validate_fit_data
 
 __all__ = [
@@ -50,51 +59,88 @@ __all__ = [
 # --------------------------------------------------------------------------------------
 
 
-def _penalty(x, data: Data, cfg: Config):
-    """Fairness penalty of (114) (pSP) or (119) (pDP) with the ramp, unsplit."""
+def _penalised_objective(x, data: Data, cfg: Config, weight):
+    """``f_0(x) + weight * penalty(x)``, differentiable in reverse mode with every row sum
+    of its gradient in the fixed order of :mod:`fairest.partial._rows` (the same
+    subgradient on one device and on a row-sharded mesh)."""
+    b, w, _ = split(x, cfg)
+    s = linear_scores(b, w, data.X)
+    loss = _logistic_parts(s, data)[0] + 0.5 * data.alpha * jnp.sum(w * w)
+    if cfg.constraint == "none":
+        return loss
+    return loss + weight * _penalty(x, data, cfg, s)
+
+
+def _penalty(x, data: Data, cfg: Config, s=None):
+    """Fairness penalty of (114) (pSP) or (119) (pDP) with the ramp, unsplit (``s``: the
+    scores of ``x``, when known)."""
     b, w, theta = split(x, cfg)
-    s = matvec(data.X, w) + b
+    s = linear_scores(b, w, data.X) if s is None else s
     width = data.hi - data.lo
     if cfg.constraint == "statistical":
-        ramp = jnp.clip(s[:, None] - theta[None, :] + 0.5, 0.0, 1.0)
-        means = data.membership.T @ ramp  # (G, J)
+        ramp = jnp.clip(shift_columns(s, theta) + 0.5, 0.0, 1.0)
+        means = row_dot(data.membership, ramp)  # (G, J)
         return 2.0 / width * jnp.max(jnp.abs(means - data.grid[None, :]))
-    S = data.membership.T @ jnp.clip(s - data.threshold + 0.5, 0.0, 1.0)
+    S = row_dot(data.membership, jnp.clip(s - data.threshold + 0.5, 0.0, 1.0))
     T = jnp.minimum(S, data.hi) - jnp.minimum(S, data.lo)
     return jnp.max(jnp.abs(T[:, None] - T[None, :])) / width
 
 
+class _Descent(NamedTuple):
+    k: jax.Array  # steps taken
+    x: jax.Array
+    finite: jax.Array  # the objective and subgradient at x are finite
+    window_best: jax.Array  # lowest penalised objective of the current window
+    previous_best: jax.Array  # ... of the previous window
+    converged: jax.Array
+
+
 @partial(jax.jit, static_argnames="cfg")
-def _penalty_descent(x0, data: Data, cfg: Config, weight, step, n_iter):
+def _penalty_descent(x0, data: Data, cfg: Config, weight, step, n_iter, tol, window):
     """Full-batch subgradient descent with a constant step; returns the last iterate,
-    its loss and penalty, and the number of steps taken.
+    its loss and penalty, the number of steps taken, whether the last subgradient was
+    finite and whether the convergence test stopped the run.
+
+    Convergence test (``tol > 0``): after every ``window`` steps, the lowest penalised
+    objective of the window is compared with that of the previous window; the run stops
+    when it fell by at most ``tol`` relative (a subgradient method with a constant step
+    oscillates around its limit, so single steps are not compared).
 
     Every step checks on device that the objective and the subgradient at the current
     iterate are finite; the loop stops at the first that is not (huge features or a too
     large step overflow), keeping that iterate, and the caller raises."""
 
-    def total(x):
-        value = objective(x, data, cfg)
-        if cfg.constraint == "none":
-            return value
-        return value + weight * _penalty(x, data, cfg)
+    value_and_grad = jax.value_and_grad(lambda x: _penalised_objective(x, data, cfg, weight))
+    inf = jnp.asarray(jnp.inf, x0.dtype)
 
-    value_and_grad = jax.value_and_grad(total)
+    def cond(st: _Descent):
+        return (st.k < n_iter) & st.finite & ~st.converged
 
-    def cond(state):
-        k, _, finite = state
-        return (k < n_iter) & finite
-
-    def body(state):
-        k, x, _ = state
-        value, grad = value_and_grad(x)
+    def body(st: _Descent):
+        value, grad = value_and_grad(st.x)
         finite = jnp.isfinite(value) & jnp.all(jnp.isfinite(grad))
-        x_next = x - step * grad
-        return k + finite.astype(k.dtype), jnp.where(finite, x_next, x), finite
+        best = jnp.minimum(st.window_best, value)
+        k = st.k + finite.astype(st.k.dtype)
+        closes = finite & (k % window == 0)
+        scale = jnp.maximum(
+            jnp.abs(jnp.where(jnp.isfinite(st.previous_best), st.previous_best, 1.0)), 1.0
+        )
+        progress = st.previous_best - best  # inf after the first window
+        converged = closes & (tol > 0) & (progress <= tol * scale)
+        return _Descent(
+            k=k,
+            x=jnp.where(finite, st.x - step * grad, st.x),
+            finite=finite,
+            window_best=jnp.where(closes, inf, best),
+            previous_best=jnp.where(closes, best, st.previous_best),
+            converged=converged,
+        )
 
-    n_steps, x, _ = jax.lax.while_loop(cond, body, (jnp.int32(0), x0, jnp.array(True)))
+    start = _Descent(jnp.int32(0), x0, jnp.array(True), inf, inf, jnp.array(False))
+    end = jax.lax.while_loop(cond, body, start)
+    x = end.x
     penalty = _penalty(x, data, cfg) if cfg.constraint != "none" else jnp.zeros(())
-    return x, objective(x, data, cfg), penalty, n_steps
+    return x, objective(x, data, cfg), penalty, end.k, end.finite, end.converged
 
 
 class PartialParityPenaltyClassifier(_LinearClassifierMixin, BaseEstimator):
@@ -107,7 +153,8 @@ class PartialParityPenaltyClassifier(_LinearClassifierMixin, BaseEstimator):
     :math:`f_0(w)+\frac{\lambda}{\beta-\alpha}\max_{k,k'}|T_k-T_{k'}|` with
     :math:`T_k=\min(S_k,\beta)-\min(S_k,\alpha)`. :math:`\sigma` is the ramp. Trained by
     full-batch subgradient descent with a constant step from ``w = 0``,
-    ``theta_p = 1/2 - p``; the last iterate is returned (paper G.4.2).
+    ``theta_p = 1/2 - p``; the last iterate is returned (paper G.4.2). The paper runs a
+    fixed number of steps; here the run stops earlier on a convergence test (``tol``).
 
     Parameters
     ----------
@@ -127,11 +174,18 @@ class PartialParityPenaltyClassifier(_LinearClassifierMixin, BaseEstimator):
     learning_rate : float, default=1e-3
         Constant step.
     max_iter : int, default=80000
-        Number of subgradient steps (the paper runs as many as IDCA's ``T K``).
+        Most subgradient steps (the paper runs as many as IDCA's ``T K``).
+    tol : float, default=1e-4
+        Convergence test: after every 1,000 steps, stop when the lowest penalised
+        objective (loss plus weighted penalty) of these steps is at most ``tol``
+        (relative) below that of the 1,000 steps before. ``0`` runs ``max_iter`` steps,
+        as the paper does.
 
     Attributes
     ----------
-    classes_, coef_, intercept_, thresholds_, grid_, groups_, n_iter_
+    classes_, coef_, intercept_, thresholds_, grid_, groups_
+    n_iter_ : int
+        Subgradient steps taken.
     objective_ : float
         Mean training loss at the returned model.
     penalty_ : float
@@ -155,6 +209,7 @@ class PartialParityPenaltyClassifier(_LinearClassifierMixin, BaseEstimator):
         "alpha": [Interval(Real, 0, None, closed="left")],
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
     }
 
     def __init__(
@@ -168,6 +223,7 @@ class PartialParityPenaltyClassifier(_LinearClassifierMixin, BaseEstimator):
         alpha=_defaults.ALPHA,
         learning_rate=_defaults.PENALTY_STEP,
         max_iter=_defaults.PENALTY_MAX_ITER,
+        tol=_defaults.PENALTY_TOL,
     ):
         self.metric = metric
         self.interval = interval
@@ -177,6 +233,7 @@ class PartialParityPenaltyClassifier(_LinearClassifierMixin, BaseEstimator):
         self.alpha = alpha
         self.learning_rate = learning_rate
         self.max_iter = max_iter
+        self.tol = tol
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, *, sensitive_features=None, sample_weight=None):
@@ -230,16 +287,18 @@ class PartialParityPenaltyClassifier(_LinearClassifierMixin, BaseEstimator):
                 width=1.0,
             )
             x0 = np.concatenate([np.zeros(1 + X.shape[1]), 0.5 - grid])
-            x, f0, pen, n_steps = _penalty_descent(
+            x, f0, pen, n_steps, finite, _ = _penalty_descent(
                 jnp.asarray(x0),
                 data,
                 cfg,
                 jnp.float64(self.fairness_weight),
                 jnp.float64(self.learning_rate),
                 jnp.int32(self.max_iter),
+                jnp.float64(self.tol),
+                jnp.int32(_defaults.PENALTY_WINDOW),
             )
             x, f0, pen, n_steps = np.asarray(x), float(f0), float(pen), int(n_steps)
-        if n_steps < self.max_iter or not np.isfinite(f0 + pen):
+        if not bool(finite) or not np.isfinite(f0 + pen):
             raise ValueError(
                 f"{type(self).__name__}: the iterates became non-finite after {n_steps} "
                 "subgradient steps (overflow): scale the features (e.g. StandardScaler) "
@@ -251,7 +310,7 @@ class PartialParityPenaltyClassifier(_LinearClassifierMixin, BaseEstimator):
         self.thresholds_ = x[1 + d :]
         self.grid_ = grid
         self.groups_ = fit_data.group_labels
-        self.n_iter_ = int(self.max_iter)
+        self.n_iter_ = n_steps
         return self
 
     def __sklearn_tags__(self):

@@ -8,7 +8,15 @@ shards the row-aligned arrays of :class:`Data` (``X``, ``y``, ``groups``, ``c0``
 padding rows (bucket and device padding) carry ``c0 = cg = 0`` and zero ``membership``:
 the loss, every group mean and so every surrogate constraint are those of the unpadded
 data. Group totals, the interval, the level grid and the exact training metric are
-computed on the host from the unpadded numpy data."""
+computed on the host from the unpadded numpy data.
+
+Every sum over rows of the kernels is reduced in the fixed order of
+:mod:`fairest.partial._rows` (row blocks, then the blocks left to right), so on 1, 2, 4 or 8
+devices the float64 paths (IDCA with SSG inner solves, direct SSG, the penalty baseline)
+compute the same bits and return the same model as on one device; the float32
+``smooth_alm`` solver and IDCA with ``inner_solver="alm"`` are not bit-identical: XLA
+compiles their Newton loops a little differently around a sharded reduction
+(``docs/user_guide/scaling.md`` gives the measured gaps)."""
 
 from __future__ import annotations
 
@@ -17,7 +25,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from fairest._kernels._buckets import pad_rows
-from fairest.partial._dc import Data, SparseRows, csr_rows, sparse_rows
+from fairest._kernels._sparse import ell_rows
+from fairest.partial._dc import Data
 from fairest.utils._devices import place_replicated, place_rows
 
 # Public ``metric`` values (the names of fairest.metrics' functions) and the short codes
@@ -58,21 +67,71 @@ def squared_row_norms(X) -> np.ndarray:
     return np.einsum("ij,ij->i", X, X)
 
 
+def ell_slots(X, max_density: float = 0.25):
+    """ELL slots ``(index, value)``, each ``(n, k)``, of the numpy array ``X`` when at
+    most ``max_density`` of every row is non-zero (and it saves work), else ``None``:
+    row ``i`` is ``sum_l value[i, l] e_{index[i, l]}``, unused slots holding 0 at
+    column 0 (the layout of :func:`fairest._kernels._sparse.ell_rows`)."""
+    X = np.asarray(X)
+    n, d = X.shape
+    if n == 0 or d < 8:
+        return None
+    nonzero = X != 0
+    counts = nonzero.sum(axis=1)
+    k = max(int(counts.max()), 1)
+    if k > max_density * d:
+        return None
+    k = min(-(-k // 8) * 8, d)  # a multiple of 8: folds of one dataset share compiled code
+    order = np.argsort(~nonzero, axis=1, kind="stable")[:, :k]
+    value = np.take_along_axis(X, order, axis=1)
+    pad = np.arange(k)[None, :] >= counts[:, None]
+    value[pad] = 0.0
+    index = np.where(pad, 0, order).astype(np.int32)
+    return index, value
+
+
+def csr_ell_slots(X, max_density: float = 0.25):
+    """ELL slots of the scipy sparse matrix ``X`` (any format: converted to CSR once,
+    never densified) under the rule of :func:`ell_slots`, else ``None``.
+
+    Explicit zeros are dropped and duplicates summed, and each row keeps its entries in
+    increasing column order, so the result equals ``ell_slots(X.toarray())``."""
+    X = sp.csr_matrix(X, dtype=np.float64, copy=True)
+    X.sum_duplicates()  # also sorts the column indices of every row
+    X.eliminate_zeros()
+    n, d = X.shape
+    if n == 0 or d < 8:
+        return None
+    counts = np.diff(X.indptr)
+    k = max(int(counts.max()), 1)
+    if k > max_density * d:
+        return None
+    k = min(-(-k // 8) * 8, d)  # a multiple of 8, as in ell_slots
+    rows = np.repeat(np.arange(n), counts)
+    slots = np.arange(X.nnz) - np.repeat(X.indptr[:-1], counts)
+    index = np.zeros((n, k), dtype=np.int32)
+    value = np.zeros((n, k), dtype=np.float64)
+    index[rows, slots] = X.indices
+    value[rows, slots] = X.data
+    return index, value
+
+
 def padded_ell(X, n: int):
     """ELL ``(index, value)`` of ``X`` padded to the row bucket of ``n`` rows, or
     ``None`` when ``X`` is stored dense. A scipy sparse ``X`` goes to ELL straight from
-    its CSR form (:func:`~fairest.partial._dc.csr_rows`); numpy and sparse ``X`` follow
-    the same rule (ELL when every row is at most 25 % non-zero and ``d >= 8``), so both
-    give the same :class:`Data` and the same fit."""
+    its CSR form (:func:`csr_ell_slots`); numpy and sparse ``X`` follow the same rule
+    (ELL when every row is at most 25 % non-zero and ``d >= 8``), so both give the same
+    :class:`Data` and the same fit."""
     if sp.issparse(X):
-        ell = csr_rows(X)
+        ell = csr_ell_slots(X)
         return None if ell is None else pad_rows(n, *ell)
-    return sparse_rows(pad_rows(n, X)[0])
+    return ell_slots(pad_rows(n, X)[0])
 
 
 def build_data(X, y01, codes, sample_weight, num_groups, sparse=True, **hyper):
     """Padded float64 :class:`Data` with objective and within-group weights; ``X``
-    (numpy or scipy sparse) is stored as :class:`SparseRows` when at most a quarter of
+    (numpy or scipy sparse) is stored as the shared
+    :class:`~fairest._kernels._sparse.SparseRows` in ELL form when at most a quarter of
     every row is non-zero (and ``sparse``), else dense: a scipy sparse ``X`` is then
     densified, which costs less than 4 times its ELL form. The rows are placed on the
     configured devices (sharded when there are several), the hyper-parameters
@@ -90,7 +149,8 @@ def build_data(X, y01, codes, sample_weight, num_groups, sparse=True, **hyper):
         X_dev, *row_dev = place_rows([as64(pad_rows(n, dense(X))[0]), *rows])
     else:  # mostly zeros (one-hot data): gather / scatter over the non-zeros only
         index, value, *row_dev = place_rows([np.asarray(ell[0]), as64(ell[1]), *rows])
-        X_dev = SparseRows(index, value, X.shape[1])
+        indptr = np.arange(index.shape[0] + 1, dtype=np.int32) * index.shape[1]
+        X_dev = ell_rows(index, value, X.shape[1], indptr=place_replicated(indptr))
     y_dev, g_dev, c0_dev, cg_dev, membership_dev = row_dev
     hyper_dev = place_replicated({key: jnp.asarray(as64(value)) for key, value in hyper.items()})
     return Data(

@@ -20,9 +20,10 @@ them as one ``(m, D)`` matrix (the subgradients of every ``f_i^-`` at ``x^(k)``,
 section 14), computed once per outer iteration, so an SSG step never touches the
 per-sample anchor derivatives: one ``X w``, O(n J) surrogate work, one ``X^T u``.
 
-``X`` is dense, or :class:`SparseRows` (padded per-row column indices and values, an ELL
-layout) when most entries are zero (one-hot data such as a9a): ``X w`` is then a gather
-and ``X^T u`` a scatter-add over the non-zeros only.
+``X`` is dense, or the shared :class:`~fairest._kernels._sparse.SparseRows` in its ELL
+form (:func:`~fairest._kernels._sparse.ell_rows`: padded per-row column indices and
+values, ``X.slots()``) when most entries are zero (one-hot data such as a9a): ``X w`` is
+then a gather and ``X^T u`` a scatter-add over the non-zeros only.
 """
 
 from __future__ import annotations
@@ -33,12 +34,14 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from fairest._kernels._sparse import SparseRows
+from fairest.partial._rows import row_dot, row_scatter, row_sum
+
 __all__ = [
     "SparseRows",
-    "sparse_rows",
-    "csr_rows",
     "matvec",
     "rmatvec",
+    "linear_scores",
     "Config",
     "Data",
     "Anchor",
@@ -54,91 +57,49 @@ __all__ = [
 ]
 
 
-class SparseRows(NamedTuple):
-    """Rows of a sparse ``(n, d)`` matrix in ELL layout: row ``i`` is
-    ``sum_l value[i, l] e_{index[i, l]}``; padding slots have value 0 (index 0)."""
-
-    index: jax.Array  # (n, k) int32 column indices
-    value: jax.Array  # (n, k) values
-    num_columns: int  # d (static: part of the pytree structure)
-
-
-jax.tree_util.register_pytree_node(
-    SparseRows,
-    lambda m: ((m.index, m.value), m.num_columns),
-    lambda d, children: SparseRows(children[0], children[1], d),
-)
-
-
-def sparse_rows(X, max_density: float = 0.25):
-    """ELL form of the numpy array ``X`` when at most ``max_density`` of every row is
-    non-zero (and it saves work), else ``None``."""
-    import numpy as np
-
-    X = np.asarray(X)
-    n, d = X.shape
-    if n == 0 or d < 8:
-        return None
-    nonzero = X != 0
-    counts = nonzero.sum(axis=1)
-    k = max(int(counts.max()), 1)
-    if k > max_density * d:
-        return None
-    k = min(-(-k // 8) * 8, d)  # a multiple of 8: folds of one dataset share compiled code
-    order = np.argsort(~nonzero, axis=1, kind="stable")[:, :k]
-    value = np.take_along_axis(X, order, axis=1)
-    pad = np.arange(k)[None, :] >= counts[:, None]
-    value[pad] = 0.0
-    index = np.where(pad, 0, order).astype(np.int32)
-    return index, value
-
-
-def csr_rows(X, max_density: float = 0.25):
-    """ELL form of the scipy sparse matrix ``X`` (any format: converted to CSR once,
-    never densified) under the rule of :func:`sparse_rows`, else ``None``.
-
-    Explicit zeros are dropped and duplicates summed, and each row keeps its entries in
-    increasing column order, so the result equals ``sparse_rows(X.toarray())``."""
-    import numpy as np
-    import scipy.sparse as sp
-
-    X = sp.csr_matrix(X, dtype=np.float64, copy=True)
-    X.sum_duplicates()  # also sorts the column indices of every row
-    X.eliminate_zeros()
-    n, d = X.shape
-    if n == 0 or d < 8:
-        return None
-    counts = np.diff(X.indptr)
-    k = max(int(counts.max()), 1)
-    if k > max_density * d:
-        return None
-    k = min(-(-k // 8) * 8, d)  # a multiple of 8, as in sparse_rows
-    rows = np.repeat(np.arange(n), counts)
-    slots = np.arange(X.nnz) - np.repeat(X.indptr[:-1], counts)
-    index = np.zeros((n, k), dtype=np.int32)
-    value = np.zeros((n, k), dtype=np.float64)
-    index[rows, slots] = X.indices
-    value[rows, slots] = X.data
-    return index, value
-
-
 def matvec(X, w):
     """``X @ w`` for a dense or :class:`SparseRows` matrix."""
     if isinstance(X, SparseRows):
-        return jnp.sum(X.value * w[X.index], axis=1)
+        # the slots added left to right: XLA CPU's reduce over them is compiled
+        # differently for different row counts (one device or a shard of rows)
+        value, index = X.slots()
+        products = value * w[index]
+        total = products[:, 0]
+        for slot in range(1, products.shape[1]):
+            total = total + products[:, slot]
+        return total
     return X @ w
 
 
 def rmatvec(u, X):
-    """``X^T u`` (or ``X^T U`` for a ``(n, m)`` matrix ``U``, shape ``(d, m)``)."""
+    """``X^T u`` (or ``X^T U`` for a ``(n, m)`` matrix ``U``, shape ``(d, m)``), summed
+    over the rows in the fixed order of :mod:`fairest.partial._rows`."""
     if isinstance(X, SparseRows):
         if u.ndim == 1:
-            flat = X.index.ravel()
-            return jnp.zeros(X.num_columns, u.dtype).at[flat].add((X.value * u[:, None]).ravel())
+            value, index = X.slots()
+            return row_scatter(value * u[:, None], index, X.shape[1])
         # one scalar scatter per column: much faster on XLA CPU than one scatter with
         # (n k, m) update windows
         return jax.lax.map(lambda col: rmatvec(col, X), u.T).T
-    return u @ X if u.ndim == 1 else X.T @ u  # u @ X: ~4x faster than X.T @ u on XLA CPU
+    return row_dot(u, X) if u.ndim == 1 else row_dot(X, u)
+
+
+@jax.custom_vjp
+def linear_scores(b, w, X):
+    """``X @ w + b`` (dense or :class:`SparseRows` ``X``) whose gradient in ``(b, w)``
+    sums over the rows in the fixed order (``jax.grad`` of the penalty baseline)."""
+    return matvec(X, w) + b
+
+
+def _linear_scores_fwd(b, w, X):
+    return matvec(X, w) + b, X
+
+
+def _linear_scores_bwd(X, g):
+    return row_sum(g), rmatvec(g, X), None
+
+
+linear_scores.defvjp(_linear_scores_fwd, _linear_scores_bwd)
 
 
 def _indicator_rows(ind, data, num_groups: int):
@@ -149,14 +110,15 @@ def _indicator_rows(ind, data, num_groups: int):
     Each sample then only needs its count ``c_i = sum_j ind[i, j]``: one scatter of the
     rows into ``(group, count)`` buckets and a reverse cumulative sum over the counts give
     every level at the cost of a single ``X^T u`` (used for :class:`SparseRows`)."""
-    X = data.X
+    value, index = data.X.slots()
+    d = data.X.shape[1]
     J = ind.shape[1]
     count = jnp.sum(ind, axis=1).astype(jnp.int32)
     bucket = data.groups * (J + 1) + count  # (n,)
-    flat = (bucket[:, None] * X.num_columns + X.index).ravel()
-    sums = jnp.zeros(num_groups * (J + 1) * X.num_columns, ind.dtype)
-    sums = sums.at[flat].add((X.value * data.cg[:, None]).ravel())
-    sums = sums.reshape(num_groups, J + 1, X.num_columns)
+    columns = bucket[:, None] * d + index
+    size = num_groups * (J + 1) * d
+    sums = row_scatter((value * data.cg[:, None]).astype(ind.dtype), columns, size)
+    sums = sums.reshape(num_groups, J + 1, d)
     tail = jnp.cumsum(sums[:, ::-1], axis=1)[:, ::-1]  # tail[k, c] = sum over counts >= c
     return tail
 
@@ -230,13 +192,14 @@ def scores(x, data: Data, cfg: Config):
 def _gmean(values, data: Data, cfg: Config):
     """Group means (weights ``cg``) of a (n,) or (n, J) array: (G,) or (G, J).
 
-    A (G, n) x (n, J) product with the weighted one-hot membership: on CPU this is much
-    faster than a scatter-add (``segment_sum``) over n x J entries."""
-    return data.membership.T @ values
+    A (G, n) x (n, J) product with the weighted one-hot membership (on CPU much faster
+    than a scatter-add over n x J entries), summed in the fixed order of
+    :mod:`fairest.partial._rows`."""
+    return row_dot(data.membership, values)
 
 
 def _logistic_parts(s, data: Data):
-    value = jnp.sum(data.c0 * (jnp.logaddexp(0.0, s) - data.y * s))
+    value = row_sum(data.c0 * (jnp.logaddexp(0.0, s) - data.y * s))
     return value, data.c0 * (jax.nn.sigmoid(s) - data.y)
 
 
@@ -355,7 +318,7 @@ def _pdp_group_pieces(z, data: Data, cfg: Config):
 def _lin_rows(U, data: Data):
     """Rows ``(sum_i U_ic, X^T U_c)`` for every column ``c`` of the ``(n, m)`` weights
     ``U``: the ``(b, w)`` part of the gradient of ``sum_i U_ic s_i``. Shape (m, 1 + d)."""
-    return jnp.concatenate([jnp.sum(U, axis=0)[:, None], rmatvec(U, data.X).T], axis=1)
+    return jnp.concatenate([row_sum(U)[:, None], rmatvec(U, data.X).T], axis=1)
 
 
 def anchor(x, data: Data, cfg: Config) -> Anchor:
@@ -436,7 +399,7 @@ def evaluate(v, anc: Anchor, data: Data, cfg: Config) -> Evaluation:
 
     def assemble(u, theta_grad, extra_w, prox_coef):
         gw = rmatvec(u, data.X) + extra_w
-        return jnp.concatenate([jnp.sum(u)[None], gw, theta_grad]) + prox_coef * delta
+        return jnp.concatenate([row_sum(u)[None], gw, theta_grad]) + prox_coef * delta
 
     if cfg.constraint == "statistical":
         z = (s[:, None] - theta[None, :]) / data.width
@@ -463,7 +426,7 @@ def evaluate(v, anc: Anchor, data: Data, cfg: Config) -> Evaluation:
                 sig = jax.nn.sigmoid(zj)
                 dP = jnp.where(kind == 1, sig * (1.0 - sig), 0.0) / data.width
             u = data.cg * (data.groups == k) * dP
-            theta_grad = jnp.zeros((J,), dtype=v.dtype).at[j].set(-jnp.sum(u))
+            theta_grad = jnp.zeros((J,), dtype=v.dtype).at[j].set(-row_sum(u))
             return u, theta_grad
 
     elif cfg.constraint == "demographic":

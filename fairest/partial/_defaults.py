@@ -116,3 +116,10 @@ PROJECTION_TOL = 1e-6  # cvxpy/Clarabel tolerances of the projection (spec secti
 PENALTY_STEP = 1e-3  # constant subgradient step (one of {5e-4, 1e-3, 2e-3, 5e-3}, spec 8.6)
 PENALTY_MAX_ITER = 80_000  # T * K ([default] 80,000, spec section 8.6)
 PENALTY_WEIGHT = 0.3  # lambda of (114)/(119); inside the sweeps of spec section 8.6
+# Convergence test of the penalty's subgradient descent: stop when the lowest penalised
+# objective of a window of PENALTY_WINDOW steps is at most PENALTY_TOL (relative) below
+# that of the previous window (benchmarks/results/partial_speed.md, "penalty" rows: on
+# Adult at the default step 1e-3 it stops at 76,000 of 80,000 steps, the descent is
+# still slowly improving there; small steps, not the step count, make this baseline slow).
+PENALTY_TOL = 1e-4
+PENALTY_WINDOW = 1000

@@ -46,6 +46,7 @@ from fairest.partial._dc import (
     scores,
     split,
 )
+from fairest.partial._rows import row_dot, row_scatter, row_sum
 from fairest.partial._smooth import (
     SmoothResult,
     _smooth_min,
@@ -86,17 +87,17 @@ def _lagrangian(x, lam, rho, delta, data: Data, cfg: Config):
 def _weighted_gram(X, a):
     """``X~^T diag(a) X~`` with ``X~ = (1, X)``: ``(1 + d, 1 + d)``."""
     if isinstance(X, SparseRows):
-        d = X.num_columns
-        outer = X.value[:, :, None] * X.value[:, None, :] * a[:, None, None]
-        rows = jnp.broadcast_to(X.index[:, :, None], outer.shape).ravel()
-        cols = jnp.broadcast_to(X.index[:, None, :], outer.shape).ravel()
-        gram = jnp.zeros((d, d), a.dtype).at[rows, cols].add(outer.ravel())
-        cross = jnp.zeros(d, a.dtype).at[X.index.ravel()].add((X.value * a[:, None]).ravel())
+        d = X.shape[1]
+        value, index = X.slots()
+        outer = value[:, :, None] * value[:, None, :] * a[:, None, None]
+        flat = (index[:, :, None] * d + index[:, None, :]).reshape(outer.shape[0], -1)
+        gram = row_scatter(outer.reshape(outer.shape[0], -1), flat, d * d).reshape(d, d)
+        cross = row_scatter(value * a[:, None], index, d)
     else:
         root = jnp.sqrt(a)[:, None] * X
-        gram = root.T @ root
-        cross = a @ X
-    top = jnp.concatenate([jnp.sum(a)[None], cross])
+        gram = row_dot(root, root)
+        cross = row_dot(a, X)
+    top = jnp.concatenate([row_sum(a)[None], cross])
     return jnp.block([[top[None, :]], [jnp.concatenate([cross[:, None], gram], axis=1)]])
 
 
@@ -164,7 +165,7 @@ def _value(x, lam, rho, delta, data: Data, cfg: Config):
     """The augmented Lagrangian at ``x`` (one forward pass)."""
     s = scores(x, data, cfg)
     _, w, _ = split(x, cfg)
-    loss = jnp.sum(data.c0 * (jnp.logaddexp(0.0, s) - data.y * s))
+    loss = row_sum(data.c0 * (jnp.logaddexp(0.0, s) - data.y * s))
     loss = loss + 0.5 * data.alpha * jnp.sum(w * w)
     core = _gmean(_surrogate(_levels(s, x, data, cfg), delta, cfg), data, cfg).ravel()
     c = _constraints_of_core(core, data, cfg, delta)
@@ -183,7 +184,7 @@ def _evaluate(x, lam, rho, delta, loss_hessian, data: Data, cfg: Config):
     s = scores(x, data, cfg)
     _, w, _ = split(x, cfg)
     D, k = x.shape[0], 1 + cfg.num_features
-    loss = jnp.sum(data.c0 * (jnp.logaddexp(0.0, s) - data.y * s))
+    loss = row_sum(data.c0 * (jnp.logaddexp(0.0, s) - data.y * s))
     loss = loss + 0.5 * data.alpha * jnp.sum(w * w)
     core, U = _core(s, x, delta, data, cfg)
     c = _constraints_of_core(core, data, cfg, delta)
@@ -192,7 +193,7 @@ def _evaluate(x, lam, rho, delta, loss_hessian, data: Data, cfg: Config):
     value = loss + jnp.sum(shifted**2 - lam**2) / (2.0 * rho)
     residual = data.c0 * (jax.nn.sigmoid(s) - data.y)
     V = jnp.concatenate([residual[:, None], U], axis=1)
-    sums = jnp.sum(V, axis=0)
+    sums = row_sum(V)
     XtV = rmatvec(V, data.X)  # (d, 1 + q)
     core_jacobian = jnp.concatenate(
         [sums[1:, None], XtV[:, 1:].T, _theta_part(sums[1:], x, cfg)], axis=1

@@ -15,13 +15,17 @@ pyplot's global state is never used: every function draws on the given ``ax`` or
 new :class:`matplotlib.figure.Figure` and returns the Axes.
 """
 
-from fairest.plot._cdf import group_percentile_bands, plot_group_score_cdfs
-from fairest.plot._pareto import (
-    pareto_frame_from_cv_results,
-    pareto_front_mask,
-    plot_pareto_frontier,
+from fairest.utils._lazy import lazy_exports
+
+# names load on first access (PEP 562), see fairest.utils._lazy
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "_cdf": ["group_percentile_bands", "plot_group_score_cdfs"],
+        "_pareto": ["pareto_frame_from_cv_results", "pareto_front_mask", "plot_pareto_frontier"],
+        "_simplex": ["make_simplex_evaluator", "plot_simplex_unfairness", "simplex_grid"],
+    },
 )
-from fairest.plot._simplex import make_simplex_evaluator, plot_simplex_unfairness, simplex_grid
 
 __all__ = [
     "group_percentile_bands",

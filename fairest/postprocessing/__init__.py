@@ -7,7 +7,15 @@ in time polynomial in the number of groups. :func:`make_group_scorer` routes the
 ``predict`` inside a model selection.
 """
 
-from fairest.postprocessing._estimator import GroupThresholdClassifier
-from fairest.postprocessing._scoring import make_group_scorer
+from fairest.utils._lazy import lazy_exports
+
+# names load on first access (PEP 562), see fairest.utils._lazy
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "_estimator": ["GroupThresholdClassifier"],
+        "_scoring": ["make_group_scorer"],
+    },
+)
 
 __all__ = ["GroupThresholdClassifier", "make_group_scorer"]

@@ -1,11 +1,19 @@
-"""Validation helpers: sensitive features to group codes, sklearn compatibility."""
+"""Validation helpers: sensitive features to group codes, sklearn compatibility.
 
-from fairest.utils._compilation_cache import enable_compilation_cache
-from fairest.utils._estimator import FitData, encode_binary_target, validate_fit_data
-from fairest.utils._validation import (
-    FairnessWarning,
-    check_sensitive_features,
-    encode_groups,
+The names load on first access (PEP 562, :mod:`fairest.utils._lazy`): importing a
+module of :mod:`fairest.utils` does not import JAX, scikit-learn or pandas for the others.
+"""
+
+from fairest.utils._lazy import lazy_exports
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "_compilation_cache": ["enable_compilation_cache"],
+        "_estimator": ["FitData", "encode_binary_target", "validate_fit_data"],
+        "_validation": ["FairnessWarning", "check_sensitive_features", "encode_groups"],
+    },
+    submodules=["discovery"],
 )
 
 __all__ = [

@@ -276,6 +276,7 @@ def _direct_step_setup(X, y, g, lr):
         "idx": jnp.tile(jnp.arange(n, dtype=jnp.int32), (T, 1)),
         "w": jnp.ones((T, n)),
         "learning_rate": jnp.full(T, lr),
+        "active": jnp.ones(T, dtype=bool),
     }
     fn = _epoch_fn(model, G, "excess_accuracy_gap", False, True, True, "sgd", False)
     return fn, state, data, inputs, np.asarray(x)

@@ -41,6 +41,73 @@ def test_blocked_float32_hessian_marker_and_value_and_grad(loss):
         np.testing.assert_allclose(g_only, g, rtol=1e-14, atol=1e-16)
 
 
+def _numpy_pass(loss, theta, X, y, c):
+    """Data term value, gradient and Hessian of ``sum_i c_i l(b + x_i^T w, y_i)`` in numpy."""
+    s = X @ theta[1:] + theta[0]
+    A = np.hstack([np.ones((len(X), 1)), X])
+    if loss == "logistic":
+        value, p = np.logaddexp(0, s) - y * s, 1 / (1 + np.exp(-s))
+        d1, d2 = p - y, p * (1 - p)
+    elif loss == "squared_hinge":
+        signed = 2 * y - 1
+        margin = np.maximum(0, 1 - signed * s)
+        value, d1, d2 = margin**2, -2 * signed * margin, 2.0 * (margin > 0)
+    else:
+        value, d1, d2 = (s - y) ** 2, 2 * (s - y), np.full_like(s, 2.0)
+    return np.sum(c * value), A.T @ (c * d1), (A * (c * d2)[:, None]).T @ A
+
+
+@pytest.mark.parametrize("n", [200, 256, 257, 1000])
+@pytest.mark.parametrize("loss", ["logistic", "squared_hinge", "squared_error"])
+def test_fused_row_block_pass_matches_numpy(loss, n):
+    """One pass over row blocks (the last one overlapping, its earlier rows masked) gives
+    the value, gradient and Hessian of the data term, float64 and float32 Hessian blocks."""
+    from functools import partial
+
+    from fairest._kernels._glm import row_block_pass
+
+    rng = np.random.default_rng(n)
+    X, y = rng.normal(size=(n, 6)), rng.integers(0, 2, n).astype(float)
+    c, theta = rng.uniform(size=n) / n, rng.normal(size=7)
+    f, g, H = _numpy_pass(loss, theta, X, y, c)
+    with jax.enable_x64(True):
+        args = (jnp.asarray(theta), jnp.asarray(X), jnp.asarray(y), jnp.asarray(c))
+        blocked = partial(row_block_pass, loss, block_rows=64)
+        f_only, g_only = jax.jit(blocked)(*args)
+        f64, g64, H64 = jax.jit(partial(blocked, hessian_dtype=jnp.float64))(*args)
+        _, _, H32 = jax.jit(partial(blocked, hessian_dtype=jnp.float32))(*args)
+    np.testing.assert_allclose([float(f_only), float(f64)], [f, f], rtol=1e-13)
+    np.testing.assert_allclose(g_only, g, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(g64, g, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(H64, H, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(H32, H, rtol=1e-5, atol=1e-7)
+
+
+def test_value_and_grad_takes_the_fused_pass_above_one_block(monkeypatch):
+    """Above one block the public kernels run the fused pass and agree with numpy."""
+    from fairest._kernels import _glm
+
+    monkeypatch.setattr(_glm, "PASS_BLOCK_BYTES", 8 * 4 * 256)  # 256-row blocks at d = 4
+    rng = np.random.default_rng(3)
+    n = 1000
+    X, y = rng.normal(size=(n, 4)), rng.integers(0, 2, n).astype(float)
+    c, theta = rng.uniform(size=n) / n, rng.normal(size=5)
+    assert _glm.pass_block_rows(4) == 256
+    f, g, H = _numpy_pass("logistic", theta, X, y, c)
+    pen = 2 * 0.5 * 0.1 * np.r_[0.0, np.ones(4)]  # alpha = 0.1, intercept not penalised
+    with jax.enable_x64(True):
+        jax.clear_caches()  # the block size is read at trace time
+        args = ("logistic", jnp.asarray(theta), jnp.asarray(X), jnp.asarray(y), jnp.asarray(c))
+        f_vg, g_vg = value_and_grad(*args, 0.1, 0.0)
+        f_h, g_h, H_h = value_grad_hessian(*args, 0.1, 0.0)
+        jax.clear_caches()
+    penalty = 0.5 * np.sum(pen * theta**2)
+    np.testing.assert_allclose([float(f_vg), float(f_h)], [f + penalty] * 2, rtol=1e-13)
+    np.testing.assert_allclose(g_vg, g + pen * theta, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(g_h, g + pen * theta, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(H_h, H + np.diag(pen), rtol=1e-12, atol=1e-15)
+
+
 def test_only_small_data_is_padded():
     small = padded_rows(1000, 8 * 12)
     assert small == bucket_size(1000) > 1000
@@ -51,6 +118,23 @@ def test_only_small_data_is_padded():
     padded = pad_rows_to(16, X)[0]
     assert padded.shape == (16, 3) and not padded[10:].any()
     np.testing.assert_array_equal(padded, pad_rows(10, X)[0][:16])
+
+
+def test_padded_copies_are_aligned_and_shared_with_the_cpu_device():
+    """A padded copy starts on a 64-byte boundary, so jax.device_put does not copy it
+    again (CPU), and it holds the data then zero rows."""
+    rng = np.random.default_rng(0)
+    for n, d in [(1000, 3), (9000, 100), (5, 1)]:
+        X = rng.normal(size=(n, d))
+        (padded,) = pad_rows_to(bucket_size(n) + 1, X)
+        assert padded.ctypes.data % 64 == 0 and padded.flags.c_contiguous
+        np.testing.assert_array_equal(padded[:n], X)
+        assert not padded[n:].any()
+        with jax.enable_x64(True):
+            device = jax.device_put(padded)
+            if jax.default_backend() == "cpu":
+                assert device.unsafe_buffer_pointer() == padded.ctypes.data
+            np.testing.assert_array_equal(np.asarray(device), padded)
 
 
 def test_finiteness_check_over_row_blocks(monkeypatch):

@@ -29,24 +29,25 @@ def _data(n, d=7, seed=0):
 # the first fit in a fresh JAX cache (``first``), of a fit in a new row bucket (at most
 # ``per_bucket``: a fixed set that depends on the padded row count, not on n itself), and
 # of a fit in the first fit's bucket (none). Today's counts (500 / 1500 / 510 rows):
-# ERMI 42 / 18 (the full-batch path runs about 16 small unjitted array operations on
-# n-shaped arrays outside its jitted stages), LossGap 23 / 11, Pruned 39 / 4 (its epoch
-# programs take the unpadded n: every new n compiles), Partial 23 / 5, Penalty 6 / 1 (two
+# ERMI 2 / 2 (objective and W*; the preparation is numpy, SGDA 3 / 1),
+# LossGap 2 / 2 (epoch scan, final full
+# step: state, settings and draws are cast on the host), Pruned 4 / 1 (initial
+# state, epoch, finiteness check, mask product; rows and epoch steps padded to buckets),
+# Partial 23 / 5, Penalty 6 / 1 (two
 # of them small copies placing rows and settings on the configured devices),
 # GroupWeighted 1 / 1, BADR 2 / 2. The bounds leave a small margin above them.
 _JAX_FAMILIES = {  # class name: (most on a first fit, most in a new bucket)
     "GroupWeightedClassifier": (2, 1),
     "GroupWeightedRegressor": (2, 1),
     "BADRClassifier": (4, 2),
-    "ERMIClassifier": (45, 18),
-    "LossGapConstrainedClassifier": (25, 11),
-    "PrunedFairClassifier": (42, 4),
+    "ERMIClassifier": (4, 2),
+    "LossGapConstrainedClassifier": (3, 2),
+    "PrunedFairClassifier": (5, 1),
     "PartialParityClassifier": (25, 5),
     "PartialParityPenaltyClassifier": (7, 1),
 }
-# Pruned's epoch programs take the unpadded n (no row bucket yet, #19): a fit on 10 more
-# rows compiles 1-4 of its n-shaped executables again; every other family compiles nothing.
-_SAME_BUCKET = {"PrunedFairClassifier": 4}
+# a fit on 10 more rows (same bucket) compiles nothing in every family
+_SAME_BUCKET: dict = {}
 
 
 def _family_counts(name, sizes):

@@ -66,3 +66,28 @@ def test_penalty_reduces_partial_unfairness(metric):
         losses.append(clf.objective_)
     assert values[1] < values[0] - 0.1
     assert losses[1] > losses[0]
+
+
+def test_penalty_stops_on_convergence_near_the_full_run():
+    """``tol``: the run stops at the end of a 1,000-step window whose best penalised
+    objective barely improved on the previous one's; its model is the one of the run cut
+    at that step (same iterates), and its penalised objective is at most 1e-3 (relative)
+    above the one after all ``max_iter`` steps (the last iterates of a constant-step
+    subgradient method oscillate: here the stopped one is lower). ``tol=0`` runs every
+    step, as the paper does."""
+    X, y, g = make_data(400, 3, 0)
+    common = dict(interval=(0.0, 0.5), fairness_weight=0.5, learning_rate=0.5)
+
+    def total(model):
+        return model.objective_ + model.fairness_weight * model.penalty_
+
+    full = PartialParityPenaltyClassifier(max_iter=20_000, tol=0, **common)
+    full.fit(X, y, sensitive_features=g)
+    assert full.n_iter_ == 20_000
+    stopped = PartialParityPenaltyClassifier(max_iter=20_000, tol=1e-4, **common)
+    stopped.fit(X, y, sensitive_features=g)
+    assert 2_000 <= stopped.n_iter_ < 20_000 and stopped.n_iter_ % 1_000 == 0
+    cut = PartialParityPenaltyClassifier(max_iter=stopped.n_iter_, tol=0, **common)
+    cut.fit(X, y, sensitive_features=g)
+    np.testing.assert_array_equal(stopped.coef_, cut.coef_)
+    assert total(stopped) <= total(full) * (1.0 + 1e-3)

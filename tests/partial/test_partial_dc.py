@@ -255,7 +255,8 @@ def test_no_global_x64_change():
 def test_sparse_rows_match_dense(x64, metric, surrogate, dc_split):
     """Mostly-zero X is stored in ELL form (gather / scatter-add over the non-zeros): the
     anchor, the subproblem values and every subgradient equal the dense computation."""
-    from fairest.partial._dc import SparseRows, matvec, rmatvec
+    from fairest._kernels._sparse import SparseRows
+    from fairest.partial._dc import matvec, rmatvec
     from fairest.partial._estimator import PartialParityClassifier
 
     rng = np.random.default_rng(5)

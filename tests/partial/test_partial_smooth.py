@@ -161,13 +161,14 @@ def test_fast_run_stops_when_the_worst_violation_is_flat(x64):
 def test_weighted_gram_of_sparse_rows_equals_dense(x64):
     """The Gauss-Newton Gram over ELL rows (scatter of the per-row outer products)
     equals ``X~^T diag(a) X~`` of the dense matrix."""
-    from fairest.partial._dc import SparseRows, sparse_rows
+    from fairest._kernels._sparse import ell_rows
+    from fairest.partial._common import ell_slots
 
     rng = np.random.default_rng(0)
     X = np.zeros((60, 40))
     X[np.arange(60)[:, None], rng.integers(0, 40, size=(60, 3))] = rng.normal(size=(60, 3))
-    index, value = sparse_rows(X)
-    rows = SparseRows(jnp.asarray(index), jnp.asarray(value), X.shape[1])
+    index, value = ell_slots(X)
+    rows = ell_rows(jnp.asarray(index), jnp.asarray(value), X.shape[1])
     a = jnp.asarray(rng.random(60))
     Xt = np.column_stack([np.ones(60), X])
     expected = Xt.T @ (np.asarray(a)[:, None] * Xt)

@@ -10,6 +10,7 @@ import pytest
 import scipy.sparse as sp
 
 import fairest
+from fairest._kernels._sparse import SparseRows
 from fairest.partial import (
     GroupAUCConstrainedClassifier,
     InterGroupPairwiseConstrainedClassifier,
@@ -17,8 +18,13 @@ from fairest.partial import (
     PartialParityClassifier,
     PartialParityPenaltyClassifier,
 )
-from fairest.partial._common import build_data, padded_ell, squared_row_norms
-from fairest.partial._dc import SparseRows, csr_rows, sparse_rows
+from fairest.partial._common import (
+    build_data,
+    csr_ell_slots,
+    ell_slots,
+    padded_ell,
+    squared_row_norms,
+)
 
 FORMATS = ["csr", "csc", "coo"]
 
@@ -62,8 +68,8 @@ def test_csr_rows_equals_dense_ell_with_explicit_zeros_and_duplicates():
     data[coo.nnz : coo.nnz + 7] = coo.data[:7] * 0.5
     order = np.random.default_rng(3).permutation(rows.size)
     messy = sp.coo_matrix((data[order], (rows[order], cols[order])), shape=X.shape)
-    expected = sparse_rows(messy.toarray())
-    index, value = csr_rows(messy)
+    expected = ell_slots(messy.toarray())
+    index, value = csr_ell_slots(messy)
     np.testing.assert_array_equal(index, expected[0])
     np.testing.assert_array_equal(value, expected[1])
     assert index.shape[1] % 8 == 0 and index.dtype == np.int32
@@ -76,9 +82,9 @@ def test_csr_rows_rule_matches_dense_rule():
     wide[5, :5] = 1.0  # one row 5/16 > 25 % full
     narrow = (rng.uniform(size=(40, 6)) < 0.1) * 1.0
     for X in (wide, narrow):
-        assert sparse_rows(X) is None and csr_rows(sp.csr_matrix(X)) is None
+        assert ell_slots(X) is None and csr_ell_slots(sp.csr_matrix(X)) is None
     wide[5, :5] = 0.0
-    assert csr_rows(sp.csr_matrix(wide)) is not None and sparse_rows(wide) is not None
+    assert csr_ell_slots(sp.csr_matrix(wide)) is not None and ell_slots(wide) is not None
     assert padded_ell(sp.csr_matrix(wide), 40)[0].shape[0] >= 40
 
 
@@ -100,10 +106,12 @@ def test_build_data_from_sparse_equals_dense_and_keeps_device_placement():
         dense = build_data(X, y.astype(float), g, w, 2, **common)
         sparse = build_data(sp.csr_matrix(X), y.astype(float), g, w, 2, **common)
     assert isinstance(dense.X, SparseRows) and isinstance(sparse.X, SparseRows)
-    assert sparse.X.num_columns == dense.X.num_columns == X.shape[1]
-    np.testing.assert_array_equal(np.asarray(sparse.X.index), np.asarray(dense.X.index))
-    np.testing.assert_array_equal(np.asarray(sparse.X.value), np.asarray(dense.X.value))
-    assert sparse.X.value.devices() == {device} and sparse.membership.devices() == {device}
+    assert sparse.X.ell and dense.X.ell  # the shared class, in its ELL form
+    assert sparse.X.shape[1] == dense.X.shape[1] == X.shape[1]
+    for a, b in zip(sparse.X.slots(), dense.X.slots()):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert sparse.X.data.devices() == {device} and sparse.membership.devices() == {device}
+    assert sparse.X.row_ids.devices() == {device}
 
 
 def _assert_same_fit(sparse_model, dense_model, X, atol):

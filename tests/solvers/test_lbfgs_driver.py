@@ -65,5 +65,10 @@ def test_solver_choice_by_shape():
     assert choose_solver("logistic", 1_000, 100) == "newton"  # small Hessian work
     assert choose_solver("squared_error", 1_000_000, 100) == "newton"  # one exact step
     assert choose_solver("logistic", 300, 3000) == "newton-cg"
+    # a loose tol (no Newton finish needed) picks L-BFGS for dense data of 2e5+ entries
+    assert choose_solver("logistic", 100_000, 20, tol=1e-4) == "lbfgs"
+    assert choose_solver("logistic", 100_000, 20, tol=1e-10) == "newton"
+    assert choose_solver("logistic", 1_000, 5, tol=1e-4) == "newton"
+    assert choose_solver("squared_error", 100_000, 20, tol=1e-4) == "newton"
     with pytest.raises(ValueError, match="solver must be"):
         solve_weighted_glm("logistic", *_problem(), 1e-3, solver="sgd")

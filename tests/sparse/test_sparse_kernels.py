@@ -194,3 +194,36 @@ def test_sparse_driver_takes_newton_for_one_hot_shapes():
     assert choose_solver("logistic", 68_308, 789, sparse=True, row_entries=10) == "newton"
     assert choose_solver("logistic", 68_308, 789, sparse=True) == "lbfgs"  # n p^2 = 4e10
     assert choose_solver("logistic", 10**6, 10**5, sparse=True, row_entries=10) == "lbfgs"
+
+
+def test_ell_form_slots_and_products_match_dense():
+    """The ELL form (``ell_rows``: every row ``k`` slots, the layout fairest.partial uses)
+    is a SparseRows like any other: its products equal the dense ones, ``slots`` gives
+    the slot arrays back, and ``take_rows`` returns the same form."""
+    from fairest._kernels._sparse import ell_rows
+
+    rng = np.random.default_rng(4)
+    n, d, k = 37, 11, 4
+    columns = np.sort(rng.integers(0, d, size=(n, k)), axis=1).astype(np.int32)
+    values = rng.normal(size=(n, k))
+    values[3] = 0.0  # an empty row (unused slots hold 0 at column 0)
+    columns[3] = 0
+    dense = np.zeros((n, d))
+    np.add.at(dense, (np.repeat(np.arange(n), k), columns.ravel()), values.ravel())
+    for S in (ell_rows(columns, values, d), ell_rows(jnp.asarray(columns), jnp.asarray(values), d)):
+        assert is_sparse(S) and S.ell and S.shape == (n, d) and S.row_entries == k
+        np.testing.assert_array_equal(np.asarray(S.row_ids), np.repeat(np.arange(n), k))
+        got_values, got_columns = S.slots()
+        np.testing.assert_array_equal(np.asarray(got_values), values)
+        np.testing.assert_array_equal(np.asarray(got_columns), columns)
+        S = jax.device_put(S)
+        w, r, q = rng.normal(size=d), rng.normal(size=n), rng.uniform(size=n)
+        np.testing.assert_allclose(S @ jnp.asarray(w), dense @ w, atol=1e-12)
+        np.testing.assert_allclose(jnp.asarray(r) @ S, r @ dense, atol=1e-12)
+        expected_gram = dense.T @ (q[:, None] * dense)
+        np.testing.assert_allclose(S.weighted_gram(jnp.asarray(q)), expected_gram, atol=1e-12)
+        taken = S.take_rows(jnp.asarray([4, 0, 9]))
+        assert taken.ell
+        np.testing.assert_allclose(taken.toarray(), dense[[4, 0, 9]], atol=0)
+    with pytest.raises(ValueError, match="ELL"):
+        _device(_matrix()).slots()

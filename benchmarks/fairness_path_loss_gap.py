@@ -1,0 +1,248 @@
+"""LossGap tolerance path (one vmapped sweep) vs GridSearchCV over the same values and folds.
+
+``LossGapConstrainedClassifier`` (default SSL-ALM solver, 5 epochs, batch 8, seeded) on
+bundled Adult (UCI train file, one-hot and standardised, sex as the sensitive feature),
+``K`` stratified folds x ``V`` tolerances evenly spaced over [0.005, 0.2]:
+
+* ``GridSearchCV(estimator, {"tolerance": values}, cv=folds, refit=False, n_jobs=1)``
+  scored by test accuracy and test loss gap (``fairest.metrics.loss_gap`` of
+  ``predict_proba``, groups through metadata routing);
+* one :func:`fairest.fairness_path` per fold (train part; the fold's test part as
+  validation), ``strategy="vmap"``: the solver's epoch loop ``vmap``-ped over the
+  tolerances (``fairest.constrained._path``). The path also scores every point on its
+  train part, which the grid search does not.
+
+Each side runs in its own fresh worker process (``run_worker``), timed inside it (CPU
+seconds by ``time.process_time``, wall seconds), compilations included, so neither
+reuses the other's executables. "Same models": the largest difference of the per-(fold,
+value) test accuracy and loss gap between path and grid, and, outside the timings, the
+largest absolute parameter difference between every point of the first fold's path and a
+refit ``clone(estimator).set_params(tolerance=v).fit`` on that fold.
+
+Run: ``python benchmarks/fairness_path_loss_gap.py`` (``--quick``: 3 folds x 4 values
+on 8000 rows; ``--values 8,20``; ``--hidden 64,32`` for the MLP, whose float32 path
+runs refits: see ``fairest.constrained._path.tolerance_path_supported``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import adult_numeric, base_parser, run_worker, write_results, write_worker_result
+
+COLUMNS = [
+    "model",
+    "strategy",
+    "folds",
+    "values",
+    "grid_wall_s",
+    "path_wall_s",
+    "wall_ratio",
+    "grid_cpu_s",
+    "path_cpu_s",
+    "cpu_ratio",
+    "max_accuracy_diff",
+    "max_unfairness_diff",
+    "max_param_diff",
+    "load1",
+]
+
+
+def make_estimator(hidden: tuple):
+    from fairest import LossGapConstrainedClassifier
+
+    return LossGapConstrainedClassifier(hidden_layer_sizes=hidden, random_state=0)
+
+
+def tolerances(n_values: int) -> list:
+    return [float(v) for v in np.linspace(0.005, 0.2, n_values)]
+
+
+def problem(quick: bool, n_folds: int):
+    from sklearn.model_selection import StratifiedKFold
+
+    X, y, A, *_ = adult_numeric()
+    y = (y == np.unique(y)[-1]).astype(int)
+    if quick:
+        X, y, A = X[:8000], y[:8000], A[:8000]
+    strata = np.char.add(y.astype(str), A.astype(str))
+    folds = list(StratifiedKFold(n_folds, shuffle=True, random_state=0).split(X, strata))
+    return X, y, A, folds
+
+
+def loss_gap_scorer():
+    from fairest.metrics import loss_gap
+    from fairest.model_selection import make_fairness_scorer
+
+    return make_fairness_scorer(loss_gap, response_method="predict_proba")
+
+
+def run_grid(hidden, values, X, y, A, folds):
+    from sklearn import config_context
+    from sklearn.model_selection import GridSearchCV
+
+    search = GridSearchCV(
+        make_estimator(hidden),
+        {"tolerance": values},
+        cv=folds,
+        scoring={"accuracy": "accuracy", "unfairness": loss_gap_scorer()},
+        refit=False,
+        n_jobs=1,
+    )
+    with config_context(enable_metadata_routing=True):
+        search.fit(X, y, sensitive_features=A)
+    results = search.cv_results_
+    accuracy = [results[f"split{k}_test_accuracy"] for k in range(len(folds))]
+    unfairness = [-results[f"split{k}_test_unfairness"] for k in range(len(folds))]
+    return np.array(accuracy), np.array(unfairness), "grid"
+
+
+def run_paths(hidden, values, X, y, A, folds):
+    from fairest import fairness_path
+
+    accuracy, unfairness, strategy = [], [], None
+    for train, test in folds:
+        path = fairness_path(
+            make_estimator(hidden),
+            X[train],
+            y[train],
+            sensitive_features=A[train],
+            param="tolerance",
+            values=values,
+            X_val=X[test],
+            y_val=y[test],
+            sensitive_features_val=A[test],
+        )
+        accuracy.append(path.val_accuracy)
+        unfairness.append(path.val_unfairness)
+        strategy = path.strategy
+    return np.array(accuracy), np.array(unfairness), strategy
+
+
+def flat_parameters(model) -> np.ndarray:
+    return np.concatenate([np.concatenate([W.ravel(), b.ravel()]) for W, b in model.params_])
+
+
+def max_parameter_difference(hidden, values, X, y, A, fold) -> float:
+    """Path vs one refit per value on ``fold``'s train part: largest parameter gap."""
+    from sklearn.base import clone
+
+    from fairest import fairness_path
+
+    train, _ = fold
+    estimator = make_estimator(hidden)
+    path = fairness_path(estimator, X[train], y[train], sensitive_features=A[train], values=values)
+    gaps = []
+    for value, point in zip(values, path.estimators):
+        refit = clone(estimator).set_params(tolerance=value)
+        refit.fit(X[train], y[train], sensitive_features=A[train])
+        gaps.append(np.max(np.abs(flat_parameters(point) - flat_parameters(refit))))
+    return float(max(gaps))
+
+
+def worker(args) -> None:
+    """One side (``--side grid|path``) timed in this fresh process."""
+    warnings.simplefilter("ignore")
+    hidden = tuple(int(h) for h in args.hidden.split(",") if h)
+    X, y, A, folds = problem(args.quick, args.folds)
+    values = tolerances(args.n_values)
+    run = run_grid if args.side == "grid" else run_paths
+    load = os.getloadavg()[0]
+    cpu, wall = time.process_time(), time.perf_counter()
+    accuracy, unfairness, strategy = run(hidden, values, X, y, A, folds)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    write_worker_result(
+        args.worker,
+        {
+            "wall_s": wall,
+            "cpu_s": cpu,
+            "load1": max(load, os.getloadavg()[0]),
+            "strategy": strategy,
+            "accuracy": accuracy.tolist(),
+            "unfairness": unfairness.tolist(),
+        },
+    )
+
+
+def main() -> None:
+    parser = base_parser(__doc__, "fairness_path_loss_gap")
+    parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--values", default="8,20", help="numbers of tolerances, comma-separated")
+    parser.add_argument("--hidden", default="", help="hidden layer sizes (default: linear)")
+    parser.add_argument("--side", default=None, help=argparse_hidden())
+    parser.add_argument("--n-values", type=int, default=8, help=argparse_hidden())
+    args = parser.parse_args()
+    if args.quick:
+        args.folds = 3
+    if args.worker:
+        return worker(args)
+    warnings.simplefilter("ignore")
+    hidden = tuple(int(h) for h in args.hidden.split(",") if h)
+    rows = []
+    common = ["--folds", args.folds, "--hidden", args.hidden] + (["--quick"] if args.quick else [])
+    for n_values in [int(v) for v in args.values.split(",")]:
+        sides = {
+            side: run_worker(
+                __file__, [*common, "--side", side, "--n-values", n_values], timeout=3600
+            )
+            for side in ("path", "grid")
+        }
+        path, grid = sides["path"], sides["grid"]
+        X, y, A, folds = problem(args.quick, args.folds)
+        row = {
+            "model": "linear" if not hidden else f"MLP {hidden}",
+            "strategy": path["strategy"],
+            "folds": args.folds,
+            "values": n_values,
+            "grid_wall_s": grid["wall_s"],
+            "path_wall_s": path["wall_s"],
+            "wall_ratio": grid["wall_s"] / path["wall_s"],
+            "grid_cpu_s": grid["cpu_s"],
+            "path_cpu_s": path["cpu_s"],
+            "cpu_ratio": grid["cpu_s"] / path["cpu_s"],
+            "max_accuracy_diff": float(
+                np.max(np.abs(np.subtract(path["accuracy"], grid["accuracy"])))
+            ),
+            "max_unfairness_diff": float(
+                np.max(np.abs(np.subtract(path["unfairness"], grid["unfairness"])))
+            ),
+            "max_param_diff": max_parameter_difference(
+                hidden, tolerances(n_values), X, y, A, folds[0]
+            ),
+            "load1": max(path["load1"], grid["load1"]),
+        }
+        rows.append(row)
+        print(json.dumps({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}))
+    notes = (
+        f"Adult train file (32561 rows{', first 8000' if args.quick else ''}, one-hot, "
+        f"standardised), sex; LossGapConstrainedClassifier(hidden_layer_sizes={hidden}, "
+        "random_state=0): SSL-ALM, 5 epochs, batch 8, float32; tolerances evenly spaced "
+        f"over [0.005, 0.2]; {args.folds} stratified folds. GridSearchCV(refit=False, "
+        "n_jobs=1; test accuracy and loss gap) vs one fairness_path per fold "
+        "(strategy='vmap', which also scores the train parts), each in a fresh process, "
+        "compilations included. Ratios > 1: the path is faster. Differences: path vs grid "
+        "test accuracy / loss gap per (fold, value); max_param_diff: largest parameter gap "
+        "of the first fold's path to a refit per value. load1: 1-minute load average "
+        "(2-core box shared with other jobs: CPU seconds are the steadier figure)."
+        + args.extra_notes
+    )
+    if not args.quick or args.name != "fairness_path_loss_gap":
+        print(write_results(args.name, rows, COLUMNS, notes))
+
+
+def argparse_hidden():
+    import argparse
+
+    return argparse.SUPPRESS
+
+
+if __name__ == "__main__":
+    main()

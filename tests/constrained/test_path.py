@@ -1,0 +1,281 @@
+"""The loss-gap tolerance path in one vmapped sweep (fairest.constrained._path, #17 item 2).
+
+Every point of the sweep is checked against an independent refit,
+``clone(estimator).set_params(tolerance=value).fit(...)`` with the same ``random_state``:
+the lanes share the refit's initialisation and draws, so parameters, multipliers, slacks
+and counts agree to float rounding (float64: 1e-10).
+"""
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.preprocessing import StandardScaler
+
+from fairest import fairness_path
+from fairest.constrained import LossGapConstrainedClassifier
+from fairest.constrained._engine import GenericProblem, run_lanes, run_solver, spawn_rngs
+from fairest.constrained._path import fit_tolerance_path, tolerance_path_supported
+
+TOLERANCES = [0.0, 0.01, 0.05, 0.3]
+
+
+def _data(n=400, p=4, seed=0, n_groups=2, n_classes=2):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, p))
+    g = rng.integers(0, n_groups, n)
+    X[:, 0] += 0.8 * g
+    score = X @ np.linspace(1.0, -0.5, p) + 0.7 * g + rng.normal(size=n)
+    y = np.digitize(score, np.quantile(score, np.linspace(0, 1, n_classes + 1)[1:-1]))
+    return StandardScaler().fit_transform(X), y, g
+
+
+def _refits(estimator, values, X, y, g, **fit):
+    return [
+        clone(estimator).set_params(tolerance=v).fit(X, y, sensitive_features=g, **fit)
+        for v in values
+    ]
+
+
+def _assert_same_models(points, refits, atol):
+    for point, refit in zip(points, refits):
+        assert point.tolerance == refit.tolerance
+        for (W1, b1), (W2, b2) in zip(point.params_, refit.params_):
+            np.testing.assert_allclose(W1, W2, rtol=0, atol=atol)
+            np.testing.assert_allclose(b1, b2, rtol=0, atol=atol)
+        np.testing.assert_allclose(point.constraint_values_, refit.constraint_values_, atol=atol)
+        assert point.train_unfairness_ == pytest.approx(refit.train_unfairness_, abs=atol)
+        assert point.is_feasible_ == refit.is_feasible_
+        assert point.n_iter_ == refit.n_iter_ and point.n_epochs_done_ == refit.n_epochs_done_
+        assert point.step_counts_ == refit.step_counts_
+        for name in ("multipliers_", "slacks_"):
+            a, b = getattr(point, name), getattr(refit, name)
+            assert (a is None) == (b is None)
+            if a is not None:
+                np.testing.assert_allclose(a, b, rtol=0, atol=atol)
+
+
+@pytest.mark.parametrize(
+    "solver, solver_params",
+    [
+        ("ssl-alm", None),
+        ("alm", {"slack_init": "feasible"}),  # per-lane init reads the lane's tolerance
+        ("ssw", {"output": "random"}),  # switching branches and reservoir per lane
+        ("penalty", None),
+    ],
+)
+def test_every_lane_is_the_refit_at_its_tolerance(solver, solver_params):
+    X, y, g = _data()
+    estimator = LossGapConstrainedClassifier(
+        (6,),
+        solver=solver,
+        solver_params=solver_params,
+        n_epochs=2,
+        dtype="float64",
+        random_state=3,
+    )
+    points = fit_tolerance_path(estimator, X, y, TOLERANCES, sensitive_features=g)
+    refits = _refits(estimator, TOLERANCES, X, y, g)
+    _assert_same_models(points, refits, atol=1e-10)
+    if solver != "penalty":  # the tolerance matters: the lanes differ from each other
+        assert not np.allclose(points[0].params_[0][0], points[-1].params_[0][0])
+
+
+def test_many_groups_weights_and_multiclass_follow_the_refits():
+    """Scaled constraints (5 groups, SSL-ALM), sample weights and three classes."""
+    X, y, g = _data(n=500, n_groups=5, n_classes=3)
+    weight = np.random.default_rng(1).uniform(0.2, 2.0, y.size)
+    estimator = LossGapConstrainedClassifier(
+        (), n_epochs=1, batch_size=16, dtype="float64", random_state=0
+    )
+    points = fit_tolerance_path(
+        estimator, X, y, [0.02, 0.2], sensitive_features=g, sample_weight=weight
+    )
+    assert points[0].constraint_scale_ == pytest.approx(np.sqrt(2 / 5))
+    _assert_same_models(
+        points, _refits(estimator, [0.02, 0.2], X, y, g, sample_weight=weight), 1e-10
+    )
+
+
+def test_float32_linear_lanes_are_the_refits_and_float32_mlps_refit():
+    """Float32 linear lanes fold the lanes into one product per layer: the refit's model
+    to float32 rounding (1.2e-6 on Adult); a float32 MLP's batched hidden products round
+    differently, so its path runs refits."""
+    X, y, g = _data(seed=2)
+    estimator = LossGapConstrainedClassifier((), n_epochs=2, random_state=0)
+    points = fit_tolerance_path(estimator, X, y, [0.005, 0.1], sensitive_features=g)
+    refits = _refits(estimator, [0.005, 0.1], X, y, g)
+    _assert_same_models(points, refits, atol=1e-6)
+    np.testing.assert_allclose(
+        points[1].predict_proba(X), refits[1].predict_proba(X), rtol=0, atol=1e-6
+    )
+    mlp = LossGapConstrainedClassifier((8,), n_epochs=1, random_state=0)
+    assert not tolerance_path_supported(mlp)
+    assert tolerance_path_supported(mlp.set_params(dtype="float64"))
+    path = fairness_path(mlp.set_params(dtype="float32"), X, y, sensitive_features=g, values=[0.01])
+    assert path.strategy == "refit"
+
+
+def test_fairness_path_runs_the_lanes_for_the_scan_solvers_only():
+    X, y, g = _data()
+    estimator = LossGapConstrainedClassifier((), n_epochs=1, dtype="float64", random_state=0)
+    path = fairness_path(estimator, X, y, sensitive_features=g, values=[0.01, 0.1])
+    assert path.strategy == "vmap"
+    _assert_same_models(path.estimators, _refits(estimator, [0.01, 0.1], X, y, g), 1e-10)
+    for unsupported in (
+        {"solver": "ghost", "solver_params": {"max_iter": 3, "qp_backend": "dual"}},
+        {"record_history": True},
+        {"max_time": 10.0},
+    ):
+        other = clone(estimator).set_params(**unsupported)
+        assert not tolerance_path_supported(other)
+        with pytest.raises(ValueError, match="scan solver"):
+            fit_tolerance_path(other, X, y, [0.01], sensitive_features=g)
+    ghost = clone(estimator).set_params(solver="ghost", solver_params={"max_iter": 3})
+    path = fairness_path(ghost, X, y, sensitive_features=g, values=[0.01])
+    assert path.strategy == "refit"
+
+
+def test_a_diverged_lane_is_refitted_by_the_estimators_own_fit(monkeypatch):
+    """A lane whose iterates were not finite (flagged here on lane 1) becomes the
+    estimator's own fit, whose divergence guard refits with smaller steps."""
+    import fairest.constrained._path as path_module
+
+    X, y, g = _data()
+    estimator = LossGapConstrainedClassifier((), n_epochs=1, dtype="float64", random_state=0)
+    real_run_lanes = path_module.run_lanes
+
+    def flag_lane_one(*args, **kwargs):
+        results = real_run_lanes(*args, **kwargs)
+        results[1].extras["nonfinite_iter"] = 5
+        return results
+
+    fits = []
+    real_fit = LossGapConstrainedClassifier.fit
+
+    def counted_fit(self, *args, **kwargs):
+        fits.append(self.tolerance)
+        return real_fit(self, *args, **kwargs)
+
+    monkeypatch.setattr(path_module, "run_lanes", flag_lane_one)
+    monkeypatch.setattr(LossGapConstrainedClassifier, "fit", counted_fit)
+    points = fit_tolerance_path(estimator, X, y, [0.01, 0.1, 0.2], sensitive_features=g)
+    assert fits == [0.1]
+    monkeypatch.undo()
+    _assert_same_models(points, _refits(estimator, [0.01, 0.1, 0.2], X, y, g), 1e-10)
+
+
+def test_run_lanes_equals_run_solver_lane_by_lane(x64):
+    """Engine level, a generic problem: least squares under ``x_0 <= bound`` with the
+    bound in ``aux`` (one lane per bound), SSL-ALM on minibatches."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 3))
+    y = X @ np.array([1.5, -1.0, 0.5]) + 0.1 * rng.normal(size=120)
+
+    def objective(x, batch, aux):
+        r = batch.X @ x - batch.y
+        return jnp.sum(batch.w * r * r) / jnp.sum(batch.w)
+
+    def constraints(x, batch, aux):
+        return jnp.stack([x[0] - aux["bound"], aux["scale"] * x[1]])
+
+    problem = GenericProblem(objective, constraints, m=2)
+    hyper = {
+        "learning_rate": 0.05,
+        "dual_learning_rate": 0.1,
+        "penalty_strength": 1.0,
+        "proximal_strength": 0.5,
+        "anchor_rate": 0.5,
+        "dual_radius": 10.0,
+        "final_full_step": True,
+    }
+    bounds = np.array([-0.5, 0.0, 0.7, 3.0])
+    options = dict(batch_size=10, constraint_batch_size=5, n_epochs=3, dtype=jnp.float64)
+    groups = np.zeros(120, np.int32)
+    lanes = run_lanes(
+        "ssl-alm",
+        problem,
+        X,
+        y,
+        groups,
+        groups,
+        np.zeros(3),
+        hyper=hyper,
+        aux={"bound": jnp.asarray(bounds), "scale": jnp.asarray(1.0)},
+        lane_keys=("bound",),
+        rngs=spawn_rngs(7),
+        **options,
+    )
+    assert len(lanes) == bounds.size
+    for bound, lane in zip(bounds, lanes):
+        alone = run_solver(
+            "ssl-alm",
+            problem,
+            X,
+            y,
+            groups,
+            groups,
+            np.zeros(3),
+            hyper=hyper,
+            aux={"bound": jnp.asarray(bound), "scale": jnp.asarray(1.0)},
+            rngs=spawn_rngs(7),
+            record_history=False,
+            **options,
+        )
+        np.testing.assert_allclose(lane.x, alone.x, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(
+            lane.extras["multipliers"], alone.extras["multipliers"], rtol=0, atol=1e-12
+        )
+        assert lane.n_iter == alone.n_iter and lane.extras["nonfinite_iter"] is None
+    assert lanes[0].x[0] < lanes[-1].x[0]  # the bound binds on the tight lanes
+    # a lane whose iterates overflow reports its own divergence, the others run on
+    scales = jnp.asarray([1.0, 1e200])
+    mixed = run_lanes(
+        "ssl-alm",
+        problem,
+        X,
+        y,
+        groups,
+        groups,
+        np.zeros(3),
+        hyper=hyper,
+        aux={"bound": jnp.asarray([0.0, 0.0]), "scale": scales},
+        lane_keys=("bound", "scale"),
+        rngs=spawn_rngs(7),
+        **options,
+    )
+    assert mixed[0].extras["nonfinite_iter"] is None
+    assert mixed[1].extras["nonfinite_iter"] is not None
+    np.testing.assert_allclose(mixed[0].x, lanes[1].x, rtol=0, atol=1e-12)
+    with pytest.raises(ValueError, match="lane_keys"):
+        run_lanes(
+            "ssl-alm",
+            problem,
+            X,
+            y,
+            groups,
+            groups,
+            np.zeros(3),
+            hyper=hyper,
+            aux={"bound": jnp.asarray(bounds)},
+            lane_keys=("nope",),
+        )
+
+
+@pytest.mark.parametrize("hidden, sparse", [((), True), ((5,), False)])
+def test_fairness_path_scores_sparse_and_mlp_points_as_their_refits(hidden, sparse):
+    """The path's train accuracy and loss gap are the refits' (sparse X: the batched
+    linear predictions; an MLP: each point's own predictions)."""
+    from scipy import sparse as sp
+
+    from fairest.metrics import loss_gap
+
+    X, y, g = _data(seed=4)
+    X_fit = sp.csr_matrix(X) if sparse else X
+    estimator = LossGapConstrainedClassifier(hidden, n_epochs=1, dtype="float64", random_state=0)
+    path = fairness_path(estimator, X_fit, y, sensitive_features=g, values=[0.01, 0.1])
+    assert path.strategy == "vmap"
+    for k, refit in enumerate(_refits(estimator, [0.01, 0.1], X, y, g)):
+        assert path.train_accuracy[k] == pytest.approx(np.mean(refit.predict(X) == y))
+        gap = loss_gap(y, refit.predict_proba(X), sensitive_features=g)
+        assert path.train_unfairness[k] == pytest.approx(gap, rel=1e-9)
