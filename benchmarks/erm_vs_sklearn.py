@@ -118,8 +118,14 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="small sizes only (smoke test)")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--sizes", default="", help="comma separated n x d, e.g. 10000x500,100000x500"
+    )
+    parser.add_argument("--name", default="erm_vs_sklearn", help="results file stem")
     args = parser.parse_args()
-    if args.quick:
+    if args.sizes:
+        sizes = [tuple(int(v) for v in size.split("x")) for size in args.sizes.split(",")]
+    elif args.quick:
         sizes = [(10_000, 20), (10_000, 100)]
     else:
         sizes = [
@@ -160,7 +166,7 @@ def main():
         "seconds, the steadier figure on a loaded box). `load` = 1-minute load average "
         "after the case (2 shared cores)."
     )
-    print(write_results("erm_vs_sklearn" + ("_quick" if args.quick else ""), rows, columns, notes))
+    print(write_results(args.name + ("_quick" if args.quick else ""), rows, columns, notes))
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ from fairest.utils._lazy import lazy_exports
 
 # every other public name is imported on first access (PEP 562), so that ``import
 # fairest`` stays cheap: a joblib worker unpickling one estimator loads only its family
-__getattr__, __dir__ = lazy_exports(
+__getattr__, __dir__, __all__ = lazy_exports(
     __name__,
     {
         "certified": ["CertifiedFairClassifier", "certify_fairness"],
@@ -48,27 +48,4 @@ __getattr__, __dir__ = lazy_exports(
 
 __version__ = "0.1.0.dev0"  # the one source: pyproject.toml reads it (dynamic version)
 
-__all__ = [
-    "BADRClassifier",
-    "BADRRegressor",
-    "CertifiedFairClassifier",
-    "ERMIClassifier",
-    "GroupAUCConstrainedClassifier",
-    "GroupInteractionFeatures",
-    "GroupThresholdClassifier",
-    "GroupWeightedClassifier",
-    "GroupWeightedRegressor",
-    "InterGroupPairwiseConstrainedClassifier",
-    "IntraGroupPairwiseConstrainedClassifier",
-    "LossGapConstrainedClassifier",
-    "PartialParityClassifier",
-    "PartialParityPenaltyClassifier",
-    "PrunedFairClassifier",
-    "__version__",
-    "certify_fairness",
-    "config_context",
-    "fairness_path",
-    "get_config",
-    "set_config",
-    "show_versions",
-]
+__all__ = [*__all__, "__version__", "config_context", "get_config", "set_config"]

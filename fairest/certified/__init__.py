@@ -13,7 +13,7 @@
 from fairest.utils._lazy import lazy_exports
 
 # names load on first access (PEP 562), see fairest.utils._lazy
-__getattr__, __dir__ = lazy_exports(
+__getattr__, __dir__, __all__ = lazy_exports(
     __name__,
     {
         "_bounds": ["MetricInterval", "rows_needed"],
@@ -27,16 +27,3 @@ __getattr__, __dir__ = lazy_exports(
         "_scorers": ["certified_bound_scorer", "no_solution_scorer"],
     },
 )
-
-__all__ = [
-    "CertifiedFairClassifier",
-    "ConstraintResult",
-    "FairnessCertificate",
-    "MetricInterval",
-    "NoSolutionFoundError",
-    "certified_bound_scorer",
-    "certify_fairness",
-    "fairness_interval",
-    "no_solution_scorer",
-    "rows_needed",
-]

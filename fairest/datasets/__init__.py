@@ -19,7 +19,7 @@ behave as in :func:`sklearn.datasets.fetch_openml`. :func:`list_datasets` lists 
 from fairest.utils._lazy import lazy_exports
 
 # names load on first access (PEP 562), see fairest.utils._lazy
-__getattr__, __dir__ = lazy_exports(
+__getattr__, __dir__, __all__ = lazy_exports(
     __name__,
     {
         "_base": ["clear_data_home", "get_data_home"],
@@ -40,25 +40,3 @@ __getattr__, __dir__ = lazy_exports(
         "_synthetic": ["make_grouped_classification", "make_grouped_regression"],
     },
 )
-
-__all__ = [
-    "clear_data_home",
-    "fetch_acs_income",
-    "fetch_acs_task",
-    "fetch_bank_marketing",
-    "fetch_communities_crime",
-    "fetch_credit_default",
-    "fetch_kdd_census",
-    "fetch_law_school",
-    "fetch_parkinsons",
-    "fetch_student_performance",
-    "get_data_home",
-    "list_datasets",
-    "load_adult",
-    "load_compas",
-    "load_german_credit",
-    "load_ricci",
-    "make_grouped_classification",
-    "make_grouped_regression",
-    "seed_data_home",
-]

@@ -20,7 +20,7 @@
 from fairest.utils._lazy import lazy_exports
 
 # names load on first access (PEP 562), see fairest.utils._lazy
-__getattr__, __dir__ = lazy_exports(
+__getattr__, __dir__, __all__ = lazy_exports(
     __name__,
     {
         "_constrained": [
@@ -79,48 +79,3 @@ __getattr__, __dir__ = lazy_exports(
         ],
     },
 )
-
-__all__ = [
-    "MetricFrame",
-    "conditional_ermi",
-    "demographic_parity_deviation",
-    "demographic_parity_difference",
-    "demographic_parity_ratio",
-    "demographic_parity_violation",
-    "disparate_mistreatment",
-    "equal_opportunity_difference",
-    "equal_opportunity_range",
-    "equal_opportunity_ratio",
-    "equalized_odds_difference",
-    "equalized_odds_range",
-    "equalized_odds_ratio",
-    "equalized_odds_violation",
-    "ermi",
-    "excess_accuracy_gaps",
-    "group_loss_variance",
-    "group_report",
-    "hsic_linear",
-    "independence_gap",
-    "individual_fairness",
-    "loss_gap",
-    "max_excess_accuracy_gap",
-    "pairwise_disparity",
-    "partial_demographic_parity",
-    "partial_fairness_score",
-    "partial_parity_matrix",
-    "partial_statistical_parity",
-    "prediction_wasserstein",
-    "rank_curve",
-    "separation_gap",
-    "smooth_demographic_parity",
-    "smooth_disparate_mistreatment",
-    "smooth_equal_opportunity",
-    "smooth_equalized_odds",
-    "smooth_group_loss_variance",
-    "smooth_hsic_linear",
-    "smooth_individual_fairness",
-    "smooth_max",
-    "smooth_min",
-    "sufficiency_gap",
-    "suggest_interval",
-]

@@ -18,7 +18,7 @@ new :class:`matplotlib.figure.Figure` and returns the Axes.
 from fairest.utils._lazy import lazy_exports
 
 # names load on first access (PEP 562), see fairest.utils._lazy
-__getattr__, __dir__ = lazy_exports(
+__getattr__, __dir__, __all__ = lazy_exports(
     __name__,
     {
         "_cdf": ["group_percentile_bands", "plot_group_score_cdfs"],
@@ -26,14 +26,3 @@ __getattr__, __dir__ = lazy_exports(
         "_simplex": ["make_simplex_evaluator", "plot_simplex_unfairness", "simplex_grid"],
     },
 )
-
-__all__ = [
-    "group_percentile_bands",
-    "make_simplex_evaluator",
-    "pareto_frame_from_cv_results",
-    "pareto_front_mask",
-    "plot_group_score_cdfs",
-    "plot_pareto_frontier",
-    "plot_simplex_unfairness",
-    "simplex_grid",
-]

@@ -10,12 +10,10 @@ in time polynomial in the number of groups. :func:`make_group_scorer` routes the
 from fairest.utils._lazy import lazy_exports
 
 # names load on first access (PEP 562), see fairest.utils._lazy
-__getattr__, __dir__ = lazy_exports(
+__getattr__, __dir__, __all__ = lazy_exports(
     __name__,
     {
         "_estimator": ["GroupThresholdClassifier"],
         "_scoring": ["make_group_scorer"],
     },
 )
-
-__all__ = ["GroupThresholdClassifier", "make_group_scorer"]

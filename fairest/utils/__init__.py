@@ -6,7 +6,7 @@ module of :mod:`fairest.utils` does not import JAX, scikit-learn or pandas for t
 
 from fairest.utils._lazy import lazy_exports
 
-__getattr__, __dir__ = lazy_exports(
+__getattr__, __dir__, __all__ = lazy_exports(
     __name__,
     {
         "_compilation_cache": ["enable_compilation_cache"],
@@ -15,13 +15,3 @@ __getattr__, __dir__ = lazy_exports(
     },
     submodules=["discovery"],
 )
-
-__all__ = [
-    "FairnessWarning",
-    "FitData",
-    "check_sensitive_features",
-    "enable_compilation_cache",
-    "encode_binary_target",
-    "encode_groups",
-    "validate_fit_data",
-]

@@ -15,8 +15,8 @@ def lazy_exports(
     package: str,
     exports: Mapping[str, Iterable[str]],
     submodules: Iterable[str] = (),
-) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
-    """Module ``__getattr__`` and ``__dir__`` of a package whose names load on first use.
+) -> tuple[Callable[[str], object], Callable[[], list[str]], list[str]]:
+    """Module ``__getattr__``, ``__dir__`` and ``__all__`` of a package whose names load on first use.
 
     Parameters
     ----------
@@ -37,6 +37,9 @@ def lazy_exports(
     dir : callable
         The module-level ``__dir__``: the package's namespace plus the lazy names, so that
         ``dir``, ``inspect.getmembers`` and tab completion see every public name.
+    all : list of str
+        The package's ``__all__``: the public names of ``exports``, sorted (each name is
+        written once, in ``exports``).
     """
     where = {name: module for module, names in exports.items() for name in names}
     submodules = frozenset(submodules)
@@ -56,4 +59,4 @@ def lazy_exports(
         namespace = vars(importlib.import_module(package))
         return sorted(set(namespace) | set(where) | submodules)
 
-    return __getattr__, __dir__
+    return __getattr__, __dir__, sorted(where)
