@@ -117,6 +117,31 @@ def ratio_row(case: str, ours: Timing, anchor: Timing, **extra) -> dict:
     }
 
 
+def time_grid_search(estimator, param_grid, X, y, folds, scoring, **fit_params) -> Measurement:
+    """``GridSearchCV(estimator, param_grid, cv=folds, scoring=scoring, refit=False,
+    n_jobs=1).fit(X, y, **fit_params)`` under metadata routing (``fit_params`` such as
+    ``sensitive_features`` reach the estimator and the scorers that request them), timed
+    once: wall and CPU seconds, load before. ``result``: the search's ``cv_results_``.
+    The anchor of every "path vs grid search" benchmark (same values, same folds)."""
+    from sklearn import config_context
+    from sklearn.model_selection import GridSearchCV
+
+    search = GridSearchCV(estimator, param_grid, cv=folds, scoring=scoring, refit=False, n_jobs=1)
+
+    def run():
+        with config_context(enable_metadata_routing=True):
+            return search.fit(X, y, **fit_params).cv_results_
+
+    return measure(run)
+
+
+def split_scores(cv_results: dict, name: str, n_splits: int):
+    """``cv_results_[f"split{k}_test_{name}"]`` stacked: shape (n_splits, n_candidates)."""
+    import numpy as np
+
+    return np.array([cv_results[f"split{k}_test_{name}"] for k in range(n_splits)])
+
+
 # --------------------------------------------------------------------------------------
 # workers in fresh processes (cold starts, peak memory of one case, timeouts)
 # --------------------------------------------------------------------------------------

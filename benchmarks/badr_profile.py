@@ -18,6 +18,13 @@ Run: ``python benchmarks/badr_profile.py`` (n = 200,000, d = 10, G in {2, 5}); o
 ``--n-samples``, ``--n-features``, ``--groups``, ``--metric``, ``--repeats``, ``--name``
 (results file name, default ``badr_profile``), ``--extra-notes``. Each worker also times
 fairest's ERM (``GroupWeightedClassifier(weights="uniform")``) on the same rows.
+
+``--compare N:G,N:G,...`` (issue 19, BADR within 3 ERM fits) instead times, in ONE
+process, fairest's ERM and BADR with the large-data oracle savings of
+``fairest.reweighting._bilevel`` off (``REUSE_MIN_ROWS`` above n: the code path before
+them) and on, interleaved warm fits, for every training size N and group count G; it
+counts oracle calls, hypergradients (adjoint solves) and Newton steps and checks that
+both select the same weights. ``--compare-name`` names the results file.
 """
 
 from __future__ import annotations
@@ -199,6 +206,215 @@ at most 3 at n = 1e6). 2 shared cores: the 1-min load of every fit is in the JSO
 under load the CPU ratio is the steadier one."""
 
 
+class OracleCounter:
+    """The last ImplicitOracle built (its counters are read after a fit)."""
+
+    def __init__(self):
+        from fairest.reweighting import _bilevel
+
+        self.last = None
+        original = _bilevel.ImplicitOracle.__init__
+        counter = self
+
+        def init(orc, *args, **kwargs):
+            original(orc, *args, **kwargs)
+            counter.last = orc
+
+        _bilevel.ImplicitOracle.__init__ = init
+
+
+class CallRecorder:
+    """Every lower-level solve (``ImplicitOracle._solve``) and every hypergradient added
+    later (``_add_gradient``) of a fit: phase (baselines / solver / rest of the fit),
+    weights, Newton tolerance, steps, whether the adjoint ran, CPU seconds (each call
+    ends with a device-to-host copy, so it is synchronous)."""
+
+    def __init__(self):
+        from fairest.reweighting import _bilevel, _solve
+
+        self.calls, self.phase = [], "fit"
+        recorder = self
+        solve, add_gradient = _bilevel.ImplicitOracle._solve, _bilevel.ImplicitOracle._add_gradient
+
+        def timed_solve(orc, lam, tol, with_grad=True):
+            steps, cpu = orc.inner_iter, time.process_time()
+            out = solve(orc, lam, tol, with_grad)
+            recorder.calls.append(
+                {
+                    "phase": recorder.phase,
+                    "lam": np.round(lam, 6).tolist(),
+                    "tol": tol,
+                    "steps": orc.inner_iter - steps,
+                    "adjoint": out[1] is not None,
+                    "cpu_s": time.process_time() - cpu,
+                }
+            )
+            return out
+
+        def timed_gradient(orc, key, lam, cached):
+            cpu = time.process_time()
+            out = add_gradient(orc, key, lam, cached)
+            recorder.calls.append(
+                {
+                    "phase": recorder.phase,
+                    "lam": np.round(lam, 6).tolist(),
+                    "tol": None,
+                    "steps": 0,
+                    "adjoint": True,
+                    "cpu_s": time.process_time() - cpu,
+                }
+            )
+            return out
+
+        _bilevel.ImplicitOracle._solve = timed_solve
+        _bilevel.ImplicitOracle._add_gradient = timed_gradient
+        for name, phase in (("evaluate_baselines", "baselines"), ("run_solver", "solver")):
+            setattr(_solve, name, self._in_phase(getattr(_solve, name), phase))
+
+    def _in_phase(self, function, phase):
+        def wrapped(*args, **kwargs):
+            previous, self.phase = self.phase, phase
+            try:
+                return function(*args, **kwargs)
+            finally:
+                self.phase = previous
+
+        return wrapped
+
+
+def compare_setting(n_train: int, num_groups: int, d: int, metric: str, repeats: int) -> list:
+    """ERM, then BADR before / after interleaved (one warm-up fit each), in this process."""
+    import jax
+
+    from fairest.reweighting import BADRClassifier, _bilevel
+
+    counter, recorder = OracleCounter(), CallRecorder()
+    default_rows = _bilevel.REUSE_MIN_ROWS
+    X, y, groups = train_split(int(round(n_train / (1 - TEST_SIZE))), num_groups, d)
+    jax.clear_caches()
+    erm_wall, erm_cpu = time_erm(X, y, groups, repeats + 1)
+    runs = {"before": [], "after": []}
+    models = {}
+    for rep in range(1 + repeats):
+        for code in ("before", "after"):
+            _bilevel.REUSE_MIN_ROWS = default_rows if code == "after" else 10**12
+            recorder.calls = []
+            try:
+                load = os.getloadavg()[0]
+                cpu, start = time.process_time(), time.perf_counter()
+                model = BADRClassifier(metric=metric).fit(X, y, sensitive_features=groups)
+                wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+            finally:
+                _bilevel.REUSE_MIN_ROWS = default_rows
+            orc = counter.last
+            if rep:  # the first fit of each compiles
+                runs[code].append(
+                    {
+                        "wall_s": wall,
+                        "cpu_s": cpu,
+                        "load1": load,
+                        "oracle_calls": int(orc.nfev),
+                        "gradients": int(orc.gradients),
+                        "newton_steps": int(orc.inner_iter),
+                        "calls": recorder.calls,
+                    }
+                )
+            models[code] = model
+    rows = []
+    for code, fits in runs.items():
+        model = models[code]
+        best = min(fits, key=lambda f: f["cpu_s"])
+        rows.append(
+            {
+                "n": X.shape[0],
+                "d": d,
+                "G": num_groups,
+                "code": code,
+                "warm_best_cpu_s": best["cpu_s"],
+                "erm_cpu_s": erm_cpu,
+                "badr_over_erm_cpu": best["cpu_s"] / erm_cpu,
+                "warm_best_s": min(f["wall_s"] for f in fits),
+                "erm_warm_s": erm_wall,
+                "badr_over_erm": min(f["wall_s"] for f in fits) / erm_wall,
+                "oracle_calls": best["oracle_calls"],
+                "gradients": best["gradients"],
+                "newton_steps": best["newton_steps"],
+                "slsqp_iter": int(model.n_iter_),
+                "selected": str(model.selected_),
+                "unfairness": float(model.unfairness_),
+                "unfairness_exact": float(model.unfairness_exact_),
+                "weight_diff_vs_before": float(
+                    np.max(np.abs(model.group_weights_ - models["before"].group_weights_))
+                ),
+                "unfairness_exact_diff_vs_before": abs(
+                    float(model.unfairness_exact_) - float(models["before"].unfairness_exact_)
+                ),
+                "load1": best["load1"],
+                "group_weights": model.group_weights_.tolist(),
+                "calls_of_best_fit": best["calls"],
+                "fits": [{k: v for k, v in f.items() if k != "calls"} for f in fits],
+            }
+        )
+        print(
+            {k: v for k, v in rows[-1].items() if k not in ("fits", "calls_of_best_fit")},
+            flush=True,
+        )
+        for call in best["calls"]:
+            print("   ", call, flush=True)
+    return rows
+
+
+COMPARE_NOTES = """\
+Issue 19: BADR within 3 ERM fits at n = 1e6. ONE process (`--compare`), data of
+`badr_vs_reference.py` (`make_grouped_classification`, seed 0, train split 80 %; n = training
+rows, d = 20), demographic parity, `BADRClassifier()` defaults (SLSQP, logistic, alpha = 1e-3,
+safeguard on, inner_tol 1e-10). Per setting (JAX caches cleared first): fairest's ERM
+(`GroupWeightedClassifier(weights="uniform")`, best warm fit), then BADR `before` / `after`
+interleaved, one warm-up fit each and `--repeats` timed ones; `before` = this tree with
+`_bilevel.REUSE_MIN_ROWS` above n (the oracle of commit f2ab6e7: every oracle call solves the
+adjoint, plain two-product adjoint, no snapping), `after` = defaults. Columns: best warm CPU
+(`time.process_time`, both cores) and wall seconds, their ratio to ERM's, `oracle_calls`
+(lower-level solves), `gradients` (adjoint solves), `newton_steps` (over all solves, each
+solve is steps + 1 passes), `load1` the 1-minute load before the best fit (2 shared cores:
+read the CPU ratio), `weight_diff_vs_before` = max |group_weights_ after - before|,
+`unfairness_exact_diff_vs_before` likewise for the exact train unfairness. The JSON lists every
+lower-level solve of the best fit (`calls_of_best_fit`: phase, weights, Newton tolerance,
+steps, whether the adjoint ran, CPU s; `tol` None = a hypergradient added to a point solved
+before without it)."""
+
+
+def main_compare(args) -> None:
+    sys.path.insert(0, str(HERE))
+    from _common import write_results
+
+    rows = []
+    for item in args.compare.split(","):
+        n, g = item.split(":")
+        rows += compare_setting(int(float(n)), int(g), args.n_features, args.metric, args.repeats)
+    columns = [
+        "n",
+        "d",
+        "G",
+        "code",
+        "warm_best_cpu_s",
+        "erm_cpu_s",
+        "badr_over_erm_cpu",
+        "warm_best_s",
+        "erm_warm_s",
+        "badr_over_erm",
+        "oracle_calls",
+        "gradients",
+        "newton_steps",
+        "slsqp_iter",
+        "unfairness_exact",
+        "weight_diff_vs_before",
+        "unfairness_exact_diff_vs_before",
+        "load1",
+    ]
+    notes = COMPARE_NOTES + ("\n" + args.extra_notes if args.extra_notes else "")
+    print(write_results(args.compare_name, rows, columns, notes))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--n-samples", type=int, default=200_000)
@@ -209,7 +425,12 @@ def main() -> None:
     parser.add_argument("--name", default="badr_profile")
     parser.add_argument("--extra-notes", default="")
     parser.add_argument("--worker", nargs=6)
+    parser.add_argument("--compare", default="", help="N:G,N:G,... in one process")
+    parser.add_argument("--compare-name", default="badr_profile_1e6")
     args = parser.parse_args()
+    if args.compare:
+        main_compare(args)
+        return
     if args.worker:
         n, g, metric, repeats, out, d = args.worker
         worker(int(n), int(g), metric, int(repeats), out, int(d))

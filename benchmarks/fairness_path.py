@@ -8,18 +8,23 @@ one-hot and standardised, sex as the sensitive feature):
 * one :func:`fairest.fairness_path` per fold (train part, the fold's test part as
   validation).
 
-``--values N`` replaces each family's 8 values by ``N`` evenly spaced ones over the same
-range. The post-processor's path fits its classifier once per fold where the grid search
+``--values 8,20`` (default): one row per family and number of values; 8 are the family's
+values below, any other ``N`` evenly spaced ones over the same range. Every row runs in a
+fresh worker process (:func:`_common.run_worker`), so its cold figures include every
+compilation it needs. The post-processor's path fits its classifier once per fold where the grid search
 fits it once per (fold, value), so its ratio grows with the number of values and stays
 below it (about ``V`` times the fit's share of a grid cell).
 
-Both are timed once each in this process, wall and CPU seconds, each including its own
+Both are timed once each in the row's process, wall and CPU seconds, each including its own
 compilations (the path runs first, so GridSearchCV reuses nothing the path compiled that
 a plain refit would not compile anyway: the path's template fit compiles the refit's own
 objective and W* kernels, so the grid search gets those for free and the ratio is, if
 anything, understated). The paths are then timed a second time (``path_warm_cpu_s``,
 everything compiled, as the grid search ran): ``warm_cpu_ratio`` is the steady-state
-ratio, the cold one minus the path's one-off compilations. "Same models" is checked on
+ratio, the cold one minus the path's one-off compilations; ``path_cached_cpu_s``: the paths
+alone in a second fresh process with JAX's persistent compilation cache filled by the
+first (``fairest.utils.enable_compilation_cache``; imports are done before every timing).
+"Same models" is checked on
 the scores: the largest difference between
 the path's and the grid search's per-(fold, value) test accuracy and unfairness, and on
 the parameters, outside the timings: every value of the first fold refitted alone
@@ -33,12 +38,16 @@ post-processor's ``tolerance`` around a logistic regression (``"shared_scores"``
 ``--families loss_gap`` adds LossGapConstrainedClassifier's ``tolerance``
 (``"refit"``: ratio about 1 by construction, slow).
 
-Run: ``python benchmarks/fairness_path.py`` (``--quick``: 3 folds x 4 values on 8000 rows).
+Run: ``python benchmarks/fairness_path.py`` (both families at 8 and 20 values;
+``--quick``: 3 folds x 4 values on 8000 rows).
 """
 
 from __future__ import annotations
 
+import argparse
+import shutil
 import sys
+import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -46,7 +55,15 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import adult_numeric, base_parser, write_results
+from _common import (
+    adult_numeric,
+    base_parser,
+    run_worker,
+    split_scores,
+    time_grid_search,
+    write_results,
+    write_worker_result,
+)
 
 FAMILIES = {
     "ermi": ("fairness_weight", [0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0]),
@@ -66,6 +83,8 @@ COLUMNS = [
     "cpu_ratio",
     "path_warm_cpu_s",
     "warm_cpu_ratio",
+    "path_cached_cpu_s",
+    "cached_cpu_ratio",
     "max_accuracy_diff",
     "max_unfairness_diff",
     "max_param_diff",
@@ -104,23 +123,14 @@ def scorers(family: str):
 
 
 def run_grid(family, param, values, X, y, A, folds):
-    from sklearn import config_context
-    from sklearn.model_selection import GridSearchCV
-
-    search = GridSearchCV(
-        make_estimator(family),
-        {param: values},
-        cv=folds,
-        scoring=scorers(family),
-        refit=False,
-        n_jobs=1,
+    """GridSearchCV over the values and folds: per-(fold, value) test accuracy and
+    unfairness, and the :class:`_common.Measurement` of the search."""
+    timing = time_grid_search(
+        make_estimator(family), {param: values}, X, y, folds, scorers(family), sensitive_features=A
     )
-    with config_context(enable_metadata_routing=True):
-        search.fit(X, y, sensitive_features=A)
-    results = search.cv_results_
-    accuracy = np.array([results[f"split{k}_test_accuracy"] for k in range(len(folds))])
-    unfairness = -np.array([results[f"split{k}_test_unfairness"] for k in range(len(folds))])
-    return accuracy, unfairness
+    accuracy = split_scores(timing.result, "accuracy", len(folds))
+    unfairness = -split_scores(timing.result, "unfairness", len(folds))
+    return accuracy, unfairness, timing
 
 
 def run_paths(family, param, values, X, y, A):
@@ -184,68 +194,131 @@ def timed(function, *args):
     return result, time.perf_counter() - wall, time.process_time() - cpu
 
 
-def main() -> None:
-    import os
+def family_values(family: str, count: int | None) -> tuple[str, list]:
+    """The family's knob and its values: the 8 of FAMILIES, or ``count`` evenly spaced."""
+    param, values = FAMILIES[family]
+    if count and count != len(values):
+        values = [float(v) for v in np.linspace(min(values), max(values), count)]
+    return param, values
 
+
+def problem(quick: bool, n_folds: int):
+    """Adult (or its first 8000 rows with ``quick``), binary labels, stratified folds."""
     from sklearn.model_selection import StratifiedKFold
 
+    X, y, A, *_ = adult_numeric()
+    y = (y == np.unique(y)[-1]).astype(int)
+    if quick:
+        X, y, A = X[:8000], y[:8000], A[:8000]
+    strata = np.char.add(y.astype(str), A.astype(str))
+    folds = list(StratifiedKFold(n_folds, shuffle=True, random_state=0).split(X, strata))
+    return X, y, A, folds
+
+
+def prepare(family: str, count: int | None, quick: bool, n_folds: int, cache_dir: str | None):
+    """The row's data, folds, knob and values; imports (fairest, the estimator, JAX's
+    backend) done before any timing, and JAX's persistent compilation cache turned on
+    in ``cache_dir`` when given."""
+    import jax
+
+    from fairest import fairness_path  # noqa: F401  (imported here, not timed)
+    from fairest.utils import enable_compilation_cache
+
+    if cache_dir:
+        enable_compilation_cache(cache_dir)
+    make_estimator(family)
+    jax.devices()
+    X, y, A, folds = problem(quick, n_folds)
+    param, values = family_values(family, count)
+    return X, y, A, folds, param, values[:4] if quick else values
+
+
+def measure_cached_path(family, count, quick, n_folds, cache_dir) -> dict:
+    """The paths alone in a fresh process whose compilation cache is already filled."""
+    X, y, A, folds, param, values = prepare(family, count, quick, n_folds, cache_dir)
+    _, wall, cpu = timed(run_paths(family, param, values, X, y, A), folds)
+    return {"path_cached_wall_s": wall, "path_cached_cpu_s": cpu}
+
+
+def measure_row(family, count, quick, n_folds, cache_dir=None) -> dict:
+    """One row, in this process: the paths (cold), the grid search, the paths again
+    (warm) and the parameter check."""
+    import os
+
+    X, y, A, folds, param, values = prepare(family, count, quick, n_folds, cache_dir)
+    load = os.getloadavg()[0]
+    (path_acc, path_unf, strategy), path_wall, path_cpu = timed(
+        run_paths(family, param, values, X, y, A), folds
+    )
+    grid_acc, grid_unf, grid = run_grid(family, param, values, X, y, A, folds)
+    _, _, path_warm_cpu = timed(run_paths(family, param, values, X, y, A), folds)
+    return {
+        "family": f"{family} ({param})",
+        "strategy": strategy,
+        "folds": len(folds),
+        "values": len(values),
+        "grid_wall_s": grid.wall_s,
+        "path_wall_s": path_wall,
+        "wall_ratio": grid.wall_s / path_wall,
+        "grid_cpu_s": grid.cpu_s,
+        "path_cpu_s": path_cpu,
+        "cpu_ratio": grid.cpu_s / path_cpu,
+        "path_warm_cpu_s": path_warm_cpu,
+        "warm_cpu_ratio": grid.cpu_s / path_warm_cpu,
+        "max_accuracy_diff": float(np.max(np.abs(path_acc - grid_acc))),
+        "max_unfairness_diff": float(np.max(np.abs(path_unf - grid_unf))),
+        "max_param_diff": max_parameter_difference(family, param, values, X, y, A, folds[0]),
+        "load": max(load, grid.load, os.getloadavg()[0]),
+    }
+
+
+def main() -> None:
     parser = base_parser(__doc__, "fairness_path")
     parser.add_argument("--families", default="ermi,threshold")
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument(
-        "--values", type=int, default=None, help="N evenly spaced values per family (default 8)"
+        "--values", default="8,20", help="numbers of values per family, comma separated"
     )
+    parser.add_argument("--row", default=None, help=argparse.SUPPRESS)  # worker: family,count
+    parser.add_argument("--cache-dir", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--path-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     warnings.simplefilter("ignore")
-    X, y, A, *_ = adult_numeric()
-    y = (y == np.unique(y)[-1]).astype(int)
-    n_folds, n_values = (3, 4) if args.quick else (args.folds, None)
-    if args.quick:
-        X, y, A = X[:8000], y[:8000], A[:8000]
-    strata = np.char.add(y.astype(str), A.astype(str))
-    folds = list(StratifiedKFold(n_folds, shuffle=True, random_state=0).split(X, strata))
+    n_folds = 3 if args.quick else args.folds
+    if args.worker:
+        family, count = args.row.split(",")
+        measure = measure_cached_path if args.path_only else measure_row
+        result = measure(family, int(count), args.quick, n_folds, args.cache_dir)
+        write_worker_result(args.worker, result)
+        return
     rows = []
     for family in args.families.split(","):
-        param, values = FAMILIES[family]
-        if args.values:
-            values = [float(v) for v in np.linspace(min(values), max(values), args.values)]
-        values = values[: n_values or len(values)]
-        load = os.getloadavg()[0]
-        (path_acc, path_unf, strategy), path_wall, path_cpu = timed(
-            run_paths(family, param, values, X, y, A), folds
-        )
-        (grid_acc, grid_unf), grid_wall, grid_cpu = timed(
-            run_grid, family, param, values, X, y, A, folds
-        )
-        _, _, path_warm_cpu = timed(run_paths(family, param, values, X, y, A), folds)
-        row = {
-            "family": f"{family} ({param})",
-            "strategy": strategy,
-            "folds": n_folds,
-            "values": len(values),
-            "grid_wall_s": grid_wall,
-            "path_wall_s": path_wall,
-            "wall_ratio": grid_wall / path_wall,
-            "grid_cpu_s": grid_cpu,
-            "path_cpu_s": path_cpu,
-            "cpu_ratio": grid_cpu / path_cpu,
-            "path_warm_cpu_s": path_warm_cpu,
-            "warm_cpu_ratio": grid_cpu / path_warm_cpu,
-            "max_accuracy_diff": float(np.max(np.abs(path_acc - grid_acc))),
-            "max_unfairness_diff": float(np.max(np.abs(path_unf - grid_unf))),
-            "max_param_diff": max_parameter_difference(family, param, values, X, y, A, folds[0]),
-            "load": max(load, os.getloadavg()[0]),
-        }
-        rows.append(row)
-        print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}, flush=True)
+        for count in args.values.split(","):
+            cache_dir = tempfile.mkdtemp(prefix="fairness-path-cache-")  # empty: cold
+            options = ["--row", f"{family},{count}", "--folds", str(args.folds)]
+            options += ["--cache-dir", cache_dir] + (["--quick"] if args.quick else [])
+            row = run_worker(__file__, options, 7200)
+            row.update(run_worker(__file__, options + ["--path-only"], 7200))
+            shutil.rmtree(cache_dir, ignore_errors=True)
+            row = {key: value for key, value in row.items() if not key.startswith("process_")}
+            row["cached_cpu_ratio"] = row["grid_cpu_s"] / row["path_cached_cpu_s"]
+            rows.append(row)
+            print({k: (f"{v:.4g}" if isinstance(v, float) else v) for k, v in row.items()})
+    X, y, *_ = problem(args.quick, n_folds)
     notes = (
         f"Adult train file ({len(y)} rows, {X.shape[1]} features), sex; {n_folds} stratified "
         "folds; GridSearchCV(refit=False, n_jobs=1) vs one fairness_path per fold, each "
-        "timed once in one process (compilations included). Ratios > 1: the path is "
-        "faster. Differences: path vs grid search test accuracy / demographic parity "
-        "difference per (fold, value); max_param_diff: largest coefficient (and threshold) "
-        "gap to a refit per value on the first fold. load: 1-minute load average (2-core box shared "
-        "with other jobs: CPU seconds are the steadier figure)." + args.extra_notes
+        "timed once in the row's own fresh process (compilations included: cold). "
+        "path_warm_cpu_s: the paths again in that process (everything compiled). "
+        "path_cached_cpu_s: the paths alone in a second fresh process whose JAX persistent "
+        "compilation cache (fairest.utils.enable_compilation_cache, a fresh directory per "
+        "row, filled by the first process) holds the row's programs. Ratios > "
+        "1: the path is faster. Differences: path vs grid search test accuracy / "
+        "demographic parity difference per (fold, value); max_param_diff: largest "
+        "coefficient (and threshold) gap to a refit per value on the first fold. values: 8 "
+        "= the family's listed values, 20 = evenly spaced over the same range. load: "
+        "1-minute load average (2-core box shared with other jobs: CPU seconds are the "
+        "steadier figure)." + args.extra_notes
     )
     if not args.quick or args.name != "fairness_path":
         print(write_results(args.name, rows, COLUMNS, notes))

@@ -14,14 +14,18 @@ bundled Adult (UCI train file, one-hot and standardised, sex as the sensitive fe
 
 Each side runs in its own fresh worker process (``run_worker``), timed inside it (CPU
 seconds by ``time.process_time``, wall seconds), compilations included, so neither
-reuses the other's executables. "Same models": the largest difference of the per-(fold,
+reuses the other's executables. ``compile_cache``: ``off`` (every process compiles) or
+``warm`` (both sides with ``fairest.utils.enable_compilation_cache`` on a fresh folder,
+filled by an untimed first-fold run of the same side, as a second run of a script
+finds it: the XLA compilations become cache loads). "Same models": the largest difference of the per-(fold,
 value) test accuracy and loss gap between path and grid, and, outside the timings, the
 largest absolute parameter difference between every point of the first fold's path and a
 refit ``clone(estimator).set_params(tolerance=v).fit`` on that fold.
 
 Run: ``python benchmarks/fairness_path_loss_gap.py`` (``--quick``: 3 folds x 4 values
-on 8000 rows; ``--values 8,20``; ``--hidden 64,32`` for the MLP, whose float32 path
-runs refits: see ``fairest.constrained._path.tolerance_path_supported``).
+on 8000 rows; ``--values 8,20``; ``--compile-cache off,warm``; ``--hidden 64,32`` for
+the MLP, whose float32 path runs refits: see
+``fairest.constrained._path.tolerance_path_supported``).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -36,11 +41,20 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import adult_numeric, base_parser, run_worker, write_results, write_worker_result
+from _common import (
+    adult_numeric,
+    base_parser,
+    run_worker,
+    split_scores,
+    time_grid_search,
+    write_results,
+    write_worker_result,
+)
 
 COLUMNS = [
     "model",
     "strategy",
+    "compile_cache",
     "folds",
     "values",
     "grid_wall_s",
@@ -52,6 +66,7 @@ COLUMNS = [
     "max_accuracy_diff",
     "max_unfairness_diff",
     "max_param_diff",
+    "path_compilations",
     "load1",
 ]
 
@@ -86,23 +101,14 @@ def loss_gap_scorer():
 
 
 def run_grid(hidden, values, X, y, A, folds):
-    from sklearn import config_context
-    from sklearn.model_selection import GridSearchCV
-
-    search = GridSearchCV(
-        make_estimator(hidden),
-        {"tolerance": values},
-        cv=folds,
-        scoring={"accuracy": "accuracy", "unfairness": loss_gap_scorer()},
-        refit=False,
-        n_jobs=1,
+    scoring = {"accuracy": "accuracy", "unfairness": loss_gap_scorer()}
+    estimator = make_estimator(hidden)
+    search = time_grid_search(
+        estimator, {"tolerance": values}, X, y, folds, scoring, sensitive_features=A
     )
-    with config_context(enable_metadata_routing=True):
-        search.fit(X, y, sensitive_features=A)
-    results = search.cv_results_
-    accuracy = [results[f"split{k}_test_accuracy"] for k in range(len(folds))]
-    unfairness = [-results[f"split{k}_test_unfairness"] for k in range(len(folds))]
-    return np.array(accuracy), np.array(unfairness), "grid"
+    accuracy = split_scores(search.result, "accuracy", len(folds))
+    unfairness = -split_scores(search.result, "unfairness", len(folds))
+    return accuracy, unfairness, "grid"
 
 
 def run_paths(hidden, values, X, y, A, folds):
@@ -151,14 +157,20 @@ def max_parameter_difference(hidden, values, X, y, A, fold) -> float:
 def worker(args) -> None:
     """One side (``--side grid|path``) timed in this fresh process."""
     warnings.simplefilter("ignore")
+    from fairest.utils._compilation_cache import count_compilations, enable_compilation_cache
+
+    if args.cache_dir:
+        enable_compilation_cache(args.cache_dir)
     hidden = tuple(int(h) for h in args.hidden.split(",") if h)
     X, y, A, folds = problem(args.quick, args.folds)
+    folds = folds[:1] if args.first_fold else folds
     values = tolerances(args.n_values)
     run = run_grid if args.side == "grid" else run_paths
     load = os.getloadavg()[0]
-    cpu, wall = time.process_time(), time.perf_counter()
-    accuracy, unfairness, strategy = run(hidden, values, X, y, A, folds)
-    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    with count_compilations() as compiled:
+        cpu, wall = time.process_time(), time.perf_counter()
+        accuracy, unfairness, strategy = run(hidden, values, X, y, A, folds)
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     write_worker_result(
         args.worker,
         {
@@ -166,6 +178,8 @@ def worker(args) -> None:
             "cpu_s": cpu,
             "load1": max(load, os.getloadavg()[0]),
             "strategy": strategy,
+            "compilations": compiled.count,
+            "cache_hits": compiled.cache_hits,
             "accuracy": accuracy.tolist(),
             "unfairness": unfairness.tolist(),
         },
@@ -177,6 +191,11 @@ def main() -> None:
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--values", default="8,20", help="numbers of tolerances, comma-separated")
     parser.add_argument("--hidden", default="", help="hidden layer sizes (default: linear)")
+    parser.add_argument(
+        "--compile-cache", default="off,warm", help="off and/or warm, comma-separated"
+    )
+    parser.add_argument("--cache-dir", default=None, help=argparse_hidden())
+    parser.add_argument("--first-fold", action="store_true", help=argparse_hidden())
     parser.add_argument("--side", default=None, help=argparse_hidden())
     parser.add_argument("--n-values", type=int, default=8, help=argparse_hidden())
     args = parser.parse_args()
@@ -188,18 +207,25 @@ def main() -> None:
     hidden = tuple(int(h) for h in args.hidden.split(",") if h)
     rows = []
     common = ["--folds", args.folds, "--hidden", args.hidden] + (["--quick"] if args.quick else [])
-    for n_values in [int(v) for v in args.values.split(",")]:
+    X, y, A, folds = problem(args.quick, args.folds)
+    cases = [
+        (int(v), cache) for v in args.values.split(",") for cache in args.compile_cache.split(",")
+    ]
+    param_diffs = {}  # per number of values (the same models with or without a cache)
+    for n_values, cache in cases:
         sides = {
-            side: run_worker(
-                __file__, [*common, "--side", side, "--n-values", n_values], timeout=3600
-            )
+            side: run_side(common + ["--side", side, "--n-values", n_values], cache)
             for side in ("path", "grid")
         }
         path, grid = sides["path"], sides["grid"]
-        X, y, A, folds = problem(args.quick, args.folds)
+        if n_values not in param_diffs:
+            param_diffs[n_values] = max_parameter_difference(
+                hidden, tolerances(n_values), X, y, A, folds[0]
+            )
         row = {
             "model": "linear" if not hidden else f"MLP {hidden}",
             "strategy": path["strategy"],
+            "compile_cache": cache,
             "folds": args.folds,
             "values": n_values,
             "grid_wall_s": grid["wall_s"],
@@ -214,9 +240,8 @@ def main() -> None:
             "max_unfairness_diff": float(
                 np.max(np.abs(np.subtract(path["unfairness"], grid["unfairness"])))
             ),
-            "max_param_diff": max_parameter_difference(
-                hidden, tolerances(n_values), X, y, A, folds[0]
-            ),
+            "max_param_diff": param_diffs[n_values],
+            "path_compilations": f"{path['compilations']} (+{path['cache_hits']} cached)",
             "load1": max(path["load1"], grid["load1"]),
         }
         rows.append(row)
@@ -228,7 +253,9 @@ def main() -> None:
         f"over [0.005, 0.2]; {args.folds} stratified folds. GridSearchCV(refit=False, "
         "n_jobs=1; test accuracy and loss gap) vs one fairness_path per fold "
         "(strategy='vmap', which also scores the train parts), each in a fresh process, "
-        "compilations included. Ratios > 1: the path is faster. Differences: path vs grid "
+        "compilations included (compile_cache=warm: both sides load them from a persistent "
+        "cache filled by an untimed first-fold run). Ratios > 1: the path is faster. "
+        "Differences: path vs grid "
         "test accuracy / loss gap per (fold, value); max_param_diff: largest parameter gap "
         "of the first fold's path to a refit per value. load1: 1-minute load average "
         "(2-core box shared with other jobs: CPU seconds are the steadier figure)."
@@ -236,6 +263,17 @@ def main() -> None:
     )
     if not args.quick or args.name != "fairness_path_loss_gap":
         print(write_results(args.name, rows, COLUMNS, notes))
+
+
+def run_side(arguments: list, cache: str) -> dict:
+    """One side timed in a fresh process; ``cache="warm"``: with a persistent compilation
+    cache in a new folder, filled first by an untimed run of the side's first fold."""
+    if cache == "off":
+        return run_worker(__file__, arguments, timeout=3600)
+    with tempfile.TemporaryDirectory(prefix="fairest-jax-cache-") as folder:
+        cached = [*arguments, "--cache-dir", folder]
+        run_worker(__file__, [*cached, "--first-fold"], timeout=3600)
+        return run_worker(__file__, cached, timeout=3600)
 
 
 def argparse_hidden():

@@ -10,8 +10,10 @@ for ``GroupWeightedClassifier`` and ``BADRClassifier`` (``max_iter=3``), with X
 
 * ``aligned``: 64-byte aligned, as XLA's CPU client needs to share a host buffer:
   ``jax.device_put`` then aliases X (no copy);
-* ``numpy``: as numpy allocates it (16 bytes off 64 for large arrays): one device copy,
-  which XLA's alignment rule makes unavoidable;
+* ``numpy``: as numpy allocates it (16 bytes off 64 for large arrays): the ERM driver
+  (``GroupWeightedClassifier``) shares it too since ``fairest._kernels._placement``
+  (``ShiftedRows``); ``BADRClassifier`` still copies it once. Every estimator, both
+  layouts: ``benchmarks/memory_table.py``;
 
 and sparse CSR (``--sparse-cols`` at ``--density``) for ``GroupWeightedClassifier``,
 ``BADRClassifier`` and ``ERMIClassifier`` (full batch): the device copy is O(nnz) (input

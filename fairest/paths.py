@@ -7,9 +7,10 @@ and its train (and validation) accuracy and unfairness, as a :class:`FairnessPat
 points are computed depends on the family (``FairnessPath.strategy``):
 
 * ``"continuation"``: :class:`~fairest.ermi.ERMIClassifier` (full-batch solver): Newton's method with the
-  exact FERMI Hessian, continued along the sorted ``fairness_weight`` values (each
-  started from the previous minimiser moved along the path's tangent: 4 to 11
-  iterations per value on Adult where the refit's L-BFGS runs 130 to 290), to the
+  exact FERMI Hessian (one pass over the data builds its Gram and W* coupling parts;
+  BFGS-corrected between exact ones), continued along the sorted ``fairness_weight``
+  values (each started from the previous minimiser moved along the path's tangent: 4
+  to 13 iterations per value on Adult where the refit's L-BFGS runs 130 to 290), to the
   refit's own stationarity test, so each point is the refit's optimum to the solver
   tolerance (a value Newton leaves above it is finished by the family's L-BFGS);
 * ``"vmap"`` (the values solved together, in one sweep):
@@ -18,8 +19,10 @@ points are computed depends on the family (``FairnessPath.strategy``):
   initialisation and minibatch draws as its refit (one host loop and one compiled
   program for all), so each point is the refit's model to float rounding;
 * ``"shared_scores"``: :class:`~fairest.postprocessing.GroupThresholdClassifier`: the
-  wrapped classifier is fitted and scores the data once; the per-group cumulative counts
-  are built once and only the threshold search runs per ``tolerance``;
+  wrapped classifier is fitted and scores the data once; the per-group cumulative counts,
+  the range-maximum table and the band starts are built once and only the band ends and
+  their range maxima are computed per ``tolerance``; every point is scored in one
+  vectorised pass (the default demographic parity);
 * ``"refit"``: any other estimator or parameter (``PrunedFairClassifier``'s
   ``tolerance`` and Stochastic Ghost included, whose stochastic solvers give a
   different model from a warm start than from their seeded initialisation):
@@ -493,11 +496,36 @@ def _loss_gap(estimator, X, y, y_pred, groups, weight, *, kind):
 
 def _group_codes(groups):
     """Integer codes of 1-D groups (the metrics are invariant to relabelling, and codes
-    are encoded once instead of at every point); several columns are kept as given."""
+    are encoded once instead of at every point; hashed, not sorted); several columns are
+    kept as given."""
     array = np.asarray(groups)
     if array.ndim == 1:
-        return np.unique(array, return_inverse=True)[1]
+        return pd.factorize(array, use_na_sentinel=False)[0]
     return groups
+
+
+def _stacked_parity_scores(predictions, positive, y, codes, weight):
+    """``(accuracy, demographic parity difference)`` of every point at once, from 1-D
+    group codes: the values of :func:`~sklearn.metrics.accuracy_score` and
+    :func:`~fairest.metrics.demographic_parity_difference` (weighted selection rate per
+    group, max minus min) without their per-call checks; None where a group has no
+    weight (the metric raises there)."""
+    predicted = np.stack([np.asarray(y_pred) for y_pred in predictions])  # (values, n)
+    weight = np.ones(len(codes)) if weight is None else np.asarray(weight, dtype=np.float64)
+    accuracy = np.average(predicted == np.asarray(y), axis=1, weights=weight)
+    n_groups = int(codes.max()) + 1
+    totals = np.bincount(codes, weights=weight, minlength=n_groups)
+    if np.any(totals <= 0):  # the metric refuses such a group: let it say so
+        return None
+    selected = np.stack(
+        [
+            np.bincount(codes, weights=weight * row, minlength=n_groups)
+            for row in predicted == positive
+        ]
+    )
+    rates = np.divide(selected, totals, out=np.zeros_like(selected), where=totals > 0)
+    gaps = rates.max(axis=1) - rates.min(axis=1)
+    return [(float(a), float(u)) for a, u in zip(accuracy, gaps)]
 
 
 def _linear_predictions(estimators, X):
@@ -520,6 +548,10 @@ def _linear_predictions(estimators, X):
 def _path_scores(estimators, metric, X, y, groups, weight, strategy):
     """``(accuracy, unfairness)`` of every point; the post-processor's points share one
     score computation of their wrapped classifier."""
+    if strategy == "vmap" and hasattr(estimators[0], "coef_"):  # linear loss-gap lanes
+        from fairest.constrained._path import score_linear_points
+
+        return score_linear_points(estimators, X, y, groups, weight)
     if strategy == "shared_scores":
         first = estimators[0]
         first._validated(X)
@@ -532,6 +564,15 @@ def _path_scores(estimators, metric, X, y, groups, weight, strategy):
     else:
         predictions = [_predict(point, X, groups) for point in estimators]
     metric_groups = _group_codes(groups)
+    if (
+        getattr(metric, "keywords", {}).get("function") is _metrics.demographic_parity_difference
+        and np.ndim(metric_groups) == 1
+        and len(metric_groups) > 0
+    ):  # the default metric: every point in a few vectorised passes
+        positive = estimators[0].classes_[-1]
+        scores = _stacked_parity_scores(predictions, positive, y, metric_groups, weight)
+        if scores is not None:
+            return scores
     return [
         (
             float(accuracy_score(y, y_pred, sample_weight=weight)),

@@ -250,3 +250,37 @@ def test_path_does_not_touch_the_given_estimator(data):
         warnings.simplefilter("error")
         fairness_path(estimator, X, y, sensitive_features=groups, values=[0.0, 0.1])
     assert estimator.tolerance == 0.3 and not hasattr(estimator, "estimator_")
+
+
+def test_stacked_parity_scores_equal_the_metrics():
+    """The paths' vectorised scorer (all points at once) against sklearn's accuracy_score
+    and fairest's demographic_parity_difference per point: weights (zeros included),
+    three groups, string labels; a group without weight is left to the metric (which
+    refuses it)."""
+    from sklearn.metrics import accuracy_score
+
+    from fairest.paths import _group_codes, _stacked_parity_scores
+
+    rng = np.random.default_rng(5)
+    n = 300
+    groups = rng.choice(["a", "b", "c"], size=n)
+    y = rng.choice(["no", "yes"], size=n)
+    weight = rng.uniform(0.0, 2.0, size=n) * (rng.uniform(size=n) > 0.2)
+    predictions = [rng.choice(["no", "yes"], size=n, p=[p, 1 - p]) for p in (0.2, 0.5, 0.9)]
+    for w in (None, weight):
+        scores = _stacked_parity_scores(predictions, "yes", y, _group_codes(groups), w)
+        for (accuracy, unfairness), y_pred in zip(scores, predictions):
+            assert accuracy == pytest.approx(accuracy_score(y, y_pred, sample_weight=w), abs=1e-15)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                expected = demographic_parity_difference(
+                    (y == "yes").astype(int),
+                    (y_pred == "yes").astype(int),
+                    sensitive_features=groups,
+                    sample_weight=w,
+                )
+            assert unfairness == pytest.approx(expected, abs=1e-15)
+    no_weight_in_c = np.where(groups == "c", 0.0, weight)
+    assert (
+        _stacked_parity_scores(predictions, "yes", y, _group_codes(groups), no_weight_in_c) is None
+    )

@@ -21,6 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from fairest._kernels._losses import PENALTY_SCALE, loss_derivatives, pointwise_loss
+from fairest._kernels._placement import row_block
 from fairest._kernels._sparse import is_sparse
 
 __all__ = [
@@ -117,7 +118,9 @@ def row_block_pass(loss: str, theta, X, y, c, hessian_dtype=None, block_rows=Non
     below memory speed. The last block is clamped to the end of the data, its rows
     already counted masked out, so any n >= ``block_rows`` works. Returns ``(value,
     grad)`` or ``(value, grad, hessian)`` WITHOUT the penalty (p = d + 1, intercept
-    first). Traceable; ``loss``, ``hessian_dtype`` and ``block_rows`` are static.
+    first). Traceable; ``loss``, ``hessian_dtype`` and ``block_rows`` are static. ``X``
+    may be a :class:`~fairest._kernels._placement.ShiftedRows` (an unaligned numpy ``X``
+    shared with the device, not copied): its blocks are read from the flat buffer.
     """
     n, d = X.shape
     block_rows = pass_block_rows(d) if block_rows is None else block_rows
@@ -126,7 +129,7 @@ def row_block_pass(loss: str, theta, X, y, c, hessian_dtype=None, block_rows=Non
     def add_block(k, totals):
         start = jnp.minimum(k * block_rows, n - block_rows)
         take = partial(jax.lax.dynamic_slice_in_dim, start_index=start, slice_size=block_rows)
-        rows = take(X)
+        rows = row_block(X, start, block_rows)  # ShiftedRows too: no copy of X
         fresh = start + jnp.arange(block_rows) >= k * block_rows  # not in an earlier block
         weights = jnp.where(fresh, take(c), 0.0)
         value, d1, d2 = loss_derivatives(loss, rows @ theta[1:] + theta[0], take(y))

@@ -41,11 +41,12 @@ from jax.scipy.linalg import cho_solve
 
 from fairest._kernels._buckets import pad_rows_to, padded_rows
 from fairest._kernels._glm import blocked_hessian, value_and_grad, value_grad_hessian
+from fairest._kernels._placement import place_dense
 from fairest._kernels._sparse import OUTER_GRAM_COST, SparseRows, is_sparse, sparse_rows
 from fairest._solvers._lbfgs import lbfgs_solve, single_threaded_blas
 from fairest._solvers._newton import NEWTON_CG_MIN_PARAMS, _cholesky, newton_solve
 from fairest._solvers._newton_cg import newton_cg_solve
-from fairest.utils._devices import place_rows
+from fairest.utils._devices import configured_devices, place_rows
 
 __all__ = ["SOLVERS", "PolishResult", "choose_solver", "newton_polish", "solve_weighted_glm"]
 
@@ -164,6 +165,9 @@ def _device_data(X, y, sample_weight):
     n, d = X.shape
     length = padded_rows(n, 8 * (d + 2))
     X, y, c = pad_rows_to(length, *(np.asarray(a, dtype=np.float64) for a in (X, y, sample_weight)))
+    if length == n and configured_devices() is None:  # large data on JAX's default device:
+        # X shared with a CPU device even where numpy's alignment would force a copy
+        return (place_dense(X), *place_rows([y, c]))
     # sharded by rows over the devices of fairest.config_context (default: one device);
     # on one CPU device a 64-byte aligned X is shared, not copied (jax.device_put)
     return tuple(place_rows([X, y, c]))

@@ -262,6 +262,13 @@ class FitSetup(NamedTuple):
     rngs: list
     x0: np.ndarray
 
+    def solver_args(self) -> tuple[tuple, dict]:
+        """``(args, kwargs)`` of the solver call (:func:`~fairest.constrained._engine.
+        solve`, :func:`~fairest.constrained._engine.run_lanes`): solver, problem, data,
+        cells and initial parameters; ``hyper`` and ``rngs``."""
+        args = (self.solver, self.problem, self.X, self.y_codes, self.groups, self.gaps.cells)
+        return (*args, self.x0), {"hyper": self.hyper, "rngs": self.rngs}
+
 
 class LossGapConstrainedClassifier(ScoreClassifierMixin, BaseEstimator):
     """Classifier trained under bounds on the differences of group losses.
@@ -610,17 +617,11 @@ list of str or None, default=None
                 progress=(n_epochs, self.n_epochs, "epoch"),  # the bar of show_progress
             )
 
+        args, kwargs = setup.solver_args()
         with jax.enable_x64(self.dtype == "float64"):
             result, factor = solve(
-                setup.solver,
-                setup.problem,
-                setup.X,
-                setup.y_codes,
-                setup.groups,
-                setup.gaps.cells,
-                setup.x0,
-                hyper=setup.hyper,
-                rngs=setup.rngs,
+                *args,
+                **kwargs,
                 owner=type(self).__name__,
                 n_epochs=None if SOLVERS[setup.solver].host else self.n_epochs,
                 progress=progress if wants_progress(self) else None,

@@ -154,12 +154,23 @@ def _sample_curvature(Z, y, s, t, W, strata: Strata, lam, binary: bool):
     return jax.vmap(jax.hessian(sample_value))(Z, y, s, t)
 
 
-def _bordered_gram(X, d):
-    """``(1, X)^T diag(d) (1, X)`` of shape (p, p) without building ``(1, X)``."""
-    inner = X.T @ (d[:, None] * X)
-    column = X.T @ d
-    corner = jnp.sum(d)[None, None]
-    return jnp.block([[corner, column[None, :]], [column[:, None], inner]])
+def _w_gradient_logit_jacobian(Z, s, t, W, strata: Strata, binary: bool):
+    """Per-sample Jacobians ``d g_i / d z_i`` of shape (n, n_strata k l, q), with ``g_i``
+    sample i's (unit weight) term of :func:`w_gradient` flattened: the coupling of the
+    W-gradient to the logits, elementwise per sample (no pass over X)."""
+
+    def sample_term(z, si, ti):
+        F = probabilities(z[None, :], binary)
+        return w_gradient(F, W, si[None], ti[None], jnp.ones(1, z.dtype), strata).reshape(-1)
+
+    return jax.vmap(jax.jacfwd(sample_term))(Z, s, t)
+
+
+def _bordered_products(X, R):
+    """``(1, X)^T R`` of shape (d + 1, m) without building ``(1, X)``: one product with X
+    (contracted over the rows, no transpose copied)."""
+    inner = jax.lax.dot_general(X, R, (((0,), (0,)), ((), ())))
+    return jnp.concatenate([jnp.sum(R, axis=0)[None, :], inner], axis=0)
 
 
 def fermi_hessian(theta, X, y, s, t, weight, strata: Strata, lam, alpha, binary: bool):
@@ -170,35 +181,38 @@ def fermi_hessian(theta, X, y, s, t, weight, strata: Strata, lam, alpha, binary:
     theorem). ``Psi_tt`` at fixed W is ``sum_i (1, x_i)(1, x_i)^T (x) D_i`` with ``D_i``
     the per-sample logit Hessians (one weighted Gram matrix per pair of logits); the
     W-curvature ``Psi_WW`` is diagonal, ``-2 lam omega_t sum_{i in t} c_i F_ij / sum c``
-    for every row r of block t; ``Psi_Wt`` (lam times the Jacobian of the W-gradient, a
-    few rows) comes from :func:`jax.jacrev`. Rows are flattened as ``theta.ravel()``
-    (row-major: coefficient a, logit b at ``a q + b``). Costs one to ``q(q+1)/2`` Gram
-    matrices of ``(1, X)``, i.e. ``O(n p^2 q^2)``.
+    for every row r of block t; ``Psi_Wt`` is ``lam B`` with ``B^T = (1, X)^T M``, ``M_i``
+    the per-sample logit Jacobian of the W-gradient's term. The Gram matrices and
+    ``B^T`` come from ONE product of ``(1, X)^T`` with ``[D_i-weighted (1, X) | M]`` (a
+    single pass over X; no autodiff through the data). Rows are flattened as
+    ``theta.ravel()`` (row-major: coefficient a, logit b at ``a q + b``). Costs
+    ``O(n p (p q (q + 1) / 2 + n_strata k l q))``.
     """
     p, q = theta.shape
-    n_strata = strata.omega.shape[0]
+    n_strata, k = strata.inv_sqrt_p.shape
     total = jnp.sum(weight)
+    share = weight / total
     Z = scores(theta, X)
     F = probabilities(Z, binary)
     W = closed_form_w(F, s, t, weight, strata)
-    D = _sample_curvature(Z, y, s, t, W, strata, lam, binary) * (weight / total)[:, None, None]
-    blocks = [[None] * q for _ in range(q)]
-    for b in range(q):
-        for d in range(b, q):
-            blocks[b][d] = blocks[d][b] = _bordered_gram(X, D[:, b, d])
+    D = _sample_curvature(Z, y, s, t, W, strata, lam, binary) * share[:, None, None]
+    M = _w_gradient_logit_jacobian(Z, s, t, W, strata, binary) * share[:, None, None]
+    m = M.shape[1]
+    pairs = [(b, c) for b in range(q) for c in range(b, q)]
+    columns = []
+    for b, c in pairs:
+        columns += [D[:, b, c][:, None], D[:, b, c][:, None] * X]
+    columns.append(M.transpose(0, 2, 1).reshape(-1, q * m))
+    products = _bordered_products(X, jnp.concatenate(columns, axis=1))  # (p, pairs p + q m)
+    grams = {pair: products[:, j * p : (j + 1) * p] for j, pair in enumerate(pairs)}
+    blocks = [[grams[(min(b, c), max(b, c))] for c in range(q)] for b in range(q)]
     H = jnp.stack([jnp.stack(row, axis=-1) for row in blocks], axis=-2)  # (p, p, q, q)
     H = H.transpose(0, 2, 1, 3).reshape(p * q, p * q)
-
-    def w_grad(th):
-        Fth = probabilities(scores(th, X), binary)
-        return w_gradient(Fth, W, s, t, weight, strata) / total
-
-    B = jax.jacrev(w_grad)(theta).reshape(-1, p * q)  # (n_strata k l, p q)
+    B_T = products[:, len(pairs) * p :].reshape(p * q, m)  # (p q, n_strata k l)
     diag = jax.ops.segment_sum(weight[:, None] * F, t, num_segments=n_strata) / total
     curvature = 2.0 * strata.omega[:, None] * diag  # (n_strata, l): |Psi_WW| / lam
-    k = strata.inv_sqrt_p.shape[1]
     curvature = jnp.broadcast_to(curvature[:, None, :], (n_strata, k, curvature.shape[1]))
     curvature = jnp.where(curvature > 0, curvature, 1.0).reshape(-1)
-    H = H + lam * (B.T / curvature) @ B
+    H = H + lam * (B_T / curvature) @ B_T.T
     ridge = jnp.concatenate([jnp.zeros(q), jnp.full((p - 1) * q, 1.0)]) * alpha
     return H + jnp.diag(ridge)

@@ -238,6 +238,19 @@ def _restricted_hessian(H, projector):
 
 
 _STALL = 5  # Newton iterations without a new smallest gradient norm before giving up
+_KEEP = 0.25  # a Hessian is kept (BFGS-updated) after a full step shrinking ||g|| this much
+
+
+def _bfgs_update(H, step, change):
+    """``H`` corrected by the BFGS formula to ``H_new step = change`` (the gradient change
+    along the step); None when the curvature ``step . change`` is not positive (a fresh
+    Hessian is then needed). Keeps the logit-centred subspace of a restricted Hessian."""
+    curvature = float(step @ change)
+    Hs = H @ step
+    sHs = float(step @ Hs)
+    if curvature <= 0 or sHs <= 0:
+        return None
+    return H - np.outer(Hs, Hs) / sHs + np.outer(change, change) / curvature
 
 
 def _newton_solve(flat, start, value_and_grad, hessian, tol, max_iter, projector=None):
@@ -245,16 +258,18 @@ def _newton_solve(flat, start, value_and_grad, hessian, tol, max_iter, projector
     gradient); stops at ``||g||_inf <= tol``, after ``max_iter`` iterations or when no
     step decreases the objective or the gradient norm stops shrinking (the float32
     Hessian's accuracy reached: the caller finishes with L-BFGS); steps are projected by
-    ``projector`` (softmax). The
-    Hessian is kept for the next iteration after a full step that cut the gradient norm
-    tenfold (it is then still accurate: a chord step), else recomputed. Returns
-    ``(flat, f, g, n_iter, H)`` with H the last Hessian computed (None if none)."""
+    ``projector`` (softmax). After a full step that shrinks the gradient norm by
+    ``_KEEP`` the Hessian is kept for the next iteration, corrected by a BFGS update
+    along the step (quasi-Newton between exact Hessians: a fresh one costs a Gram
+    matrix over the data, an update nothing); otherwise, or when a kept Hessian gives
+    no decrease, a fresh one is computed. Returns ``(flat, f, g, n_iter, H)`` with H the
+    last Hessian used (None if none)."""
     f, g = start
-    H, n_iter, keep = None, 0, False
+    H, n_iter, keep, fresh = None, 0, False, False
     best, stalled = np.inf, 0  # stop after STALL iterations without a smaller gradient
     while np.max(np.abs(g)) > tol and n_iter < max_iter and stalled < _STALL:
         if not keep:
-            H = hessian(flat)
+            H, fresh = hessian(flat), True
         step = _newton_direction(H, g)
         if projector is not None:
             step = projector @ step
@@ -266,11 +281,15 @@ def _newton_solve(flat, start, value_and_grad, hessian, tol, max_iter, projector
                 break
             size *= 0.5
         else:
-            if keep:  # a stale Hessian: retry with a fresh one
+            if not fresh:  # a kept (updated) Hessian: retry with a fresh one
                 keep = False
                 continue
             break  # no decrease left (rounding level) or not a descent direction
-        keep = size == 1.0 and np.max(np.abs(g_new)) <= 0.1 * np.max(np.abs(g))
+        keep = size == 1.0 and np.max(np.abs(g_new)) <= _KEEP * np.max(np.abs(g))
+        if keep:
+            updated = _bfgs_update(H, step, g_new - g)
+            keep, H = updated is not None, H if updated is None else updated
+        fresh = False
         flat, f, g, n_iter = flat + size * step, f_new, g_new, n_iter + 1
         best, stalled = (np.max(np.abs(g)), 0) if np.max(np.abs(g)) < best else (best, stalled + 1)
     return flat, f, g, n_iter, H
@@ -332,7 +351,13 @@ def newton_path(
         else:
             start = value_and_grad(flat)
         flat, f, g, n_iter, H_last = _newton_solve(
-            flat, start, value_and_grad, hessian_at(lam), tol, max_iter, projector
+            flat,
+            start,
+            value_and_grad,
+            hessian_at(lam),
+            tol,
+            max_iter,
+            projector,
         )
         H = H_last if H_last is not None else H
         grad_norm = float(np.max(np.abs(g)))

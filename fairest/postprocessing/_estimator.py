@@ -27,6 +27,7 @@ from fairest.postprocessing._thresholds import (
     group_points,
     mixed_positive_probability,
     solve_thresholds,
+    threshold_path,
 )
 from fairest.utils._estimator import encode_binary_target, validate_fit_data
 from fairest.utils._validation import FairnessWarning, encode_groups
@@ -292,13 +293,14 @@ default="demographic_parity"
         points = group_points(
             scores, y01, data.sample_weight, data.groups, int(data.groups.max()) + 1
         )
+        solutions = threshold_path(
+            points, self.metric, [float(t) for t in tolerances], self.randomized
+        )
         path = []
-        for tolerance in tolerances:
+        for tolerance, solution in zip(tolerances, solutions):
             fitted = copy.copy(first)
             fitted.tolerance = tolerance
-            fitted._set_thresholds(
-                *solve_thresholds(points, self.metric, float(tolerance), self.randomized)
-            )
+            fitted._set_thresholds(*solution)
             positive = fitted._positive_probability(scores, data.groups)
             fitted.train_unfairness_ = fitted._expected_unfairness(
                 y01, positive, data.groups, data.sample_weight

@@ -32,6 +32,7 @@ __all__ = [
     "GroupPoints",
     "group_points",
     "solve_thresholds",
+    "threshold_path",
     "best_thresholds",
     "mixed_positive_probability",
 ]
@@ -185,10 +186,18 @@ def _sorted_key(points, rate_name):
     return points.rates[rate_name] + offsets[points.group], offsets
 
 
-def _deterministic_one_rate(points, rate_name, tolerance, table):
+def _one_rate_bands(points, rate_name):
+    """What the one-rate sweep needs before the tolerance: the sorted key, the lower band
+    edges of every (edge, group) and their first point indices (``lo`` of
+    :func:`_band_bounds`, which does not depend on the tolerance)."""
     key, offsets = _sorted_key(points, rate_name)
-    edges = np.unique(points.rates[rate_name])
-    lo, hi = _band_bounds(key, offsets, edges, tolerance)
+    lower = np.unique(points.rates[rate_name])[:, None] + offsets[None, :]
+    return key, lower, np.searchsorted(key, lower - RATE_SLACK, side="left")
+
+
+def _deterministic_one_rate(points, rate_name, tolerance, table, bands=None):
+    key, lower, lo = _one_rate_bands(points, rate_name) if bands is None else bands
+    hi = np.searchsorted(key, lower + tolerance + RATE_SLACK, side="right")
     chosen, total = _best_choice(points, lo, hi, table)
     return chosen[int(np.argmax(total))]
 
@@ -292,24 +301,50 @@ def solve_thresholds(points: GroupPoints, metric: str, tolerance: float, randomi
     probabilities : ndarray of shape (G, m)
         Probability of each threshold (padded with 0); one column when deterministic.
     """
+    return threshold_path(points, metric, [tolerance], randomized)[0]
+
+
+def threshold_path(points: GroupPoints, metric: str, tolerances, randomized: bool) -> list:
+    """:func:`solve_thresholds` at every tolerance, sharing what does not depend on it.
+
+    The range-maximum table of the points and, for one rate, the sorted rates, the band
+    edges and their first points are built once; each tolerance then costs one
+    ``searchsorted`` of the band ends and one batch of range maxima (the same
+    computations as :func:`solve_thresholds`, so the same thresholds).
+
+    Returns
+    -------
+    solutions : list of (thresholds, probabilities)
+        As :func:`solve_thresholds` returns them, one per tolerance, in order.
+    """
     rate_names = METRIC_RATES[metric]
-    num_groups = points.num_groups
     if randomized:
-        weights = _randomized_lp(points, rate_names, tolerance)
-        support = np.flatnonzero(weights > 0)
-    else:
-        table = _sparse_table(points.correct)
-        if len(rate_names) == 1:
-            support = _deterministic_one_rate(points, rate_names[0], tolerance, table)
+        return [
+            _thresholds_of(points, _randomized_lp(points, rate_names, float(tolerance)))
+            for tolerance in tolerances
+        ]
+    table = _sparse_table(points.correct)
+    bands = _one_rate_bands(points, rate_names[0]) if len(rate_names) == 1 else None
+    solutions = []
+    for tolerance in tolerances:
+        if bands is not None:
+            support = _deterministic_one_rate(points, rate_names[0], tolerance, table, bands)
         else:
             support = _deterministic_two_rates(points, tolerance, table)
         weights = np.zeros(points.group.size)
         weights[support] = 1.0
+        solutions.append(_thresholds_of(points, weights))
+    return solutions
+
+
+def _thresholds_of(points: GroupPoints, weights):
+    """``(thresholds, probabilities)`` of shape (G, m) from the points' mixing weights."""
+    support = np.flatnonzero(weights > 0)
     group = points.group[support]
     slot = np.arange(support.size) - np.searchsorted(group, group, side="left")
     width = int(slot.max()) + 1
-    thresholds = np.full((num_groups, width), np.inf)
-    probabilities = np.zeros((num_groups, width))
+    thresholds = np.full((points.num_groups, width), np.inf)
+    probabilities = np.zeros((points.num_groups, width))
     thresholds[group, slot] = points.threshold[support]
     probabilities[group, slot] = weights[support]
     return thresholds, probabilities

@@ -165,7 +165,7 @@ def best_single_group(loss, data, y_num, *, alpha, penalize, metric, metric_para
         else:
             orc = ImplicitOracle(loss, spec, num_groups, problem, theta0, data.groups)
             for g in np.flatnonzero(~skip):
-                values[g] = orc.evaluate(np.eye(num_groups)[g])[0]
+                values[g] = orc.evaluate(np.eye(num_groups)[g], with_grad=False)[0]
     if not np.any(np.isfinite(values)):
         raise ValueError("No group admits a one-group fit (every group has a single class).")
     return np.eye(num_groups)[int(np.argmin(values))], values

@@ -143,7 +143,7 @@ def solve_badr(
         lam, n_iter, converged, message, history = run_solver(
             orc, loss, metric, problem, groups, uniform, settings
         )
-        value, _, out = orc.evaluate(lam)
+        value, _, out = orc.evaluate(lam, with_grad=False)
         for restart in restart_points(settings.solver, candidates, totals):
             if value < min(candidates.values()):
                 break  # the solver beats every baseline: no restart
@@ -151,7 +151,7 @@ def solve_badr(
                 orc, loss, metric, problem, groups, restart, settings
             )
             n_iter += n_iter2
-            value2, _, out2 = orc.evaluate(lam2)
+            value2, _, out2 = orc.evaluate(lam2, with_grad=False)
             if value2 < value:
                 lam, value, out = lam2, value2, out2
                 converged, message, history = converged2, message2, history2
@@ -159,7 +159,7 @@ def solve_badr(
             name = min(candidates, key=candidates.get)
             if candidates[name] < value:
                 lam = baseline_weights(totals)[name]
-                value, _, out = orc.evaluate(lam)
+                value, _, out = orc.evaluate(lam, with_grad=False)
                 candidates[name] = value  # solved to inner_tol now (it may have been loose)
         selected = selected_name(lam, candidates, totals, settings.solver)
         return BADRResult(
@@ -246,8 +246,9 @@ def evaluate_baselines(orc: ImplicitOracle, totals, groups, loss, safeguard) -> 
             continue
         if name.startswith("group_") and single_class[int(name[6:])]:
             continue
-        values[name] = orc.evaluate(lam)[0]
-    theta_uniform = orc.evaluate(baseline_weights(totals)["uniform"])[2].theta
+        values[name] = orc.evaluate(lam, with_grad=False)[0]
+    uniform = baseline_weights(totals)["uniform"]
+    theta_uniform = orc.evaluate(uniform, with_grad=False)[2].theta
     orc.theta = theta_uniform
     return values if safeguard else {}
 
@@ -264,7 +265,7 @@ def run_solver(orc, loss, metric, problem, groups, lam0, settings: BADRSettings)
     if solver in ("slsqp", "trust-constr"):
         start = len(orc.path)
         lam, n_iter, message, ok = run_scipy(solver, orc, lam0, max_iter=max_iter, tol=tol)
-        if orc.best[1] is not None and orc.best[0] < orc.evaluate(lam)[0]:
+        if orc.best[1] is not None and orc.best[0] < orc.evaluate(lam, with_grad=False)[0]:
             lam = orc.best[1]
         if settings.record_history:
             path = orc.path[start:]
@@ -322,7 +323,7 @@ def run_single_loop(orc, loss, metric, problem, groups, lam0, max_iter, settings
         sampler,
         jnp.asarray(lam0),
         orc.theta,
-        jnp.float64(orc.evaluate(lam0)[0]),
+        jnp.float64(orc.evaluate(lam0, with_grad=False)[0]),
         jax.random.key(seed),
         jnp.float64(rate),
         jnp.float64(settings.dual_learning_rate),

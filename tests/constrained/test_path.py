@@ -279,3 +279,56 @@ def test_fairness_path_scores_sparse_and_mlp_points_as_their_refits(hidden, spar
         assert path.train_accuracy[k] == pytest.approx(np.mean(refit.predict(X) == y))
         gap = loss_gap(y, refit.predict_proba(X), sensitive_features=g)
         assert path.train_unfairness[k] == pytest.approx(gap, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    "metric, n_classes, weighted",
+    [
+        ("loss_parity", 2, False),
+        ("loss_equal_opportunity", 2, True),
+        ("loss_equalized_odds", 2, False),
+        ("loss_parity", 3, True),
+    ],
+)
+def test_linear_points_are_scored_as_each_points_own_predictions(metric, n_classes, weighted):
+    """score_linear_points (one product for every point) against each point's own
+    predict / predict_proba through accuracy_score and fairest.metrics.loss_gap, per
+    label stratum, on held-out rows with three groups."""
+    from sklearn.metrics import accuracy_score
+
+    from fairest.constrained._path import score_linear_points
+    from fairest.metrics import loss_gap
+
+    X, y, g = _data(n=600, n_groups=3, n_classes=n_classes, seed=5)
+    labels = np.array(["lo", "mid", "hi"])[:n_classes][y]  # string classes
+    weight = np.random.default_rng(2).uniform(0.1, 3.0, y.size) if weighted else None
+    estimator = LossGapConstrainedClassifier((), metric=metric, n_epochs=1, random_state=0)
+    points = fit_tolerance_path(
+        estimator, X[:400], labels[:400], [0.01, 0.3], sensitive_features=g[:400]
+    )
+    X_val, y_val, g_val = X[400:], labels[400:], g[400:]
+    w_val = None if weight is None else weight[400:]
+    scores = score_linear_points(points, X_val, y_val, g_val, w_val)
+    w = np.ones(y_val.size) if w_val is None else w_val
+    for point, (accuracy, unfairness) in zip(points, scores):
+        assert accuracy == pytest.approx(
+            accuracy_score(y_val, point.predict(X_val), sample_weight=w_val), abs=1e-12
+        )
+        proba = point.predict_proba(X_val)
+        strata = {
+            "loss_parity": [np.ones(y_val.size, bool)],
+            "loss_equal_opportunity": [y_val == point.classes_[-1]],
+            "loss_equalized_odds": [y_val == c for c in point.classes_],
+        }[metric]
+        expected = max(
+            loss_gap(
+                y_val[r],
+                proba[r],
+                sensitive_features=g_val[r],
+                sample_weight=w[r],
+                labels=point.classes_,
+            )
+            for r in strata
+        )
+        assert unfairness == pytest.approx(expected, rel=1e-9, abs=1e-12)
+    assert scores[0][1] != pytest.approx(scores[1][1])  # the points differ

@@ -90,3 +90,24 @@ def test_newton_path_reaches_the_lbfgs_minimiser_at_every_weight(binary):
                 assert more <= 30
             np.testing.assert_allclose(theta, reference[0], atol=1e-6)
             np.testing.assert_allclose(objective, reference[1], rtol=1e-12)
+
+
+def test_bfgs_update_meets_the_secant_equation_or_refuses():
+    """The quasi-Newton correction between exact Hessians: symmetric, maps the step to
+    the gradient change, keeps a positive definite matrix positive definite, and gives
+    None (a fresh Hessian) where the curvature along the step is not positive."""
+    from fairest.ermi._solvers import _bfgs_update
+
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(6, 6))
+    H = A @ A.T + 6 * np.eye(6)
+    step = rng.normal(size=6)
+    change = (H + 0.3 * np.diag(rng.uniform(size=6))) @ step  # a nearby true Hessian
+    updated = _bfgs_update(H, step, change)
+    np.testing.assert_allclose(updated @ step, change, rtol=1e-12)
+    np.testing.assert_allclose(updated, updated.T, atol=1e-12)
+    assert np.linalg.eigvalsh(updated).min() > 0
+    # a direction orthogonal to H step and to the gradient change keeps H's action
+    other = np.linalg.svd(np.stack([H @ step, change]))[2][2]
+    np.testing.assert_allclose(updated @ other, H @ other, rtol=1e-10, atol=1e-12)
+    assert _bfgs_update(H, step, -change) is None

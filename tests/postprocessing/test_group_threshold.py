@@ -374,3 +374,27 @@ def test_refit_without_group_estimator_needs_groups_again():
     assert not hasattr(clf, "group_estimator_")
     with pytest.raises(ValueError, match="predict needs sensitive_features"):
         clf.predict(X)
+
+
+@pytest.mark.parametrize("metric", METRICS)
+def test_threshold_path_matches_enumeration_at_every_tolerance(metric):
+    """The path's shared search (range-maximum table and band starts built once, only
+    the band ends per tolerance): every tolerance's thresholds reach the brute-force
+    optimum, and equal a solve_thresholds call at that tolerance alone."""
+    from fairest.postprocessing._thresholds import group_points, solve_thresholds, threshold_path
+
+    X, y, groups = make_data(n=30, n_groups=3, seed=3)
+    weights = np.random.default_rng(4).uniform(0.5, 2.0, size=y.size)
+    scores = np.round(LogisticRegression().fit(X, y).predict_proba(X)[:, 1], 2)
+    codes = np.unique(groups, return_inverse=True)[1]
+    points = group_points(scores, y.astype(float), weights, codes, 3)
+    tolerances = [0.3, 0.0, 0.05, 0.1, 0.2]  # unsorted: nothing carried between values
+    for tolerance, (thresholds, _) in zip(
+        tolerances, threshold_path(points, metric, tolerances, randomized=False)
+    ):
+        alone, _ = solve_thresholds(points, metric, tolerance, randomized=False)
+        np.testing.assert_array_equal(thresholds, alone)
+        y_pred = (scores > thresholds[codes, 0]).astype(int)
+        expected = _brute_force(scores, y, groups, weights, metric, tolerance)
+        assert np.average(y_pred == y, weights=weights) == pytest.approx(expected, abs=1e-12)
+        assert _unfairness(metric, y, y_pred, groups, weights) <= tolerance + 1e-12
