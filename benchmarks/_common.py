@@ -221,6 +221,22 @@ def adult_numeric(sensitive: str = "sex"):
     )
 
 
+def adult_folds(quick: bool, n_folds: int):
+    """Adult's training file (its first 8000 rows with ``quick``) from :func:`adult_numeric`,
+    labels 0 / 1, and ``n_folds`` folds stratified by label and group (seed 0): ``X, y, A,
+    folds``. The data of the "path vs grid search" benchmarks."""
+    import numpy as np
+    from sklearn.model_selection import StratifiedKFold
+
+    X, y, A, *_ = adult_numeric()
+    y = (y == np.unique(y)[-1]).astype(int)
+    if quick:
+        X, y, A = X[:8000], y[:8000], A[:8000]
+    strata = np.char.add(y.astype(str), A.astype(str))
+    folds = list(StratifiedKFold(n_folds, shuffle=True, random_state=0).split(X, strata))
+    return X, y, A, folds
+
+
 def stratified_split(X, y, groups, test_size: float = 0.25, seed: int = 0):
     """Train / test split stratified by (label, group): ``X_tr, X_te, y_tr, y_te, A_tr, A_te``."""
     import numpy as np

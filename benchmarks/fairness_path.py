@@ -56,7 +56,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (
-    adult_numeric,
+    adult_folds,
     base_parser,
     run_worker,
     split_scores,
@@ -202,19 +202,6 @@ def family_values(family: str, count: int | None) -> tuple[str, list]:
     return param, values
 
 
-def problem(quick: bool, n_folds: int):
-    """Adult (or its first 8000 rows with ``quick``), binary labels, stratified folds."""
-    from sklearn.model_selection import StratifiedKFold
-
-    X, y, A, *_ = adult_numeric()
-    y = (y == np.unique(y)[-1]).astype(int)
-    if quick:
-        X, y, A = X[:8000], y[:8000], A[:8000]
-    strata = np.char.add(y.astype(str), A.astype(str))
-    folds = list(StratifiedKFold(n_folds, shuffle=True, random_state=0).split(X, strata))
-    return X, y, A, folds
-
-
 def prepare(family: str, count: int | None, quick: bool, n_folds: int, cache_dir: str | None):
     """The row's data, folds, knob and values; imports (fairest, the estimator, JAX's
     backend) done before any timing, and JAX's persistent compilation cache turned on
@@ -228,7 +215,7 @@ def prepare(family: str, count: int | None, quick: bool, n_folds: int, cache_dir
         enable_compilation_cache(cache_dir)
     make_estimator(family)
     jax.devices()
-    X, y, A, folds = problem(quick, n_folds)
+    X, y, A, folds = adult_folds(quick, n_folds)
     param, values = family_values(family, count)
     return X, y, A, folds, param, values[:4] if quick else values
 
@@ -304,7 +291,7 @@ def main() -> None:
             row["cached_cpu_ratio"] = row["grid_cpu_s"] / row["path_cached_cpu_s"]
             rows.append(row)
             print({k: (f"{v:.4g}" if isinstance(v, float) else v) for k, v in row.items()})
-    X, y, *_ = problem(args.quick, n_folds)
+    X, y, *_ = adult_folds(args.quick, n_folds)
     notes = (
         f"Adult train file ({len(y)} rows, {X.shape[1]} features), sex; {n_folds} stratified "
         "folds; GridSearchCV(refit=False, n_jobs=1) vs one fairness_path per fold, each "

@@ -42,7 +42,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (
-    adult_numeric,
+    adult_folds,
     base_parser,
     run_worker,
     split_scores,
@@ -79,18 +79,6 @@ def make_estimator(hidden: tuple):
 
 def tolerances(n_values: int) -> list:
     return [float(v) for v in np.linspace(0.005, 0.2, n_values)]
-
-
-def problem(quick: bool, n_folds: int):
-    from sklearn.model_selection import StratifiedKFold
-
-    X, y, A, *_ = adult_numeric()
-    y = (y == np.unique(y)[-1]).astype(int)
-    if quick:
-        X, y, A = X[:8000], y[:8000], A[:8000]
-    strata = np.char.add(y.astype(str), A.astype(str))
-    folds = list(StratifiedKFold(n_folds, shuffle=True, random_state=0).split(X, strata))
-    return X, y, A, folds
 
 
 def loss_gap_scorer():
@@ -162,7 +150,7 @@ def worker(args) -> None:
     if args.cache_dir:
         enable_compilation_cache(args.cache_dir)
     hidden = tuple(int(h) for h in args.hidden.split(",") if h)
-    X, y, A, folds = problem(args.quick, args.folds)
+    X, y, A, folds = adult_folds(args.quick, args.folds)
     folds = folds[:1] if args.first_fold else folds
     values = tolerances(args.n_values)
     run = run_grid if args.side == "grid" else run_paths
@@ -207,7 +195,7 @@ def main() -> None:
     hidden = tuple(int(h) for h in args.hidden.split(",") if h)
     rows = []
     common = ["--folds", args.folds, "--hidden", args.hidden] + (["--quick"] if args.quick else [])
-    X, y, A, folds = problem(args.quick, args.folds)
+    X, y, A, folds = adult_folds(args.quick, args.folds)
     cases = [
         (int(v), cache) for v in args.values.split(",") for cache in args.compile_cache.split(",")
     ]
