@@ -143,6 +143,10 @@ class ModelProblem:
     m: int
     n_groups: int
 
+    # objective and constraints are (weighted) means of per-row ``losses``: the engine may
+    # sum a full-data step over row blocks (fairest.constrained._engine)
+    row_separable = True
+
     def logits(self, x, X):
         return MLP.apply(unravel_params(self.model, x), X)
 

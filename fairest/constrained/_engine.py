@@ -56,6 +56,7 @@ from jax import lax
 from sklearn.exceptions import ConvergenceWarning
 
 from fairest._kernels import bucket_size
+from fairest._kernels._buckets import aligned_empty
 from fairest.constrained import _defaults
 from fairest.constrained._sparse import host_matmul, largest_magnitude, place_with_design
 from fairest.utils._reporting import as_history
@@ -154,9 +155,26 @@ class MLP:
         return h
 
 
+# rows per block of the host forward pass: its hidden activations (n x 64 float64 for the
+# default network, with temporaries) are held for one block at a time, not for all of X
+FORWARD_BLOCK_ROWS = 65_536
+
+
 def numpy_forward(params, X) -> np.ndarray:
     """Host forward pass in float64 (prediction is group-blind and needs no JAX); ``X``
-    dense or scipy sparse (never densified: the first layer is a sparse product)."""
+    dense or scipy sparse (never densified: the first layer is a sparse product). Dense
+    ``X`` is read in blocks of ``FORWARD_BLOCK_ROWS`` rows (only the logits are whole)."""
+    n = X.shape[0]
+    if sp.issparse(X) or n <= FORWARD_BLOCK_ROWS or len(params) < 2:
+        return _forward_rows(params, X)
+    blocks = [
+        _forward_rows(params, X[start : start + FORWARD_BLOCK_ROWS])
+        for start in range(0, n, FORWARD_BLOCK_ROWS)
+    ]
+    return np.concatenate(blocks)
+
+
+def _forward_rows(params, X) -> np.ndarray:
     h = X
     last = len(params) - 1
     for layer, (W, b) in enumerate(params):
@@ -590,17 +608,88 @@ def _step_ssl_alm(state, inp, ctx, *, shared_draw: bool = False):
     return state, log
 
 
+# rows per block of the final full-data step on large data: its network activations and
+# their gradients are held for one block at a time, not for all rows at once
+FULL_STEP_BLOCK_ROWS = 65_536
+
+
+def _full_step_blocks(ctx) -> int:
+    """Row blocks the final full-data step reads ``X`` in; 0 to read it at once (small or
+    sparse data, problems that are not sums of per-row losses)."""
+    X = ctx.data["X"]
+    n = X.shape[0]
+    if not getattr(ctx.problem, "row_separable", False) or not isinstance(X, jax.Array):
+        return 0
+    if X.ndim != 2 or n % FULL_STEP_BLOCK_ROWS or n < 4 * FULL_STEP_BLOCK_ROWS:
+        return 0
+    return n // FULL_STEP_BLOCK_ROWS
+
+
+def _block_of(batch: Batch, k) -> Batch:
+    start = k * FULL_STEP_BLOCK_ROWS
+    return Batch(
+        *(
+            None if a is None else lax.dynamic_slice_in_dim(a, start, FULL_STEP_BLOCK_ROWS)
+            for a in batch
+        )
+    )
+
+
+def _blocked_final_direction(state, ctx, n_blocks: int):
+    """``(G_x, G_s)`` of :func:`_ssl_alm_final_step` for a problem of per-row losses
+    (objective = weighted mean loss, constraints = ``A @ cell means - delta``), summed
+    over row blocks: the same values up to float rounding, at one block's memory."""
+    h, problem, aux = ctx.hyper, ctx.problem, ctx.aux
+    x, s, y = state["x"], state["s"], state["y"]
+    obj, con = ctx.full_obj_batch(), ctx.full_con_batch()
+    n_cells = problem.n_cells
+    total_w = jnp.maximum(jnp.sum(obj.w), jnp.finfo(x.dtype).tiny)
+    counts = jax.ops.segment_sum(con.w, jnp.clip(con.g, 0, n_cells - 1), num_segments=n_cells)
+    present = counts > 0
+    safe_counts = jnp.where(present, counts, 1.0)
+
+    def cell_sums(z, b):
+        gid = jnp.clip(b.g, 0, n_cells - 1)
+        return jax.ops.segment_sum(b.w * problem.losses(z, b), gid, num_segments=n_cells)
+
+    def add_sums(k, total):
+        return total + cell_sums(x, _block_of(con, k))
+
+    sums = lax.fori_loop(0, n_blocks, add_sums, jnp.zeros(n_cells, x.dtype))
+    c_full = aux["A"] @ jnp.where(present, sums / safe_counts, 0.0) - aux["delta"]
+    w = y + h["penalty_strength"] * (c_full + s)
+    cell_coef = jnp.where(present, (w @ aux["A"]) / safe_counts, 0.0)
+
+    def block_value(z, k):
+        b_obj, b_con = _block_of(obj, k), _block_of(con, k)
+        f_part = jnp.sum(b_obj.w * problem.losses(z, b_obj)) / total_w
+        return f_part + cell_coef @ cell_sums(z, b_con)
+
+    def add_grad(k, total):
+        return total + jax.grad(block_value)(x, k)
+
+    grad = lax.fori_loop(0, n_blocks, add_grad, jnp.zeros_like(x))
+    G_x = grad + h["proximal_strength"] * (x - state["z_x"])
+    G_s = w + h["proximal_strength"] * (s - state["z_s"])
+    return G_x, G_s
+
+
 def _ssl_alm_final_step(state, ctx):
-    """Final primal step with y, z frozen on the full data (spec 3.5, finalisation)."""
+    """Final primal step with y, z frozen on the full data (spec 3.5, finalisation); on
+    large data of a problem of per-row losses, summed over row blocks."""
     h = ctx.hyper
     x, s = state["x"], state["s"]
+    lr = h["learning_rate"]
+    n_blocks = _full_step_blocks(ctx)
+    if n_blocks:
+        G_x, G_s = _blocked_final_direction(state, ctx, n_blocks)
+        return {**state, "x": x - lr * G_x, "s": jnp.maximum(s - lr * G_s, 0.0)}
     f_grad = jax.grad(ctx.f)(x, ctx.full_obj_batch())
     full = ctx.full_con_batch()
     c_full, c_vjp = jax.vjp(lambda z: ctx.c(z, full), x)
     G_x, G_s = _alm_direction(
         x, s, state["y"], state["z_x"], state["z_s"], f_grad, c_vjp, c_full + s, h
     )
-    lr = h["learning_rate"]
     return {**state, "x": x - lr * G_x, "s": jnp.maximum(s - lr * G_s, 0.0)}
 
 
@@ -931,8 +1020,24 @@ def _device_data(X, y, groups, cells, dtype, loss_scale=None, cell_scale=None):
     # sharded by rows over the configured devices (more zero-weight padding rows, never
     # drawn by the samplers); one default device otherwise. Sparse X stays sparse
     # (fairest.constrained._sparse), its empty padding rows added there.
-    X = X if sp.issparse(X) else padded(np.asarray(X, dtype=real))
+    X = X if sp.issparse(X) else padded_design(X, n_pad, real)
     return place_with_design(X, rows, dtype)
+
+
+def padded_design(X, length: int, dtype) -> np.ndarray:
+    """Dense ``X`` in ``dtype`` with zero rows up to ``length`` rows, as ONE array: cast
+    and padded straight into a 64-byte aligned buffer (which ``jax.device_put`` on a CPU
+    device shares instead of copying), never a cast copy and a padded copy of it. ``X``
+    already in ``dtype`` and ``length`` rows long is returned as it is."""
+    X = np.asarray(X)
+    dtype = np.dtype(dtype)
+    n = X.shape[0]
+    if n == length and X.dtype == dtype and X.flags.c_contiguous:
+        return X
+    out = aligned_empty((length,) + X.shape[1:], dtype)
+    out[:n] = X  # cast in numpy's buffered chunks: no whole-size temporary
+    out[n:] = 0
+    return out
 
 
 def population_totals(sample_weight, population, n_populations: int) -> np.ndarray:

@@ -58,6 +58,7 @@ from fairest.constrained._engine import (
     group_means,
     guarded_scan,
     numpy_forward,
+    padded_design,
     per_sample_stats,
     refit_on_divergence,
     spawn_rngs,
@@ -547,13 +548,12 @@ def pruning_data(X, y_codes, groups, sample_weight, num_groups: int, dtype) -> P
     # padded to a row bucket (fits on nearby n share the compiled epoch) and sharded by
     # rows over the configured devices; the padding rows are never drawn. Sparse X stays
     # sparse (fairest.constrained._sparse)
-    design = X if sp.issparse(X) else np.asarray(X, dtype=real)
     width = 0 if sp.issparse(X) else X.shape[1]  # sparse X gains empty rows, no copy
     length = padded_rows(X.shape[0], real.itemsize * (width + 2) + 8)
     names = list(rows)
     rows = dict(zip(names, pad_rows_to(length, *rows.values())))
-    if not sp.issparse(X):
-        (design,) = pad_rows_to(length, design)
+    # dense X cast and padded into one aligned buffer (shared with a CPU device)
+    design = X if sp.issparse(X) else padded_design(X, length, real)
     device = place_with_design(design, rows, dtype)
     return PruningData(device, X, y_codes, groups, sample_weight, shares, num_groups)
 

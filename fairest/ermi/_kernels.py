@@ -40,6 +40,7 @@ __all__ = [
     "theta_gradient",
     "closed_form_w",
     "fermi_objective",
+    "fermi_objective_of_scores",
     "fermi_hessian",
 ]
 
@@ -131,7 +132,15 @@ def fermi_objective(theta, X, y, s, t, weight, strata: Strata, lam, alpha, binar
     differentiation, so ``jax.grad`` returns Danskin's gradient
     ``grad_theta F(theta, W*(theta))`` (spec 3.2, 7) built from the same kernels as SGDA.
     """
-    Z = scores(theta, X)
+    return fermi_objective_of_scores(
+        scores(theta, X), theta, y, s, t, weight, strata, lam, alpha, binary
+    )
+
+
+def fermi_objective_of_scores(Z, theta, y, s, t, weight, strata: Strata, lam, alpha, binary):
+    """:func:`fermi_objective` from the logits ``Z = scores(theta, X)`` (n, q): its
+    gradient in ``Z`` gives the theta-gradient by one product with X (a row-block
+    ``X`` is never differentiated through)."""
     F = probabilities(Z, binary)
     loss, _ = loss_and_logit_grad(Z, y, binary)
     W = jax.lax.stop_gradient(closed_form_w(F, s, t, weight, strata))

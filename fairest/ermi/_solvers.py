@@ -36,7 +36,8 @@ import scipy.linalg
 import scipy.optimize
 
 from fairest._kernels import scores
-from fairest._kernels._buckets import bucket_size, pad_rows
+from fairest._kernels._buckets import bucket_size, pad_rows, pad_rows_to, padded_rows
+from fairest._kernels._placement import is_shifted, place_dense
 from fairest._kernels._sparse import sparse_rows, squared_row_norms, take_rows
 from fairest._solvers._lbfgs import single_threaded_blas
 from fairest.ermi import _defaults
@@ -45,6 +46,7 @@ from fairest.ermi._kernels import (
     closed_form_w,
     fermi_hessian,
     fermi_objective,
+    fermi_objective_of_scores,
     loss_and_logit_grad,
     probabilities,
     saddle_logit_grad,
@@ -127,13 +129,32 @@ class SGDAHyper(NamedTuple):
 
 @partial(jax.jit, static_argnames="binary")
 def fermi_value_and_grad(flat, X, y, s, t, weight, strata: Strata, lam, alpha, *, binary):
-    """FERMI objective and its (Danskin) gradient at the flat parameter vector."""
+    """FERMI objective and its (Danskin) gradient at the flat parameter vector. A
+    :class:`~fairest._kernels._placement.ShiftedRows` ``X`` (large data shared with the
+    device, not copied) is read block by block: the gradient is formed in the logits and
+    multiplied with ``X`` once (:func:`_shifted_value_and_grad`)."""
     shape = (X.shape[1] + 1, flat.shape[0] // (X.shape[1] + 1))
+    if is_shifted(X):
+        return _shifted_value_and_grad(
+            flat.reshape(shape), X, y, s, t, weight, strata, lam, alpha, binary
+        )
 
     def fun(v):
         return fermi_objective(v.reshape(shape), X, y, s, t, weight, strata, lam, alpha, binary)
 
     return jax.value_and_grad(fun)(flat)
+
+
+def _shifted_value_and_grad(theta, X, y, s, t, weight, strata: Strata, lam, alpha, binary):
+    """Value and flat gradient of the FERMI objective by the chain rule through the logits
+    ``Z = X theta``: ``grad = (1, X)^T dZ + grad of the penalty``. Reverse mode through a
+    row-block ``X @ theta`` would keep every block of ``X`` as a residual (a whole copy)."""
+    Z = scores(theta, X)
+    value, (dZ, d_theta) = jax.value_and_grad(fermi_objective_of_scores, argnums=(0, 1))(
+        Z, theta, y, s, t, weight, strata, lam, alpha, binary
+    )
+    data = jnp.concatenate([jnp.sum(dZ, axis=0)[None, :], (dZ.T @ X).T], axis=0)
+    return value, (d_theta + data).ravel()
 
 
 def full_batch_solve(
@@ -715,10 +736,20 @@ def _place(X, *rows):
 
 def _place_padded(X, *rows):
     """:func:`_place` of the rows padded with zero rows (weight 0) to a bucketed count;
-    a sparse ``X`` grows by empty rows (only its row pointer)."""
+    a sparse ``X`` grows by empty rows (only its row pointer). A dense ``X`` is padded
+    into one aligned copy (shared with a CPU device, not copied again) while small
+    (:func:`~fairest._kernels._buckets.padded_rows`); large data is not padded and goes
+    to JAX's default device without a copy
+    (:func:`~fairest._kernels._placement.place_dense`)."""
     n = X.shape[0]
     if not hasattr(X, "tocsr"):
-        return place_rows(pad_rows(n, X, *rows))
+        from fairest.utils._devices import configured_devices
+
+        row_bytes = X.dtype.itemsize * X.shape[1] + sum(a.dtype.itemsize for a in rows)
+        length = padded_rows(n, row_bytes)
+        if length == n and configured_devices() is None:
+            return [place_dense(X), *place_rows(rows)]
+        return place_rows(pad_rows_to(length, X, *rows))
     from fairest._solvers._driver import place_sparse
     from fairest.utils._devices import configured_devices
 

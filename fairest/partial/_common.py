@@ -24,10 +24,12 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.sparse as sp
 
-from fairest._kernels._buckets import pad_rows
+from fairest._kernels._buckets import aligned_empty, bucket_size, pad_rows
 from fairest._kernels._sparse import ell_rows
 from fairest.partial._dc import Data
 from fairest.utils._devices import place_replicated, place_rows
+
+_BLOCK_ROWS = 65_536  # rows a host-side pass over X (count, cast, pad) handles at once
 
 # Public ``metric`` values (the names of fairest.metrics' functions) and the short codes
 # of ``Config.constraint`` used by the kernels.
@@ -76,11 +78,11 @@ def ell_slots(X, max_density: float = 0.25):
     n, d = X.shape
     if n == 0 or d < 8:
         return None
-    nonzero = X != 0
-    counts = nonzero.sum(axis=1)
+    counts = _nonzero_counts(X)  # by row blocks: no (n, d) mask of dense data
     k = max(int(counts.max()), 1)
     if k > max_density * d:
         return None
+    nonzero = X != 0
     k = min(-(-k // 8) * 8, d)  # a multiple of 8: folds of one dataset share compiled code
     order = np.argsort(~nonzero, axis=1, kind="stable")[:, :k]
     value = np.take_along_axis(X, order, axis=1)
@@ -88,6 +90,16 @@ def ell_slots(X, max_density: float = 0.25):
     value[pad] = 0.0
     index = np.where(pad, 0, order).astype(np.int32)
     return index, value
+
+
+def _nonzero_counts(X: np.ndarray) -> np.ndarray:
+    """Non-zeros of every row of the numpy ``X``, counted block by block of rows."""
+    return np.concatenate(
+        [
+            np.count_nonzero(X[start : start + _BLOCK_ROWS], axis=1)
+            for start in range(0, X.shape[0], _BLOCK_ROWS)
+        ]
+    )
 
 
 def csr_ell_slots(X, max_density: float = 0.25):
@@ -122,20 +134,45 @@ def padded_ell(X, n: int):
     its CSR form (:func:`csr_ell_slots`); numpy and sparse ``X`` follow the same rule
     (ELL when every row is at most 25 % non-zero and ``d >= 8``), so both give the same
     :class:`Data` and the same fit."""
-    if sp.issparse(X):
-        ell = csr_ell_slots(X)
-        return None if ell is None else pad_rows(n, *ell)
-    return ell_slots(pad_rows(n, X)[0])
+    ell = csr_ell_slots(X) if sp.issparse(X) else ell_slots(X)  # zero rows: no slots
+    return None if ell is None else pad_rows(n, *ell)
 
 
-def build_data(X, y01, codes, sample_weight, num_groups, sparse=True, **hyper):
+def padded_dense(X, dtype=np.float64) -> np.ndarray:
+    """``X`` (numpy or scipy sparse) as a dense ``dtype`` array padded with zero rows to
+    its row bucket, written block by block of rows into one 64-byte aligned buffer
+    (:func:`~fairest._kernels._buckets.aligned_empty`): a CPU device shares it rather
+    than copying it, and neither a padded nor a ``dtype`` copy of the whole ``X`` is made
+    on the way (``pad_rows`` would concatenate one, ``astype`` another)."""
+    n, d = X.shape
+    out = aligned_empty((bucket_size(n), d), dtype)
+    for start in range(0, n, _BLOCK_ROWS):
+        block = X[start : start + _BLOCK_ROWS]
+        out[start : start + block.shape[0]] = block.toarray() if sp.issparse(block) else block
+    out[n:] = 0
+    return out
+
+
+def build_data(
+    X, y01, codes, sample_weight, num_groups, sparse=True, x_dtype=np.float64, like=None, **hyper
+):
     """Padded float64 :class:`Data` with objective and within-group weights; ``X``
     (numpy or scipy sparse) is stored as the shared
     :class:`~fairest._kernels._sparse.SparseRows` in ELL form when at most a quarter of
     every row is non-zero (and ``sparse``), else dense: a scipy sparse ``X`` is then
     densified, which costs less than 4 times its ELL form. The rows are placed on the
     configured devices (sharded when there are several), the hyper-parameters
-    replicated (see the module docstring)."""
+    replicated (see the module docstring).
+
+    A dense ``X`` is stored in ``x_dtype`` (the smoothed ALM's float32: its only copy,
+    cast block by block, see :func:`padded_dense`). ``like``: a :class:`Data` built from
+    the same rows, whose placed row arrays are reused (only the hyper-parameters
+    change: a tightening round places no second copy of ``X``)."""
+    hyper_dev = place_replicated(
+        {key: jnp.asarray(np.asarray(value, dtype=np.float64)) for key, value in hyper.items()}
+    )
+    if like is not None:
+        return like._replace(**hyper_dev)
     n = X.shape[0]
     totals = np.bincount(codes, weights=sample_weight, minlength=num_groups)
     c0 = sample_weight / sample_weight.sum()
@@ -146,13 +183,12 @@ def build_data(X, y01, codes, sample_weight, num_groups, sparse=True, **hyper):
     rows = [as64(yp), np.asarray(gp, dtype=np.int32), as64(c0p), as64(cgp), as64(membership)]
     ell = padded_ell(X, n) if sparse else None
     if ell is None:
-        X_dev, *row_dev = place_rows([as64(pad_rows(n, dense(X))[0]), *rows])
+        X_dev, *row_dev = place_rows([padded_dense(X, x_dtype), *rows])
     else:  # mostly zeros (one-hot data): gather / scatter over the non-zeros only
         index, value, *row_dev = place_rows([np.asarray(ell[0]), as64(ell[1]), *rows])
         indptr = np.arange(index.shape[0] + 1, dtype=np.int32) * index.shape[1]
         X_dev = ell_rows(index, value, X.shape[1], indptr=place_replicated(indptr))
     y_dev, g_dev, c0_dev, cg_dev, membership_dev = row_dev
-    hyper_dev = place_replicated({key: jnp.asarray(as64(value)) for key, value in hyper.items()})
     return Data(
         X=X_dev,
         y=y_dev,

@@ -33,6 +33,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from fairest._kernels._glm import weighted_gram
 from fairest.partial._dc import (
     Config,
     Data,
@@ -76,6 +77,11 @@ _GTOL0 = 1e-3  # that of the first round, tenfold smaller every round
 _FTOL = 1e-9  # relative decrease of L over a step that ends a round
 _RETRY_SHIFT = 1e-3  # relative shift of the retried Cholesky (see _newton_direction)
 _REFRESH = 5  # Gauss-Newton steps between two loss Hessians
+# From this many rows on, the loss Hessian's Gram is summed over row blocks
+# (fairest._kernels._glm.weighted_gram) instead of formed from an (n, d) temporary
+# sqrt(a) X (400 MB at 1e6 x 100 float32); a different float32 rounding, so smaller data
+# keeps the one-product form and its exact results.
+BLOCKED_GRAM_ROWS = 2**18
 
 
 def _lagrangian(x, lam, rho, delta, data: Data, cfg: Config):
@@ -93,6 +99,9 @@ def _weighted_gram(X, a):
         flat = (index[:, :, None] * d + index[:, None, :]).reshape(outer.shape[0], -1)
         gram = row_scatter(outer.reshape(outer.shape[0], -1), flat, d * d).reshape(d, d)
         cross = row_scatter(value * a[:, None], index, d)
+    elif X.shape[0] > BLOCKED_GRAM_ROWS:  # summed over row blocks: no (n, d) temporary
+        gram = weighted_gram(X, a)
+        cross = row_dot(a, X)
     else:
         root = jnp.sqrt(a)[:, None] * X
         gram = row_dot(root, root)

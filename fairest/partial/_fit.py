@@ -22,6 +22,7 @@ validates, calls it and stores the fields. The pieces, each a small function:
 from __future__ import annotations
 
 import warnings
+from functools import partial
 from typing import NamedTuple
 
 import jax
@@ -38,7 +39,7 @@ from fairest.metrics import (
 from fairest.partial import _defaults
 from fairest.partial._common import METRICS, build_data, check_interval, squared_row_norms
 from fairest.partial._dc import Config, objective
-from fairest.partial._fast import NEWTON_STEPS, run_fast_alm, solver_data
+from fairest.partial._fast import NEWTON_STEPS, SOLVER_DTYPE, run_fast_alm, solver_data
 from fairest.partial._idca import (
     constant_intercept,
     initial_point,
@@ -200,9 +201,15 @@ def build_problem(
     tolerance=None,
     grid_rule=None,
     width=None,
+    lean=False,
+    like=None,
 ):
     """``(cfg, data, x0)`` of the surrogate problem with ``tolerance``, the level rule
-    ``grid_rule`` and the surrogate width ``width`` (defaults: the settings')."""
+    ``grid_rule`` and the surrogate width ``width`` (defaults: the settings').
+
+    ``lean``: a dense ``X`` is stored in the smoothed ALM's ``SOLVER_DTYPE`` when that
+    solver runs (the one copy of ``X`` the fit makes; the run casts to it anyway).
+    ``like``: a ``data`` of the same rows whose placed arrays are reused."""
     lo, hi = interval
     tolerance = float(settings.tolerance if tolerance is None else tolerance)
     slack = tolerance * (hi - lo)
@@ -226,12 +233,15 @@ def build_problem(
         num_features=X.shape[1],
         num_levels=grid.size if kind == "statistical" else 0,
     )
+    lean = lean and settings.smooth_ran(cfg)
     data = build_data(
         X,
         y01,
         codes,
         sample_weight,
         num_groups,
+        x_dtype=np.dtype(SOLVER_DTYPE) if lean else np.float64,
+        like=like,
         grid=grid if kind == "statistical" else np.zeros(0),
         slack=slack,
         lo=lo,
@@ -534,22 +544,26 @@ def fit_partial(settings: Settings, X, y01, codes, sample_weight, num_groups, na
     with jax.enable_x64(True):
         interval = resolve_interval(settings, X, y01, codes, sample_weight, num_groups)
         args = (X, y01, codes, sample_weight, num_groups, interval)
-        cfg, data, x0 = build_problem(settings, *args)
+        cfg, data, x0 = build_problem(settings, *args, lean=True)
         K, eps, T = schedule(settings, X, cfg, data, x0)
         measure = ExactMetric(settings, X, codes, sample_weight, interval, num_groups)
 
         def solve(cfg, data, x0, tolerance):
             return solve_surrogate(settings, name, X, cfg, data, x0, K, eps, T, measure, tolerance)
 
-        def rebuild(tolerance, width):
+        def rebuild(tolerance, width, like=data):
             rule = "closed" if settings.grid == "lemma" else settings.grid
-            return build_problem(settings, *args, tolerance=tolerance, grid_rule=rule, width=width)
+            return build_problem(
+                settings, *args, tolerance=tolerance, grid_rule=rule, width=width, like=like
+            )
 
         solves = [solve(cfg, data, x0, kappa)]
         if cfg.constraint != "none":
             tighten(solves, rebuild, solve, settings.smooth_ran)
         if settings.smooth_ran(cfg) and not _any_meets(solves, kappa):
-            solves += _idca_fallback(settings, name, X, cfg, data, x0, measure, rebuild, kappa)
+            first = build_problem(settings, *args)  # float64 X: IDCA's precision
+            fallback = partial(rebuild, like=first[1])
+            solves += _idca_fallback(settings, name, X, *first, measure, fallback, kappa)
     chosen, pick = select(solves, kappa)
     capped = 0
     if settings.alm_ran(cfg):
