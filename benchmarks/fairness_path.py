@@ -5,8 +5,10 @@ one-hot and standardised, sex as the sensitive feature):
 
 * ``GridSearchCV(estimator, {param: values}, cv=folds, refit=False)`` with an accuracy
   and a demographic-parity scorer (groups through metadata routing), ``n_jobs=1``;
-* one :func:`fairest.fairness_path` per fold (train part, the fold's test part as
-  validation).
+* one cross-validated :func:`fairest.fairness_path` over the same folds (``cv=folds``:
+  every (fold, value) model fitted on the fold's train part and scored on its test part;
+  ERMI's continuation and the post-processor's shared scores run one path per fold inside
+  it, the loss-gap lanes every (fold, value) pair in one sweep).
 
 ``--values 8,20`` (default): one row per family and number of values; 8 are the family's
 values below, any other ``N`` evenly spaced ones over the same range. Every row runs in a
@@ -35,8 +37,9 @@ model's ``coef_`` and the group ``thresholds_``).
 Families: ERMI ``fairness_weight`` (full batch, ``strategy="continuation"``: Newton continued
 along the sorted weights, exact Hessian) and the
 post-processor's ``tolerance`` around a logistic regression (``"shared_scores"``);
-``--families loss_gap`` adds LossGapConstrainedClassifier's ``tolerance``
-(``"refit"``: ratio about 1 by construction, slow).
+``--families loss_gap`` adds LossGapConstrainedClassifier's ``tolerance`` (``"vmap"``;
+``benchmarks/fairness_path_loss_gap.py`` is its own benchmark, side by side in fresh
+processes).
 
 Run: ``python benchmarks/fairness_path.py`` (both families at 8 and 20 values;
 ``--quick``: 3 folds x 4 values on 8000 rows).
@@ -134,26 +137,22 @@ def run_grid(family, param, values, X, y, A, folds):
 
 
 def run_paths(family, param, values, X, y, A):
+    """One cross-validated path over the grid search's folds (``cv=folds``): the
+    (n_splits, n_values) test accuracy and unfairness, as ``split_scores`` gives the
+    grid's, and the strategy."""
     from fairest import fairness_path
 
     def run(folds):
-        accuracy, unfairness, strategy = [], [], None
-        for train, test in folds:
-            path = fairness_path(
-                make_estimator(family),
-                X[train],
-                y[train],
-                sensitive_features=A[train],
-                param=param,
-                values=values,
-                X_val=X[test],
-                y_val=y[test],
-                sensitive_features_val=A[test],
-            )
-            accuracy.append(path.val_accuracy)
-            unfairness.append(path.val_unfairness)
-            strategy = path.strategy
-        return np.array(accuracy), np.array(unfairness), strategy
+        path = fairness_path(
+            make_estimator(family),
+            X,
+            y,
+            sensitive_features=A,
+            param=param,
+            values=values,
+            cv=folds,
+        )
+        return path.fold_val_accuracy.T, path.fold_val_unfairness.T, path.strategy
 
     return run
 
@@ -177,10 +176,10 @@ def max_parameter_difference(family, param, values, X, y, A, fold) -> float:
     train, _ = fold
     estimator = make_estimator(family)
     path = fairness_path(
-        estimator, X[train], y[train], sensitive_features=A[train], param=param, values=values
+        estimator, X, y, sensitive_features=A, param=param, values=values, cv=[fold]
     )
     gaps = []
-    for value, point in zip(values, path.estimators):
+    for value, (point,) in zip(values, path.estimators):
         refit = clone(estimator).set_params(**{param: value})
         refit.fit(X[train], y[train], sensitive_features=A[train])
         a, b = fitted_parameters(point), fitted_parameters(refit)
@@ -294,7 +293,7 @@ def main() -> None:
     X, y, *_ = adult_folds(args.quick, n_folds)
     notes = (
         f"Adult train file ({len(y)} rows, {X.shape[1]} features), sex; {n_folds} stratified "
-        "folds; GridSearchCV(refit=False, n_jobs=1) vs one fairness_path per fold, each "
+        "folds; GridSearchCV(refit=False, n_jobs=1) vs one fairness_path(cv=folds), each "
         "timed once in the row's own fresh process (compilations included: cold). "
         "path_warm_cpu_s: the paths again in that process (everything compiled). "
         "path_cached_cpu_s: the paths alone in a second fresh process whose JAX persistent "

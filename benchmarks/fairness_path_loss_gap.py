@@ -7,20 +7,22 @@ bundled Adult (UCI train file, one-hot and standardised, sex as the sensitive fe
 * ``GridSearchCV(estimator, {"tolerance": values}, cv=folds, refit=False, n_jobs=1)``
   scored by test accuracy and test loss gap (``fairest.metrics.loss_gap`` of
   ``predict_proba``, groups through metadata routing);
-* one :func:`fairest.fairness_path` per fold (train part; the fold's test part as
-  validation), ``strategy="vmap"``: the solver's epoch loop ``vmap``-ped over the
-  tolerances (``fairest.constrained._path``). The path also scores every point on its
-  train part, which the grid search does not.
+* one cross-validated :func:`fairest.fairness_path` (``cv=folds``, the same folds),
+  ``strategy="vmap"``: the solver's epoch loop ``vmap``-ped over the (fold, tolerance)
+  pairs in one sweep (``fairest.constrained._path.fit_tolerance_path_folds``), every
+  lane on its fold's rows and its refit's draws. The path also scores every point on its
+  fold's train part, which the grid search does not.
 
 Each side runs in its own fresh worker process (``run_worker``), timed inside it (CPU
 seconds by ``time.process_time``, wall seconds), compilations included, so neither
 reuses the other's executables. ``compile_cache``: ``off`` (every process compiles) or
 ``warm`` (both sides with ``fairest.utils.enable_compilation_cache`` on a fresh folder,
-filled by an untimed first-fold run of the same side, as a second run of a script
+filled by an untimed run of the same side: the grid search's first fold, the whole path,
+whose one program holds every fold's lanes, as a second run of a script
 finds it: the XLA compilations become cache loads). "Same models": the largest difference of the per-(fold,
 value) test accuracy and loss gap between path and grid, and, outside the timings, the
-largest absolute parameter difference between every point of the first fold's path and a
-refit ``clone(estimator).set_params(tolerance=v).fit`` on that fold.
+largest absolute parameter difference between every point of a path on the first fold
+(``cv=[fold]``) and a refit ``clone(estimator).set_params(tolerance=v).fit`` on that fold.
 
 Run: ``python benchmarks/fairness_path_loss_gap.py`` (``--quick``: 3 folds x 4 values
 on 8000 rows; ``--values 8,20``; ``--compile-cache off,warm``; ``--hidden 64,32`` for
@@ -100,25 +102,21 @@ def run_grid(hidden, values, X, y, A, folds):
 
 
 def run_paths(hidden, values, X, y, A, folds):
+    """One cross-validated path over the grid search's folds (``cv=folds``): every
+    (fold, tolerance) pair a lane of one sweep."""
     from fairest import fairness_path
 
-    accuracy, unfairness, strategy = [], [], None
-    for train, test in folds:
-        path = fairness_path(
-            make_estimator(hidden),
-            X[train],
-            y[train],
-            sensitive_features=A[train],
-            param="tolerance",
-            values=values,
-            X_val=X[test],
-            y_val=y[test],
-            sensitive_features_val=A[test],
-        )
-        accuracy.append(path.val_accuracy)
-        unfairness.append(path.val_unfairness)
-        strategy = path.strategy
-    return np.array(accuracy), np.array(unfairness), strategy
+    path = fairness_path(
+        make_estimator(hidden),
+        X,
+        y,
+        sensitive_features=A,
+        param="tolerance",
+        values=values,
+        cv=folds,
+    )
+    # (n_values, n_splits) -> (n_splits, n_values), as split_scores gives the grid's
+    return path.fold_val_accuracy.T, path.fold_val_unfairness.T, path.strategy
 
 
 def flat_parameters(model) -> np.ndarray:
@@ -131,11 +129,11 @@ def max_parameter_difference(hidden, values, X, y, A, fold) -> float:
 
     from fairest import fairness_path
 
-    train, _ = fold
+    train, test = fold
     estimator = make_estimator(hidden)
-    path = fairness_path(estimator, X[train], y[train], sensitive_features=A[train], values=values)
+    path = fairness_path(estimator, X, y, sensitive_features=A, values=values, cv=[fold])
     gaps = []
-    for value, point in zip(values, path.estimators):
+    for value, (point,) in zip(values, path.estimators):
         refit = clone(estimator).set_params(tolerance=value)
         refit.fit(X[train], y[train], sensitive_features=A[train])
         gaps.append(np.max(np.abs(flat_parameters(point) - flat_parameters(refit))))
@@ -151,7 +149,8 @@ def worker(args) -> None:
         enable_compilation_cache(args.cache_dir)
     hidden = tuple(int(h) for h in args.hidden.split(",") if h)
     X, y, A, folds = adult_folds(args.quick, args.folds)
-    folds = folds[:1] if args.first_fold else folds
+    if args.first_fold and args.side == "grid":  # the path's program has every fold's lanes
+        folds = folds[:1]
     values = tolerances(args.n_values)
     run = run_grid if args.side == "grid" else run_paths
     load = os.getloadavg()[0]
@@ -239,10 +238,12 @@ def main() -> None:
         f"standardised), sex; LossGapConstrainedClassifier(hidden_layer_sizes={hidden}, "
         "random_state=0): SSL-ALM, 5 epochs, batch 8, float32; tolerances evenly spaced "
         f"over [0.005, 0.2]; {args.folds} stratified folds. GridSearchCV(refit=False, "
-        "n_jobs=1; test accuracy and loss gap) vs one fairness_path per fold "
-        "(strategy='vmap', which also scores the train parts), each in a fresh process, "
+        "n_jobs=1; test accuracy and loss gap) vs one fairness_path(cv=folds) "
+        "(strategy='vmap': every (fold, tolerance) pair a lane of one sweep; it also "
+        "scores the train parts), each in a fresh process, "
         "compilations included (compile_cache=warm: both sides load them from a persistent "
-        "cache filled by an untimed first-fold run). Ratios > 1: the path is faster. "
+        "cache filled by an untimed run: the grid search's first fold, the whole path). "
+        "Ratios > 1: the path is faster. "
         "Differences: path vs grid "
         "test accuracy / loss gap per (fold, value); max_param_diff: largest parameter gap "
         "of the first fold's path to a refit per value. load1: 1-minute load average "
@@ -255,7 +256,8 @@ def main() -> None:
 
 def run_side(arguments: list, cache: str) -> dict:
     """One side timed in a fresh process; ``cache="warm"``: with a persistent compilation
-    cache in a new folder, filled first by an untimed run of the side's first fold."""
+    cache in a new folder, filled first by an untimed run (the grid search's first fold,
+    the whole path)."""
     if cache == "off":
         return run_worker(__file__, arguments, timeout=3600)
     with tempfile.TemporaryDirectory(prefix="fairest-jax-cache-") as folder:

@@ -42,6 +42,8 @@ import numpy as np
 import pandas as pd
 from sklearn.base import clone
 from sklearn.metrics import accuracy_score
+from sklearn.model_selection import check_cv
+from sklearn.utils import _safe_indexing
 from sklearn.utils.validation import validate_data
 
 from fairest import metrics as _metrics
@@ -71,12 +73,16 @@ class FairnessPath:
         The parameter the path runs over.
     values : ndarray of shape (n_values,)
         Its values, in the order given.
-    estimators : list of estimators
-        The fitted estimator at every value (``clone(estimator)`` with ``param`` set).
+    estimators : list of estimators, or list of lists of estimators
+        The fitted estimator at every value (``clone(estimator)`` with ``param`` set);
+        with ``cv``, ``estimators[i][j]`` is the model of ``values[i]`` fitted on fold
+        ``j``'s training rows (indexed as the ``fold_*`` arrays).
     train_accuracy, train_unfairness : ndarray of shape (n_values,)
-        Accuracy and unfairness on the fit data (weighted by ``sample_weight``).
+        Accuracy and unfairness on the fit data (weighted by ``sample_weight``); with
+        ``cv``, their means over the folds.
     val_accuracy, val_unfairness : ndarray of shape (n_values,) or None
-        The same on the validation data; ``None`` without ``X_val``.
+        The same on the validation data (unweighted); ``None`` without ``X_val`` or
+        ``cv``; with ``cv``, the means over the folds of the test rows' values.
     unfairness : str
         The :mod:`fairest.metrics` function that measures the unfairness: the
         estimator's own ``metric`` (e.g. ``demographic_parity_difference``).
@@ -87,6 +93,15 @@ class FairnessPath:
         :meth:`to_frame`.
     fit_time : float
         Wall-clock seconds of the whole path.
+    n_splits : int or None
+        The number of cross-validation folds; ``None`` without ``cv``.
+    fold_train_accuracy, fold_train_unfairness : ndarray of shape (n_values, n_splits) \
+or None
+        With ``cv``: every (value, fold) model's accuracy and unfairness on the fold's
+        training rows (weighted by ``sample_weight``); ``None`` otherwise.
+    fold_val_accuracy, fold_val_unfairness : ndarray of shape (n_values, n_splits) or None
+        With ``cv``: the same on the fold's test rows (unweighted, as ``GridSearchCV``'s
+        default scoring); ``None`` otherwise.
     """
 
     param: str
@@ -100,12 +115,20 @@ class FairnessPath:
     strategy: str
     method: str
     fit_time: float = field(default=0.0)
+    n_splits: int | None = None
+    fold_train_accuracy: np.ndarray | None = None
+    fold_train_unfairness: np.ndarray | None = None
+    fold_val_accuracy: np.ndarray | None = None
+    fold_val_unfairness: np.ndarray | None = None
 
     def to_frame(self) -> pd.DataFrame:
         """One row per value of the knob, ready for :func:`fairest.plot.plot_pareto_frontier`.
 
         Columns: ``method``, the parameter, ``accuracy`` and ``unfairness`` (validation
-        values when there are any, else train), and every train / validation column.
+        values when there are any, else train), and every train / validation column;
+        with ``cv`` these are means over the folds, and ``train_accuracy_std``,
+        ``train_unfairness_std``, ``val_accuracy_std`` and ``val_unfairness_std`` give
+        their standard deviations over the folds.
 
         Returns
         -------
@@ -126,6 +149,9 @@ class FairnessPath:
             frame["accuracy"], frame["unfairness"] = self.val_accuracy, self.val_unfairness
         else:
             frame["accuracy"], frame["unfairness"] = self.train_accuracy, self.train_unfairness
+        if self.n_splits is not None:
+            for name in ("train_accuracy", "train_unfairness", "val_accuracy", "val_unfairness"):
+                frame[f"{name}_std"] = getattr(self, f"fold_{name}").std(axis=1)
         return frame
 
 
@@ -141,6 +167,7 @@ def fairness_path(
     y_val=None,
     sensitive_features_val=None,
     sample_weight=None,
+    cv=None,
 ):
     """Fit ``estimator`` at every value of its fairness knob, faster than refitting.
 
@@ -189,6 +216,17 @@ def fairness_path(
         ``val_unfairness``.
     sample_weight : array-like of shape (n_samples,), default=None
         Passed to ``fit``; weights the train accuracy and unfairness.
+    cv : int, cross-validation generator or iterable of (train, test) pairs, default=None
+        Cross-validate the path (resolved by scikit-learn's ``check_cv(cv, y,
+        classifier=True)``: an int is a ``StratifiedKFold``; a splitter's ``split`` gets
+        ``X`` and ``y`` only, so pass splits for one that needs ``groups``): every
+        (value, fold) model is fitted on the fold's training rows (groups and
+        ``sample_weight`` split along) and scored on them and on the fold's test rows,
+        as ``GridSearchCV(refit=False)`` or ``validation_curve`` do; no model is fitted
+        on all the data. The path then holds ``fold_*`` arrays of shape (n_values,
+        n_splits), their means as ``train_*`` / ``val_*``, and ``estimators[i][j]``
+        (value ``i``, fold ``j``). The loss-gap lanes run every (fold, value) pair in one
+        sweep; the other strategies run one path per fold. Not with ``X_val``.
 
     Returns
     -------
@@ -201,8 +239,8 @@ def fairness_path(
     ValueError
         If ``param`` is not a parameter of ``estimator`` (or none can be inferred), if
         ``values`` is empty, not 1-D or not finite numbers, if a value is invalid for the
-        estimator (scikit-learn's ``InvalidParameterError``), or if the validation data is
-        incomplete.
+        estimator (scikit-learn's ``InvalidParameterError``), if the validation data is
+        incomplete, or if ``cv`` comes with ``X_val`` or gives an empty split.
 
     References
     ----------
@@ -229,6 +267,10 @@ def fairness_path(
     (3, 2)
     >>> bool(np.all(path.train_unfairness <= path.values + 1e-9))
     True
+    >>> cv_path = fairness_path(GroupThresholdClassifier(LogisticRegression()), X, y,
+    ...                         sensitive_features=groups, values=[0.0, 0.2], cv=3)
+    >>> cv_path.fold_val_accuracy.shape
+    (2, 3)
     """
     start = time.perf_counter()
     param = _resolve_param(estimator, param)
@@ -237,18 +279,16 @@ def fairness_path(
     validation = _check_validation(X_val, y_val, sensitive_features_val)
     fit = dict(sensitive_features=sensitive_features, sample_weight=sample_weight)
     strategy = _strategy(estimator, param)
-    if strategy == "vmap":  # the constrained engine's lanes
-        from fairest.constrained._path import fit_tolerance_path
-
-        estimators = fit_tolerance_path(estimator, X, y, given, **fit)
-    elif strategy == "continuation":
-        from fairest.ermi._path import fit_weight_path
-
-        estimators = fit_weight_path(estimator, param, values, X, y, fit)
-    elif strategy == "shared_scores":
-        estimators = estimator._tolerance_path(X, y, tolerances=values, **fit)
-    else:
-        estimators = [_refit(estimator, param, value, X, y, fit) for value in given]
+    if cv is not None:
+        if validation is not None:
+            raise ValueError(
+                "cv and X_val are two ways of validating: pass one of them (cv scores "
+                "every fold's model on the fold's test rows)."
+            )
+        return _cross_validated_path(
+            estimator, param, values, given, strategy, X, y, fit, cv, start
+        )
+    estimators = _fit_points(estimator, param, values, given, strategy, X, y, fit)
     metric_name, metric = _unfairness_metric(estimator)
     train = _path_scores(estimators, metric, X, y, sensitive_features, sample_weight, strategy)
     val = _path_scores(estimators, metric, *validation, None, strategy) if validation else None
@@ -265,6 +305,117 @@ def fairness_path(
         method=type(estimator).__name__,
         fit_time=time.perf_counter() - start,
     )
+
+
+def _fit_points(estimator, param, values, given, strategy, X, y, fit) -> list:
+    """The fitted estimator of every value, computed by ``strategy``."""
+    if strategy == "vmap":  # the constrained engine's lanes
+        from fairest.constrained._path import fit_tolerance_path
+
+        return fit_tolerance_path(estimator, X, y, given, **fit)
+    if strategy == "continuation":
+        from fairest.ermi._path import fit_weight_path
+
+        return fit_weight_path(estimator, param, values, X, y, fit)
+    if strategy == "shared_scores":
+        return estimator._tolerance_path(X, y, tolerances=values, **fit)
+    return [_refit(estimator, param, value, X, y, fit) for value in given]
+
+
+# ---------------------------------------------------------------------------------------
+# cross-validation
+
+
+def _cross_validated_path(estimator, param, values, given, strategy, X, y, fit, cv, start):
+    """:func:`fairness_path` with ``cv``: every (value, fold) model, its train scores on
+    the fold's training rows and its validation scores on the fold's test rows."""
+    splits = _check_splits(cv, X, y)
+    if strategy == "vmap":  # every (fold, value) lane in one sweep
+        from fairest.constrained._path import fit_tolerance_path_folds
+
+        estimators = fit_tolerance_path_folds(
+            estimator, X, y, given, [train for train, _ in splits], **fit
+        )
+    else:
+        per_fold = [
+            _fit_points(estimator, param, values, given, strategy, *_fold_rows(X, y, fit, train))
+            for train, _ in splits
+        ]
+        estimators = [list(points) for points in zip(*per_fold)]
+    metric_name, metric = _unfairness_metric(estimator)
+    if strategy == "vmap" and hasattr(estimators[0][0], "coef_"):  # linear loss-gap lanes
+        from fairest.constrained._path import score_linear_folds
+
+        groups, weight = fit["sensitive_features"], fit["sample_weight"]
+        train, val = score_linear_folds(estimators, X, y, groups, weight, splits)
+    else:
+        train, val = _fold_scores(estimators, metric, strategy, X, y, fit, splits)
+    train, val = np.asarray(train).transpose(1, 0, 2), np.asarray(val).transpose(1, 0, 2)
+    return FairnessPath(
+        param=param,
+        values=values,
+        estimators=estimators,
+        train_accuracy=train[..., 0].mean(axis=1),
+        train_unfairness=train[..., 1].mean(axis=1),
+        val_accuracy=val[..., 0].mean(axis=1),
+        val_unfairness=val[..., 1].mean(axis=1),
+        unfairness=metric_name,
+        strategy=strategy,
+        method=type(estimator).__name__,
+        fit_time=time.perf_counter() - start,
+        n_splits=len(splits),
+        fold_train_accuracy=train[..., 0],
+        fold_train_unfairness=train[..., 1],
+        fold_val_accuracy=val[..., 0],
+        fold_val_unfairness=val[..., 1],
+    )
+
+
+def _fold_scores(estimators, metric, strategy, X, y, fit, splits) -> tuple:
+    """``(train, val)``: per fold, every point's ``(accuracy, unfairness)`` on the fold's
+    training rows (weighted) and test rows (unweighted)."""
+    train, val = [], []
+    for j, (train_rows, test_rows) in enumerate(splits):
+        points = [row[j] for row in estimators]
+        X_train, y_train, fit_train = _fold_rows(X, y, fit, train_rows)
+        X_test, y_test, fit_test = _fold_rows(X, y, fit, test_rows)
+        groups, weight = fit_train["sensitive_features"], fit_train["sample_weight"]
+        train.append(_path_scores(points, metric, X_train, y_train, groups, weight, strategy))
+        groups = fit_test["sensitive_features"]
+        val.append(_path_scores(points, metric, X_test, y_test, groups, None, strategy))
+    return train, val
+
+
+def _check_splits(cv, X, y) -> list:
+    """``(train, test)`` index arrays of scikit-learn's ``check_cv(cv, y, classifier=True)``
+    (an int: stratified k-fold)."""
+    splits = [
+        (np.asarray(train), np.asarray(test))
+        for train, test in check_cv(cv, y, classifier=True).split(X, y)
+    ]
+    if not splits or any(train.size == 0 or test.size == 0 for train, test in splits):
+        raise ValueError("cv must give at least one split, each with train and test rows.")
+    return splits
+
+
+def _fold_rows(X, y, fit, rows):
+    """``(X, y, fit keywords)`` of ``rows``: the groups (unless they name columns of a
+    DataFrame ``X``) and the weights split along."""
+    groups, weight = fit["sensitive_features"], fit["sample_weight"]
+    names = isinstance(X, pd.DataFrame) and (
+        isinstance(groups, str)
+        or (
+            isinstance(groups, (list, tuple))
+            and len(groups) > 0
+            and all(isinstance(name, str) and name in X.columns for name in groups)
+        )
+    )
+    if groups is not None and not names:
+        groups = _safe_indexing(groups, rows)
+    if weight is not None:
+        weight = _safe_indexing(np.asarray(weight), rows)
+    fold = dict(sensitive_features=groups, sample_weight=weight)
+    return _safe_indexing(X, rows), _safe_indexing(y, rows), fold
 
 
 # ---------------------------------------------------------------------------------------

@@ -284,3 +284,73 @@ def test_stacked_parity_scores_equal_the_metrics():
     assert (
         _stacked_parity_scores(predictions, "yes", y, _group_codes(groups), no_weight_in_c) is None
     )
+
+
+def test_cross_validated_path_equals_refits_on_every_fold(data):
+    """``cv=``: every (value, fold) model is the refit on the fold's training rows (groups
+    and weights split along), scored on its training rows (weighted) and test rows."""
+    from sklearn.model_selection import StratifiedKFold
+
+    X, y, groups, weight, *_ = data
+    estimator = GroupThresholdClassifier(LogisticRegression(), metric="equalized_odds")
+    values = [0.02, 0.1, 0.3]
+    splits = list(StratifiedKFold(3, shuffle=True, random_state=0).split(X, y))
+    path = fairness_path(
+        estimator,
+        X,
+        y,
+        sensitive_features=groups,
+        values=values,
+        sample_weight=weight,
+        cv=iter(splits),  # any iterable of (train, test) pairs
+    )
+    assert path.n_splits == 3 and path.strategy == "shared_scores"
+    assert len(path.estimators) == 3 and all(len(row) == 3 for row in path.estimators)
+    for i, value in enumerate(values):
+        for j, (train, test) in enumerate(splits):
+            model = refit(
+                estimator, "tolerance", value, X[train], y[train], groups[train], weight[train]
+            )
+            np.testing.assert_allclose(
+                path.estimators[i][j].thresholds_, model.thresholds_, atol=1e-12
+            )
+            predicted = model.predict(X[test], sensitive_features=groups[test])
+            assert path.fold_val_accuracy[i, j] == pytest.approx(np.mean(predicted == y[test]))
+            gap = equalized_odds_difference(y[test], predicted, sensitive_features=groups[test])
+            assert path.fold_val_unfairness[i, j] == pytest.approx(gap)
+            trained = model.predict(X[train], sensitive_features=groups[train])
+            accuracy = np.average(trained == y[train], weights=weight[train])
+            assert path.fold_train_accuracy[i, j] == pytest.approx(accuracy)
+    np.testing.assert_allclose(path.val_unfairness, path.fold_val_unfairness.mean(axis=1))
+    frame = path.to_frame()
+    for column in ("train_accuracy_std", "train_unfairness_std", "val_accuracy_std"):
+        assert column in frame
+    np.testing.assert_allclose(frame["unfairness"], path.val_unfairness)
+    np.testing.assert_allclose(frame["val_unfairness_std"], path.fold_val_unfairness.std(axis=1))
+
+
+def test_cv_int_is_stratified_and_cv_with_validation_data_is_refused(data):
+    from sklearn.model_selection import StratifiedKFold
+
+    X, y, groups, _, X_val, y_val, groups_val = data
+    estimator = GroupThresholdClassifier(LogisticRegression())
+    path = fairness_path(estimator, X, y, sensitive_features=groups, values=[0.05], cv=4)
+    train, test = next(StratifiedKFold(4).split(X, y))
+    model = refit(estimator, "tolerance", 0.05, X[train], y[train], groups[train])
+    assert path.fold_val_accuracy.shape == (1, 4)
+    assert path.fold_val_accuracy[0, 0] == pytest.approx(
+        model.score(X[test], y[test], sensitive_features=groups[test])
+    )
+    with pytest.raises(ValueError, match="cv and X_val") as info:
+        fairness_path(
+            estimator,
+            X,
+            y,
+            sensitive_features=groups,
+            values=[0.05],
+            cv=3,
+            X_val=X_val,
+            y_val=y_val,
+            sensitive_features_val=groups_val,
+        )
+    assert len(str(info.value)) < 500

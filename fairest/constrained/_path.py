@@ -27,14 +27,28 @@ import copy
 
 import jax
 import numpy as np
+import scipy.sparse as sp
 from scipy.special import expit, softmax
 from sklearn.base import clone
+from sklearn.utils import _safe_indexing
+from sklearn.utils.validation import validate_data
 
-from fairest.constrained._common import prepare_predict, unravel_params
-from fairest.constrained._engine import SOLVERS, run_lanes
+from fairest.constrained._common import (
+    _column_names,
+    prepare_predict,
+    split_sensitive_columns,
+    unravel_params,
+)
+from fairest.constrained._engine import SOLVERS, FoldRun, run_fold_lanes, run_lanes
 from fairest.constrained._sparse import host_matmul
 
-__all__ = ["fit_tolerance_path", "score_linear_points", "tolerance_path_supported"]
+__all__ = [
+    "fit_tolerance_path",
+    "fit_tolerance_path_folds",
+    "score_linear_folds",
+    "score_linear_points",
+    "tolerance_path_supported",
+]
 
 
 def tolerance_path_supported(estimator) -> bool:
@@ -105,19 +119,155 @@ def fit_tolerance_path(estimator, X, y, tolerances, *, sensitive_features=None, 
                 "aux": aux,
             },
         )
+    fit = dict(sensitive_features=sensitive_features, sample_weight=sample_weight)
+    return _finish_points(template, setup, results, tolerances, (X, y, fit))
+
+
+def _finish_points(template, setup, results, tolerances, data) -> list:
+    """The fitted point of every lane's result (``copy.deepcopy(template)`` with its
+    ``tolerance``); a lane whose iterates were not finite is refitted on ``data``
+    (``(X, y, fit keywords)``) by the estimator's own ``fit``."""
     logits = _linear_logits(setup, results)
+    X, y, fit = data
     points = []
     for k, (value, result) in enumerate(zip(tolerances, results)):
         point = copy.deepcopy(template)
-        point.tolerance = value  # set_params(tolerance=value), validated above
+        point.tolerance = value  # set_params(tolerance=value), validated by the caller
         if result.extras["nonfinite_iter"] is not None:  # the refit's divergence guard
-            point = clone(point).fit(
-                X, y, sensitive_features=sensitive_features, sample_weight=sample_weight
-            )
+            point = clone(point).fit(X, y, **fit)
         else:
             point._fit_finish(setup, result, 1.0, None if logits is None else logits[:, k])
         points.append(point)
     return points
+
+
+def fit_tolerance_path_folds(
+    estimator, X, y, tolerances, folds, *, sensitive_features=None, sample_weight=None
+):
+    """``estimator`` fitted at every value of ``tolerances`` on every fold's training rows,
+    the solver run once for all the (fold, value) pairs.
+
+    Parameters
+    ----------
+    estimator : LossGapConstrainedClassifier
+        Unfitted template (cloned, never modified); :func:`tolerance_path_supported`
+        must hold.
+    X, y, sensitive_features, sample_weight
+        All the rows, as for :meth:`~fairest.constrained.LossGapConstrainedClassifier.fit`
+        (``sensitive_features`` group labels, or column names of a DataFrame ``X``).
+    tolerances : sequence of float
+        The values of ``tolerance``, each set on its point as given.
+    folds : sequence of array of int
+        The training rows of every fold.
+
+    Returns
+    -------
+    points : list of list of LossGapConstrainedClassifier
+        ``points[k][f]``: the model of ``tolerances[k]`` fitted on fold ``f``'s rows,
+        fitted attributes equal to those of
+        ``clone(estimator).set_params(tolerance=tolerances[k]).fit(X[rows], y[rows],
+        sensitive_features=..., sample_weight=...)`` up to float rounding.
+
+    Notes
+    -----
+    Each fold is set up as its own fit sets itself up (validation, class, group and
+    constraint-cell codes of its rows, initial parameters and random streams from
+    ``random_state``), and its draws are those of that fit over its own row count
+    (:func:`fairest.constrained._engine.run_fold_lanes`): the lanes of all the folds run
+    in one host loop and one compiled program. Folds whose fits differ in shape (a class
+    or group missing from one, sparse ``X``) run one tolerance sweep per fold instead.
+
+    References
+    ----------
+    .. [1] Kliachkin, Lepšová, Bareilles, Marecek. "Benchmarking Stochastic Approximation
+       Algorithms for Fairness-Constrained Training of Deep Neural Networks", 2025.
+    """
+    if not tolerance_path_supported(estimator):
+        raise ValueError(
+            "fit_tolerance_path_folds needs a scan solver (not 'ghost'), record_history="
+            "False, eval_every=None, max_time=None, and hidden_layer_sizes=() or "
+            "dtype='float64'."
+        )
+    probe = clone(estimator)
+    for value in tolerances:  # scikit-learn's check of every value (InvalidParameterError)
+        probe.tolerance = value
+        probe._validate_params()
+    fold_data = [_fold_fit_data(X, y, sensitive_features, sample_weight, rows) for rows in folds]
+    templates = [clone(estimator) for _ in folds]
+    setups = [t._fit_setup(*data) for t, data in zip(templates, fold_data)]
+    shared = _shared_rows(estimator, X, y, sensitive_features, sample_weight, setups)
+    if shared is None:  # folds of different shapes: one sweep per fold
+        per_fold = [
+            fit_tolerance_path(
+                estimator, Xf, yf, tolerances, sensitive_features=gf, sample_weight=wf
+            )
+            for Xf, yf, gf, wf in fold_data
+        ]
+        return [list(points) for points in zip(*per_fold)]
+    first = setups[0]
+    runs = [
+        FoldRun(np.asarray(rows), s.y_codes, s.groups, s.gaps.cells, s.x0, s.rngs, s.weight)
+        for rows, s in zip(folds, setups)
+    ]
+    options = templates[0]._run_options(first.gaps, first.batch_size, first.dtype, None)
+    with jax.enable_x64(estimator.dtype == "float64"):
+        results = run_fold_lanes(
+            first.solver,
+            first.problem,
+            shared,
+            runs,
+            hyper=first.hyper,
+            aux=first.gaps.aux(np.asarray(tolerances, dtype=np.float64), first.dtype),
+            lane_keys=("delta",),
+            n_epochs=estimator.n_epochs,
+            batch_size=first.batch_size,
+            constraint_batch_size=options["constraint_batch_size"],
+            constraint_sampler=options["constraint_sampler"],
+            max_iter=options["max_iter"],
+            dtype=first.dtype,
+        )
+    per_fold = []
+    for template, setup, data, fold_results in zip(templates, setups, fold_data, results):
+        Xf, yf, gf, wf = data
+        refit = (Xf, yf, dict(sensitive_features=gf, sample_weight=wf))
+        per_fold.append(_finish_points(template, setup, fold_results, tolerances, refit))
+    return [list(points) for points in zip(*per_fold)]
+
+
+def _fold_fit_data(X, y, sensitive_features, sample_weight, rows) -> tuple:
+    """``(X, y, sensitive_features, sample_weight)`` of ``rows`` (column names of a
+    DataFrame ``X`` given as ``sensitive_features`` stay names)."""
+    names = sensitive_features is not None and _column_names(X, sensitive_features) is not None
+    groups = (
+        sensitive_features
+        if names or sensitive_features is None
+        else _safe_indexing(sensitive_features, rows)
+    )
+    weight = None if sample_weight is None else _safe_indexing(np.asarray(sample_weight), rows)
+    return _safe_indexing(X, rows), _safe_indexing(y, rows), groups, weight
+
+
+def _shared_rows(estimator, X, y, sensitive_features, sample_weight, setups):
+    """The validated ``X`` of all the rows, which every fold's rows index, when the folds'
+    fits share one compiled problem (same model, constraints, solver settings; dense X);
+    ``None`` otherwise."""
+    first = setups[0]
+    same = all(
+        s.problem == first.problem
+        and s.solver == first.solver
+        and s.hyper == first.hyper
+        and s.batch_size == first.batch_size
+        and s.gaps.scale == first.gaps.scale
+        and np.array_equal(s.gaps.A, first.gaps.A)
+        and not sp.issparse(s.X)
+        for s in setups
+    )
+    if not same:
+        return None
+    probe = clone(estimator)
+    shared, _, _ = split_sensitive_columns(X, sensitive_features)[:3]
+    shared = validate_data(probe, shared, dtype=np.float64, accept_sparse=False, reset=True)
+    return shared
 
 
 def _linear_logits(setup, results):
@@ -140,12 +290,38 @@ def score_linear_points(points, X, y, sensitive_features, sample_weight=None) ->
     logits are one ``(n, n_points, n_outputs)`` array, the groups' mean log losses one
     weighted one-hot product per stratum.
     """
+    X = prepare_predict(points[0], X)
+    logits = _stacked_logits(X, [point.params_[0] for point in points])
+    return _linear_scores(points[0], logits, y, sensitive_features, sample_weight)
+
+
+def score_linear_folds(estimators, X, y, sensitive_features, sample_weight, splits) -> tuple:
+    """:func:`score_linear_points` of a cross-validated path's points on every fold's
+    training rows (weighted) and test rows (unweighted): ``X`` validated once and every
+    fold's logits one product over all the rows. ``estimators[i][j]``: value ``i``, fold
+    ``j``; returns ``(train, val)``, per fold a list of ``(accuracy, loss gap)``."""
+    sensitive_features = split_sensitive_columns(X, sensitive_features)[1]  # names: columns
+    X = prepare_predict(estimators[0][0], X)
+    y = np.asarray(y)
+    weight = None if sample_weight is None else np.asarray(sample_weight, np.float64)
+    train, val = [], []
+    for j, (train_rows, test_rows) in enumerate(splits):
+        points = [row[j] for row in estimators]
+        logits = _stacked_logits(X, [point.params_[0] for point in points])
+        for rows, scores, rows_weight in (
+            (train_rows, train, None if weight is None else weight[train_rows]),
+            (test_rows, val, None),
+        ):
+            groups = _safe_indexing(sensitive_features, rows)
+            scores.append(_linear_scores(points[0], logits[rows], y[rows], groups, rows_weight))
+    return train, val
+
+
+def _linear_scores(first, logits, y, sensitive_features, sample_weight) -> list:
+    """``(accuracy, loss gap)`` of every point from their stacked ``logits`` on ``y``."""
     from fairest.metrics._checks import encode_sensitive_features
 
-    first = points[0]
-    X = prepare_predict(first, X)
     y = np.asarray(y)
-    logits = _stacked_logits(X, [point.params_[0] for point in points])
     weight = np.ones(y.size) if sample_weight is None else np.asarray(sample_weight, np.float64)
     classes = first.classes_
     position = np.minimum(np.searchsorted(classes, y), classes.size - 1)

@@ -15,7 +15,11 @@ from sklearn.preprocessing import StandardScaler
 from fairest import fairness_path
 from fairest.constrained import LossGapConstrainedClassifier
 from fairest.constrained._engine import GenericProblem, run_lanes, run_solver, spawn_rngs
-from fairest.constrained._path import fit_tolerance_path, tolerance_path_supported
+from fairest.constrained._path import (
+    fit_tolerance_path,
+    fit_tolerance_path_folds,
+    tolerance_path_supported,
+)
 
 TOLERANCES = [0.0, 0.01, 0.05, 0.3]
 
@@ -332,3 +336,102 @@ def test_linear_points_are_scored_as_each_points_own_predictions(metric, n_class
         )
         assert unfairness == pytest.approx(expected, rel=1e-9, abs=1e-12)
     assert scores[0][1] != pytest.approx(scores[1][1])  # the points differ
+
+
+# ---------------------------------------------------------------------------------------
+# cross-validated sweep: lanes = (fold, value) pairs (fit_tolerance_path_folds)
+
+
+def _fold_refits(estimator, values, X, y, g, folds, weight=None):
+    """The reference: ``refits[k][f]``, a plain refit of value k on fold f's rows."""
+    return [
+        [
+            clone(estimator)
+            .set_params(tolerance=v)
+            .fit(
+                X[rows],
+                y[rows],
+                sensitive_features=g[rows],
+                sample_weight=None if weight is None else weight[rows],
+            )
+            for rows in folds
+        ]
+        for v in values
+    ]
+
+
+@pytest.mark.parametrize(
+    "solver, solver_params, hidden, weighted",
+    [
+        ("ssl-alm", None, (5,), False),
+        ("alm", {"slack_init": "feasible"}, (), True),  # init reads the fold's rows
+        ("ssw", {"output": "random"}, (), False),  # step counts from the fold's logs
+    ],
+)
+def test_every_fold_lane_is_the_refit_on_its_fold(solver, solver_params, hidden, weighted):
+    """Folds of 256, 257 and 263 rows: 32, 33 and 33 batches of 8 an epoch, so the
+    shorter fold's last steps are masked; every lane keeps its fold's own draws."""
+    X, y, g = _data(n=400, seed=4)
+    rng = np.random.default_rng(0)
+    order = rng.permutation(y.size)
+    folds = [np.sort(order[:256]), order[100:357], np.sort(order[137:])]
+    weight = rng.uniform(0.3, 2.0, y.size) if weighted else None
+    estimator = LossGapConstrainedClassifier(
+        hidden,
+        solver=solver,
+        solver_params=solver_params,
+        n_epochs=1.5,
+        dtype="float64",
+        random_state=7,
+    )
+    points = fit_tolerance_path_folds(
+        estimator, X, y, TOLERANCES[:3], folds, sensitive_features=g, sample_weight=weight
+    )
+    refits = _fold_refits(estimator, TOLERANCES[:3], X, y, g, folds, weight)
+    assert len(points) == 3 and all(len(row) == len(folds) for row in points)
+    assert len({p.n_iter_ for p in points[0]}) == 2  # the folds ran different budgets
+    for k in range(3):
+        _assert_same_models(points[k], refits[k], atol=1e-10)
+
+
+def test_float32_fold_lanes_and_folds_of_different_shapes():
+    """Float32 linear fold lanes are the refits to float32 rounding; a fold that misses a
+    group makes a different problem, so every fold runs its own sweep (still the refits)."""
+    X, y, g = _data(n=300, seed=5, n_groups=3)
+    folds = [np.arange(0, 200), np.arange(100, 300)]
+    estimator = LossGapConstrainedClassifier((), n_epochs=1, random_state=0)
+    points = fit_tolerance_path_folds(estimator, X, y, [0.01, 0.2], folds, sensitive_features=g)
+    for k, refit_row in enumerate(_fold_refits(estimator, [0.01, 0.2], X, y, g, folds)):
+        _assert_same_models(points[k], refit_row, atol=2e-6)
+    no_group_two = np.flatnonzero(g != 2)
+    mixed = [folds[0], no_group_two]
+    points = fit_tolerance_path_folds(estimator, X, y, [0.05], mixed, sensitive_features=g)
+    assert [p.groups_.size for p in points[0]] == [3, 2]
+    _assert_same_models(points[0], _fold_refits(estimator, [0.05], X, y, g, mixed)[0], 2e-6)
+
+
+def test_cross_validated_fairness_path_scores_every_fold_as_its_refit():
+    """``fairness_path(..., cv=)``: per-(value, fold) test scores equal the refits' own
+    accuracy and loss gap on the fold's test rows, the means and spreads are theirs."""
+    from sklearn.model_selection import StratifiedKFold
+
+    from fairest.metrics import loss_gap
+
+    X, y, g = _data(n=360, seed=6)
+    estimator = LossGapConstrainedClassifier((), n_epochs=1, dtype="float64", random_state=1)
+    values = [0.01, 0.1]
+    path = fairness_path(estimator, X, y, sensitive_features=g, values=values, cv=3)
+    assert path.strategy == "vmap" and path.n_splits == 3
+    assert path.fold_val_accuracy.shape == (2, 3)
+    splits = list(StratifiedKFold(3).split(X, y))
+    for i, value in enumerate(values):
+        for j, (train, test) in enumerate(splits):
+            refit = clone(estimator).set_params(tolerance=value)
+            refit.fit(X[train], y[train], sensitive_features=g[train])
+            assert path.fold_val_accuracy[i, j] == pytest.approx(refit.score(X[test], y[test]))
+            gap = loss_gap(y[test], refit.predict_proba(X[test]), sensitive_features=g[test])
+            assert path.fold_val_unfairness[i, j] == pytest.approx(gap, abs=1e-10)
+            assert path.fold_train_accuracy[i, j] == pytest.approx(refit.score(X[train], y[train]))
+    frame = path.to_frame()
+    np.testing.assert_allclose(frame["val_accuracy"], path.fold_val_accuracy.mean(axis=1))
+    np.testing.assert_allclose(frame["val_accuracy_std"], path.fold_val_accuracy.std(axis=1))
