@@ -20,9 +20,9 @@ Run: ``python benchmarks/badr_profile.py`` (n = 200,000, d = 10, G in {2, 5}); o
 fairest's ERM (``GroupWeightedClassifier(weights="uniform")``) on the same rows.
 
 ``--compare N:G,N:G,...`` (issue 19, BADR within 3 ERM fits) instead times, in ONE
-process, fairest's ERM and BADR with the large-data oracle savings of
-``fairest.reweighting._bilevel`` off (``REUSE_MIN_ROWS`` above n: the code path before
-them) and on, interleaved warm fits, for every training size N and group count G; it
+process, fairest's ERM and BADR with the two-group segment search of
+``fairest.reweighting._segment`` off (``_solve.SEGMENT_SEARCH = False``: SLSQP) and on,
+interleaved warm fits, for every training size N and group count G; it
 counts oracle calls, hypergradients (adjoint solves) and Newton steps and checks that
 both select the same weights. ``--compare-name`` names the results file.
 """
@@ -286,10 +286,10 @@ def compare_setting(n_train: int, num_groups: int, d: int, metric: str, repeats:
     """ERM, then BADR before / after interleaved (one warm-up fit each), in this process."""
     import jax
 
-    from fairest.reweighting import BADRClassifier, _bilevel
+    from fairest.reweighting import BADRClassifier, _solve
 
     counter, recorder = OracleCounter(), CallRecorder()
-    default_rows = _bilevel.REUSE_MIN_ROWS
+    default_search = _solve.SEGMENT_SEARCH
     X, y, groups = train_split(int(round(n_train / (1 - TEST_SIZE))), num_groups, d)
     jax.clear_caches()
     erm_wall, erm_cpu = time_erm(X, y, groups, repeats + 1)
@@ -297,7 +297,7 @@ def compare_setting(n_train: int, num_groups: int, d: int, metric: str, repeats:
     models = {}
     for rep in range(1 + repeats):
         for code in ("before", "after"):
-            _bilevel.REUSE_MIN_ROWS = default_rows if code == "after" else 10**12
+            _solve.SEGMENT_SEARCH = default_search if code == "after" else False
             recorder.calls = []
             try:
                 load = os.getloadavg()[0]
@@ -305,7 +305,7 @@ def compare_setting(n_train: int, num_groups: int, d: int, metric: str, repeats:
                 model = BADRClassifier(metric=metric).fit(X, y, sensitive_features=groups)
                 wall, cpu = time.perf_counter() - start, time.process_time() - cpu
             finally:
-                _bilevel.REUSE_MIN_ROWS = default_rows
+                _solve.SEGMENT_SEARCH = default_search
             orc = counter.last
             if rep:  # the first fit of each compiles
                 runs[code].append(
@@ -371,8 +371,9 @@ rows, d = 20), demographic parity, `BADRClassifier()` defaults (SLSQP, logistic,
 safeguard on, inner_tol 1e-10). Per setting (JAX caches cleared first): fairest's ERM
 (`GroupWeightedClassifier(weights="uniform")`, best warm fit), then BADR `before` / `after`
 interleaved, one warm-up fit each and `--repeats` timed ones; `before` = this tree with
-`_bilevel.REUSE_MIN_ROWS` above n (the oracle of commit f2ab6e7: every oracle call solves the
-adjoint, plain two-product adjoint, no snapping), `after` = defaults. Columns: best warm CPU
+`_solve.SEGMENT_SEARCH = False` (SLSQP at every G: the outer solver of commit c115f3b),
+`after` = defaults (at G = 2 the bracket search of `fairest/reweighting/_segment.py`; G > 2
+runs the same code both ways). Columns: best warm CPU
 (`time.process_time`, both cores) and wall seconds, their ratio to ERM's, `oracle_calls`
 (lower-level solves), `gradients` (adjoint solves), `newton_steps` (over all solves, each
 solve is steps + 1 passes), `load1` the 1-minute load before the best fit (2 shared cores:

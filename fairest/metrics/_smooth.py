@@ -489,15 +489,27 @@ def _lower_pair_sums(sorted_y, sorted_scores, sorted_weights, same_segment):
     return jnp.sum(sorted_weights * per_row, axis=0)
 
 
-def _cross_group_energy_continuous(y, scores, weights, group_codes):
-    """Cross-group pair sum for real labels, O(n log n): the pair sum over all rows
-    (sorted by label) minus the pair sum within groups (sorted by group, then label)."""
+def _pair_orders(y, group_codes, dtype):
+    """The two row orderings of the real-label pair sums and where their neighbours pair.
+
+    Returns ``(orders, same_segment)``: ``orders`` (n, 2) sorts the rows by label (all
+    pairs) and by group then label (pairs within a group); ``same_segment`` (n - 1, 2) is 1
+    where two neighbours of an ordering lie in one segment (always for all rows, same group
+    for the second ordering), in ``dtype``.
+    """
     all_order = jnp.argsort(y, stable=True)
     group_order = jnp.lexsort((y, group_codes))
     orders = jnp.stack([all_order, group_order], axis=1)  # (n, 2)
     sorted_codes = group_codes[group_order]
-    same_group = (sorted_codes[1:] == sorted_codes[:-1]).astype(scores.dtype)
+    same_group = (sorted_codes[1:] == sorted_codes[:-1]).astype(dtype)
     same_segment = jnp.stack([jnp.ones_like(same_group), same_group], axis=1)
+    return orders, same_segment
+
+
+def _cross_group_energy_continuous(y, scores, weights, group_codes):
+    """Cross-group pair sum for real labels, O(n log n): the pair sum over all rows
+    (sorted by label) minus the pair sum within groups (sorted by group, then label)."""
+    orders, same_segment = _pair_orders(y, group_codes, scores.dtype)
     pair_sums = _lower_pair_sums(y[orders], scores[orders], weights[orders], same_segment)
     return pair_sums[0] - pair_sums[1]
 

@@ -155,13 +155,20 @@ _DOC_PARAMS = """
         positive definite).
     solver : {"slsqp", "frank-wolfe", "trust-constr", "gd", "sgd"}, default="slsqp"
         Two-loop solvers (implicit hypergradient; SciPy SLSQP, SciPy trust-constr, or a
-        jitted Frank-Wolfe) or single-loop badr-gd / badr-sgd.
+        jitted Frank-Wolfe) or single-loop badr-gd / badr-sgd. With two groups the
+        simplex is a segment and ``"slsqp"`` runs a one-dimensional search instead
+        (the safeguard's vertices bracket the minimiser, closed in on by cubic
+        interpolation of ``Phi`` and its hypergradient [2]_): the same optimum in fewer
+        lower-level solves; SciPy SLSQP where that search does not apply (no safeguard,
+        a vertex without a minimiser).
     max_iter : int, default=None
         Outer iterations: 500 (slsqp, trust-constr), 300 (frank-wolfe), 1000 (gd, sgd).
     tol : float, default=None
         Stopping tolerance of the two-loop solvers; ``None`` means the solver's default:
         SLSQP ``ftol`` 1e-10 (on the objective divided by its starting value, so
-        relative), trust-constr ``gtol`` 1e-5, Frank-Wolfe gap 1e-6. Ignored by the
+        relative), trust-constr ``gtol`` 1e-5, Frank-Wolfe gap 1e-6 (the two-group
+        search of ``"slsqp"`` stops on a weight step below 1e-7, or a promised decrease
+        below 1e-4 of SLSQP's ``ftol`` at the same scale). Ignored by the
         single-loop solvers, which run ``max_iter`` iterations.
     batch_size : int, default=None
         Minibatch size ``B >= G`` of badr-sgd (``solver="sgd"``), split evenly over the
@@ -245,6 +252,8 @@ _REFERENCES = """
     ----------
     .. [1] Tanji, Vaiter, Laguel. "Fairness-informed Pareto Optimization: An Efficient
        Bilevel Framework" (BADR).
+    .. [2] J. Nocedal, S. J. Wright. "Numerical Optimization", 2nd ed., Springer, 2006,
+       section 3.5 (cubic interpolation, eq. 3.59).
 """
 
 

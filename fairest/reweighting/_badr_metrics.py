@@ -36,7 +36,7 @@ from fairest.metrics import (
     smooth_hsic_linear,
     smooth_individual_fairness,
 )
-from fairest.metrics._smooth import _affine_prefix_scan
+from fairest.metrics._smooth import _affine_prefix_scan, _pair_orders
 
 __all__ = [
     "CLASSIFICATION_METRICS",
@@ -178,12 +178,7 @@ def _continuous_if_backward(num_groups, residuals, cotangent):
     groups = jnp.asarray(groups)
     total_weight = jnp.sum(weight)
     centred = s - jnp.sum(weight * s) / total_weight
-    all_order = jnp.argsort(y, stable=True)
-    group_order = jnp.lexsort((y, groups))
-    orders = jnp.stack([all_order, group_order], axis=1)  # (n, 2)
-    sorted_groups = groups[group_order]
-    same_group = (sorted_groups[1:] == sorted_groups[:-1]).astype(s.dtype)
-    same_segment = jnp.stack([jnp.ones_like(same_group), same_group], axis=1)
+    orders, same_segment = _pair_orders(y, groups, s.dtype)
     sorted_y, sorted_s, sorted_w = y[orders], centred[orders], weight[orders]
     link = jnp.exp(-jnp.diff(sorted_y, axis=0)) * same_segment  # (n - 1, 2)
     forward = _pair_prefix(link, sorted_s, sorted_w)

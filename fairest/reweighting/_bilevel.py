@@ -44,6 +44,7 @@ from fairest._kernels._glm import (
     scores,
 )
 from fairest._kernels._losses import loss_derivatives
+from fairest._kernels._placement import is_shifted, row_block
 from fairest._kernels._projections import project_simplex
 from fairest._kernels._sparse import is_sparse, take_rows
 from fairest._solvers import _newton
@@ -174,10 +175,24 @@ def metric_value(loss_metric: MetricSpec, theta, problem: Problem, num_groups: i
     )
 
 
+def batch_group_sums(loss: str, theta, batch: Batch, num_groups: int):
+    """:func:`~fairest._kernels._glm.group_sums`, also for a
+    :class:`~fairest._kernels._placement.ShiftedRows` ``X`` (its product formed as
+    ``M^T X``, block by block)."""
+    if not is_shifted(batch.X):
+        return group_sums(loss, theta, batch, num_groups)
+    value, d1, _ = loss_derivatives(loss, scores(theta, batch.X), batch.y)
+    seg = partial(jax.ops.segment_sum, segment_ids=batch.groups, num_segments=num_groups)
+    r = batch.weight * d1
+    onehot_r = jax.nn.one_hot(batch.groups, num_groups, dtype=r.dtype) * r[:, None]
+    grad_sums = jnp.concatenate([seg(r)[None, :], (onehot_r.T @ batch.X).T], axis=0)
+    return seg(batch.weight * value), grad_sums, seg(batch.weight)
+
+
 def group_losses_and_jacobian(loss: str, theta, problem: Problem, num_groups: int):
     """Mean group losses ``L_g`` (G,) and ``J = [grad L_g]`` (p, G) in one pass."""
     batch = Batch(problem.X, problem.y, problem.groups, problem.weight)
-    loss_sums, grad_sums, totals = group_sums(loss, theta, batch, num_groups)
+    loss_sums, grad_sums, totals = batch_group_sums(loss, theta, batch, num_groups)
     safe = jnp.where(totals > 0, totals, 1.0)
     return loss_sums / safe, grad_sums / safe
 
@@ -277,7 +292,7 @@ def row_block_sums(X, make_columns, *row_arrays, block_rows: int | None = None):
 
     def add_block(k, total):
         start = jnp.minimum(k * block_rows, n - block_rows)
-        take = partial(jax.lax.dynamic_slice_in_dim, start_index=start, slice_size=block_rows)
+        take = partial(row_block, start=start, count=block_rows)  # ShiftedRows X too
         fresh = start + jnp.arange(block_rows) >= k * block_rows  # not in an earlier block
         C = jnp.where(fresh[:, None], make_columns(*map(take, row_arrays)), 0.0)
         return total + jnp.concatenate([jnp.sum(C, axis=0)[None, :], take(X).T @ C], axis=0)
@@ -369,7 +384,7 @@ def row_block_sums_t(X, make_rows, *row_arrays, block_rows: int | None = None):
 
     def add_block(k, totals):
         start = jnp.minimum(k * block_rows, n - block_rows)
-        take = partial(jax.lax.dynamic_slice_in_dim, start_index=start, slice_size=block_rows)
+        take = partial(row_block, start=start, count=block_rows)  # ShiftedRows X too
         fresh = start + jnp.arange(block_rows) >= k * block_rows  # not in an earlier block
         C = jnp.where(fresh[None, :], make_rows(*map(take, row_arrays)), 0.0)
         return totals[0] + jnp.sum(C, axis=1), totals[1] + C @ take(X)
@@ -564,7 +579,7 @@ def _lower_on_rows(
     same solution when every row with a positive weight under ``lam`` is among them."""
     take = partial(jnp.take, indices=rows, axis=0)
     subset = problem._replace(
-        X=take_rows(problem.X, rows),  # sparse X: SparseRows.take_rows
+        X=gather_rows(problem.X, rows),  # sparse X: SparseRows.take_rows
         y=take(problem.y),
         groups=take(problem.groups),
         weight=take(problem.weight) * valid,
@@ -682,8 +697,37 @@ def exact_metric_value(metric: MetricSpec, theta, problem: Problem, num_groups: 
     :mod:`fairest.metrics`, on the host (reporting only, called once per fit)."""
     theta = np.asarray(theta)
     intercept = float(problem.metric_intercept) * theta[0]
-    s = host_matrix(problem.X) @ theta[1:] + intercept  # numpy: no kernel compiled for it
+    s = host_scores(problem.X, theta[1:]) + intercept  # numpy: no kernel compiled for it
     return exact_unfairness(metric, s, problem.y, problem.groups, problem.weight, num_groups)
+
+
+def gather_rows(X, rows):
+    """Rows ``rows`` of a device ``X`` (dense, :class:`SparseRows` or
+    :class:`~fairest._kernels._placement.ShiftedRows`, read from its flat buffer and head
+    without assembling ``X``) as a dense / sparse device matrix. Traceable."""
+    if not is_shifted(X):
+        return take_rows(X, rows)
+    d, shift = X.shape[1], X.shift
+    flat_index = rows[:, None] * d + jnp.arange(d)[None, :] - shift
+    main = jnp.take(X.flat, jnp.maximum(flat_index, 0))
+    lead = jnp.take(X.head, jnp.clip(flat_index + shift, 0, max(shift - 1, 0)))
+    return jnp.where(flat_index >= 0, main, lead)
+
+
+def host_scores(X, w) -> np.ndarray:
+    """``X @ w`` on the host (numpy, no kernel compiled) for a device ``X``: dense,
+    :class:`SparseRows` or :class:`~fairest._kernels._placement.ShiftedRows` (rows read
+    as views of its flat buffer; the few rows overlapping its head assembled apart)."""
+    w = np.asarray(w)
+    if not is_shifted(X):
+        return host_matrix(X) @ w
+    n, d = X.shape
+    shift = X.shift
+    flat = host_view(X.flat)
+    lead_rows = min(n, -(-shift // d))  # rows holding one of the head's elements
+    lead = np.concatenate([host_view(X.head), flat[: lead_rows * d - shift]])
+    rest = flat[lead_rows * d - shift :].reshape(n - lead_rows, d)
+    return np.concatenate([lead.reshape(lead_rows, d) @ w, rest @ w])
 
 
 def host_matrix(X):
@@ -874,6 +918,12 @@ class ImplicitOracle:
         ):
             self.best = (value, lam.copy(), out)
         return value, _or_nan(grad, lam), out
+
+    def has_value(self, lam) -> bool:
+        """Whether ``Phi(lam)`` is cached (:meth:`evaluate` at ``lam`` solves nothing new
+        inside :meth:`loose_solves`)."""
+        lam = np.asarray(lam, dtype=np.float64)
+        return np.where(lam > 0.0, lam, 0.0).tobytes() in self._cache
 
     def _add_gradient(self, key, lam, cached) -> tuple[float, np.ndarray, OracleOutput]:
         """The hypergradient at a point evaluated without it: the adjoint at its cached

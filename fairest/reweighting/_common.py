@@ -13,6 +13,7 @@ import scipy.sparse as sp
 
 from fairest._kernels._buckets import pad_rows_to, padded_rows
 from fairest._kernels._glm import blocked_hessian
+from fairest._kernels._placement import place_dense
 from fairest._kernels._sparse import sparse_rows
 from fairest.reweighting import _defaults
 from fairest.reweighting._badr_metrics import (
@@ -22,7 +23,7 @@ from fairest.reweighting._badr_metrics import (
 )
 from fairest.reweighting._bilevel import ImplicitOracle, Problem, lower_level, metric_value
 from fairest.reweighting._group_weights import resolve_group_weights
-from fairest.utils._devices import place_rows
+from fairest.utils._devices import configured_devices, place_rows
 
 __all__ = [
     "baseline_weights",
@@ -99,8 +100,13 @@ def make_problem(
         y_dev, g_dev, w_dev = place_rows([y_pad, g_pad, w_pad])
     else:
         (X_pad,) = pad_rows_to(length, np.asarray(data.X, dtype=np.float64))
-        # sharded by rows over the devices of fairest.config_context (default: one device)
-        X_dev, y_dev, g_dev, w_dev = place_rows([X_pad, y_pad, g_pad, w_pad])
+        if length == n and configured_devices() is None:  # large data, JAX's default device:
+            # X shared with a CPU device even where numpy's alignment would force a copy
+            # (a ShiftedRows: every row loop reads it through _placement.row_block)
+            X_dev = place_dense(X_pad)
+            y_dev, g_dev, w_dev = place_rows([y_pad, g_pad, w_pad])
+        else:  # sharded by rows over the devices of fairest.config_context
+            X_dev, y_dev, g_dev, w_dev = place_rows([X_pad, y_pad, g_pad, w_pad])
     return Problem(
         X=X_dev,
         y=y_dev,

@@ -35,14 +35,18 @@ import numpy as np
 
 from fairest._kernels._glm import (
     Batch,
-    group_sums,
     group_to_sample_weights,
     hessian_vector_product,
     penalty_diagonal,
 )
 from fairest._kernels._projections import clip_by_norm, project_simplex
-from fairest._kernels._sparse import take_rows
-from fairest.reweighting._bilevel import Problem, _oracle, metric_value
+from fairest.reweighting._bilevel import (
+    Problem,
+    _oracle,
+    batch_group_sums,
+    gather_rows,
+    metric_value,
+)
 
 __all__ = ["Sampler", "make_sampler", "sample_batch", "single_loop"]
 
@@ -117,11 +121,11 @@ def _step(loss, metric, num_groups, problem, hyper, stochastic, batch_size, samp
         key, sub = jax.random.split(key)
         rows, active, _ = sample_batch(sub, sampler, batch_size, num_groups)
         weight = problem.weight[rows] * active
-        X_rows = take_rows(problem.X, rows)  # sparse X: SparseRows.take_rows
+        X_rows = gather_rows(problem.X, rows)  # sparse: SparseRows.take_rows
         batch = Batch(X_rows, problem.y[rows], problem.groups[rows], weight)
     else:
         batch = Batch(problem.X, problem.y, problem.groups, problem.weight)
-    loss_sums, grad_sums, totals = group_sums(loss, theta, batch, num_groups)
+    loss_sums, grad_sums, totals = batch_group_sums(loss, theta, batch, num_groups)
     jac = grad_sums / jnp.where(totals > 0, totals, 1.0)  # (p, G); 0 for an empty group
     pen = penalty_diagonal(loss, theta, problem.alpha, problem.penalize_intercept)
     grad_f = jac @ lam + pen * theta

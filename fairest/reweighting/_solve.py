@@ -30,6 +30,7 @@ from fairest.reweighting._bilevel import (
     run_scipy,
 )
 from fairest.reweighting._common import baseline_weights, single_class_groups
+from fairest.reweighting._segment import run_segment
 
 __all__ = [
     "SOLVERS",
@@ -45,6 +46,9 @@ __all__ = [
 
 SOLVERS = ("slsqp", "frank-wolfe", "trust-constr", "gd", "sgd")
 TWO_LOOP_SOLVERS = ("slsqp", "trust-constr", "frank-wolfe")
+# "slsqp" at two groups: the one-dimensional bracket search of _segment.run_segment (same
+# optimum in 3-5 lower-level solves fewer; SLSQP itself where it declines); False: SLSQP
+SEGMENT_SEARCH = True
 
 
 class BADRSettings(NamedTuple):
@@ -264,7 +268,12 @@ def run_solver(orc, loss, metric, problem, groups, lam0, settings: BADRSettings)
     history = {}
     if solver in ("slsqp", "trust-constr"):
         start = len(orc.path)
-        lam, n_iter, message, ok = run_scipy(solver, orc, lam0, max_iter=max_iter, tol=tol)
+        found = None
+        if solver == "slsqp" and orc.num_groups == 2 and SEGMENT_SEARCH:
+            found = run_segment(orc, lam0, max_iter=max_iter, tol=tol)
+        if found is None:
+            found = run_scipy(solver, orc, lam0, max_iter=max_iter, tol=tol)
+        lam, n_iter, message, ok = found
         if orc.best[1] is not None and orc.best[0] < orc.evaluate(lam, with_grad=False)[0]:
             lam = orc.best[1]
         if settings.record_history:

@@ -6,13 +6,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from _badr_helpers import dense_problem, grouped_classification
 
 from fairest._kernels._glm import hessian_vector_product
 from fairest.reweighting import BADRClassifier, _bilevel
 from fairest.reweighting._badr_metrics import MetricSpec
 from fairest.reweighting._bilevel import (
     ImplicitOracle,
-    Problem,
     exact_hessian_vector_product,
     oracle,
     score_gradient_sums,
@@ -22,26 +22,7 @@ SPEC = MetricSpec("demographic_parity", "classification", "logistic")
 
 
 def _data(n=600, num_groups=3, seed=0):
-    rng = np.random.default_rng(seed)
-    groups = rng.permutation(np.arange(n) % num_groups).astype(np.int32)
-    X = rng.normal(size=(n, 3))
-    X[:, 0] += 0.5 * groups
-    y = (X @ np.array([1.0, -0.5, 0.3]) + 0.3 * groups + rng.normal(size=n) > 0).astype(float)
-    return X, y, groups
-
-
-def _problem(X, y, groups):
-    return Problem(
-        jnp.asarray(X),
-        jnp.asarray(y),
-        jnp.asarray(groups),
-        jnp.ones(len(y)),
-        jnp.float64(0.05),
-        jnp.float64(0.0),
-        jnp.float64(1.0),
-        jnp.float64(1e-10),
-        jnp.int32(50),
-    )
+    return grouped_classification(n, num_groups, seed)
 
 
 @pytest.mark.parametrize("num_groups", [2, 7])
@@ -74,7 +55,7 @@ def test_loose_tolerance_tightens_and_exact_values_come_back(monkeypatch):
     monkeypatch.setattr(_bilevel, "INEXACT_MIN_ROWS", 0)
     X, y, groups = _data()
     with jax.enable_x64(True):
-        problem = _problem(X, y, groups)
+        problem = dense_problem(X, y, groups)
         orc = ImplicitOracle("logistic", SPEC, 3, problem, jnp.zeros(4), groups)
         lam = np.array([0.5, 0.3, 0.2])
         assert orc.tolerance(lam) == 1e-10  # outside the context: inner_tol

@@ -6,39 +6,19 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from _badr_helpers import dense_problem, grouped_classification
 
 from fairest._kernels._glm import value_grad_hessian
 from fairest._solvers._newton import newton_solve
 from fairest.reweighting import _bilevel
 from fairest.reweighting._badr_metrics import MetricSpec
-from fairest.reweighting._bilevel import ImplicitOracle, Problem, group_row_blocks, oracle
+from fairest.reweighting._bilevel import ImplicitOracle, group_row_blocks, oracle
 
 SPEC = MetricSpec("demographic_parity", "classification", "logistic")
 
 
 def _data(n=400, num_groups=4, seed=0):
-    rng = np.random.default_rng(seed)
-    groups = rng.permutation(np.arange(n) % num_groups).astype(np.int32)
-    X = rng.normal(size=(n, 3))
-    X[:, 0] += 0.5 * groups
-    y = (X @ np.array([1.0, -0.5, 0.3]) + 0.3 * groups + rng.normal(size=n) > 0).astype(float)
-    return X, y, groups
-
-
-def _problem(X, y, groups, X_hessian=None):
-    n = len(y)
-    return Problem(
-        jnp.asarray(X),
-        jnp.asarray(y),
-        jnp.asarray(groups),
-        jnp.ones(n),
-        jnp.float64(0.05),
-        jnp.float64(0.0),
-        jnp.float64(1.0),
-        jnp.float64(1e-10),
-        jnp.int32(50),
-        X_hessian,
-    )
+    return grouped_classification(n, num_groups, seed)
 
 
 def _weights(num_groups, count=8, seed=1):
@@ -90,10 +70,10 @@ def test_oracle_with_predicted_steps_equals_the_plain_oracle():
     zero. Without the float32 Hessian (small data) nothing is predicted."""
     X, y, groups = _data()
     with jax.enable_x64(True):
-        exact = _problem(X, y, groups)
+        exact = dense_problem(X, y, groups)
         small = ImplicitOracle("logistic", SPEC, 4, exact, jnp.zeros(4))
         assert not any(bool(small.evaluate(lam)[2].unverified) for lam in _weights(4))
-        problem = _problem(X, y, groups, jnp.asarray(X, dtype=jnp.float32))
+        problem = dense_problem(X, y, groups, X_hessian=jnp.asarray(X, dtype=jnp.float32))
         orc = ImplicitOracle("logistic", SPEC, 4, problem, jnp.zeros(4))
         predicted = 0
         for lam in _weights(4):
@@ -113,7 +93,7 @@ def test_a_predicted_step_that_falls_short_is_resumed():
     still the plain one."""
     X, y, groups = _data()
     with jax.enable_x64(True):
-        problem = _problem(X, y, groups, jnp.asarray(X, dtype=jnp.float32))
+        problem = dense_problem(X, y, groups, X_hessian=jnp.asarray(X, dtype=jnp.float32))
         orc = ImplicitOracle("logistic", SPEC, 4, problem, jnp.zeros(4))
         orc._contractions = [1e-30]
         lam = np.array([0.4, 0.3, 0.2, 0.1])
@@ -141,7 +121,7 @@ def test_vertices_solved_on_their_rows_equal_the_full_solve(monkeypatch):
     X, y, groups = _data(n=512, num_groups=4)
     monkeypatch.setattr(_bilevel, "_GROUP_ROWS_MIN_ROWS", 0)
     with jax.enable_x64(True):
-        problem = _problem(X, y, groups)
+        problem = dense_problem(X, y, groups)
         orc = ImplicitOracle("logistic", SPEC, 4, problem, jnp.zeros(4), groups)
         assert orc._group_rows is not None
         orc.compile_in_background()

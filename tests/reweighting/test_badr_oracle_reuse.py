@@ -7,13 +7,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from _badr_helpers import dense_problem
 
 from fairest._kernels._glm import blocked_hessian, hessian_vector_product
 from fairest.reweighting import BADRClassifier, _bilevel
 from fairest.reweighting._badr_metrics import MetricSpec
 from fairest.reweighting._bilevel import (
     ImplicitOracle,
-    Problem,
     blocked_hessian_vector_product,
     lower_level,
     oracle,
@@ -32,21 +32,6 @@ def _data(n, num_groups=3, d=3, seed=0):
     w = rng.normal(size=d)
     y = (X @ w + 0.3 * groups + rng.normal(size=n) > 0).astype(float)
     return X, y, groups
-
-
-def _problem(X, y, groups, X_hessian=None):
-    return Problem(
-        jnp.asarray(X),
-        jnp.asarray(y),
-        jnp.asarray(groups),
-        jnp.ones(len(y)),
-        jnp.float64(0.05),
-        jnp.float64(0.0),
-        jnp.float64(1.0),
-        jnp.float64(1e-10),
-        jnp.int32(50),
-        X_hessian,
-    )
 
 
 @pytest.mark.parametrize("block_rows", [100, 5000])
@@ -83,7 +68,7 @@ def test_blocked_and_value_modes_equal_the_plain_upper_level(monkeypatch, float3
     X, y, groups = _data(n=1001 + 2 * float32_hessian, num_groups=3)
     with jax.enable_x64(True):
         marker = jax.device_put(blocked_hessian()) if float32_hessian else None
-        problem = _problem(X, y, groups, marker)
+        problem = dense_problem(X, y, groups, X_hessian=marker)
         lam = jnp.asarray([0.2, 0.5, 0.3])
         result = lower_level("logistic", 3, lam, jnp.zeros(4), problem)
         plain = upper_level("logistic", SPEC, 3, lam, result, problem, "plain")
@@ -107,7 +92,7 @@ def test_gradient_on_demand_and_snapping(monkeypatch):
     monkeypatch.setattr(_bilevel, "REUSE_MIN_ROWS", 0)
     X, y, groups = _data(n=600, num_groups=3)
     with jax.enable_x64(True):
-        problem = _problem(X, y, groups)
+        problem = dense_problem(X, y, groups)
         orc = ImplicitOracle("logistic", SPEC, 3, problem, jnp.zeros(4), groups)
         lam = np.array([0.5, 0.3, 0.2])
         value, grad, _ = orc.evaluate(lam, with_grad=False)
@@ -130,7 +115,7 @@ def test_savings_off_below_reuse_rows():
     adjoint, nothing is snapped."""
     X, y, groups = _data(n=600, num_groups=3)
     with jax.enable_x64(True):
-        orc = ImplicitOracle("logistic", SPEC, 3, _problem(X, y, groups), jnp.zeros(4), groups)
+        orc = ImplicitOracle("logistic", SPEC, 3, dense_problem(X, y, groups), jnp.zeros(4), groups)
         lam = np.array([0.5, 0.3, 0.2])
         _, grad, _ = orc.evaluate(lam, with_grad=False)
         assert np.all(np.isfinite(grad)) and orc.gradients == 1

@@ -7,12 +7,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from _badr_helpers import dense_problem
 from sklearn.exceptions import ConvergenceWarning
 
 from fairest.metrics import demographic_parity_deviation
 from fairest.reweighting import BADRClassifier, BADRRegressor, GroupWeightedRegressor
 from fairest.reweighting._badr_metrics import MetricSpec
-from fairest.reweighting._bilevel import Problem, frank_wolfe, oracle
+from fairest.reweighting._bilevel import frank_wolfe, oracle
 from fairest.reweighting._single_loop import make_sampler, sample_batch, single_loop
 
 
@@ -41,17 +42,7 @@ def test_every_solver_reaches_the_slsqp_optimum_on_a_convex_two_group_problem():
     # the implicit function is convex on this instance (second differences on a grid)
     spec = MetricSpec("group_variance", "regression", "squared_error")
     with jax.enable_x64(True):
-        problem = Problem(
-            jnp.asarray(X),
-            jnp.asarray(y),
-            jnp.asarray(g, dtype=jnp.int32),
-            jnp.ones(len(y)),
-            jnp.float64(0.1),
-            jnp.float64(0.0),
-            jnp.float64(1.0),
-            jnp.float64(1e-12),
-            jnp.int32(50),
-        )
+        problem = dense_problem(X, y, g, alpha=0.1, inner_tol=1e-12)
         grid = np.linspace(0.0, 1.0, 21)
         values = np.array(
             [
@@ -92,17 +83,7 @@ def _problem_cls(n=320, seed=0, G=3):
     X = rng.normal(size=(n, 3))
     X[:, 0] += g
     y = (X @ np.array([1.0, -0.5, 0.3]) + 0.4 * g + rng.normal(size=n) > 0).astype(float)
-    return Problem(
-        jnp.asarray(X),
-        jnp.asarray(y),
-        jnp.asarray(g),
-        jnp.ones(n),
-        jnp.float64(0.05),
-        jnp.float64(0.0),
-        jnp.float64(1.0),
-        jnp.float64(1e-12),
-        jnp.int32(50),
-    )
+    return dense_problem(X, y, g, inner_tol=1e-12)
 
 
 def test_frank_wolfe_gap_and_steps():
