@@ -633,11 +633,13 @@ def scale_smooth(args, rows, extra):
             lam = jnp.zeros(_fast.num_constraints(cfg), x.dtype)
             rho, delta = jnp.asarray(10.0, x.dtype), jnp.asarray(0.01, x.dtype)
 
-            def one_step(x, lam, rho, delta, data, cfg=cfg):
-                hessian = _fast._loss_hessian(x, data, cfg)
-                return _fast._evaluate(x, lam, rho, delta, hessian, data, cfg)
+            blocks = _fast.block_rows(data.X)
 
-            step = jax.jit(one_step, static_argnames="cfg")
+            def one_step(x, lam, rho, delta, data, cfg=cfg, blocks=blocks):
+                hessian = _fast._loss_hessian(x, data, cfg, blocks)
+                return _fast._evaluate(x, lam, rho, delta, hessian, data, cfg, blocks)
+
+            step = jax.jit(one_step, static_argnames=("cfg", "blocks"))
             timing = time_calls(
                 lambda: jax.block_until_ready(step(x, lam, rho, delta, data)),  # noqa: B023
                 repeats=5,

@@ -165,7 +165,9 @@ def build_data(
     replicated (see the module docstring).
 
     A dense ``X`` is stored in ``x_dtype`` (the smoothed ALM's float32: its only copy,
-    cast block by block, see :func:`padded_dense`). ``like``: a :class:`Data` built from
+    cast block by block, see :func:`padded_dense`), and so are the row arrays ``y``,
+    ``c0``, ``cg`` and ``membership`` (the float32 solver's own cast of them, made once
+    here instead of beside float64 ones: 48 MiB less at 1e6 rows). ``like``: a :class:`Data` built from
     the same rows, whose placed row arrays are reused (only the hyper-parameters
     change: a tightening round places no second copy of ``X``)."""
     hyper_dev = place_replicated(
@@ -179,8 +181,11 @@ def build_data(
     cg = sample_weight / np.where(totals > 0, totals, 1.0)[codes]
     yp, gp, c0p, cgp = pad_rows(n, y01, codes, c0, cg)
     as64 = lambda a: np.asarray(a, dtype=np.float64)  # noqa: E731
+    row_dtype = np.float32 if np.dtype(x_dtype) == np.float32 else np.float64
+    as_rows = lambda a: np.asarray(a, dtype=row_dtype)  # noqa: E731
     membership = (gp[:, None] == np.arange(num_groups)[None, :]) * cgp[:, None]
-    rows = [as64(yp), np.asarray(gp, dtype=np.int32), as64(c0p), as64(cgp), as64(membership)]
+    rows = [as_rows(yp), np.asarray(gp, dtype=np.int32), as_rows(c0p), as_rows(cgp)]
+    rows.append(as_rows(membership))
     ell = padded_ell(X, n) if sparse else None
     if ell is None:
         X_dev, *row_dev = place_rows([padded_dense(X, x_dtype), *rows])

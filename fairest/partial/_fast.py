@@ -22,6 +22,14 @@ largest smoothed violation did not fall by 4; the smoothing width moves to the n
 ``deltas`` when a round changed ``f_0`` by at most ``tol`` (relative) and the smoothed
 constraints hold within ``eps / 10``. The run stops (converged) at the last width under
 the same test when the exact surrogate constraints hold within ``eps``.
+
+Memory: every pass over the rows (the step's value, gradient and Gauss-Newton matrix, a
+line-search value, the loss Hessian, a round's end) sums its group / level quantities
+and its ``X^T V`` over blocks of ``ROW_BLOCK`` rows in one ``lax.fori_loop``
+(:func:`_sum_blocks`), so no ``(n, d)`` or ``(n, G J)`` temporary exists; data of at
+most ``ROW_BLOCK`` rows (and ELL or device-sharded rows) is one block, the same code
+without the loop. Above it the float32 sums are added in another order: the same model
+to the solver's float32 rounding (1e-3 of the largest coefficient, as across devices).
 """
 
 from __future__ import annotations
@@ -33,27 +41,21 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fairest._kernels._glm import weighted_gram
 from fairest.partial._dc import (
     Config,
     Data,
     SparseRows,
     _gmean,
     _mask_diagonal,
-    constraint_values,
+    _pdp_terms,
     num_constraints,
-    objective,
     rmatvec,
     scores,
     split,
 )
+from fairest.partial._dc import _surrogate as _exact_surrogate
 from fairest.partial._rows import row_dot, row_scatter, row_sum
-from fairest.partial._smooth import (
-    SmoothResult,
-    _smooth_min,
-    _smooth_ramp,
-    smooth_constraint_values,
-)
+from fairest.partial._smooth import SmoothResult, _smooth_min, _smooth_ramp
 
 __all__ = ["run_fast_alm", "solver_data", "FAST_DELTAS", "NEWTON_STEPS", "SOLVER_DTYPE"]
 
@@ -77,21 +79,60 @@ _GTOL0 = 1e-3  # that of the first round, tenfold smaller every round
 _FTOL = 1e-9  # relative decrease of L over a step that ends a round
 _RETRY_SHIFT = 1e-3  # relative shift of the retried Cholesky (see _newton_direction)
 _REFRESH = 5  # Gauss-Newton steps between two loss Hessians
-# From this many rows on, the loss Hessian's Gram is summed over row blocks
-# (fairest._kernels._glm.weighted_gram) instead of formed from an (n, d) temporary
-# sqrt(a) X (400 MB at 1e6 x 100 float32); a different float32 rounding, so smaller data
-# keeps the one-product form and its exact results.
-BLOCKED_GRAM_ROWS = 2**18
+# Rows of one block of a pass over the data: every pass (value, gradient and
+# Gauss-Newton matrix, line-search value, loss Hessian, round end) sums its per-group /
+# per-level quantities block by block, so its temporaries are (ROW_BLOCK, d) and
+# (ROW_BLOCK, 1 + G J), never (n, d) or (n, G J) (at 1e6 x 100, G J = 20, float32: 270
+# MiB of step temporaries before). Data of at most ROW_BLOCK rows is one block: the
+# pass is then the one-product form of the whole data, bit for bit.
+ROW_BLOCK = 2**16
+_ROW_FIELDS = ("X", "y", "groups", "c0", "cg", "membership")
 
 
-def _lagrangian(x, lam, rho, delta, data: Data, cfg: Config):
-    c = smooth_constraint_values(x, data, cfg, delta)
-    shifted = jnp.maximum(lam + rho * c, 0.0)
-    return objective(x, data, cfg) + jnp.sum(shifted**2 - lam**2) / (2.0 * rho)
+def block_rows(X) -> int:
+    """Rows of one block of the passes over ``X`` (static): ``ROW_BLOCK``, or every row
+    for data of at most that many rows, for :class:`SparseRows` (an ELL row block is a
+    few bytes a row) and for data row-sharded over several devices (a dynamic slice of
+    a sharded axis would gather the rows on every device)."""
+    n = X.shape[0]
+    sharding = getattr(X, "sharding", None)
+    if isinstance(X, SparseRows) or (sharding is not None and len(sharding.device_set) > 1):
+        return n
+    return min(n, ROW_BLOCK)
 
 
-def _weighted_gram(X, a):
-    """``X~^T diag(a) X~`` with ``X~ = (1, X)``: ``(1 + d, 1 + d)``."""
+def _row_block(data: Data, k, rows: int) -> Data:
+    """Block ``k`` of ``rows`` rows of ``data``'s row arrays. The last block is clamped
+    to the end of the data; its rows already in an earlier block get zero weights
+    (``c0``, ``cg``, ``membership``), so they add nothing to any sum."""
+    n = data.c0.shape[0]
+    start = jnp.minimum(k * rows, n - rows)
+    block = {f: jax.lax.dynamic_slice_in_dim(getattr(data, f), start, rows) for f in _ROW_FIELDS}
+    fresh = start + jnp.arange(rows) >= k * rows
+    for f in ("c0", "cg"):
+        block[f] = jnp.where(fresh, block[f], 0.0)
+    block["membership"] = jnp.where(fresh[:, None], block["membership"], 0.0)
+    return data._replace(**block)
+
+
+def _sum_blocks(part, data: Data, rows: int):
+    """``part(block)`` (a pytree of sums over the block's rows) summed over the row
+    blocks of ``data`` (``rows`` rows each) in one ``fori_loop``: ``part(data)`` itself
+    when one block holds every row."""
+    n = data.c0.shape[0]
+    if rows >= n:
+        return part(data)
+
+    def add_block(k, total):
+        return jax.tree_util.tree_map(jnp.add, total, part(_row_block(data, k, rows)))
+
+    shapes = jax.eval_shape(lambda: part(_row_block(data, 0, rows)))
+    zeros = jax.tree_util.tree_map(lambda a: jnp.zeros(a.shape, a.dtype), shapes)
+    return jax.lax.fori_loop(0, -(-n // rows), add_block, zeros)
+
+
+def _gram_sums(X, a):
+    """``(sum a, X^T a, X^T diag(a) X)`` over the rows of ``X`` (one block)."""
     if isinstance(X, SparseRows):
         d = X.shape[1]
         value, index = X.slots()
@@ -99,14 +140,17 @@ def _weighted_gram(X, a):
         flat = (index[:, :, None] * d + index[:, None, :]).reshape(outer.shape[0], -1)
         gram = row_scatter(outer.reshape(outer.shape[0], -1), flat, d * d).reshape(d, d)
         cross = row_scatter(value * a[:, None], index, d)
-    elif X.shape[0] > BLOCKED_GRAM_ROWS:  # summed over row blocks: no (n, d) temporary
-        gram = weighted_gram(X, a)
-        cross = row_dot(a, X)
     else:
         root = jnp.sqrt(a)[:, None] * X
         gram = row_dot(root, root)
         cross = row_dot(a, X)
-    top = jnp.concatenate([row_sum(a)[None], cross])
+    return row_sum(a), cross, gram
+
+
+def _bordered_gram(total, cross, gram):
+    """``X~^T diag(a) X~`` with ``X~ = (1, X)`` (``(1 + d, 1 + d)``) from the sums of
+    :func:`_gram_sums`."""
+    top = jnp.concatenate([total[None], cross])
     return jnp.block([[top[None, :]], [jnp.concatenate([cross[:, None], gram], axis=1)]])
 
 
@@ -160,24 +204,36 @@ def _constraints_of_core(core, data: Data, cfg: Config, delta):
     return jnp.where(jnp.isinf(values), -1.0, values).ravel()
 
 
-def _loss_hessian(x, data: Data, cfg: Config):
+def _loss_hessian(x, data: Data, cfg: Config, rows: int):
     """Hessian of ``f_0`` at ``x``, ``(D, D)`` (zero on the thresholds): one weighted
-    Gram of the rows."""
+    Gram of the rows, summed over row blocks of ``rows`` rows."""
     D, k = x.shape[0], 1 + cfg.num_features
-    p = jax.nn.sigmoid(scores(x, data, cfg))
+
+    def part(block: Data):
+        p = jax.nn.sigmoid(scores(x, block, cfg))
+        return _gram_sums(block.X, block.c0 * p * (1.0 - p))
+
     H = jnp.zeros((D, D), x.dtype)
-    H = H.at[:k, :k].set(_weighted_gram(data.X, data.c0 * p * (1.0 - p)))
+    H = H.at[:k, :k].set(_bordered_gram(*_sum_blocks(part, data, rows)))
     return H + jnp.diag(jnp.zeros(D, x.dtype).at[1:k].set(data.alpha))
 
 
-def _value(x, lam, rho, delta, data: Data, cfg: Config):
-    """The augmented Lagrangian at ``x`` (one forward pass)."""
-    s = scores(x, data, cfg)
+def _logistic_sum(s, block: Data):
+    return row_sum(block.c0 * (jnp.logaddexp(0.0, s) - block.y * s))
+
+
+def _value(x, lam, rho, delta, data: Data, cfg: Config, rows: int):
+    """The augmented Lagrangian at ``x`` (one forward pass over row blocks)."""
     _, w, _ = split(x, cfg)
-    loss = row_sum(data.c0 * (jnp.logaddexp(0.0, s) - data.y * s))
+
+    def part(block: Data):
+        s = scores(x, block, cfg)
+        sigma = _surrogate(_levels(s, x, block, cfg), delta, cfg)
+        return _logistic_sum(s, block), _gmean(sigma, block, cfg)
+
+    loss, core = _sum_blocks(part, data, rows)
     loss = loss + 0.5 * data.alpha * jnp.sum(w * w)
-    core = _gmean(_surrogate(_levels(s, x, data, cfg), delta, cfg), data, cfg).ravel()
-    c = _constraints_of_core(core, data, cfg, delta)
+    c = _constraints_of_core(core.ravel(), data, cfg, delta)
     shifted = jnp.maximum(lam + rho * c, 0.0)
     return loss + jnp.sum(shifted**2 - lam**2) / (2.0 * rho)
 
@@ -186,24 +242,26 @@ def _surrogate(z, delta, cfg: Config):
     return _smooth_ramp(z, delta) if cfg.surrogate == "ramp" else jax.nn.sigmoid(z)
 
 
-def _evaluate(x, lam, rho, delta, loss_hessian, data: Data, cfg: Config):
+def _evaluate(x, lam, rho, delta, loss_hessian, data: Data, cfg: Config, rows: int):
     """Value, gradient and Gauss-Newton matrix (with ``loss_hessian`` for ``f_0``) of the
-    augmented Lagrangian at ``x``: one pass for the scores and one ``X^T V`` with the
-    ``1 + q`` columns ``V = (c0 (p - y), U)``."""
-    s = scores(x, data, cfg)
+    augmented Lagrangian at ``x``: one pass over row blocks for the scores and the
+    ``X^T V`` of the ``1 + q`` columns ``V = (c0 (p - y), U)``."""
     _, w, _ = split(x, cfg)
     D, k = x.shape[0], 1 + cfg.num_features
-    loss = row_sum(data.c0 * (jnp.logaddexp(0.0, s) - data.y * s))
+
+    def part(block: Data):
+        s = scores(x, block, cfg)
+        core, U = _core(s, x, delta, block, cfg)
+        residual = block.c0 * (jax.nn.sigmoid(s) - block.y)
+        V = jnp.concatenate([residual[:, None], U], axis=1)
+        return _logistic_sum(s, block), core, row_sum(V), rmatvec(V, block.X)
+
+    loss, core, sums, XtV = _sum_blocks(part, data, rows)  # XtV: (d, 1 + q)
     loss = loss + 0.5 * data.alpha * jnp.sum(w * w)
-    core, U = _core(s, x, delta, data, cfg)
     c = _constraints_of_core(core, data, cfg, delta)
     C = jax.jacfwd(lambda v: _constraints_of_core(v, data, cfg, delta))(core)  # (m, q)
     shifted = jnp.maximum(lam + rho * c, 0.0)
     value = loss + jnp.sum(shifted**2 - lam**2) / (2.0 * rho)
-    residual = data.c0 * (jax.nn.sigmoid(s) - data.y)
-    V = jnp.concatenate([residual[:, None], U], axis=1)
-    sums = row_sum(V)
-    XtV = rmatvec(V, data.X)  # (d, 1 + q)
     core_jacobian = jnp.concatenate(
         [sums[1:, None], XtV[:, 1:].T, _theta_part(sums[1:], x, cfg)], axis=1
     )  # (q, D)
@@ -214,6 +272,37 @@ def _evaluate(x, lam, rho, delta, loss_hessian, data: Data, cfg: Config):
     H = loss_hessian + rho * core_jacobian.T @ (inner @ core_jacobian)
     shift = _SHIFT[jnp.dtype(x.dtype).itemsize] * jnp.maximum(jnp.max(jnp.diag(H)), 1.0)
     return value, grad, H + shift * jnp.eye(D, dtype=x.dtype)
+
+
+def _exact_constraints_of_core(core, data: Data, cfg: Config):
+    """The exact surrogate constraints of
+    :func:`fairest.partial._dc.constraint_values` from their group means ``core``."""
+    if cfg.constraint == "statistical":
+        lower = data.grid[None, :] - core
+        upper = core - data.grid[None, :] - data.slack
+        return jnp.concatenate([lower.ravel(), upper.ravel()])
+    T = _pdp_terms(core, data)
+    return _mask_diagonal(T[:, None] - T[None, :] - data.slack, cfg).ravel()
+
+
+def _round_end(x, delta, data: Data, cfg: Config, rows: int):
+    """At a round's end, in one pass over row blocks: the smoothed constraints, ``f_0``
+    and the largest exact surrogate constraint (those of
+    :func:`~fairest.partial._smooth.smooth_constraint_values`,
+    :func:`~fairest.partial._dc.objective` and
+    :func:`~fairest.partial._dc.constraint_values`)."""
+    _, w, _ = split(x, cfg)
+
+    def part(block: Data):
+        s = scores(x, block, cfg)
+        z = _levels(s, x, block, cfg)
+        smooth = _gmean(_surrogate(z, delta, cfg), block, cfg)
+        return _logistic_sum(s, block), smooth, _gmean(_exact_surrogate(z, cfg), block, cfg)
+
+    loss, smooth, exact = _sum_blocks(part, data, rows)
+    c = _constraints_of_core(smooth.ravel(), data, cfg, delta)
+    f0 = loss + 0.5 * data.alpha * jnp.sum(w * w)
+    return c, f0, jnp.max(_exact_constraints_of_core(exact, data, cfg))
 
 
 def _solve_shifted(H, grad, shift):
@@ -248,7 +337,7 @@ class _Step(NamedTuple):
     done: jax.Array
 
 
-def _minimise_round(x, lam, rho, delta, gtol, data: Data, cfg: Config, max_steps):
+def _minimise_round(x, lam, rho, delta, gtol, data: Data, cfg: Config, max_steps, rows):
     """Damped Gauss-Newton on the round's augmented Lagrangian from ``x`` until the
     sup-norm of its gradient is at most ``gtol`` (or a step changes it by at most
     ``_FTOL``, relative): ``(x, steps)``. The loss Hessian is refreshed every
@@ -256,7 +345,7 @@ def _minimise_round(x, lam, rho, delta, gtol, data: Data, cfg: Config, max_steps
     exact at every step); a line search costs one forward pass a trial."""
 
     def evaluate(v, loss_hessian):
-        return _evaluate(v, lam, rho, delta, loss_hessian, data, cfg)
+        return _evaluate(v, lam, rho, delta, loss_hessian, data, cfg, rows)
 
     def cond(state: _Step):
         return (~state.done) & (state.k < max_steps)
@@ -272,16 +361,17 @@ def _minimise_round(x, lam, rho, delta, gtol, data: Data, cfg: Config, max_steps
         def search_body(carry):
             t, _, n = carry
             t = 0.5 * t
-            return t, _value(state.x + t * direction, lam, rho, delta, data, cfg), n + 1
+            return t, _value(state.x + t * direction, lam, rho, delta, data, cfg, rows), n + 1
 
-        one = jnp.asarray(1.0, x.dtype)
-        first = _value(state.x + direction, lam, rho, delta, data, cfg)
-        t, value, _ = jax.lax.while_loop(search_cond, search_body, (one, first, 0))
+        # from t = 2 and an infinite value: the first trial is the full step t = 1 (one
+        # copy of the forward pass in the compiled loop, not two)
+        two, infinite = jnp.asarray(2.0, x.dtype), jnp.asarray(jnp.inf, x.dtype)
+        t, value, _ = jax.lax.while_loop(search_cond, search_body, (two, infinite, -1))
         accepted = (value <= state.value + _ARMIJO * t * slope) & (slope < 0)
         new_x = jnp.where(accepted, state.x + t * direction, state.x)
         refresh = (state.k + 1) % _REFRESH == 0
         loss_hessian = jax.lax.cond(
-            refresh, lambda: _loss_hessian(new_x, data, cfg), lambda: state.loss_hessian
+            refresh, lambda: _loss_hessian(new_x, data, cfg, rows), lambda: state.loss_hessian
         )
         new_value, grad, H = evaluate(new_x, loss_hessian)
         small_change = state.value - new_value <= _FTOL * jnp.maximum(jnp.abs(state.value), 1.0)
@@ -289,7 +379,7 @@ def _minimise_round(x, lam, rho, delta, gtol, data: Data, cfg: Config, max_steps
         done = (~accepted) | small_change | stationary
         return _Step(new_x, new_value, grad, H, loss_hessian, state.k + 1, done)
 
-    loss_hessian = _loss_hessian(x, data, cfg)
+    loss_hessian = _loss_hessian(x, data, cfg, rows)
     value, grad, H = evaluate(x, loss_hessian)
     done = jnp.max(jnp.abs(grad)) <= gtol
     start = _Step(x, value, grad, H, loss_hessian, jnp.asarray(0), done)
@@ -312,15 +402,15 @@ class _Round(NamedTuple):
     stop: jax.Array
 
 
-@partial(jax.jit, static_argnames=("cfg", "max_rounds", "max_steps"))
-def _run(x0, data: Data, cfg: Config, deltas, eps, tol, max_rounds, max_steps):
+@partial(jax.jit, static_argnames=("cfg", "max_rounds", "max_steps", "rows"))
+def _run(x0, data: Data, cfg: Config, deltas, eps, tol, max_rounds, max_steps, rows):
     dtype = x0.dtype
     m = num_constraints(cfg)
     last_stage = deltas.shape[0] - 1
     iterates = jnp.zeros((max_rounds + 1, x0.shape[0]), dtype).at[0].set(x0)
-    objectives = jnp.full(max_rounds + 1, jnp.nan, dtype).at[0].set(objective(x0, data, cfg))
-    violations = jnp.full(max_rounds + 1, jnp.nan, dtype)
-    violations = violations.at[0].set(jnp.max(constraint_values(x0, data, cfg)))
+    _, f0, exact_max = _round_end(x0, deltas[0], data, cfg, rows)
+    objectives = jnp.full(max_rounds + 1, jnp.nan, dtype).at[0].set(f0)
+    violations = jnp.full(max_rounds + 1, jnp.nan, dtype).at[0].set(exact_max)
     start = _Round(
         x=x0,
         lam=jnp.zeros(m, dtype),
@@ -342,12 +432,12 @@ def _run(x0, data: Data, cfg: Config, deltas, eps, tol, max_rounds, max_steps):
     def body(state: _Round):
         delta = deltas[state.stage]
         gtol = jnp.maximum(_GTOL, _GTOL0 * 0.1 ** state.r.astype(dtype))  # inexact early
-        x, k = _minimise_round(state.x, state.lam, state.rho, delta, gtol, data, cfg, max_steps)
-        c = smooth_constraint_values(x, data, cfg, delta)
+        x, k = _minimise_round(
+            state.x, state.lam, state.rho, delta, gtol, data, cfg, max_steps, rows
+        )
+        c, f0, exact_max = _round_end(x, delta, data, cfg, rows)
         lam = jnp.maximum(state.lam + state.rho * c, 0.0)
         smooth_violation = jnp.max(jnp.maximum(c, 0.0))
-        f0 = objective(x, data, cfg)
-        exact_max = jnp.max(constraint_values(x, data, cfg))
         finite = jnp.all(jnp.isfinite(x)) & jnp.isfinite(f0)
         previous = state.objectives[state.r]
         change = jnp.abs(f0 - previous) <= tol * jnp.maximum(jnp.abs(previous), 1e-12)
@@ -418,6 +508,7 @@ def run_fast_alm(
         jnp.asarray(tol, dtype),
         int(max_rounds),
         int(max_steps),
+        block_rows(data.X),
     )
     iterates, objectives, violations, steps, rounds, converged = jax.device_get(out)
     rounds = int(rounds)

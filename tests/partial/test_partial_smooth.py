@@ -95,24 +95,30 @@ def test_lbfgs_iterates_recorded_and_warm_tightening(monkeypatch):
     assert warm[0]
 
 
+@pytest.mark.parametrize("rows", [None, 64])
 @pytest.mark.parametrize(
     "metric,surrogate", [(PSP, "ramp"), (PSP, "sigmoid"), (PDP, "ramp"), (PDP, "sigmoid")]
 )
-def test_gauss_newton_pieces_equal_autodiff(x64, metric, surrogate):
+def test_gauss_newton_pieces_equal_autodiff(x64, metric, surrogate, rows):
     """``_evaluate``'s value and gradient equal ``jax.value_and_grad`` of the augmented
     Lagrangian written from ``smooth_constraint_values``; its matrix equals the Hessian of
     ``f_0`` plus ``rho J_A^T J_A`` with ``J = jax.jacrev`` of the smoothed constraints
-    (plus the documented shift); a line-search value equals the Lagrangian."""
+    (plus the documented shift); a line-search value equals the Lagrangian; a round's end
+    equals ``smooth_constraint_values``, ``objective`` and ``constraint_values``. Every
+    pass in one block of all 208 (padded) rows and in blocks of 64 rows (four, the last
+    clamped: its 48 rows already summed count zero)."""
     cfg, data, x0, *_ = make_problem(metric, surrogate, n=200, d=3, n_grid=4, alpha=0.1)
+    rows = data.c0.shape[0] if rows is None else rows
     x = jnp.asarray(x0) + 0.3 * jax.random.normal(jax.random.PRNGKey(1), x0.shape)
     m = fast_module.num_constraints(cfg)
     lam, rho, delta = jnp.linspace(0.0, 1.0, m), 3.0, 0.05
-    hessian = fast_module._loss_hessian(x, data, cfg)
-    value, grad, H = fast_module._evaluate(x, lam, rho, delta, hessian, data, cfg)
-    ref_value, ref_grad = jax.value_and_grad(fast_module._lagrangian)(x, lam, rho, delta, data, cfg)
+    hessian = fast_module._loss_hessian(x, data, cfg, rows)
+    value, grad, H = fast_module._evaluate(x, lam, rho, delta, hessian, data, cfg, rows)
+    lagrangian = jax.value_and_grad(smooth_module._lagrangian)
+    ref_value, ref_grad = lagrangian(x, lam, rho, delta, data, cfg)
     assert float(value) == pytest.approx(float(ref_value), rel=1e-12)
     np.testing.assert_allclose(grad, ref_grad, rtol=1e-9, atol=1e-12)
-    assert float(fast_module._value(x, lam, rho, delta, data, cfg)) == pytest.approx(
+    assert float(fast_module._value(x, lam, rho, delta, data, cfg, rows)) == pytest.approx(
         float(ref_value), rel=1e-12
     )
     c = smooth_module.smooth_constraint_values(x, data, cfg, delta)
@@ -123,6 +129,11 @@ def test_gauss_newton_pieces_equal_autodiff(x64, metric, surrogate):
     shift = np.asarray(H) - ref
     np.testing.assert_allclose(shift - np.diag(np.diag(shift)), 0.0, atol=1e-10)
     assert np.all(np.diag(shift) > 0) and np.ptp(np.diag(shift)) < 1e-12
+    end_c, f0, exact_max = fast_module._round_end(x, delta, data, cfg, rows)
+    np.testing.assert_allclose(end_c, c, rtol=1e-12, atol=1e-14)
+    assert float(f0) == pytest.approx(float(smooth_module.objective(x, data, cfg)), rel=1e-12)
+    exact = float(jnp.max(constraint_values(x, data, cfg)))
+    assert float(exact_max) == pytest.approx(exact, rel=1e-12, abs=1e-14)
 
 
 @pytest.mark.parametrize("metric", [PSP, PDP])
@@ -172,10 +183,10 @@ def test_weighted_gram_of_sparse_rows_equals_dense(x64):
     a = jnp.asarray(rng.random(60))
     Xt = np.column_stack([np.ones(60), X])
     expected = Xt.T @ (np.asarray(a)[:, None] * Xt)
-    np.testing.assert_allclose(fast_module._weighted_gram(rows, a), expected, atol=1e-12)
-    np.testing.assert_allclose(
-        fast_module._weighted_gram(jnp.asarray(X), a), expected, rtol=1e-12, atol=1e-12
-    )
+    gram = fast_module._bordered_gram(*fast_module._gram_sums(rows, a))
+    np.testing.assert_allclose(gram, expected, atol=1e-12)
+    dense = fast_module._bordered_gram(*fast_module._gram_sums(jnp.asarray(X), a))
+    np.testing.assert_allclose(dense, expected, rtol=1e-12, atol=1e-12)
 
 
 def test_newton_direction_survives_an_indefinite_float32_gram():
