@@ -8,8 +8,10 @@ For each (n, d) this times, in the same process and on the same weighted problem
   tight tol (1e-8), and ``solver="newton-cholesky"`` (tol 1e-8).
 Speed ratio = scikit-learn time / fairest warm time (> 1: fairest is faster). The
 relative objective gap of every solution to the best one found says what each run
-bought. Run: ``python benchmarks/erm_vs_sklearn.py [--quick]``. The estimator-level table
-(fresh processes, peak memory, compiled executables, BADR) is ``speed_table.py``.
+bought. Run: ``python benchmarks/erm_vs_sklearn.py [--quick]``; ``--no-split`` runs
+fairest's passes on one thread (no row split over the cores), for an A/B. The
+estimator-level table (fresh processes, peak memory, compiled executables, BADR) is
+``speed_table.py``.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import numpy as np
 from _common import measure, write_results
 from sklearn.linear_model import LogisticRegression
 
+from fairest._solvers import _row_split
 from fairest._solvers._driver import solve_weighted_glm
 
 ALPHA = 1e-3
@@ -122,7 +125,14 @@ def main():
         "--sizes", default="", help="comma separated n x d, e.g. 10000x500,100000x500"
     )
     parser.add_argument("--name", default="erm_vs_sklearn", help="results file stem")
+    parser.add_argument(
+        "--no-split",
+        action="store_true",
+        help="run every pass on one thread (A/B of fairest._solvers._row_split)",
+    )
     args = parser.parse_args()
+    if args.no_split:
+        _row_split.MAX_THREADS = 1
     if args.sizes:
         sizes = [tuple(int(v) for v in size.split("x")) for size in args.sizes.split(",")]
     elif args.quick:
@@ -152,7 +162,9 @@ def main():
         "fairest tol=1e-4 warm (s)",
         "fairest tol=1e-4 solver",
         "fairest tol=1e-4 rel. gap",
+        "fairest tol=1e-4 CPU (s)",
         "sklearn lbfgs tol=1e-4 (s)",
+        "sklearn lbfgs tol=1e-4 CPU (s)",
         "tol=1e-4 ratio",
         "tol=1e-4 CPU ratio",
         "load",

@@ -29,6 +29,7 @@ __all__ = [
     "blocked_hessian",
     "pass_block_rows",
     "row_block_pass",
+    "row_range_pass",
     "scores",
     "penalty_diagonal",
     "objective",
@@ -106,7 +107,7 @@ def _fused_pass(X) -> bool:
     return not is_sparse(X) and X.shape[0] > pass_block_rows(X.shape[1])
 
 
-def row_block_pass(loss: str, theta, X, y, c, hessian_dtype=None, block_rows=None):
+def row_block_pass(loss: str, theta, X, y, c, hessian_dtype=None, block_rows=None, row_range=None):
     """The data term's value, gradient and (with ``hessian_dtype``) Hessian in ONE pass
     over dense ``X``, block by block.
 
@@ -121,16 +122,22 @@ def row_block_pass(loss: str, theta, X, y, c, hessian_dtype=None, block_rows=Non
     first). Traceable; ``loss``, ``hessian_dtype`` and ``block_rows`` are static. ``X``
     may be a :class:`~fairest._kernels._placement.ShiftedRows` (an unaligned numpy ``X``
     shared with the device, not copied): its blocks are read from the flat buffer.
+
+    ``row_range``, a pair ``(first, stop)`` (traced integers, ``stop - first >=
+    block_rows``), sums over rows ``[first, stop)`` only: the part of a pass that one
+    thread runs (:func:`fairest._solvers._row_split.split_value_and_grad`).
     """
     n, d = X.shape
     block_rows = pass_block_rows(d) if block_rows is None else block_rows
     hessian = hessian_dtype is not None
+    first, stop = (0, n) if row_range is None else row_range
 
     def add_block(k, totals):
-        start = jnp.minimum(k * block_rows, n - block_rows)
+        nominal = first + k * block_rows
+        start = jnp.minimum(nominal, stop - block_rows)
         take = partial(jax.lax.dynamic_slice_in_dim, start_index=start, slice_size=block_rows)
         rows = row_block(X, start, block_rows)  # ShiftedRows too: no copy of X
-        fresh = start + jnp.arange(block_rows) >= k * block_rows  # not in an earlier block
+        fresh = start + jnp.arange(block_rows) >= nominal  # not in an earlier block
         weights = jnp.where(fresh, take(c), 0.0)
         value, d1, d2 = loss_derivatives(loss, rows @ theta[1:] + theta[0], take(y))
         columns = jnp.stack([weights * d1, weights * d2] if hessian else [weights * d1])
@@ -146,13 +153,23 @@ def row_block_pass(loss: str, theta, X, y, c, hessian_dtype=None, block_rows=Non
     zeros = [jnp.zeros((), X.dtype), jnp.zeros((k,), X.dtype), jnp.zeros((k, d), X.dtype)]
     if hessian:
         zeros.append(jnp.zeros((d, d), X.dtype))
-    totals = jax.lax.fori_loop(0, -(-n // block_rows), add_block, tuple(zeros))
+    num_blocks = -(-(stop - first) // block_rows)  # traced with row_range: a while loop
+    totals = jax.lax.fori_loop(0, num_blocks, add_block, tuple(zeros))
     grad = jnp.concatenate([totals[1][:1], totals[2][0]])
     if not hessian:
         return totals[0], grad
     first_row = jnp.concatenate([totals[1][1:], totals[2][1]])
     lower = jnp.concatenate([first_row[1:, None], totals[3]], axis=1)
     return totals[0], grad, jnp.concatenate([first_row[None, :], lower], axis=0)
+
+
+@partial(jax.jit, static_argnames=("loss", "hessian_dtype"))
+def row_range_pass(loss: str, theta, X, y, c, first, stop, hessian_dtype=None):
+    """:func:`row_block_pass` over rows ``[first, stop)`` of dense ``X`` (at least one row
+    block), jitted: the data term's value, gradient and, with ``hessian_dtype``, Hessian,
+    WITHOUT the penalty. ``first`` and ``stop`` are traced, so every part of a split pass
+    (:mod:`fairest._solvers._row_split`) runs the same executable."""
+    return row_block_pass(loss, theta, X, y, c, hessian_dtype, row_range=(first, stop))
 
 
 @partial(jax.jit, static_argnames="loss")

@@ -8,17 +8,18 @@ default solver makes the same choice). The quasi-Newton update and the line sear
 SciPy's (``scipy.optimize.minimize(method="L-BFGS-B")``, Byrd, Lu, Nocedal and Zhu); only
 the objective is fairest's. SciPy is imported by scikit-learn anyway, so this path adds
 no import time, and a host round trip per iteration (p floats) is negligible next to a
-pass over the data.
+pass over the data. On a CPU with several cores a pass over large dense ``X`` is split by
+rows over the cores (:mod:`fairest._solvers._row_split`): XLA runs the fused row-block
+loop on one thread.
 """
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
-import jax
 import numpy as np
 
-from fairest._kernels._glm import value_and_grad
+from fairest._solvers._row_split import row_parts, split_value_and_grad
 
 __all__ = ["LBFGSResult", "lbfgs_solve", "single_threaded_blas"]
 
@@ -96,9 +97,10 @@ def lbfgs_solve(
     best = {"value": np.inf, "theta": None, "grad": None}
     count = [0]
 
+    parts = row_parts(X)  # dense X on a CPU: the pass split over the cores
+
     def fun(theta):
-        value, grad = jax.device_get(value_and_grad(loss, theta, *args))
-        value, grad = float(value), np.asarray(grad, dtype=np.float64)
+        value, grad = split_value_and_grad(loss, theta, *args, parts=parts)
         count[0] += 1
         if value <= best["value"]:
             best.update(value=value, theta=np.array(theta), grad=grad)
