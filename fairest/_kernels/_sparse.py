@@ -2,13 +2,17 @@
 (CSR with an explicit row index per entry) that behaves like a dense ``X`` in the products
 the kernels form, so every kernel of :mod:`fairest._kernels._glm` runs on it unchanged.
 
-The products are a gather and a ``segment_sum`` over the stored entries, O(nnz):
+The products are O(nnz). On a CPU device, ``X @ w`` and ``r @ X`` of the CSR form run
+scipy's compiled CSR mat-vecs on the device buffers in place (``buffer_callback``: no
+copy, no (nnz,) temporary; see the products section below); elsewhere, and for the ELL
+form, they are a gather and a ``segment_sum`` over the stored entries:
 
 - ``X @ w = segment_sum(data * w[indices], row_ids, n)`` (sorted segments);
 - ``r @ X = segment_sum(data * r[row_ids], indices, d)``;
 - ``M @ X`` for a dense (k, n) ``M`` and ``X.T @ M`` for a dense (n, k) ``M`` the same
   way, one column of ``M`` per output row (the per-group sums of BADR's Jacobian);
-- ``X * X`` (the Jacobi preconditioner's squared entries) squares the stored values.
+- ``X * X`` (the Jacobi preconditioner's squared entries) squares the stored values
+  (:class:`SquaredRows`: one block of squares at a time, never nnz of them at once).
 - ``X[rows]`` (:func:`take_rows`: SGD minibatches, BADR's one-group row blocks) gathers
   each row's entries into ``row_entries`` slots, and :func:`squared_row_norms` gives
   ``||x_i||^2`` (DP-FERMI's per-sample clipping) from the stored values;
@@ -22,7 +26,9 @@ CPU, float64): at 32,561 x 123 with 440,550 entries ``X @ w`` takes 0.9 ms here 
 time (:meth:`SparseRows.weighted_gram`): a (block, d) temporary, never (n, d).
 
 Nothing here densifies ``X``; the pytree's leaves are the stored entries, so a fit's
-device copy is O(nnz).
+device copy is O(nnz): the values and columns once (shared, not copied, where the
+caller's arrays are 64-byte aligned) and the row of every entry, built aligned so that
+the device shares it (:func:`sparse_rows`).
 
 The same class holds the ELL (padded rows) form: :func:`ell_rows` gives every row the same
 number ``k`` of slots (unused ones hold explicit zeros at column 0), so the entries of row
@@ -34,14 +40,26 @@ row. :meth:`SparseRows.take_rows` returns this form too.
 
 from __future__ import annotations
 
+from functools import partial
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["SparseRows", "ell_rows", "is_sparse", "sparse_rows", "squared_row_norms", "take_rows"]
+__all__ = [
+    "SparseRows",
+    "SquaredRows",
+    "ell_rows",
+    "is_sparse",
+    "sparse_rows",
+    "squared_row_norms",
+    "take_rows",
+]
 
 # Floats of one densified row block of :meth:`SparseRows.weighted_gram` (8 MiB in float64).
 GRAM_BLOCK_FLOATS = 1 << 20
+# Stored values squared at a time by the in-place products of ``X * X`` (SquaredRows).
+SQUARE_BLOCK_ENTRIES = 1 << 20
 # Products (k x k per row) per block of :meth:`SparseRows.outer_gram` (8 MiB in float64).
 OUTER_GRAM_BLOCK = 1 << 20
 # Cost of one scattered add of :meth:`SparseRows.outer_gram` in flops of a densified-block
@@ -83,6 +101,10 @@ class SparseRows:
     ell : bool, default=False
         Every row holds exactly ``row_entries`` slots, in order (the ELL form of
         :func:`ell_rows`): :meth:`slots` is then available.
+    host_products : bool, default=True
+        Whether ``X @ w`` and ``r @ X`` of the CSR form may run as in-place CSR mat-vecs
+        on a CPU device (:meth:`uses_host_products`); False keeps the ``segment_sum``
+        forms (e.g. for entries a caller shards over several devices itself).
     """
 
     def __init__(
@@ -96,6 +118,7 @@ class SparseRows:
         block_entries=1,
         row_entries=None,
         ell=False,
+        host_products=True,
     ):
         self.data = data
         self.indices = indices
@@ -108,11 +131,19 @@ class SparseRows:
             row_entries = int(np.max(np.diff(indptr), initial=0))
         self.row_entries = None if row_entries is None else int(row_entries)
         self.ell = bool(ell)
+        self.host_products = bool(host_products)
 
     # --- pytree -------------------------------------------------------------------------
     def tree_flatten(self):
         children = (self.data, self.indices, self.row_ids, self.indptr)
-        aux = (self.shape, self.block_rows, self.block_entries, self.row_entries, self.ell)
+        aux = (
+            self.shape,
+            self.block_rows,
+            self.block_entries,
+            self.row_entries,
+            self.ell,
+            self.host_products,
+        )
         return children, aux
 
     @classmethod
@@ -147,6 +178,7 @@ class SparseRows:
             self.block_entries,
             self.row_entries,
             self.ell,
+            self.host_products,
         )
 
     def slots(self):
@@ -177,29 +209,41 @@ class SparseRows:
             self.block_rows,
             self.block_entries,
             self.row_entries,
+            host_products=self.host_products,
         )  # the padding rows hold no slots: not the ELL form
 
     def astype(self, dtype) -> SparseRows:
         return self._with_data(self.data.astype(dtype))
 
     # --- products ----------------------------------------------------------------------
+    def uses_host_products(self) -> bool:
+        """Whether ``X @ w`` and ``r @ X`` run as CSR mat-vecs on the stored arrays in
+        place (:func:`_csr_matmul`, on a CPU device): the CSR form with stored entries;
+        the ELL form (:func:`ell_rows`, possibly sharded by rows) keeps the gather and
+        ``segment_sum`` products."""
+        return self.host_products and not self.ell and self.nnz > 0
+
     def __matmul__(self, w):
         """``X @ w`` for ``w`` of shape (d,) or (d, k)."""
-        n = self.shape[0]
-        gathered = w[self.indices]
-        values = self.data * gathered if w.ndim == 1 else self.data[:, None] * gathered
-        return jax.ops.segment_sum(values, self.row_ids, n, indices_are_sorted=True)
+        entries = (self.data, self.indices, self.row_ids, self.indptr)
+        if self.uses_host_products():
+            return _csr_matmul(self.shape, *entries, w)
+        return _segment_matmul(self.shape, *entries, w)
 
     def __rmatmul__(self, r):
         """``r @ X`` for ``r`` of shape (n,) or (k, n)."""
-        d = self.shape[1]
-        if r.ndim == 1:
-            return jax.ops.segment_sum(self.data * r[self.row_ids], self.indices, d)
-        values = self.data[:, None] * r.T[self.row_ids]  # (nnz, k)
-        return jax.ops.segment_sum(values, self.indices, d).T
+        entries = (self.data, self.indices, self.row_ids, self.indptr)
+        columns = r if r.ndim == 1 else r.T  # (n,) or (n, k)
+        if self.uses_host_products():
+            out = _csr_rmatmul(self.shape, *entries, columns)
+        else:
+            out = _segment_rmatmul(self.shape, *entries, columns)
+        return out if r.ndim == 1 else out.T
 
     def __mul__(self, other):
         """Entrywise square ``X * X`` (the only entrywise product the kernels form)."""
+        if other is self and self.uses_host_products():
+            return SquaredRows(self)  # the squares never stored (nnz floats)
         if other is self:
             return self._with_data(self.data * self.data)
         raise TypeError("SparseRows multiplies entrywise only with itself (X * X).")
@@ -327,6 +371,42 @@ class SparseRows:
         return dense
 
 
+@jax.tree_util.register_pytree_node_class
+class SquaredRows:
+    """``X * X`` of a CSR-form :class:`SparseRows` for its two products, ``q @ (X * X)``
+    (the Jacobi preconditioner's Hessian diagonal) and ``(X * X) @ w``: in place on a
+    CPU device, squaring one block of stored values at a time
+    (:data:`SQUARE_BLOCK_ENTRIES`), else the ``segment_sum`` forms on ``data ** 2``."""
+
+    def __init__(self, matrix: SparseRows):
+        self.matrix = matrix
+        self.shape = matrix.shape
+        self.ndim = 2
+
+    def tree_flatten(self):
+        return (self.matrix,), ()
+
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+        return cls(*children)
+
+    @property
+    def dtype(self):
+        return self.matrix.dtype
+
+    def _entries(self):
+        m = self.matrix
+        return (m.data, m.indices, m.row_ids, m.indptr)
+
+    def __matmul__(self, w):
+        return _squared_matmul(self.shape, *self._entries(), w)
+
+    def __rmatmul__(self, r):
+        columns = r if r.ndim == 1 else r.T
+        out = _squared_rmatmul(self.shape, *self._entries(), columns)
+        return out if r.ndim == 1 else out.T
+
+
 class _TransposedRows:
     """``X.T`` of a :class:`SparseRows`: only ``X.T @ M`` (M dense, (n,) or (n, k))."""
 
@@ -338,6 +418,192 @@ class _TransposedRows:
         if M.ndim == 1:
             return M @ self.matrix
         return (M.T @ self.matrix).T
+
+
+# --- products ----------------------------------------------------------------------------
+# ``X @ w`` and ``r @ X`` of a CSR-form SparseRows. On a CPU device they are scipy's CSR
+# mat-vecs (compiled, one pass over the stored entries, no temporary) run by
+# ``jax.experimental.buffer_callback`` on the device buffers themselves: no copy, where
+# ``jax.pure_callback`` copies its operands (120 MiB a call at 1e7 entries). XLA CPU's gather
+# and scatter cost about 4 ns an entry each: at 1e6 x 1e5 with 1e7 entries (2-core box,
+# warm, CPU ms) X @ w 68 and r @ X 60 as ``segment_sum``, 17 and 16 in place, 13 and 15 for
+# scipy itself (benchmarks/sparse_speed.py). Other platforms lower the ``segment_sum`` forms
+# (``jax.lax.platform_dependent``). Both are linear: their JVP is the ``segment_sum`` form
+# applied to the tangent, which JAX transposes for reverse mode, so ``jax.grad``,
+# ``jax.jvp`` and ``jax.jacfwd`` through them are exact (at the ``segment_sum`` speed).
+
+
+def _segment_matmul(shape, data, indices, row_ids, indptr, w):
+    """``X @ w`` (w: (d,) or (d, k)) as a gather and a sorted ``segment_sum``."""
+    gathered = w[indices]
+    values = data * gathered if w.ndim == 1 else data[:, None] * gathered
+    return jax.ops.segment_sum(values, row_ids, shape[0], indices_are_sorted=True)
+
+
+def _segment_rmatmul(shape, data, indices, row_ids, indptr, r):
+    """``X.T @ r`` (r: (n,) or (n, k)) as a gather and a ``segment_sum`` (a scatter)."""
+    values = data * r[row_ids] if r.ndim == 1 else data[:, None] * r[row_ids]
+    return jax.ops.segment_sum(values, indices, shape[1])
+
+
+def _host_csr(data, indices, indptr, num_columns: int):
+    """A scipy CSR matrix over numpy views of the buffers (no copy)."""
+    import scipy.sparse as sp
+
+    indptr = np.asarray(indptr)
+    parts = (np.asarray(data), np.asarray(indices), indptr)
+    return sp.csr_matrix(parts, shape=(indptr.shape[0] - 1, num_columns), copy=False)
+
+
+def _sparsetools():
+    """scipy's compiled CSR kernels (``csr_matvec``, ``csc_matvec``: ``y += A x`` into a
+    given ``y``), None where this scipy lacks them."""
+    try:
+        from scipy.sparse import _sparsetools
+    except ImportError:  # pragma: no cover - scipy's layout changed
+        return None
+    return _sparsetools if hasattr(_sparsetools, "csc_matvec") else None
+
+
+def _accumulate_in_place(kernel: str, out, data, indices, indptr, operand) -> bool:
+    """``out = 0; out += A operand`` by scipy's ``kernel`` writing into ``out`` itself (no
+    result array, no copy): for 1-D operands of the stored values' dtype. False where it
+    does not apply (the caller then goes through ``scipy.sparse``)."""
+    tools = _sparsetools()
+    same = data.dtype == operand.dtype == out.dtype and indices.dtype == indptr.dtype
+    if tools is None or operand.ndim != 1 or not same:
+        return False
+    out.fill(0)
+    n = indptr.shape[0] - 1
+    sizes = (n, operand.shape[0]) if kernel == "csr_matvec" else (out.shape[0], n)
+    getattr(tools, kernel)(*sizes, indptr, indices, data, operand, out)
+    return True
+
+
+def _fill_matmul(ctx, out, data, indices, indptr, w):
+    """buffer_callback body: ``out[...] = X @ w``."""
+    out, w = np.asarray(out), np.asarray(w)
+    data, indices, indptr = np.asarray(data), np.asarray(indices), np.asarray(indptr)
+    if not _accumulate_in_place("csr_matvec", out, data, indices, indptr, w):
+        out[...] = _host_csr(data, indices, indptr, w.shape[0]) @ w
+
+
+def _fill_rmatmul(ctx, out, data, indices, indptr, r):
+    """buffer_callback body: ``out[...] = X.T @ r`` (CSR read as the CSC of ``X.T``)."""
+    out, r = np.asarray(out), np.asarray(r)
+    data, indices, indptr = np.asarray(data), np.asarray(indices), np.asarray(indptr)
+    if not _accumulate_in_place("csc_matvec", out, data, indices, indptr, r):
+        out[...] = _host_csr(data, indices, indptr, out.shape[0]).T @ r
+
+
+def _row_blocks(indptr: np.ndarray, entries: int) -> list[tuple[int, int]]:
+    """Consecutive row ranges of about ``entries`` stored values each (a row with more
+    is a range of its own)."""
+    n, nnz = indptr.shape[0] - 1, int(indptr[-1])
+    targets = np.arange(0, nnz, max(1, entries))
+    firsts = np.unique(np.searchsorted(indptr, targets, side="right") - 1)
+    bounds = [*firsts.tolist(), n] if firsts.size else [0, n]
+    bounds[0] = 0
+    return list(zip(bounds[:-1], bounds[1:]))
+
+
+def _squared_blocks(data, indices, indptr, num_columns: int):
+    """``(first, stop, block)``: CSR row blocks of ``X * X`` (squared values, one block
+    of :data:`SQUARE_BLOCK_ENTRIES` at a time)."""
+    import scipy.sparse as sp
+
+    data, indices, indptr = np.asarray(data), np.asarray(indices), np.asarray(indptr)
+    for first, stop in _row_blocks(indptr, SQUARE_BLOCK_ENTRIES):
+        start, end = indptr[first], indptr[stop]
+        parts = (np.square(data[start:end]), indices[start:end], indptr[first : stop + 1] - start)
+        yield first, stop, sp.csr_matrix(parts, shape=(stop - first, num_columns), copy=False)
+
+
+def _fill_squared_matmul(ctx, out, data, indices, indptr, w):
+    """buffer_callback body: ``out[...] = (X * X) @ w``."""
+    out, w = np.asarray(out), np.asarray(w)
+    for first, stop, block in _squared_blocks(data, indices, indptr, w.shape[0]):
+        out[first:stop] = block @ w
+
+
+def _fill_squared_rmatmul(ctx, out, data, indices, indptr, r):
+    """buffer_callback body: ``out[...] = (X * X).T @ r``."""
+    out, r = np.asarray(out), np.asarray(r)
+    out[...] = 0
+    for first, stop, block in _squared_blocks(data, indices, indptr, out.shape[0]):
+        out += block.T @ r[first:stop]
+
+
+def _in_place(fill, out_shape, data, indices, indptr, operand):
+    from jax.experimental.buffer_callback import buffer_callback
+
+    result = jax.ShapeDtypeStruct(out_shape, jnp.result_type(data, operand))
+    call = buffer_callback(fill, result, vmap_method="sequential")
+    return call(data, indices, indptr, operand)
+
+
+def _host_matmul(shape, data, indices, row_ids, indptr, w, fill=None):
+    out_shape = (shape[0], *w.shape[1:])
+    return _in_place(fill or _fill_matmul, out_shape, data, indices, indptr, w)
+
+
+def _host_rmatmul(shape, data, indices, row_ids, indptr, r, fill=None):
+    out_shape = (shape[1], *r.shape[1:])
+    return _in_place(fill or _fill_rmatmul, out_shape, data, indices, indptr, r)
+
+
+def _squared_segment_matmul(shape, data, indices, row_ids, indptr, w):
+    return _segment_matmul(shape, data * data, indices, row_ids, indptr, w)
+
+
+def _squared_segment_rmatmul(shape, data, indices, row_ids, indptr, r):
+    return _segment_rmatmul(shape, data * data, indices, row_ids, indptr, r)
+
+
+def _linear_jvp(product, segment_form, plain_form, squared, shape, primals, tangents):
+    """JVP of a product linear in the operand and in the stored values (``squared``: in
+    their squares): ``segment_sum`` forms on the non-zero tangents."""
+    from jax.custom_derivatives import SymbolicZero
+
+    data, indices, row_ids, indptr, operand = primals
+    d_data, d_operand = tangents[0], tangents[-1]
+    out = product(shape, *primals)
+    tangent = jnp.zeros_like(out)
+    if not isinstance(d_operand, SymbolicZero):
+        tangent = tangent + segment_form(shape, data, indices, row_ids, indptr, d_operand)
+    if not isinstance(d_data, SymbolicZero):
+        d_values = 2 * data * d_data if squared else d_data
+        tangent = tangent + plain_form(shape, d_values, indices, row_ids, indptr, operand)
+    return out, tangent
+
+
+def _by_platform(host, segment_form, plain_form=None):
+    """``host`` on CPU devices, ``segment_form`` elsewhere, with a linear JVP;
+    ``plain_form``: the ``segment_sum`` form of the unsquared product where
+    ``segment_form`` squares the stored values."""
+
+    def product(shape, *arrays):
+        return jax.lax.platform_dependent(
+            *arrays, cpu=partial(host, shape), default=partial(segment_form, shape)
+        )
+
+    product = jax.custom_jvp(product, nondiff_argnums=(0,))
+    squared = plain_form is not None
+    jvp = partial(_linear_jvp, product, segment_form, plain_form or segment_form, squared)
+    product.defjvp(jvp, symbolic_zeros=True)
+    return product
+
+
+_csr_matmul = _by_platform(_host_matmul, _segment_matmul)
+_csr_rmatmul = _by_platform(_host_rmatmul, _segment_rmatmul)
+_squared_matmul = _by_platform(
+    partial(_host_matmul, fill=_fill_squared_matmul), _squared_segment_matmul, _segment_matmul
+)
+_squared_rmatmul = _by_platform(
+    partial(_host_rmatmul, fill=_fill_squared_rmatmul),
+    _squared_segment_rmatmul,
+    _segment_rmatmul,
+)
 
 
 def take_rows(X, rows):
@@ -411,6 +677,19 @@ def ell_rows(columns, values, num_columns: int, row_ids=None, indptr=None) -> Sp
     )
 
 
+def _entry_rows(indptr: np.ndarray, index_dtype) -> np.ndarray:
+    """The row of every stored entry, in a ``DEVICE_ALIGNMENT``-aligned buffer: a CPU
+    device shares it (``jax.device_put``) instead of holding a second copy."""
+    from fairest._kernels._buckets import aligned_empty
+
+    nnz = int(indptr[-1])
+    rows = aligned_empty((nnz,), index_dtype)
+    rows.fill(0)
+    starts = indptr[1:-1]  # a row's first entry adds one to the row count from there on
+    np.add.at(rows, starts[starts < nnz], 1)
+    return np.cumsum(rows, out=rows)  # in place: no (nnz,) temporary
+
+
 def sparse_rows(X, dtype=np.float64) -> SparseRows:
     """A host :class:`SparseRows` (numpy leaves) of a scipy sparse matrix, O(nnz) memory.
 
@@ -428,7 +707,7 @@ def sparse_rows(X, dtype=np.float64) -> SparseRows:
     n, d = csr.shape
     index_dtype = np.int32 if max(n, d, csr.nnz) < np.iinfo(np.int32).max else np.int64
     indptr = csr.indptr.astype(index_dtype, copy=False)
-    row_ids = np.repeat(np.arange(n, dtype=index_dtype), np.diff(indptr))
+    row_ids = _entry_rows(indptr, index_dtype)
     block_rows = max(1, min(n, GRAM_BLOCK_FLOATS // max(1, d)))
     return SparseRows(
         np.asarray(csr.data, dtype=dtype),
