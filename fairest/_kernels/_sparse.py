@@ -168,18 +168,8 @@ class SparseRows:
         return _TransposedRows(self)
 
     def _with_data(self, data) -> SparseRows:
-        return SparseRows(
-            data,
-            self.indices,
-            self.row_ids,
-            self.indptr,
-            self.shape,
-            self.block_rows,
-            self.block_entries,
-            self.row_entries,
-            self.ell,
-            self.host_products,
-        )
+        children, aux = self.tree_flatten()
+        return SparseRows.tree_unflatten(aux, (data, *children[1:]))
 
     def slots(self):
         """``(values, columns)``, each ``(n, row_entries)``, of an ELL-form matrix

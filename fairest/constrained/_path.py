@@ -96,15 +96,8 @@ def fit_tolerance_path(estimator, X, y, tolerances, *, sensitive_features=None, 
     .. [1] Kliachkin, Lepšová, Bareilles, Marecek. "Benchmarking Stochastic Approximation
        Algorithms for Fairness-Constrained Training of Deep Neural Networks", 2025.
     """
-    if not tolerance_path_supported(estimator):
-        raise ValueError(
-            "fit_tolerance_path needs a scan solver (not 'ghost'), record_history=False, "
-            "eval_every=None, max_time=None, and hidden_layer_sizes=() or dtype='float64'."
-        )
-    template, probe = clone(estimator), clone(estimator)
-    for value in tolerances:  # scikit-learn's check of every value (InvalidParameterError)
-        probe.tolerance = value
-        probe._validate_params()
+    _check_path(estimator, tolerances, "fit_tolerance_path")
+    template = clone(estimator)
     setup = template._fit_setup(X, y, sensitive_features, sample_weight)
     aux = setup.gaps.aux(np.asarray(tolerances, dtype=np.float64), setup.dtype)
     args, kwargs = setup.solver_args()
@@ -121,6 +114,20 @@ def fit_tolerance_path(estimator, X, y, tolerances, *, sensitive_features=None, 
         )
     fit = dict(sensitive_features=sensitive_features, sample_weight=sample_weight)
     return _finish_points(template, setup, results, tolerances, (X, y, fit))
+
+
+def _check_path(estimator, tolerances, caller: str) -> None:
+    """Raise unless ``estimator`` runs as lanes and every tolerance is valid for it
+    (scikit-learn's ``InvalidParameterError``)."""
+    if not tolerance_path_supported(estimator):
+        raise ValueError(
+            f"{caller} needs a scan solver (not 'ghost'), record_history=False, "
+            "eval_every=None, max_time=None, and hidden_layer_sizes=() or dtype='float64'."
+        )
+    probe = clone(estimator)
+    for value in tolerances:
+        probe.tolerance = value
+        probe._validate_params()
 
 
 def _finish_points(template, setup, results, tolerances, data) -> list:
@@ -182,16 +189,7 @@ def fit_tolerance_path_folds(
     .. [1] Kliachkin, Lepšová, Bareilles, Marecek. "Benchmarking Stochastic Approximation
        Algorithms for Fairness-Constrained Training of Deep Neural Networks", 2025.
     """
-    if not tolerance_path_supported(estimator):
-        raise ValueError(
-            "fit_tolerance_path_folds needs a scan solver (not 'ghost'), record_history="
-            "False, eval_every=None, max_time=None, and hidden_layer_sizes=() or "
-            "dtype='float64'."
-        )
-    probe = clone(estimator)
-    for value in tolerances:  # scikit-learn's check of every value (InvalidParameterError)
-        probe.tolerance = value
-        probe._validate_params()
+    _check_path(estimator, tolerances, "fit_tolerance_path_folds")
     fold_data = [_fold_fit_data(X, y, sensitive_features, sample_weight, rows) for rows in folds]
     templates = [clone(estimator) for _ in folds]
     setups = [t._fit_setup(*data) for t, data in zip(templates, fold_data)]
