@@ -40,6 +40,8 @@ row. :meth:`SparseRows.take_rows` returns this form too.
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 from functools import partial
 
 import jax
@@ -211,7 +213,7 @@ class SparseRows:
         place (:func:`_csr_matmul`, on a CPU device): the CSR form with stored entries;
         the ELL form (:func:`ell_rows`, possibly sharded by rows) keeps the gather and
         ``segment_sum`` products."""
-        return self.host_products and not self.ell and self.nnz > 0
+        return self.host_products and not self.ell and self.nnz > 0 and _has_buffer_callback()
 
     def __matmul__(self, w):
         """``X @ w`` for ``w`` of shape (d,) or (d, k)."""
@@ -522,6 +524,13 @@ def _fill_squared_rmatmul(ctx, out, data, indices, indptr, r):
     out[...] = 0
     for first, stop, block in _squared_blocks(data, indices, indptr, out.shape[0]):
         out += block.T @ r[first:stop]
+
+
+@functools.cache
+def _has_buffer_callback() -> bool:
+    """Whether this JAX has ``jax.experimental.buffer_callback`` (older ones, which
+    ``jax>=0.4.35`` admits, keep the ``segment_sum`` products)."""
+    return importlib.util.find_spec("jax.experimental.buffer_callback") is not None
 
 
 def _in_place(fill, out_shape, data, indices, indptr, operand):
