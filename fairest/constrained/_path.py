@@ -33,6 +33,7 @@ from sklearn.base import clone
 from sklearn.utils import _safe_indexing
 from sklearn.utils.validation import validate_data
 
+from fairest._solvers._lbfgs import single_threaded_blas
 from fairest.constrained._common import (
     _column_names,
     prepare_predict,
@@ -275,7 +276,8 @@ def _linear_logits(setup, results):
     if setup.hidden:
         return None
     layers = [unravel_params(setup.model, np.asarray(r.x))[0] for r in results]
-    return _stacked_logits(setup.X, layers)
+    with single_threaded_blas():
+        return _stacked_logits(setup.X, layers)
 
 
 def score_linear_points(points, X, y, sensitive_features, sample_weight=None) -> list:
@@ -289,67 +291,93 @@ def score_linear_points(points, X, y, sensitive_features, sample_weight=None) ->
     weighted one-hot product per stratum.
     """
     X = prepare_predict(points[0], X)
-    logits = _stacked_logits(X, [point.params_[0] for point in points])
-    return _linear_scores(points[0], logits, y, sensitive_features, sample_weight)
+    y = np.asarray(y)
+    weight = np.ones(y.size) if sample_weight is None else np.asarray(sample_weight, np.float64)
+    with single_threaded_blas():
+        logits = _stacked_logits(X, [point.params_[0] for point in points])
+        outcomes = _PointOutcomes(points[0], logits, y, sensitive_features)
+        return outcomes.scores(slice(None), weight, np.ones(y.size))
 
 
 def score_linear_folds(estimators, X, y, sensitive_features, sample_weight, splits) -> tuple:
     """:func:`score_linear_points` of a cross-validated path's points on every fold's
-    training rows (weighted) and test rows (unweighted): ``X`` validated once and every
-    fold's logits one product over all the rows. ``estimators[i][j]``: value ``i``, fold
-    ``j``; returns ``(train, val)``, per fold a list of ``(accuracy, loss gap)``."""
+    training rows (weighted) and test rows (unweighted): ``X`` validated once, the logits
+    of every (value, fold) point on all the rows one product, their correctness and log
+    losses computed once, and each fold's part a row weighting of them (0 off the part).
+    ``estimators[i][j]``: value ``i``, fold ``j``; returns ``(train, val)``, per fold a
+    list of ``(accuracy, loss gap)``."""
     sensitive_features = split_sensitive_columns(X, sensitive_features)[1]  # names: columns
     X = prepare_predict(estimators[0][0], X)
     y = np.asarray(y)
-    weight = None if sample_weight is None else np.asarray(sample_weight, np.float64)
+    n, n_values = y.size, len(estimators)
+    weight = np.ones(n) if sample_weight is None else np.asarray(sample_weight, np.float64)
     train, val = [], []
-    for j, (train_rows, test_rows) in enumerate(splits):
-        points = [row[j] for row in estimators]
-        logits = _stacked_logits(X, [point.params_[0] for point in points])
-        for rows, scores, rows_weight in (
-            (train_rows, train, None if weight is None else weight[train_rows]),
-            (test_rows, val, None),
-        ):
-            groups = _safe_indexing(sensitive_features, rows)
-            scores.append(_linear_scores(points[0], logits[rows], y[rows], groups, rows_weight))
+    with single_threaded_blas():  # small products: spinning BLAS threads cost more
+        layers = [row[j].params_[0] for j in range(len(splits)) for row in estimators]
+        logits = _stacked_logits(X, layers)  # column j * n_values + i: value i, fold j
+        outcomes = _PointOutcomes(estimators[0][0], logits, y, sensitive_features)
+        for j, (train_rows, test_rows) in enumerate(splits):
+            lanes = slice(j * n_values, (j + 1) * n_values)
+            for rows, scores, rows_weight in (
+                (train_rows, train, weight[train_rows]),
+                (test_rows, val, np.ones(len(test_rows))),
+            ):
+                rows = np.asarray(rows)
+                part_weight = np.bincount(rows, rows_weight, minlength=n)  # 0 off the part
+                part_count = np.bincount(rows, minlength=n).astype(np.float64)
+                scores.append(outcomes.scores(lanes, part_weight, part_count))
     return train, val
 
 
-def _linear_scores(first, logits, y, sensitive_features, sample_weight) -> list:
-    """``(accuracy, loss gap)`` of every point from their stacked ``logits`` on ``y``."""
-    from fairest.metrics._checks import encode_sensitive_features
+class _PointOutcomes:
+    """Every point's correctness and clipped log loss on every row (from their stacked
+    ``logits``, shape ``(n, n_points, n_outputs)``), scored on weighted parts of the rows."""
 
-    y = np.asarray(y)
-    weight = np.ones(y.size) if sample_weight is None else np.asarray(sample_weight, np.float64)
-    classes = first.classes_
-    position = np.minimum(np.searchsorted(classes, y), classes.size - 1)
-    if not np.all(classes[position] == y):
-        raise ValueError("y contains labels that are not in the points' classes_.")
-    codes, labels = encode_sensitive_features(sensitive_features, y.size)
-    if logits.shape[2] == 1:
-        z = logits[:, :, 0]
-        predicted = z >= 0  # ScoreClassifierMixin.predict: classes_[1] where z >= 0
-        correct = predicted == (position == 1)[:, None]
-        positive = expit(z)
-        p_true = np.where((position == 1)[:, None], positive, 1.0 - positive)
-    else:
-        correct = np.argmax(logits, axis=2) == position[:, None]
-        p_true = np.take_along_axis(softmax(logits, axis=2), position[:, None, None], 2)[..., 0]
-    eps = np.finfo(np.float64).eps
-    losses = -np.log(np.clip(p_true, eps, 1.0 - eps))  # fairest.metrics.loss_gap's clipping
-    accuracy = weight @ correct / weight.sum()
-    member = codes[:, None] == np.arange(len(labels))
-    gaps = []
-    for rows in _loss_strata(first, y):
-        present = member[rows].any(axis=0)  # the groups with rows in the stratum
-        weighted = member[rows][:, present] * weight[rows, None]
-        mass = weighted.sum(axis=0)
-        if not np.all(mass > 0):
-            raise ValueError("every group needs positive total weight in its label strata.")
-        group_loss = (weighted.T @ losses[rows]) / mass[:, None]
-        gaps.append(group_loss.max(axis=0) - group_loss.min(axis=0))
-    unfairness = np.max(gaps, axis=0)
-    return [(float(a), float(u)) for a, u in zip(accuracy, unfairness)]
+    def __init__(self, first, logits, y, sensitive_features):
+        from fairest.metrics._checks import encode_sensitive_features
+
+        classes = first.classes_
+        position = np.minimum(np.searchsorted(classes, y), classes.size - 1)
+        if not np.all(classes[position] == y):
+            raise ValueError("y contains labels that are not in the points' classes_.")
+        if logits.shape[2] == 1:
+            z = logits[:, :, 0]
+            predicted = z >= 0  # ScoreClassifierMixin.predict: classes_[1] where z >= 0
+            correct = predicted == (position == 1)[:, None]
+            positive = expit(z)
+            p_true = np.where((position == 1)[:, None], positive, 1.0 - positive)
+        else:
+            correct = np.argmax(logits, axis=2) == position[:, None]
+            p_true = np.take_along_axis(softmax(logits, axis=2), position[:, None, None], 2)
+            p_true = p_true[..., 0]
+        eps = np.finfo(np.float64).eps
+        self.correct = correct.astype(np.float64)
+        self.losses = -np.log(np.clip(p_true, eps, 1.0 - eps))  # loss_gap's clipping
+        codes, labels = encode_sensitive_features(sensitive_features, y.size)
+        member = (codes[:, None] == np.arange(len(labels))).astype(np.float64)
+        # (n, n_strata * n_groups): the one-hot groups within each label stratum
+        self.cells = np.concatenate([member * rows[:, None] for rows in _loss_strata(first, y)], 1)
+        self.n_groups = len(labels)
+
+    def scores(self, lanes, part_weight, part_count) -> list:
+        """``(accuracy, loss gap)`` of the points ``lanes`` on the rows weighted by
+        ``part_weight`` (the rows of the part: ``part_count > 0``)."""
+        accuracy = part_weight @ self.correct[:, lanes] / part_weight.sum()
+        present = (part_count @ self.cells).reshape(-1, self.n_groups) > 0  # rows there
+        mass = (part_weight @ self.cells).reshape(-1, self.n_groups)
+        group_loss = (self.cells * part_weight[:, None]).T @ self.losses[:, lanes]
+        group_loss = group_loss.reshape(*mass.shape, -1)
+        gaps = []
+        for stratum in range(mass.shape[0]):
+            keep = present[stratum]
+            if not keep.any():  # no row of this label in the part
+                continue
+            if not np.all(mass[stratum, keep] > 0):
+                raise ValueError("every group needs positive total weight in its label strata.")
+            losses = group_loss[stratum, keep] / mass[stratum, keep, None]
+            gaps.append(losses.max(axis=0) - losses.min(axis=0))
+        unfairness = np.max(gaps, axis=0)
+        return [(float(a), float(u)) for a, u in zip(accuracy, unfairness)]
 
 
 def _stacked_logits(X, layers):
@@ -364,11 +392,12 @@ def _stacked_logits(X, layers):
 
 def _loss_strata(point, y) -> list:
     """Row masks of the label strata within which ``point.metric`` compares group losses
-    (the rows of each label for equalized odds, the positives for equal opportunity)."""
+    (the rows of each label for equalized odds, the positives for equal opportunity); a
+    stratum without rows is skipped by the scores."""
     if point.metric == "loss_equal_opportunity":
         strata = [y == point.classes_[-1]]
     elif point.metric == "loss_equalized_odds":
         strata = [y == label for label in point.classes_]
     else:
         strata = [np.ones(y.size, dtype=bool)]
-    return [rows for rows in strata if rows.any()]
+    return strata
