@@ -295,17 +295,17 @@ def score_linear_points(points, X, y, sensitive_features, sample_weight=None) ->
     weight = np.ones(y.size) if sample_weight is None else np.asarray(sample_weight, np.float64)
     with single_threaded_blas():
         logits = _stacked_logits(X, [point.params_[0] for point in points])
-        outcomes = _PointOutcomes(points[0], logits, y, sensitive_features)
-        return outcomes.scores(slice(None), weight, np.ones(y.size))
+        scorer = _PartScorer(points[0], y, sensitive_features)
+        return scorer.scores(*scorer.outcomes(logits), weight, np.ones(y.size))
 
 
 def score_linear_folds(estimators, X, y, sensitive_features, sample_weight, splits) -> tuple:
     """:func:`score_linear_points` of a cross-validated path's points on every fold's
     training rows (weighted) and test rows (unweighted): ``X`` validated once, the logits
-    of every (value, fold) point on all the rows one product, their correctness and log
-    losses computed once, and each fold's part a row weighting of them (0 off the part).
-    ``estimators[i][j]``: value ``i``, fold ``j``; returns ``(train, val)``, per fold a
-    list of ``(accuracy, loss gap)``."""
+    of every (value, fold) point on all the rows one product, each fold's correctness and
+    log losses computed once on all the rows, and each of its parts a row weighting of
+    them (0 off the part). ``estimators[i][j]``: value ``i``, fold ``j``; returns
+    ``(train, val)``, per fold a list of ``(accuracy, loss gap)``."""
     sensitive_features = split_sensitive_columns(X, sensitive_features)[1]  # names: columns
     X = prepare_predict(estimators[0][0], X)
     y = np.asarray(y)
@@ -315,9 +315,9 @@ def score_linear_folds(estimators, X, y, sensitive_features, sample_weight, spli
     with single_threaded_blas():  # small products: spinning BLAS threads cost more
         layers = [row[j].params_[0] for j in range(len(splits)) for row in estimators]
         logits = _stacked_logits(X, layers)  # column j * n_values + i: value i, fold j
-        outcomes = _PointOutcomes(estimators[0][0], logits, y, sensitive_features)
+        scorer = _PartScorer(estimators[0][0], y, sensitive_features)
         for j, (train_rows, test_rows) in enumerate(splits):
-            lanes = slice(j * n_values, (j + 1) * n_values)
+            correct, losses = scorer.outcomes(logits[:, j * n_values : (j + 1) * n_values])
             for rows, scores, rows_weight in (
                 (train_rows, train, weight[train_rows]),
                 (test_rows, val, np.ones(len(test_rows))),
@@ -325,21 +325,31 @@ def score_linear_folds(estimators, X, y, sensitive_features, sample_weight, spli
                 rows = np.asarray(rows)
                 part_weight = np.bincount(rows, rows_weight, minlength=n)  # 0 off the part
                 part_count = np.bincount(rows, minlength=n).astype(np.float64)
-                scores.append(outcomes.scores(lanes, part_weight, part_count))
+                scores.append(scorer.scores(correct, losses, part_weight, part_count))
     return train, val
 
 
-class _PointOutcomes:
-    """Every point's correctness and clipped log loss on every row (from their stacked
-    ``logits``, shape ``(n, n_points, n_outputs)``), scored on weighted parts of the rows."""
+class _PartScorer:
+    """Accuracy and loss gap of stacked points on weighted parts of the rows ``y``."""
 
-    def __init__(self, first, logits, y, sensitive_features):
+    def __init__(self, first, y, sensitive_features):
         from fairest.metrics._checks import encode_sensitive_features
 
         classes = first.classes_
         position = np.minimum(np.searchsorted(classes, y), classes.size - 1)
         if not np.all(classes[position] == y):
             raise ValueError("y contains labels that are not in the points' classes_.")
+        self.position = position
+        codes, labels = encode_sensitive_features(sensitive_features, y.size)
+        member = (codes[:, None] == np.arange(len(labels))).astype(np.float64)
+        # (n, n_strata * n_groups): the one-hot groups within each label stratum
+        self.cells = np.concatenate([member * rows[:, None] for rows in _loss_strata(first, y)], 1)
+        self.n_groups = len(labels)
+
+    def outcomes(self, logits) -> tuple:
+        """Every point's correctness (0 / 1) and clipped log loss on every row, from
+        their stacked ``logits`` of shape ``(n, n_points, n_outputs)``."""
+        position = self.position
         if logits.shape[2] == 1:
             z = logits[:, :, 0]
             predicted = z >= 0  # ScoreClassifierMixin.predict: classes_[1] where z >= 0
@@ -351,22 +361,16 @@ class _PointOutcomes:
             p_true = np.take_along_axis(softmax(logits, axis=2), position[:, None, None], 2)
             p_true = p_true[..., 0]
         eps = np.finfo(np.float64).eps
-        self.correct = correct.astype(np.float64)
-        self.losses = -np.log(np.clip(p_true, eps, 1.0 - eps))  # loss_gap's clipping
-        codes, labels = encode_sensitive_features(sensitive_features, y.size)
-        member = (codes[:, None] == np.arange(len(labels))).astype(np.float64)
-        # (n, n_strata * n_groups): the one-hot groups within each label stratum
-        self.cells = np.concatenate([member * rows[:, None] for rows in _loss_strata(first, y)], 1)
-        self.n_groups = len(labels)
+        losses = -np.log(np.clip(p_true, eps, 1.0 - eps))  # fairest.metrics.loss_gap's clipping
+        return correct.astype(np.float64), losses
 
-    def scores(self, lanes, part_weight, part_count) -> list:
-        """``(accuracy, loss gap)`` of the points ``lanes`` on the rows weighted by
+    def scores(self, correct, losses, part_weight, part_count) -> list:
+        """``(accuracy, loss gap)`` of every point on the rows weighted by
         ``part_weight`` (the rows of the part: ``part_count > 0``)."""
-        accuracy = part_weight @ self.correct[:, lanes] / part_weight.sum()
+        accuracy = part_weight @ correct / part_weight.sum()
         present = (part_count @ self.cells).reshape(-1, self.n_groups) > 0  # rows there
         mass = (part_weight @ self.cells).reshape(-1, self.n_groups)
-        group_loss = (self.cells * part_weight[:, None]).T @ self.losses[:, lanes]
-        group_loss = group_loss.reshape(*mass.shape, -1)
+        group_loss = ((self.cells * part_weight[:, None]).T @ losses).reshape(*mass.shape, -1)
         gaps = []
         for stratum in range(mass.shape[0]):
             keep = present[stratum]
@@ -374,8 +378,8 @@ class _PointOutcomes:
                 continue
             if not np.all(mass[stratum, keep] > 0):
                 raise ValueError("every group needs positive total weight in its label strata.")
-            losses = group_loss[stratum, keep] / mass[stratum, keep, None]
-            gaps.append(losses.max(axis=0) - losses.min(axis=0))
+            group = group_loss[stratum, keep] / mass[stratum, keep, None]
+            gaps.append(group.max(axis=0) - group.min(axis=0))
         unfairness = np.max(gaps, axis=0)
         return [(float(a), float(u)) for a, u in zip(accuracy, unfairness)]
 
