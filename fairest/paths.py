@@ -331,10 +331,16 @@ def _cross_validated_path(estimator, param, values, given, strategy, X, y, fit, 
     the fold's training rows and its validation scores on the fold's test rows."""
     splits = _check_splits(cv, X, y)
     if strategy == "vmap":  # every (fold, value) lane in one sweep
-        from fairest.constrained._path import fit_tolerance_path_folds
+        from fairest.constrained._path import _fit_folds
 
-        estimators = fit_tolerance_path_folds(
-            estimator, X, y, given, [train for train, _ in splits], **fit
+        estimators, logits = _fit_folds(
+            estimator,
+            X,
+            y,
+            given,
+            [train for train, _ in splits],
+            fit["sensitive_features"],
+            fit["sample_weight"],
         )
     else:
         per_fold = [
@@ -347,7 +353,7 @@ def _cross_validated_path(estimator, param, values, given, strategy, X, y, fit, 
         from fairest.constrained._path import score_linear_folds
 
         groups, weight = fit["sensitive_features"], fit["sample_weight"]
-        train, val = score_linear_folds(estimators, X, y, groups, weight, splits)
+        train, val = score_linear_folds(estimators, X, y, groups, weight, splits, logits)
     else:
         train, val = _fold_scores(estimators, metric, strategy, X, y, fit, splits)
     train, val = np.asarray(train).transpose(1, 0, 2), np.asarray(val).transpose(1, 0, 2)

@@ -131,11 +131,14 @@ def _check_path(estimator, tolerances, caller: str) -> None:
         probe._validate_params()
 
 
-def _finish_points(template, setup, results, tolerances, data) -> list:
+def _finish_points(template, setup, results, tolerances, data, logits=None) -> list:
     """The fitted point of every lane's result (``copy.deepcopy(template)`` with its
     ``tolerance``); a lane whose iterates were not finite is refitted on ``data``
-    (``(X, y, fit keywords)``) by the estimator's own ``fit``."""
-    logits = _linear_logits(setup, results)
+    (``(X, y, fit keywords)``) by the estimator's own ``fit``. ``logits``: the lanes'
+    training logits when the caller computed them (a linear model), shape ``(n, n_lanes,
+    n_outputs)``."""
+    if logits is None:
+        logits = _linear_logits(setup, results)
     X, y, fit = data
     points = []
     for k, (value, result) in enumerate(zip(tolerances, results)):
@@ -190,6 +193,15 @@ def fit_tolerance_path_folds(
     .. [1] Kliachkin, Lepšová, Bareilles, Marecek. "Benchmarking Stochastic Approximation
        Algorithms for Fairness-Constrained Training of Deep Neural Networks", 2025.
     """
+    return _fit_folds(estimator, X, y, tolerances, folds, sensitive_features, sample_weight)[0]
+
+
+def _fit_folds(estimator, X, y, tolerances, folds, sensitive_features, sample_weight) -> tuple:
+    """:func:`fit_tolerance_path_folds` and, where the folds ran as lanes of one sweep on
+    the rows of a linear model, every point's logits on all the rows, shape ``(n,
+    n_folds * n_values, n_outputs)`` (column ``j * n_values + i``: value ``i``, fold
+    ``j``; one host product that serves the points' training statistics and the path's
+    scores), else ``None``."""
     _check_path(estimator, tolerances, "fit_tolerance_path_folds")
     fold_data = [_fold_fit_data(X, y, sensitive_features, sample_weight, rows) for rows in folds]
     templates = [clone(estimator) for _ in folds]
@@ -202,7 +214,7 @@ def fit_tolerance_path_folds(
             )
             for Xf, yf, gf, wf in fold_data
         ]
-        return [list(points) for points in zip(*per_fold)]
+        return [list(points) for points in zip(*per_fold)], None
     first = setups[0]
     runs = [
         FoldRun(np.asarray(rows), s.y_codes, s.groups, s.gaps.cells, s.x0, s.rngs, s.weight)
@@ -225,12 +237,26 @@ def fit_tolerance_path_folds(
             max_iter=options["max_iter"],
             dtype=first.dtype,
         )
-    per_fold = []
-    for template, setup, data, fold_results in zip(templates, setups, fold_data, results):
+    logits = None
+    if not first.hidden:  # every lane's logits on all the rows, one host product
+        layers = [unravel_params(first.model, np.asarray(r.x))[0] for rs in results for r in rs]
+        with single_threaded_blas():
+            logits = _stacked_logits(shared, layers)
+    n_values, per_fold = len(tolerances), []
+    for j, (template, setup, data, fold_results) in enumerate(
+        zip(templates, setups, fold_data, results)
+    ):
         Xf, yf, gf, wf = data
         refit = (Xf, yf, dict(sensitive_features=gf, sample_weight=wf))
-        per_fold.append(_finish_points(template, setup, fold_results, tolerances, refit))
-    return [list(points) for points in zip(*per_fold)]
+        lanes = slice(j * n_values, (j + 1) * n_values)
+        fold_logits = None if logits is None else logits[np.asarray(folds[j]), lanes]
+        points = _finish_points(template, setup, fold_results, tolerances, refit, fold_logits)
+        per_fold.append(points)
+        for k, (point, result) in enumerate(zip(points, fold_results)):
+            if logits is not None and result.extras["nonfinite_iter"] is not None:
+                with single_threaded_blas():  # refitted: its own model's logits
+                    logits[:, j * n_values + k] = _stacked_logits(shared, point.params_)[:, 0]
+    return [list(points) for points in zip(*per_fold)], logits
 
 
 def _fold_fit_data(X, y, sensitive_features, sample_weight, rows) -> tuple:
@@ -299,13 +325,17 @@ def score_linear_points(points, X, y, sensitive_features, sample_weight=None) ->
         return scorer.scores(*scorer.outcomes(logits), weight, np.ones(y.size))
 
 
-def score_linear_folds(estimators, X, y, sensitive_features, sample_weight, splits) -> tuple:
+def score_linear_folds(
+    estimators, X, y, sensitive_features, sample_weight, splits, logits=None
+) -> tuple:
     """:func:`score_linear_points` of a cross-validated path's points on every fold's
     training rows (weighted) and test rows (unweighted): ``X`` validated once, the logits
     of every (value, fold) point on all the rows one product, each fold's correctness and
     log losses computed once on all the rows, and each of its parts a row weighting of
-    them (0 off the part). ``estimators[i][j]``: value ``i``, fold ``j``; returns
-    ``(train, val)``, per fold a list of ``(accuracy, loss gap)``."""
+    them (0 off the part). ``estimators[i][j]``: value ``i``, fold ``j``; ``logits``: those
+    of every point on all the rows when computed already (the second result of
+    :func:`_fit_folds`); returns ``(train, val)``, per fold a list of ``(accuracy, loss
+    gap)``."""
     sensitive_features = split_sensitive_columns(X, sensitive_features)[1]  # names: columns
     X = prepare_predict(estimators[0][0], X)
     y = np.asarray(y)
@@ -313,8 +343,9 @@ def score_linear_folds(estimators, X, y, sensitive_features, sample_weight, spli
     weight = np.ones(n) if sample_weight is None else np.asarray(sample_weight, np.float64)
     train, val = [], []
     with single_threaded_blas():  # small products: spinning BLAS threads cost more
-        layers = [row[j].params_[0] for j in range(len(splits)) for row in estimators]
-        logits = _stacked_logits(X, layers)  # column j * n_values + i: value i, fold j
+        if logits is None:  # column j * n_values + i: value i, fold j
+            layers = [row[j].params_[0] for j in range(len(splits)) for row in estimators]
+            logits = _stacked_logits(X, layers)
         scorer = _PartScorer(estimators[0][0], y, sensitive_features)
         for j, (train_rows, test_rows) in enumerate(splits):
             correct, losses = scorer.outcomes(logits[:, j * n_values : (j + 1) * n_values])

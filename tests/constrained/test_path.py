@@ -435,3 +435,44 @@ def test_cross_validated_fairness_path_scores_every_fold_as_its_refit():
     frame = path.to_frame()
     np.testing.assert_allclose(frame["val_accuracy"], path.fold_val_accuracy.mean(axis=1))
     np.testing.assert_allclose(frame["val_accuracy_std"], path.fold_val_accuracy.std(axis=1))
+
+
+def test_a_diverged_fold_lane_is_refitted_and_scored_as_its_refit(monkeypatch):
+    """``fairness_path(..., cv=)`` with a (fold, value) lane whose iterates were not finite
+    (made NaN here): that point is the estimator's own fit on the fold, and its train and
+    test scores are the refit's, not the lane's (the lanes' shared logits are replaced)."""
+    from sklearn.model_selection import StratifiedKFold
+
+    import fairest.constrained._path as path_module
+    from fairest.metrics import loss_gap
+
+    X, y, g = _data(n=360, seed=7)
+    estimator = LossGapConstrainedClassifier((), n_epochs=1, dtype="float64", random_state=2)
+    values = [0.01, 0.1]
+    real_run_fold_lanes = path_module.run_fold_lanes
+
+    def diverge_fold_one_value_one(*args, **kwargs):
+        results = real_run_fold_lanes(*args, **kwargs)
+        lane = results[1][1]
+        lane.extras["nonfinite_iter"] = 3
+        results[1][1] = lane._replace(x=np.full_like(lane.x, np.nan))
+        return results
+
+    monkeypatch.setattr(path_module, "run_fold_lanes", diverge_fold_one_value_one)
+    path = fairness_path(estimator, X, y, sensitive_features=g, values=values, cv=3)
+    monkeypatch.undo()
+    assert path.strategy == "vmap"
+    assert np.all(np.isfinite(path.fold_train_unfairness))
+    assert np.all(np.isfinite(path.fold_val_unfairness))
+    splits = list(StratifiedKFold(3).split(X, y))
+    for i, value in enumerate(values):
+        for j, (train, test) in enumerate(splits):
+            refit = clone(estimator).set_params(tolerance=value)
+            refit.fit(X[train], y[train], sensitive_features=g[train])
+            _assert_same_models([path.estimators[i][j]], [refit], 1e-10)
+            assert path.fold_val_accuracy[i, j] == pytest.approx(refit.score(X[test], y[test]))
+            gap = loss_gap(y[test], refit.predict_proba(X[test]), sensitive_features=g[test])
+            assert path.fold_val_unfairness[i, j] == pytest.approx(gap, abs=1e-10)
+            gap = loss_gap(y[train], refit.predict_proba(X[train]), sensitive_features=g[train])
+            assert path.fold_train_unfairness[i, j] == pytest.approx(gap, abs=1e-10)
+            assert path.fold_train_accuracy[i, j] == pytest.approx(refit.score(X[train], y[train]))
