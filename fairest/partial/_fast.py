@@ -57,7 +57,14 @@ from fairest.partial._dc import _surrogate as _exact_surrogate
 from fairest.partial._rows import row_dot, row_scatter, row_sum
 from fairest.partial._smooth import SmoothResult, _smooth_min, _smooth_ramp
 
-__all__ = ["run_fast_alm", "solver_data", "FAST_DELTAS", "NEWTON_STEPS", "SOLVER_DTYPE"]
+__all__ = [
+    "compile_run",
+    "run_fast_alm",
+    "solver_data",
+    "FAST_DELTAS",
+    "NEWTON_STEPS",
+    "SOLVER_DTYPE",
+]
 
 FAST_DELTAS = (0.05, 0.01, 2e-3)  # smoothing widths (ramp: units of tau; pDP min: rates)
 # Precision of the solve: on XLA CPU a float32 pass over the rows costs a third to a tenth
@@ -482,6 +489,45 @@ def solver_data(data: Data) -> Data:
         return a.astype(SOLVER_DTYPE) if jnp.issubdtype(a.dtype, jnp.floating) else a
 
     return jax.tree_util.tree_map(cast, data)
+
+
+def compile_run(
+    probe: Data,
+    cfg: Config,
+    n_rows: int,
+    max_rounds: int,
+    max_steps: int = NEWTON_STEPS,
+    deltas=FAST_DELTAS,
+) -> None:
+    """Compile the jitted run of :func:`run_fast_alm` ahead of time for data of
+    ``n_rows`` (padded) rows laid out as ``probe`` (a :class:`Data` of a few rows built
+    the same way: same dtypes, placement and hyper-parameters); the later
+    :func:`run_fast_alm` call on the full data finds it compiled (XLA's compile cache
+    keys on shapes, dtypes, placements and the static arguments, all equal here).
+
+    Memory: the compiler's working memory (about 150 MiB for a 1e6 x 100 pSP problem) is
+    then used and freed before the data's float32 copy exists, not beside it."""
+    data = solver_data(probe)
+
+    def rows(a):
+        sharding = a.sharding if a.committed else None  # committed: placed on a device
+        return jax.ShapeDtypeStruct((n_rows,) + a.shape[1:], a.dtype, sharding=sharding)
+
+    data = data._replace(**{f: rows(getattr(data, f)) for f in _ROW_FIELDS})
+    dtype = data.c0.dtype
+    num_params = 1 + cfg.num_features + cfg.num_levels  # (b, w, theta)
+    scalar = jax.ShapeDtypeStruct((), dtype)
+    _run.lower(
+        jax.ShapeDtypeStruct((num_params,), dtype),
+        data,
+        cfg,
+        jax.ShapeDtypeStruct((len(deltas),), dtype),
+        scalar,
+        scalar,
+        int(max_rounds),
+        int(max_steps),
+        block_rows(data.X),
+    ).compile()
 
 
 def run_fast_alm(

@@ -1,0 +1,90 @@
+"""Memory of a partial-fairness fit (issue 19.3): the smoothed ALM's run is compiled
+before the float32 copy of X is made (the compiler's working memory is not resident beside
+it), the later run reuses that compilation, and the fit is the one without the early
+compilation, bit for bit."""
+
+import logging
+
+import jax
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from _partial_helpers import PDP, PSP, make_data
+
+from fairest.partial import _common, _fit
+from fairest.partial._common import ell_slots
+from fairest.partial._estimator import PartialParityClassifier
+from fairest.utils._memory import release_free_memory
+
+
+def _fit_model(metric, n=600, d=10):
+    X, y, g = make_data(n=n, d=d, seed=3)
+    return PartialParityClassifier(metric, tolerance=0.2).fit(X, y, sensitive_features=g)
+
+
+def _run_compilations(function) -> list:
+    """The messages of the compilations of the smoothed ALM's run during ``function()``."""
+    messages = []
+
+    class Collect(logging.Handler):
+        def emit(self, record):
+            if "Compiling jit(_run)" in record.getMessage():
+                messages.append(record.getMessage())
+
+    handler, logger = Collect(level=logging.DEBUG), logging.getLogger("jax")
+    previous = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    try:
+        with jax.log_compiles(True):
+            function()
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(previous)
+    return messages
+
+
+@pytest.mark.parametrize("metric", [PSP, PDP])
+def test_run_compiled_before_the_copy_and_reused(monkeypatch, metric):
+    events = []
+    compile_run, padded_dense = _fit.compile_run, _common.padded_dense
+
+    def recorded_compile(*args, **kwargs):
+        events.append("compile")
+        return compile_run(*args, **kwargs)
+
+    def recorded_copy(X, dtype=np.float64):
+        events.append(("copy", X.shape[0], np.dtype(dtype).name))
+        return padded_dense(X, dtype)
+
+    monkeypatch.setattr(_fit, "compile_run", recorded_compile)
+    monkeypatch.setattr(_common, "padded_dense", recorded_copy)
+    jax.clear_caches()
+    compiled = _run_compilations(lambda: _fit_model(metric))
+    copies = [e for e in events if e != "compile" and e[1] == 600]
+    assert copies == [("copy", 600, "float32")]  # the one copy of X, float32
+    assert events.index("compile") < events.index(copies[0])
+    assert len(compiled) == 1  # the run found the early compilation
+
+
+@pytest.mark.parametrize("metric", [PSP, PDP])
+def test_compile_first_fit_equals_the_plain_fit(monkeypatch, metric):
+    first = _fit_model(metric)
+    monkeypatch.setattr(_fit, "_dense_on_one_device", lambda X: False)
+    plain = _fit_model(metric)
+    np.testing.assert_array_equal(first.coef_, plain.coef_)
+    np.testing.assert_array_equal(first.intercept_, plain.intercept_)
+
+
+def test_dense_on_one_device_is_the_ell_rule():
+    rng = np.random.default_rng(0)
+    dense = rng.normal(size=(200, 12))
+    one_hot = np.where(rng.random((200, 40)) < 0.05, 1.0, 0.0)
+    narrow = np.where(rng.random((200, 5)) < 0.1, 1.0, 0.0)
+    for X in (dense, one_hot, narrow, np.zeros((50, 12))):
+        assert _fit._dense_on_one_device(X) == (ell_slots(X) is None)
+    assert not _fit._dense_on_one_device(sp.csr_matrix(dense))
+
+
+def test_release_free_memory_is_safe():
+    assert release_free_memory() in (True, False)
