@@ -114,7 +114,7 @@ def fit_tolerance_path(estimator, X, y, tolerances, *, sensitive_features=None, 
             },
         )
     fit = dict(sensitive_features=sensitive_features, sample_weight=sample_weight)
-    return _finish_points(template, setup, results, tolerances, (X, y, fit))
+    return _finish_points(template, setup, results, tolerances, lambda: (X, y, fit))
 
 
 def _check_path(estimator, tolerances, caller: str) -> None:
@@ -133,18 +133,18 @@ def _check_path(estimator, tolerances, caller: str) -> None:
 
 def _finish_points(template, setup, results, tolerances, data, logits=None) -> list:
     """The fitted point of every lane's result (``copy.deepcopy(template)`` with its
-    ``tolerance``); a lane whose iterates were not finite is refitted on ``data``
+    ``tolerance``); a lane whose iterates were not finite is refitted on ``data()``
     (``(X, y, fit keywords)``) by the estimator's own ``fit``. ``logits``: the lanes'
     training logits when the caller computed them (a linear model), shape ``(n, n_lanes,
     n_outputs)``."""
     if logits is None:
         logits = _linear_logits(setup, results)
-    X, y, fit = data
     points = []
     for k, (value, result) in enumerate(zip(tolerances, results)):
         point = copy.deepcopy(template)
         point.tolerance = value  # set_params(tolerance=value), validated by the caller
         if result.extras["nonfinite_iter"] is not None:  # the refit's divergence guard
+            X, y, fit = data()
             point = clone(point).fit(X, y, **fit)
         else:
             point._fit_finish(setup, result, 1.0, None if logits is None else logits[:, k])
@@ -203,16 +203,26 @@ def _fit_folds(estimator, X, y, tolerances, folds, sensitive_features, sample_we
     ``j``; one host product that serves the points' training statistics and the path's
     scores), else ``None``."""
     _check_path(estimator, tolerances, "fit_tolerance_path_folds")
-    fold_data = [_fold_fit_data(X, y, sensitive_features, sample_weight, rows) for rows in folds]
-    templates = [clone(estimator) for _ in folds]
-    setups = [t._fit_setup(*data) for t, data in zip(templates, fold_data)]
-    shared = _shared_rows(estimator, X, y, sensitive_features, sample_weight, setups)
+
+    def fold_data(rows) -> tuple:
+        return _fold_fit_data(X, y, sensitive_features, sample_weight, rows)
+
+    templates, setups, sparse = [], [], False
+    for rows in folds:  # a fold's copy of X is freed before the next one is made
+        template = clone(estimator)
+        setup = template._fit_setup(*fold_data(rows))
+        sparse = sparse or sp.issparse(setup.X)
+        if not setup.hidden:  # a linear point's statistics read the lanes' shared logits
+            setup = setup._replace(X=None)
+        templates.append(template)
+        setups.append(setup)
+    shared = None if sparse else _shared_rows(estimator, X, sensitive_features, setups)
     if shared is None:  # folds of different shapes: one sweep per fold
         per_fold = [
             fit_tolerance_path(
                 estimator, Xf, yf, tolerances, sensitive_features=gf, sample_weight=wf
             )
-            for Xf, yf, gf, wf in fold_data
+            for Xf, yf, gf, wf in map(fold_data, folds)
         ]
         return [list(points) for points in zip(*per_fold)], None
     first = setups[0]
@@ -243,11 +253,12 @@ def _fit_folds(estimator, X, y, tolerances, folds, sensitive_features, sample_we
         with single_threaded_blas():
             logits = _stacked_logits(shared, layers)
     n_values, per_fold = len(tolerances), []
-    for j, (template, setup, data, fold_results) in enumerate(
-        zip(templates, setups, fold_data, results)
-    ):
-        Xf, yf, gf, wf = data
-        refit = (Xf, yf, dict(sensitive_features=gf, sample_weight=wf))
+    for j, (template, setup, fold_results) in enumerate(zip(templates, setups, results)):
+
+        def refit(rows=folds[j]) -> tuple:  # a diverged lane's data (its fold's rows)
+            Xf, yf, gf, wf = fold_data(rows)
+            return Xf, yf, dict(sensitive_features=gf, sample_weight=wf)
+
         lanes = slice(j * n_values, (j + 1) * n_values)
         fold_logits = None if logits is None else logits[np.asarray(folds[j]), lanes]
         points = _finish_points(template, setup, fold_results, tolerances, refit, fold_logits)
@@ -272,10 +283,10 @@ def _fold_fit_data(X, y, sensitive_features, sample_weight, rows) -> tuple:
     return _safe_indexing(X, rows), _safe_indexing(y, rows), groups, weight
 
 
-def _shared_rows(estimator, X, y, sensitive_features, sample_weight, setups):
+def _shared_rows(estimator, X, sensitive_features, setups):
     """The validated ``X`` of all the rows, which every fold's rows index, when the folds'
-    fits share one compiled problem (same model, constraints, solver settings; dense X);
-    ``None`` otherwise."""
+    fits share one compiled problem (same model, constraints, solver settings; the caller
+    checks that X is dense); ``None`` otherwise."""
     first = setups[0]
     same = all(
         s.problem == first.problem
@@ -284,7 +295,6 @@ def _shared_rows(estimator, X, y, sensitive_features, sample_weight, setups):
         and s.batch_size == first.batch_size
         and s.gaps.scale == first.gaps.scale
         and np.array_equal(s.gaps.A, first.gaps.A)
-        and not sp.issparse(s.X)
         for s in setups
     )
     if not same:
