@@ -59,6 +59,7 @@ from fairest._kernels import bucket_size
 from fairest._kernels._buckets import aligned_empty
 from fairest.constrained import _defaults
 from fairest.constrained._sparse import host_matmul, largest_magnitude, place_with_design
+from fairest.utils._memory import release_free_memory
 from fairest.utils._reporting import as_history
 
 __all__ = [
@@ -330,20 +331,27 @@ class _ObjectiveStream:
         self.T = sampler.iters_per_epoch
 
     def take(self, L: int):
+        """The next ``L`` iterations' batches ``(idx, w)`` (``None`` in full-batch mode),
+        epoch numbers and in-epoch indices: consecutive slices of the epochs' draws (an
+        epoch is drawn when the first iteration past the previous one is taken)."""
         idx_out, w_out, epoch, t = [], [], np.zeros(L, np.int64), np.zeros(L, np.int64)
-        for i in range(L):
+        i = 0
+        while i < L:
             if self.epoch_no < 0 or self._t >= self.T:
                 self.epoch_no += 1
                 self._t = 0
                 self._idx, self._w = self.sampler.epoch()
-            epoch[i], t[i] = self.epoch_no, self._t
+            k = min(L - i, self.T - self._t)
+            epoch[i : i + k] = self.epoch_no
+            t[i : i + k] = np.arange(self._t, self._t + k)
             if self._idx is not None:
-                idx_out.append(self._idx[self._t])
-                w_out.append(self._w[self._t])
-            self._t += 1
+                idx_out.append(self._idx[self._t : self._t + k])
+                w_out.append(self._w[self._t : self._t + k])
+            self._t += k
+            i += k
         if not idx_out:
             return None, None, epoch, t
-        return np.stack(idx_out), np.stack(w_out), epoch, t
+        return np.concatenate(idx_out), np.concatenate(w_out), epoch, t
 
 
 class _BalancedEpochSampler:
@@ -611,8 +619,10 @@ def _step_ssl_alm(state, inp, ctx, *, shared_draw: bool = False):
 
 
 # rows per block of the final full-data step on large data: its network activations and
-# their gradients are held for one block at a time, not for all rows at once
-FULL_STEP_BLOCK_ROWS = 65_536
+# their gradients are held for one block at a time, not for all rows at once (XLA's
+# temporaries of the step at 1e6 x 100, float32: 97 MiB with 65,536-row blocks, the
+# value before; 16,384 rows keep them near a quarter of that)
+FULL_STEP_BLOCK_ROWS = 16_384
 
 
 def _full_step_blocks(ctx) -> int:
@@ -1049,7 +1059,9 @@ def _device_data(X, y, groups, cells, dtype, loss_scale=None, cell_scale=None):
     # sharded by rows over the configured devices (more zero-weight padding rows, never
     # drawn by the samplers); one default device otherwise. Sparse X stays sparse
     # (fairest.constrained._sparse), its empty padding rows added there.
-    X = X if sp.issparse(X) else padded_design(X, n_pad, real)
+    if not sp.issparse(X):
+        release_free_memory()  # validation's freed pages: not resident beside the copy
+        X = padded_design(X, n_pad, real)
     return place_with_design(X, rows, dtype)
 
 
@@ -1497,6 +1509,28 @@ def _fold_states(spec, problem, folds, data, aux, hyper, lanes) -> dict:
     return {key: np.stack([st[key] for st in per_fold]) for key in per_fold[0]}
 
 
+def _chunk_inputs(stream, con_sampler, solver_rng, L, n_active, first, n_draws, real):
+    """The host inputs of one chunk of ``L`` iterations (``n_active`` of them run) whose
+    first iteration is ``first``: ``(inputs, epoch, t)``. Its float64 and int64 draws are
+    temporaries of this function (cast to ``real`` / int32 here), freed on return."""
+    obj_idx, obj_w, epoch, t = stream.take(L)
+    inputs = {
+        "it": np.arange(first, first + L, dtype=np.int32),
+        "t": np.asarray(t, dtype=np.int32),
+        "active": np.arange(L) < n_active,
+        "u": solver_rng.random(L).astype(real),
+    }
+    if obj_idx is not None:
+        inputs["obj_idx"] = np.asarray(obj_idx, dtype=np.int32)
+        inputs["obj_w"] = np.asarray(obj_w, dtype=real)
+    if not con_sampler.full:
+        for k in range(1, n_draws + 1):
+            idx, w = con_sampler.draw(L)
+            inputs[f"con_idx{k}"] = np.asarray(idx, dtype=np.int32)
+            inputs[f"con_w{k}"] = np.asarray(w, dtype=real)
+    return inputs, epoch, t
+
+
 def _objective_sampler(groups, batch_size, balanced: bool, rng):
     n = groups.size
     if balanced:
@@ -1567,23 +1601,17 @@ def _run_scan(name, ctx, x0, groups, cells, run: _RunSettings) -> RunResult:
         if previous_bad is not None and np.all(np.asarray(previous_bad) >= 0):
             break
         n_active = int(min(L, budget - done))
-        obj_idx, obj_w, epoch, t = stream.take(L)
-        inputs = {
-            "it": np.arange(offset + done, offset + done + L, dtype=np.int32),
-            "t": np.asarray(t, dtype=np.int32),
-            "active": np.arange(L) < n_active,
-            "u": solver_rng.random(L).astype(real),
-        }
-        if obj_idx is not None:
-            inputs["obj_idx"] = np.asarray(obj_idx, dtype=np.int32)
-            inputs["obj_w"] = np.asarray(obj_w, dtype=real)
-        if not con_sampler.full:
-            for k in range(1, n_draws + 1):
-                idx, w = con_sampler.draw(L)
-                inputs[f"con_idx{k}"] = np.asarray(idx, dtype=np.int32)
-                inputs[f"con_w{k}"] = np.asarray(w, dtype=real)
+        inputs, epoch, t = _chunk_inputs(
+            stream, con_sampler, solver_rng, L, n_active, offset + done, n_draws, real
+        )
         previous_bad = bad
         (state, bad), log = chunk_fn((state, bad), data, aux, traced, inputs)
+        # the device holds its copy of the draws: the host's are not kept beside the
+        # next chunk's (1e6 rows, batch 8: 42 MiB a chunk), and once the first call has
+        # compiled the chunk, the compiler's freed pages go back to the system
+        del inputs
+        if not done:
+            release_free_memory()
         if run.period:
             log = jax.tree_util.tree_map(np.asarray, log)  # one host sync per chunk
             now = time.perf_counter() - start
@@ -1606,6 +1634,8 @@ def _run_scan(name, ctx, x0, groups, cells, run: _RunSettings) -> RunResult:
         return _lane_results(name, ctx, state, bad, logs, (done, T), run.lanes, traced)
     nonfinite = int(bad)
     resume_state = {k: np.asarray(v) for k, v in state.items()}  # before the final step
+    del stream  # its pre-drawn epoch, and the freed draws' pages: not beside the final step
+    release_free_memory()
     if spec.final_step is not None and hyper.get("final_full_step", False) and done > 0:
         if nonfinite < 0:
             state = _final_function(name, problem)(state, data, aux, traced)
