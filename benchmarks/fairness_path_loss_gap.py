@@ -69,6 +69,7 @@ COLUMNS = [
     "max_unfairness_diff",
     "max_param_diff",
     "path_compilations",
+    "path_compile_s",
     "load1",
 ]
 
@@ -167,6 +168,7 @@ def worker(args) -> None:
             "strategy": strategy,
             "compilations": compiled.count,
             "cache_hits": compiled.cache_hits,
+            "compile_s": compiled.seconds,
             "accuracy": accuracy.tolist(),
             "unfairness": unfairness.tolist(),
         },
@@ -229,6 +231,7 @@ def main() -> None:
             ),
             "max_param_diff": param_diffs[n_values],
             "path_compilations": f"{path['compilations']} (+{path['cache_hits']} cached)",
+            "path_compile_s": path["compile_s"],
             "load1": max(path["load1"], grid["load1"]),
         }
         rows.append(row)
@@ -246,7 +249,9 @@ def main() -> None:
         "Ratios > 1: the path is faster. "
         "Differences: path vs grid "
         "test accuracy / loss gap per (fold, value); max_param_diff: largest parameter gap "
-        "of the first fold's path to a refit per value. load1: 1-minute load average "
+        "of the first fold's path to a refit per value. path_compile_s: wall seconds of the "
+        "path's XLA compilations or cache loads (JAX's backend_compile events). "
+        "load1: 1-minute load average "
         "(2-core box shared with other jobs: CPU seconds are the steadier figure)."
         + args.extra_notes
     )
