@@ -1,0 +1,77 @@
+"""Memory near the data size (issue 19.3): the oracle's kernels are compiled in the
+background without being run (a run on placeholder arguments held its XLA temporaries
+beside the main thread's first solve), and the later calls find them compiled."""
+
+import logging
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from _badr_helpers import dense_problem, grouped_classification
+
+from fairest.reweighting import _bilevel
+from fairest.reweighting._badr_metrics import MetricSpec
+from fairest.reweighting._bilevel import ImplicitOracle
+
+SPEC = MetricSpec("demographic_parity", "classification", "logistic")
+
+
+def _compilations(function, names) -> list:
+    """The compilations of the jitted functions ``names`` during ``function()``."""
+    messages = []
+
+    class Collect(logging.Handler):
+        def emit(self, record):
+            message = record.getMessage()
+            if any(f"Compiling jit({name})" in message for name in names):
+                messages.append(message.split(" with")[0])
+
+    handler, logger = Collect(level=logging.DEBUG), logging.getLogger("jax")
+    previous = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    try:
+        with jax.log_compiles(True):
+            function()
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(previous)
+    return messages
+
+
+def test_compile_does_not_run_the_kernel():
+    runs = []
+
+    @jax.jit
+    def kernel(x):
+        jax.debug.callback(lambda: runs.append(1))
+        return 2.0 * x
+
+    args = (np.ones(3),)
+    _bilevel._compile(kernel, args)
+    assert runs == []
+    with jax.enable_x64(True):
+        assert not _compilations(lambda: jax.block_until_ready(kernel(*args)), ["kernel"])
+    assert runs == [1]
+
+
+def test_background_kernels_are_compiled_once(monkeypatch):
+    """Large data (the value-only pass and the blocked adjoint): each kernel compiled in
+    the background is compiled once, not again by its first call."""
+    X, y, groups = grouped_classification(_bilevel.REUSE_MIN_ROWS + 100, 2, 0)
+    monkeypatch.setattr(_bilevel, "_COMPILED", set())
+    jax.clear_caches()
+    names = ["_upper_blocked", "_upper_from_result", "_value_from_result"]
+
+    def evaluate():
+        with jax.enable_x64(True):
+            problem = dense_problem(X[:, :3], y, groups)
+            orc = ImplicitOracle("logistic", SPEC, 2, problem, jnp.zeros(4), groups)
+            orc.compile_in_background(vertices=False)
+            assert set(orc._compiling) == {"adjoint", "value"}
+            orc.evaluate(np.array([0.5, 0.5]), with_grad=False)
+            orc.evaluate(np.array([0.5, 0.5]))  # the adjoint at the cached solution
+            orc.evaluate(np.array([0.3, 0.7]))
+
+    compiled = _compilations(evaluate, names)
+    assert len(compiled) == len(set(compiled)) == 2
