@@ -476,3 +476,58 @@ def test_a_diverged_fold_lane_is_refitted_and_scored_as_its_refit(monkeypatch):
             gap = loss_gap(y[train], refit.predict_proba(X[train]), sensitive_features=g[train])
             assert path.fold_train_unfairness[i, j] == pytest.approx(gap, abs=1e-10)
             assert path.fold_train_accuracy[i, j] == pytest.approx(refit.score(X[train], y[train]))
+
+
+@pytest.mark.parametrize("metric, n_classes", [("loss_equalized_odds", 2), ("loss_parity", 3)])
+def test_cross_validated_scores_with_weights_strata_and_classes(metric, n_classes):
+    """``fairness_path(..., cv=)`` with sample weights, three groups, label strata and
+    string classes: every fold's train scores (weighted) and test scores (unweighted)
+    are those of each point's own ``predict`` / ``predict_proba`` through
+    ``accuracy_score`` and ``fairest.metrics.loss_gap`` on the fold's rows."""
+    from sklearn.metrics import accuracy_score
+    from sklearn.model_selection import StratifiedKFold
+
+    from fairest.metrics import loss_gap
+
+    X, y, g = _data(n=360, n_groups=3, n_classes=n_classes, seed=8)
+    labels = np.array(["lo", "mid", "hi"])[:n_classes][y]
+    weight = np.random.default_rng(3).uniform(0.2, 2.5, y.size)
+    estimator = LossGapConstrainedClassifier(
+        (), metric=metric, n_epochs=1, dtype="float64", random_state=3
+    )
+    path = fairness_path(
+        estimator, X, labels, sensitive_features=g, sample_weight=weight, values=[0.02, 0.2], cv=3
+    )
+    assert path.strategy == "vmap"
+    splits = list(StratifiedKFold(3).split(X, labels))
+
+    def expected(point, rows, w):
+        proba = point.predict_proba(X[rows])
+        y_rows = labels[rows]
+        strata = {
+            "loss_parity": [np.ones(rows.size, bool)],
+            "loss_equalized_odds": [y_rows == c for c in point.classes_],
+        }[metric]
+        gap = max(
+            loss_gap(
+                y_rows[r],
+                proba[r],
+                sensitive_features=g[rows][r],
+                sample_weight=None if w is None else w[r],
+                labels=point.classes_,
+            )
+            for r in strata
+            if r.any()
+        )
+        accuracy = accuracy_score(y_rows, point.predict(X[rows]), sample_weight=w)
+        return accuracy, gap
+
+    for i in range(2):
+        for j, (train, test) in enumerate(splits):
+            point = path.estimators[i][j]
+            accuracy, gap = expected(point, train, weight[train])
+            assert path.fold_train_accuracy[i, j] == pytest.approx(accuracy, abs=1e-12)
+            assert path.fold_train_unfairness[i, j] == pytest.approx(gap, rel=1e-9, abs=1e-12)
+            accuracy, gap = expected(point, test, None)
+            assert path.fold_val_accuracy[i, j] == pytest.approx(accuracy, abs=1e-12)
+            assert path.fold_val_unfairness[i, j] == pytest.approx(gap, rel=1e-9, abs=1e-12)
