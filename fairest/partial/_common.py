@@ -153,6 +153,15 @@ def padded_dense(X, dtype=np.float64) -> np.ndarray:
     return out
 
 
+def row_weights(codes, sample_weight, num_groups):
+    """``(c0, cg)``: every row's weight in the mean loss (sum 1) and in its group's
+    mean (each group sums to 1), float64."""
+    totals = np.bincount(codes, weights=sample_weight, minlength=num_groups)
+    c0 = sample_weight / sample_weight.sum()
+    cg = sample_weight / np.where(totals > 0, totals, 1.0)[codes]
+    return c0, cg
+
+
 def build_data(
     X, y01, codes, sample_weight, num_groups, sparse=True, x_dtype=np.float64, like=None, **hyper
 ):
@@ -176,9 +185,7 @@ def build_data(
     if like is not None:
         return like._replace(**hyper_dev)
     n = X.shape[0]
-    totals = np.bincount(codes, weights=sample_weight, minlength=num_groups)
-    c0 = sample_weight / sample_weight.sum()
-    cg = sample_weight / np.where(totals > 0, totals, 1.0)[codes]
+    c0, cg = row_weights(codes, sample_weight, num_groups)
     yp, gp, c0p, cgp = pad_rows(n, y01, codes, c0, cg)
     as64 = lambda a: np.asarray(a, dtype=np.float64)  # noqa: E731
     row_dtype = np.float32 if np.dtype(x_dtype) == np.float32 else np.float64

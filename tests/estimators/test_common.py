@@ -49,6 +49,14 @@ EXPECTED_FAILED_CHECKS = {
         ),
         "check_sample_weight_equivalence_on_sparse_data": "as on dense data (same sums)",
     },
+    "PartialParityPenaltyClassifier": {
+        "check_sample_weight_equivalence_on_dense_data": (
+            "the default solver's passes are float32: weighted and repeated data agree to "
+            "its rounding (~4e-7), the check asks for 1e-7 (tests/partial: "
+            "test_lbfgs_integer_weights_equal_repeated_rows)"
+        ),
+        "check_sample_weight_equivalence_on_sparse_data": "as on dense data (same sums)",
+    },
     "LossGapConstrainedClassifier": {
         "check_sample_weight_equivalence_on_dense_data": (
             "uniform minibatch draws over the rows: repeated rows change the permutations "

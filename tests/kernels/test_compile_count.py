@@ -33,8 +33,8 @@ def _data(n, d=7, seed=0):
 # LossGap 2 / 2 (epoch scan, final full
 # step: state, settings and draws are cast on the host), Pruned 4 / 1 (initial
 # state, epoch, finiteness check, mask product; rows and epoch steps padded to buckets),
-# Partial 23 / 5, Penalty 6 / 1 (two
-# of them small copies placing rows and settings on the configured devices),
+# Partial 23 / 5, Penalty 4 / 2 (the smoothed L-BFGS run and the exact objective of
+# its candidates, plus two small copies placing rows and settings on the devices),
 # GroupWeighted 1 / 1, BADR 2 / 2. The bounds leave a small margin above them.
 _JAX_FAMILIES = {  # class name: (most on a first fit, most in a new bucket)
     "GroupWeightedClassifier": (2, 1),
@@ -44,7 +44,7 @@ _JAX_FAMILIES = {  # class name: (most on a first fit, most in a new bucket)
     "LossGapConstrainedClassifier": (3, 2),
     "PrunedFairClassifier": (5, 1),
     "PartialParityClassifier": (25, 5),
-    "PartialParityPenaltyClassifier": (7, 1),
+    "PartialParityPenaltyClassifier": (5, 2),
 }
 # a fit on 10 more rows (same bucket) compiles nothing in every family
 _SAME_BUCKET: dict = {}
