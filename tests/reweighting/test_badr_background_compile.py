@@ -75,3 +75,25 @@ def test_background_kernels_are_compiled_once(monkeypatch):
 
     compiled = _compilations(evaluate, names)
     assert len(compiled) == len(set(compiled)) == 2
+
+
+def test_vertex_kernel_is_compiled_once(monkeypatch):
+    """The one-group vertex solve on its group's rows, compiled in the background, is
+    not compiled again by the vertex's evaluation."""
+    X, y, groups = grouped_classification(512, 4, 0)
+    monkeypatch.setattr(_bilevel, "_GROUP_ROWS_MIN_ROWS", 0)
+    monkeypatch.setattr(_bilevel, "_COMPILED", set())
+    jax.clear_caches()
+
+    def evaluate():
+        with jax.enable_x64(True):
+            orc = ImplicitOracle(
+                "logistic", SPEC, 4, dense_problem(X, y, groups), jnp.zeros(4), groups
+            )
+            assert orc._group_rows is not None
+            orc.compile_in_background()
+            assert "rows" in orc._compiling
+            orc.evaluate(np.eye(4)[1])
+            orc.evaluate(np.eye(4)[2])
+
+    assert len(_compilations(evaluate, ["_lower_on_rows"])) == 1
