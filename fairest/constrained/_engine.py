@@ -296,13 +296,14 @@ class GroupSampler:
         self._buffers[c] = stream[count:]
         return stream[:count]
 
-    def draw(self, k: int):
-        """Indices and weights of ``k`` draws, shape ``(k, n_cells * per_group)``."""
+    def draw(self, k: int, dtype=np.float64):
+        """Indices and weights (0 or 1, in ``dtype``) of ``k`` draws, shape
+        ``(k, n_cells * per_group)``."""
         if self.full:
             return None, None
         per = self.per
         idx = np.zeros((k, self.n_cells, per), dtype=np.int32)
-        w = np.ones((k, self.n_cells, per))
+        w = np.ones((k, self.n_cells, per), dtype=dtype)
         for c in range(self.n_cells):
             if self.mode == "reshuffle":
                 idx[:, c, :] = self._stream(c, k * per).reshape(k, per)
@@ -1525,7 +1526,7 @@ def _chunk_inputs(stream, con_sampler, solver_rng, L, n_active, first, n_draws, 
         inputs["obj_w"] = np.asarray(obj_w, dtype=real)
     if not con_sampler.full:
         for k in range(1, n_draws + 1):
-            idx, w = con_sampler.draw(L)
+            idx, w = con_sampler.draw(L, real)  # weights 0 / 1: exact in any dtype
             inputs[f"con_idx{k}"] = np.asarray(idx, dtype=np.int32)
             inputs[f"con_w{k}"] = np.asarray(w, dtype=real)
     return inputs, epoch, t
