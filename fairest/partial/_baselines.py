@@ -17,6 +17,7 @@ form is built once per fit from per-cell (group x label) moment sums.
 
 from __future__ import annotations
 
+import gc
 import warnings
 from functools import partial
 from numbers import Integral, Real
@@ -53,6 +54,7 @@ from fairest.partial._linear import _LinearClassifierMixin
 from fairest.partial._rows import row_dot, shift_columns
 from fairest.partial._smooth import _smooth_min, _smooth_ramp
 from fairest.utils._estimator import encode_binary_target, validate_fit_data
+from fairest.utils._memory import release_free_memory
 
 __all__ = [
     "PartialParityPenaltyClassifier",
@@ -190,11 +192,11 @@ def _smoothed_penalty_run(x0, data: Data, cfg: Config, weight, deltas, taus, ste
     return points, n_steps, finite
 
 
-def _exact_parts(points, X, y01, codes, sample_weight, data: Data, cfg: Config):
+def _exact_parts(points, X, y01, codes, sample_weight, settings: Data, cfg: Config):
     """``(f_0, penalty)`` of every row of ``points`` ``(P, D)``, exact and float64: the
     scores ``X w + b`` from the caller's float64 ``X`` (numpy or scipy sparse), the row
-    weights from ``sample_weight``, the settings from ``data`` (whose rows may be
-    float32)."""
+    weights from ``sample_weight``, the hyper-parameters from ``settings`` (a
+    :class:`Data` whose row arrays are not read)."""
     n, d = X.shape
     scores = X @ points[:, 1 : 1 + d].T + points[:, 0]
     c0, cg = row_weights(codes, sample_weight, cfg.num_groups)
@@ -203,7 +205,7 @@ def _exact_parts(points, X, y01, codes, sample_weight, data: Data, cfg: Config):
     scores, y, groups, c0, cg, membership = pad_rows(
         n, scores, np.asarray(y01, float), codes, c0, cg, membership
     )
-    rows = data._replace(X=None, y=y, groups=groups, c0=c0, cg=cg, membership=membership)
+    rows = settings._replace(X=None, y=y, groups=groups, c0=c0, cg=cg, membership=membership)
     values = _parts_of_scores(points, scores, rows, cfg)
     return tuple(np.asarray(v) for v in values)
 
@@ -217,7 +219,8 @@ def _parts_of_scores(points, scores, data: Data, cfg: Config):
             return loss, jnp.zeros_like(loss)
         return loss, _penalty(x, data, cfg, s)
 
-    return jax.vmap(parts, in_axes=(0, 1))(points, scores)
+    # one point at a time: the (n, J) band temporaries of one point, not of all
+    return jax.lax.map(lambda args: parts(*args), (points, scores.T))
 
 
 class _Descent(NamedTuple):
@@ -295,7 +298,7 @@ class PartialParityPenaltyClassifier(_LinearClassifierMixin, BaseEstimator):
       jitted loop (float32 passes over the rows); the model returned is, among the start
       ``w = 0`` and every stage's end point, the one of lowest *exact* penalised
       objective (float64). On Adult it reaches a lower exact objective than the paper's
-      80,000 subgradient steps in about a second (``benchmarks/results/partial_speed.md``).
+      80,000 subgradient steps in half a second (``benchmarks/results/partial_speed.md``).
     * ``"subgradient"``: the paper's method (G.4.2), full-batch subgradient descent with a
       constant step from ``w = 0``, ``theta_p = 1/2 - p``, returning the last iterate;
       the paper runs a fixed number of steps, here the run may stop earlier (``tol``).
@@ -444,8 +447,19 @@ class PartialParityPenaltyClassifier(_LinearClassifierMixin, BaseEstimator):
                 width=1.0,
             )
             x0 = np.concatenate([np.zeros(1 + X.shape[1]), 0.5 - grid])
-            run = self._smoothed_run if smooth else self._subgradient_run
-            x, f0, pen, n_steps = run(x0, X, (y01, codes, sw), data, cfg)
+            if smooth:
+                candidates, n_steps, finite = self._smoothed_run(x0, data, cfg)
+                settings = data._replace(X=None)
+                large = data.c0.size * cfg.num_features >= _defaults.PENALTY_COLLECT_CELLS
+                del data
+                if large:  # what the run left in reference cycles (400 MiB at 1e6 x 100)
+                    gc.collect()
+                    release_free_memory()
+                x, f0, pen = self._lowest_exact(
+                    candidates, n_steps, finite, X, (y01, codes, sw), settings, cfg
+                )
+            else:
+                x, f0, pen, n_steps = self._subgradient_run(x0, data, cfg)
         d = X.shape[1]
         self.objective_, self.penalty_ = f0, pen
         self._set_linear_parameters(x[: 1 + d])
@@ -455,7 +469,7 @@ class PartialParityPenaltyClassifier(_LinearClassifierMixin, BaseEstimator):
         self.n_iter_ = n_steps
         return self
 
-    def _subgradient_run(self, x0, X, rows, data, cfg):
+    def _subgradient_run(self, x0, data, cfg):
         """The paper's full-batch subgradient descent (float64): its last iterate."""
         x, f0, pen, n_steps, finite, _ = _penalty_descent(
             jnp.asarray(x0),
@@ -472,30 +486,39 @@ class PartialParityPenaltyClassifier(_LinearClassifierMixin, BaseEstimator):
             self._raise_non_finite(f"{n_steps} subgradient steps", " or lower learning_rate")
         return x, f0, pen, n_steps
 
-    def _smoothed_run(self, x0, X, rows, data, cfg):
-        """L-BFGS on the smoothed problem (float32 passes), then the exact (float64)
-        penalised objective of the start and of every stage's end point: the lowest."""
+    def _smoothed_run(self, x0, data, cfg):
+        """L-BFGS on the smoothed problem (float32 passes): the candidates (the start,
+        then every stage's end point), the steps taken and whether the run stayed
+        finite."""
         smoothing = np.asarray(_defaults.PENALTY_SMOOTHING, dtype=SOLVER_DTYPE)
         steps = max(1, int(self.max_iter) // len(smoothing))
         dtype = np.dtype(SOLVER_DTYPE).type
-        points, n_steps, finite = _smoothed_penalty_run(
-            x0.astype(SOLVER_DTYPE),
-            data,
-            cfg,
-            dtype(self.fairness_weight),
-            smoothing[:, 0],
-            smoothing[:, 1],
-            np.int32(steps),
-            dtype(self.tol),
-        )
-        n_steps = int(np.sum(np.asarray(n_steps)))
+        # traced without x64: optax's scalars (line-search steps, L-BFGS curvature
+        # pairs) are then float32 too; with x64 its zoom line search took a float64
+        # directional derivative, converting X to float64 (n x d x 8 bytes) in the run
+        with jax.enable_x64(False):
+            points, n_steps, finite = _smoothed_penalty_run(
+                x0.astype(SOLVER_DTYPE),
+                data,
+                cfg,
+                dtype(self.fairness_weight),
+                smoothing[:, 0],
+                smoothing[:, 1],
+                np.int32(steps),
+                dtype(self.tol),
+            )
         candidates = np.vstack([x0, np.asarray(points, dtype=np.float64)])
-        f0, pen = _exact_parts(candidates, X, *rows, data, cfg)
+        return candidates, int(np.sum(np.asarray(n_steps))), bool(finite)
+
+    def _lowest_exact(self, candidates, n_steps, finite, X, rows, settings, cfg):
+        """The candidate of lowest exact (float64) penalised objective, its loss and
+        penalty."""
+        f0, pen = _exact_parts(candidates, X, *rows, settings, cfg)
         total = f0 + float(self.fairness_weight) * pen
-        if not bool(finite) or not np.all(np.isfinite(total)):
+        if not finite or not np.all(np.isfinite(total)):
             self._raise_non_finite(f"{n_steps} L-BFGS steps", "")
         best = int(np.argmin(total))
-        return candidates[best], float(f0[best]), float(pen[best]), n_steps
+        return candidates[best], float(f0[best]), float(pen[best])
 
     def _raise_non_finite(self, after, remedy):
         raise ValueError(

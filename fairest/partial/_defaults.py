@@ -120,12 +120,16 @@ PENALTY_WEIGHT = 0.3  # lambda of (114)/(119); inside the sweeps of spec section
 # continuation PENALTY_SMOOTHING of (delta, tau) stages (ramp / min width, log-sum-exp
 # temperature of the max), or the paper's subgradient descent ("subgradient", spec 8.6).
 # On Adult (top 20 %, lambda 0.3) the smoothed run reaches an exact penalised objective
-# of 0.366 in about a second, the subgradient run 0.396 after its 80,000 steps (250 s)
+# of 0.366 in 0.5 s warm / 4 s cold, the subgradient run 0.396 after 76,000 steps (250 s)
 # (benchmarks/results/partial_speed.md, "penalty" rows).
 PENALTY_SOLVER = "lbfgs"
 PENALTY_SMOOTHING = ((0.05, 1e-2), (0.01, 2e-3), (2e-3, 5e-4))
 PENALTY_MEMORY = 20  # L-BFGS memory
 PENALTY_GTOL = 1e-5  # sup-norm of the smoothed gradient that ends a stage (float32)
+# Rows x features from which a fit frees the smoothed run's memory (gc.collect and
+# malloc_trim, ~0.1 s) before the exact evaluation of its candidates: 2**24 cells (64 MiB
+# of float32 X); below, the collection would cost more than it saves.
+PENALTY_COLLECT_CELLS = 2**24
 # Convergence test: "lbfgs": a stage ends when one step lowered the smoothed objective by
 # at most PENALTY_TOL (relative; 1e-5 ends Adult's stages 0.2 % higher, 1e-7 no lower);
 # "subgradient": the lowest penalised objective of a window of PENALTY_WINDOW steps is

