@@ -160,10 +160,11 @@ def test_partial_parity_classifier_sparse_equals_dense_idca(metric, no_densify):
     np.testing.assert_allclose(sparse.thresholds_, dense.thresholds_, atol=1e-8)
 
 
+@pytest.mark.parametrize("solver", ["lbfgs", "subgradient"])
 @pytest.mark.parametrize("fmt", FORMATS)
-def test_penalty_classifier_sparse_equals_dense(fmt, no_densify):
+def test_penalty_classifier_sparse_equals_dense(fmt, solver, no_densify):
     X, y, g = one_hot_data(seed=2)
-    params = dict(interval=(0.0, 0.5), fairness_weight=1.0, max_iter=200)
+    params = dict(interval=(0.0, 0.5), fairness_weight=1.0, max_iter=200, solver=solver)
     dense = PartialParityPenaltyClassifier(**params).fit(X, y, sensitive_features=g)
     sparse = PartialParityPenaltyClassifier(**params).fit(
         sp.csr_matrix(X).asformat(fmt), y, sensitive_features=g
