@@ -499,21 +499,24 @@ def compile_run(
     max_steps: int = NEWTON_STEPS,
     deltas=FAST_DELTAS,
 ) -> None:
-    """Compile the jitted run of :func:`run_fast_alm` ahead of time for data of
-    ``n_rows`` (padded) rows laid out as ``probe`` (a :class:`Data` of a few rows built
-    the same way: same dtypes, placement and hyper-parameters); the later
-    :func:`run_fast_alm` call on the full data finds it compiled (XLA's compile cache
-    keys on shapes, dtypes, placements and the static arguments, all equal here).
+    """Compile the jitted run of :func:`run_fast_alm` ahead of time for dense data of
+    ``n_rows`` (padded) rows and ``cfg.num_features`` columns laid out as ``probe`` (a
+    :class:`Data` built the same way, of any number of rows and columns of ``X``: same
+    dtypes, placement and hyper-parameters); the later :func:`run_fast_alm` call on the
+    full data finds it compiled (XLA's compile cache keys on shapes, dtypes, placements
+    and the static arguments, all equal here).
 
     Memory: the compiler's working memory (about 150 MiB for a 1e6 x 100 pSP problem) is
     then used and freed before the data's float32 copy exists, not beside it."""
     data = solver_data(probe)
 
-    def rows(a):
+    def rows(a, columns=None):
         sharding = a.sharding if a.committed else None  # committed: placed on a device
-        return jax.ShapeDtypeStruct((n_rows,) + a.shape[1:], a.dtype, sharding=sharding)
+        shape = (n_rows,) + (a.shape[1:] if columns is None else (columns,))
+        return jax.ShapeDtypeStruct(shape, a.dtype, sharding=sharding)
 
     data = data._replace(**{f: rows(getattr(data, f)) for f in _ROW_FIELDS})
+    data = data._replace(X=rows(probe.X, cfg.num_features))
     dtype = data.c0.dtype
     num_params = 1 + cfg.num_features + cfg.num_levels  # (b, w, theta)
     scalar = jax.ShapeDtypeStruct((), dtype)

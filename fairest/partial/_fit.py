@@ -31,7 +31,6 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
-from fairest._kernels import bucket_size
 from fairest._solvers._newton import solve_weighted_glm
 from fairest.metrics import (
     partial_demographic_parity,
@@ -44,6 +43,7 @@ from fairest.partial._common import (
     _nonzero_counts,
     build_data,
     check_interval,
+    padded_dense,
     squared_row_norms,
 )
 from fairest.partial._dc import Config, objective
@@ -62,7 +62,7 @@ from fairest.partial._idca import (
     run_ssg_direct,
     theory_schedule,
 )
-from fairest.utils._devices import configured_devices
+from fairest.utils._devices import configured_devices, place_rows
 from fairest.utils._memory import release_free_memory
 
 __all__ = [
@@ -79,7 +79,6 @@ __all__ = [
 ]
 
 _AUTO_RIDGE = 1e-6  # tiny ridge of the unconstrained model behind interval="auto"
-_PROBE_ROWS = 8  # rows of the stand-in data whose layout the solver is compiled for
 _ELL_DENSITY = 0.25  # ell_slots' max_density: denser rows are stored dense
 
 
@@ -264,28 +263,12 @@ def build_problem(
         rho=rho,
         width=width,
     )
-    sparse = True
     if lean and like is None and _dense_on_one_device(X):
-        # the smoothed ALM's run compiled before the float32 copy of X is made, and the
-        # heap pages freed so far (compiler, validation, interval) handed back: neither
-        # is resident beside the copy (1e6 x 100: 848 -> 690 MiB above the input)
-        probe = build_data(
-            X[:_PROBE_ROWS],
-            np.zeros(min(X.shape[0], _PROBE_ROWS)),
-            np.zeros(min(X.shape[0], _PROBE_ROWS), dtype=codes.dtype),
-            np.ones(min(X.shape[0], _PROBE_ROWS)),
-            num_groups,
-            sparse=False,
-            x_dtype=x_dtype,
-            **hyper,
+        data = _rows_then_dense(settings, cfg, X, y01, codes, sample_weight, num_groups, hyper)
+    else:
+        data = build_data(
+            X, y01, codes, sample_weight, num_groups, x_dtype=x_dtype, like=like, **hyper
         )
-        steps = newton_steps(settings)
-        compile_run(probe, cfg, bucket_size(X.shape[0]), int(settings.max_iter), steps)
-        release_free_memory()
-        sparse = False  # X is stored dense (_dense_on_one_device): no second count
-    data = build_data(
-        X, y01, codes, sample_weight, num_groups, sparse=sparse, x_dtype=x_dtype, like=like, **hyper
-    )
     x0 = initial_point(
         X.shape[1],
         data.grid,
@@ -374,6 +357,26 @@ def check_finite_model(name, x, X, objective_value):
             f"{name}: the iterates became non-finite (overflow): scale the features "
             "(e.g. StandardScaler) or lower learning_rate."
         )
+
+
+def _rows_then_dense(settings: Settings, cfg, X, y01, codes, sample_weight, num_groups, hyper):
+    """The :class:`Data` of :func:`~fairest.partial._common.build_data` for the smoothed
+    ALM on a dense ``X`` on one device, its float32 copy of ``X`` made last: the row
+    arrays are built and placed first (``build_data`` of ``X`` without columns), the run
+    is compiled for them and ``X``'s shape (:func:`compile_run`), the heap pages freed
+    so far (validation, interval, row temporaries, compiler) are handed back, and only
+    then is ``X`` cast, padded and placed as ``build_data`` does it. Neither the
+    compiler's working memory nor those pages are resident beside the copy (1e6 x 100:
+    848 -> 644 MiB above the input, 400 of them the copy)."""
+    x_dtype = np.dtype(SOLVER_DTYPE)
+    rows = build_data(
+        X[:, :0], y01, codes, sample_weight, num_groups, sparse=False, x_dtype=x_dtype, **hyper
+    )
+    n_rows = rows.c0.shape[0]
+    compile_run(rows, cfg, n_rows, int(settings.max_iter), newton_steps(settings))
+    release_free_memory()
+    (X_dev,) = place_rows([padded_dense(X, x_dtype)])
+    return rows._replace(X=X_dev)
 
 
 def newton_steps(settings: Settings) -> int:

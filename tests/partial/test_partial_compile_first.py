@@ -16,6 +16,8 @@ from fairest.partial._common import ell_slots
 from fairest.partial._estimator import PartialParityClassifier
 from fairest.utils._memory import release_free_memory
 
+_HYPER = ("grid", "slack", "lo", "hi", "threshold", "alpha", "mu", "rho", "width")
+
 
 def _fit_model(metric, n=600, d=10):
     X, y, g = make_data(n=n, d=d, seed=3)
@@ -54,17 +56,37 @@ def test_run_compiled_before_the_copy_and_reused(monkeypatch, metric):
         return compile_run(*args, **kwargs)
 
     def recorded_copy(X, dtype=np.float64):
-        events.append(("copy", X.shape[0], np.dtype(dtype).name))
+        events.append(("copy", X.shape, np.dtype(dtype).name))
         return padded_dense(X, dtype)
 
     monkeypatch.setattr(_fit, "compile_run", recorded_compile)
+    monkeypatch.setattr(_fit, "padded_dense", recorded_copy)
     monkeypatch.setattr(_common, "padded_dense", recorded_copy)
     jax.clear_caches()
     compiled = _run_compilations(lambda: _fit_model(metric))
-    copies = [e for e in events if e != "compile" and e[1] == 600]
-    assert copies == [("copy", 600, "float32")]  # the one copy of X, float32
+    copies = [e for e in events if e != "compile" and e[1] == (600, 10)]
+    assert copies == [("copy", (600, 10), "float32")]  # the one copy of X, float32
     assert events.index("compile") < events.index(copies[0])
+    assert ("copy", (600, 0), "float32") in events[: events.index("compile")]  # rows first
     assert len(compiled) == 1  # the run found the early compilation
+
+
+@pytest.mark.parametrize("metric", [PSP, PDP])
+def test_rows_then_dense_is_the_data_of_build_data(metric):
+    """The solver's data built rows first and X last equals ``build_data``'s, array for
+    array (values, dtypes, shapes)."""
+    X, y, g = make_data(n=300, d=9, seed=4)
+    settings = _fit.Settings(metric=metric, tolerance=0.2, interval=(0.1, 0.6))
+    w = np.ones(len(y))
+    with jax.enable_x64(True):
+        cfg, data, _ = _fit.build_problem(settings, X, y, g, w, 2, (0.1, 0.6), lean=True)
+        plain = _common.build_data(
+            X, y, g, w, 2, x_dtype=np.float32, **{k: getattr(data, k) for k in _HYPER}
+        )
+    assert data.X.shape == (plain.X.shape[0], 9)
+    for a, b in zip(jax.tree_util.tree_leaves(data), jax.tree_util.tree_leaves(plain)):
+        assert a.shape == b.shape and a.dtype == b.dtype
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
 @pytest.mark.parametrize("metric", [PSP, PDP])
