@@ -27,35 +27,44 @@ def shared_datasets() -> Path:
     return folder
 
 
-@pytest.fixture
-def count_compilations():
-    """``count_compilations(function)``: how many XLA compilations ``function()`` triggers."""
+def _compilations(function) -> list:
+    """What XLA compiled during ``function()``: JAX's compilation log messages up to their
+    shapes (``"Compiling jit(name)"``), in order, repeats kept."""
     import logging
 
     import jax
 
-    def count(function) -> int:
-        messages = []
+    messages = []
 
-        class Collect(logging.Handler):
-            def emit(self, record):
-                if "ompiling" in record.getMessage():
-                    messages.append(record.getMessage())
+    class Collect(logging.Handler):
+        def emit(self, record):
+            message = record.getMessage()
+            if "ompiling" in message:
+                messages.append(message.split(" with")[0])
 
-        handler = Collect(level=logging.DEBUG)
-        logger = logging.getLogger("jax")
-        previous = logger.level
-        logger.addHandler(handler)
-        logger.setLevel(logging.DEBUG)
-        try:
-            with jax.log_compiles(True):
-                function()
-        finally:
-            logger.removeHandler(handler)
-            logger.setLevel(previous)
-        return len(messages)
+    handler, logger = Collect(level=logging.DEBUG), logging.getLogger("jax")
+    previous = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    try:
+        with jax.log_compiles(True):
+            function()
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(previous)
+    return messages
 
-    return count
+
+@pytest.fixture
+def compilations():
+    """``compilations(function)``: JAX's ``"Compiling jit(name)"`` messages of ``function()``."""
+    return _compilations
+
+
+@pytest.fixture
+def count_compilations():
+    """``count_compilations(function)``: how many XLA compilations ``function()`` triggers."""
+    return lambda function: len(_compilations(function))
 
 
 @pytest.fixture(autouse=True, scope="module")

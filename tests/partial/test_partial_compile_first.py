@@ -3,8 +3,6 @@ before the float32 copy of X is made (the compiler's working memory is not resid
 it), the later run reuses that compilation, and the fit is the one without the early
 compilation, bit for bit."""
 
-import logging
-
 import jax
 import numpy as np
 import pytest
@@ -24,30 +22,8 @@ def _fit_model(metric, n=600, d=10):
     return PartialParityClassifier(metric, tolerance=0.2).fit(X, y, sensitive_features=g)
 
 
-def _run_compilations(function) -> list:
-    """The messages of the compilations of the smoothed ALM's run during ``function()``."""
-    messages = []
-
-    class Collect(logging.Handler):
-        def emit(self, record):
-            if "Compiling jit(_run)" in record.getMessage():
-                messages.append(record.getMessage())
-
-    handler, logger = Collect(level=logging.DEBUG), logging.getLogger("jax")
-    previous = logger.level
-    logger.addHandler(handler)
-    logger.setLevel(logging.DEBUG)
-    try:
-        with jax.log_compiles(True):
-            function()
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(previous)
-    return messages
-
-
 @pytest.mark.parametrize("metric", [PSP, PDP])
-def test_run_compiled_before_the_copy_and_reused(monkeypatch, metric):
+def test_run_compiled_before_the_copy_and_reused(monkeypatch, metric, compilations):
     events = []
     compile_run, padded_dense = _fit.compile_run, _common.padded_dense
 
@@ -63,7 +39,7 @@ def test_run_compiled_before_the_copy_and_reused(monkeypatch, metric):
     monkeypatch.setattr(_fit, "padded_dense", recorded_copy)
     monkeypatch.setattr(_common, "padded_dense", recorded_copy)
     jax.clear_caches()
-    compiled = _run_compilations(lambda: _fit_model(metric))
+    compiled = [m for m in compilations(lambda: _fit_model(metric)) if m == "Compiling jit(_run)"]
     copies = [e for e in events if e != "compile" and e[1] == (600, 10)]
     assert copies == [("copy", (600, 10), "float32")]  # the one copy of X, float32
     assert events.index("compile") < events.index(copies[0])
