@@ -1,9 +1,11 @@
 """Partial fairness: classifiers fair on a percentile interval of every group's scores.
 
 ``PartialParityClassifier`` constrains partial statistical parity (pSP) or partial
-demographic parity (pDP) and is trained by IDCA with switching-subgradient inner solves
-(He, Huang, Yao, Lin 2025). The paper's baselines: ``PartialParityPenaltyClassifier``
-(regularisation method) and the full-metric constrained models
+demographic parity (pDP), difference-of-convex constraints (He, Huang, Yao, Lin 2025),
+solved by a smoothed augmented Lagrangian with Gauss-Newton rounds (default) or the
+paper's IDCA with switching-subgradient inner solves. The paper's baselines:
+``PartialParityPenaltyClassifier`` (regularisation method; smoothed L-BFGS by default,
+the paper's subgradient descent on request) and the full-metric constrained models
 ``GroupAUCConstrainedClassifier``, ``InterGroupPairwiseConstrainedClassifier``,
 ``IntraGroupPairwiseConstrainedClassifier``. Exact evaluation metrics live in
 ``fairest.metrics`` (``partial_statistical_parity``...).
