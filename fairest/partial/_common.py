@@ -69,21 +69,38 @@ def squared_row_norms(X) -> np.ndarray:
     return np.einsum("ij,ij->i", X, X)
 
 
-def ell_slots(X, max_density: float = 0.25):
+# Rows at most this share non-zero (and at least 8 columns) are stored by their non-zeros
+# (ELL); denser data is stored dense.
+ELL_DENSITY = 0.25
+
+
+def ell_width(n: int, d: int, row_counts, max_density: float = ELL_DENSITY):
+    """The storage rule of :func:`ell_slots` and :func:`csr_ell_slots`: ``(k, counts)``,
+    ELL slots a row (the most non-zeros of a row rounded up to a multiple of 8, so that
+    folds of one dataset share compiled code) and every row's non-zeros
+    (``row_counts()``, called only for ``n > 0`` and ``d >= 8``), or ``None`` where the
+    ``n x d`` data is stored dense."""
+    if n == 0 or d < 8:
+        return None
+    counts = row_counts()
+    k = max(int(counts.max()), 1)
+    if k > max_density * d:
+        return None
+    return min(-(-k // 8) * 8, d), counts
+
+
+def ell_slots(X, max_density: float = ELL_DENSITY):
     """ELL slots ``(index, value)``, each ``(n, k)``, of the numpy array ``X`` when at
     most ``max_density`` of every row is non-zero (and it saves work), else ``None``:
     row ``i`` is ``sum_l value[i, l] e_{index[i, l]}``, unused slots holding 0 at
     column 0 (the layout of :func:`fairest._kernels._sparse.ell_rows`)."""
     X = np.asarray(X)
-    n, d = X.shape
-    if n == 0 or d < 8:
+    # counted by row blocks: no (n, d) mask of dense data
+    plan = ell_width(*X.shape, lambda: _nonzero_counts(X), max_density)
+    if plan is None:
         return None
-    counts = _nonzero_counts(X)  # by row blocks: no (n, d) mask of dense data
-    k = max(int(counts.max()), 1)
-    if k > max_density * d:
-        return None
+    k, counts = plan
     nonzero = X != 0
-    k = min(-(-k // 8) * 8, d)  # a multiple of 8: folds of one dataset share compiled code
     order = np.argsort(~nonzero, axis=1, kind="stable")[:, :k]
     value = np.take_along_axis(X, order, axis=1)
     pad = np.arange(k)[None, :] >= counts[:, None]
@@ -102,7 +119,7 @@ def _nonzero_counts(X: np.ndarray) -> np.ndarray:
     )
 
 
-def csr_ell_slots(X, max_density: float = 0.25):
+def csr_ell_slots(X, max_density: float = ELL_DENSITY):
     """ELL slots of the scipy sparse matrix ``X`` (any format: converted to CSR once,
     never densified) under the rule of :func:`ell_slots`, else ``None``.
 
@@ -112,13 +129,10 @@ def csr_ell_slots(X, max_density: float = 0.25):
     X.sum_duplicates()  # also sorts the column indices of every row
     X.eliminate_zeros()
     n, d = X.shape
-    if n == 0 or d < 8:
+    plan = ell_width(n, d, lambda: np.diff(X.indptr), max_density)
+    if plan is None:
         return None
-    counts = np.diff(X.indptr)
-    k = max(int(counts.max()), 1)
-    if k > max_density * d:
-        return None
-    k = min(-(-k // 8) * 8, d)  # a multiple of 8, as in ell_slots
+    k, counts = plan
     rows = np.repeat(np.arange(n), counts)
     slots = np.arange(X.nnz) - np.repeat(X.indptr[:-1], counts)
     index = np.zeros((n, k), dtype=np.int32)

@@ -43,6 +43,7 @@ from fairest.partial._common import (
     _nonzero_counts,
     build_data,
     check_interval,
+    ell_width,
     padded_dense,
     squared_row_norms,
 )
@@ -79,7 +80,6 @@ __all__ = [
 ]
 
 _AUTO_RIDGE = 1e-6  # tiny ridge of the unconstrained model behind interval="auto"
-_ELL_DENSITY = 0.25  # ell_slots' max_density: denser rows are stored dense
 
 
 class Settings(NamedTuple):
@@ -386,7 +386,7 @@ def newton_steps(settings: Settings) -> int:
 
 def _dense_on_one_device(X) -> bool:
     """Whether :func:`~fairest.partial._common.build_data` stores the numpy ``X`` dense
-    (the rule of :func:`~fairest.partial._common.ell_slots`: ELL when every row is at
+    (the rule of :func:`~fairest.partial._common.ell_width`: ELL when every row is at
     most a quarter non-zero and ``d >= 8``) on one device (no ``devices`` configured, or
     one, and one process): then its placed arrays are those of a few rows but longer."""
     if sp.issparse(X) or jax.process_count() > 1:
@@ -394,10 +394,7 @@ def _dense_on_one_device(X) -> bool:
     devices = configured_devices()
     if devices is not None and len(devices) > 1:
         return False
-    n, d = X.shape
-    if n == 0 or d < 8:
-        return True
-    return max(int(_nonzero_counts(X).max()), 1) > _ELL_DENSITY * d
+    return ell_width(*X.shape, lambda: _nonzero_counts(X)) is None
 
 
 def _smooth_solution(settings: Settings, cfg, data, x0, K, eps) -> dict:
