@@ -262,9 +262,7 @@ def _fit_folds(estimator, X, y, tolerances, folds, sensitive_features, sample_we
         )
     logits = None
     if not first.hidden:  # every lane's logits on all the rows, one host product
-        layers = [unravel_params(first.model, np.asarray(r.x))[0] for rs in results for r in rs]
-        with single_threaded_blas():
-            logits = _stacked_logits(shared, layers)
+        logits = _lane_logits(first.model, shared, [r for rs in results for r in rs])
     n_values, per_fold = len(tolerances), []
     for j, (template, setup, fold_results) in enumerate(zip(templates, setups, results)):
 
@@ -322,11 +320,15 @@ def _linear_logits(setup, results):
     """Training logits of every lane's linear model in one host product, shape
     ``(n, n_lanes, n_outputs)`` (float64, as :func:`~fairest.constrained._engine.
     numpy_forward` computes them one by one); ``None`` for a hidden layer."""
-    if setup.hidden:
-        return None
-    layers = [unravel_params(setup.model, np.asarray(r.x))[0] for r in results]
+    return None if setup.hidden else _lane_logits(setup.model, setup.X, results)
+
+
+def _lane_logits(model, X, results):
+    """The logits on ``X`` of every result's linear ``model`` (its parameters ``x``),
+    one host product on one BLAS thread."""
+    layers = [unravel_params(model, np.asarray(r.x))[0] for r in results]
     with single_threaded_blas():
-        return _stacked_logits(setup.X, layers)
+        return _stacked_logits(X, layers)
 
 
 def score_linear_points(points, X, y, sensitive_features, sample_weight=None) -> list:
