@@ -99,13 +99,13 @@ def _smoothed_operations(delta, tau):
         return tau * jax.nn.logsumexp(jnp.concatenate([v, -v]) / tau)
 
     return (
-        lambda z: _smooth_ramp(z - 0.5, delta),
+        lambda z: _smooth_ramp(z, delta),
         lambda a, b: _smooth_min(a, b, delta),
         largest,
     )
 
 
-_EXACT_OPERATIONS = (lambda z: jnp.clip(z, 0.0, 1.0), jnp.minimum, _largest_magnitude)
+_EXACT_OPERATIONS = (lambda z: jnp.clip(z + 0.5, 0.0, 1.0), jnp.minimum, _largest_magnitude)
 
 
 def _penalty(x, data: Data, cfg: Config, s=None, smoothing=None):
@@ -119,9 +119,9 @@ def _penalty(x, data: Data, cfg: Config, s=None, smoothing=None):
     )
     width = data.hi - data.lo
     if cfg.constraint == "statistical":
-        means = row_dot(data.membership, ramp(shift_columns(s, theta) + 0.5))  # (G, J)
+        means = row_dot(data.membership, ramp(shift_columns(s, theta)))  # (G, J)
         return 2.0 / width * largest(means - data.grid[None, :])
-    S = row_dot(data.membership, ramp(s - data.threshold + 0.5))
+    S = row_dot(data.membership, ramp(s - data.threshold))
     T = lower(S, data.hi) - lower(S, data.lo)
     return largest(T[:, None] - T[None, :]) / width
 
