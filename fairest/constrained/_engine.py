@@ -59,6 +59,7 @@ from fairest._kernels import bucket_size
 from fairest._kernels._buckets import aligned_empty
 from fairest.constrained import _defaults
 from fairest.constrained._sparse import host_matmul, largest_magnitude, place_with_design
+from fairest.utils._compilation_cache import compile_in_background
 from fairest.utils._memory import release_free_memory
 from fairest.utils._reporting import as_history
 
@@ -928,8 +929,8 @@ def _chunk_function(
     ``None``): the chunk ``vmap``-ped over the lanes of the state, the divergence flag and
     the ``aux`` entries of axis 0, every lane on the same data and draws. ``fold_axes``
     (``(key, axis)`` of every ``data`` entry, :func:`run_fold_lanes`): that vmapped chunk
-    ``vmap``-ped again over folds, each with its own draws (``inputs``) and the ``data``
-    entries of axis 0 (its rows' weights).
+    ``vmap``-ped again over folds, each with its own draws (``inputs``, fold axis 1) and
+    the ``data`` entries of axis 0 (its rows' weights).
     """
     step = SOLVERS[name].step
     if static:
@@ -1002,7 +1003,7 @@ def _chunk_function(
 
     if fold_axes:
         by_lane = jax.vmap(fold_chunk, in_axes=((0, 0), None, dict(lanes), None, None))
-        return jax.jit(jax.vmap(by_lane, in_axes=((0, 0), dict(fold_axes), None, None, 0)))
+        return jax.jit(jax.vmap(by_lane, in_axes=((0, 0), dict(fold_axes), None, None, 1)))
     if lanes:
         return jax.jit(jax.vmap(chunk, in_axes=((0, 0), None, dict(lanes), None, None)))
     return jax.jit(chunk)
@@ -1359,18 +1360,23 @@ def run_fold_lanes(
     inputs = _stack_fold_inputs([d["inputs"] for d in draws], n_chunks * L, real)
     n_values = _lane_shape(aux, lanes)[0]
     bad = np.full((len(folds), n_values), -1, np.int32)
+    final_fn = None
+    if _takes_final_step(spec, hyper) and max(budgets):
+        final_fn = _final_function(solver, problem, lanes, fold_axes)
     logs, previous_bad = [], None
     for c in range(n_chunks):
         if previous_bad is not None and np.all(np.asarray(previous_bad) >= 0):
             break
-        window = {key: value[:, c * L : (c + 1) * L] for key, value in inputs.items()}
+        window = {key: value[c * L : (c + 1) * L] for key, value in inputs.items()}
         previous_bad = bad
         (state, bad), log = chunk_fn((state, bad), data, aux, traced, window)
+        if c == 0 and final_fn is not None:  # compiled while the chunks run
+            final_compiled = compile_in_background(final_fn, (state, data, aux, traced))
         logs.append(log)
     resume = {key: np.asarray(value) for key, value in state.items()}
     final = resume
-    if spec.final_step is not None and hyper.get("final_full_step", False) and max(budgets):
-        final_fn = _final_function(solver, problem, lanes, fold_axes)
+    if final_fn is not None:
+        final_compiled.join()
         final = {key: np.asarray(v) for key, v in final_fn(state, data, aux, traced).items()}
     logs = [{key: np.asarray(value) for key, value in lg.items()} for lg in logs]
     results = []
@@ -1388,6 +1394,11 @@ def run_fold_lanes(
             )
         )
     return results
+
+
+def _takes_final_step(spec, hyper) -> bool:
+    """Whether a run of solver ``spec`` ends with its final full-data step."""
+    return spec.final_step is not None and bool(hyper.get("final_full_step", False))
 
 
 # per-fold ``data`` entries of run_fold_lanes (axis 0: the fold)
@@ -1452,8 +1463,10 @@ def _fold_draws(fold, problem, settings, balanced, n_draws, real, hyper) -> dict
 
 
 def _stack_fold_inputs(per_fold: list, length: int, real) -> dict:
-    """The folds' draws stacked along a leading fold axis, each padded to ``length``
-    iterations with inactive ones (row 0, weight 0, the iteration counter continued)."""
+    """The folds' draws stacked along a fold axis after the iteration axis (shape
+    ``(length, n_folds, ...)``: the scan reads them in that order, so the compiled chunk
+    holds no transposes of them), each padded to ``length`` iterations with inactive ones
+    (row 0, weight 0, the iteration counter continued)."""
     stacked = {}
     for key in per_fold[0]:
         arrays = []
@@ -1463,7 +1476,7 @@ def _stack_fold_inputs(per_fold: list, length: int, real) -> dict:
             if key == "it":
                 pad = np.arange(value.shape[0], length, dtype=value.dtype)
             arrays.append(np.concatenate([value, pad]))
-        stacked[key] = np.stack(arrays)
+        stacked[key] = np.stack(arrays, axis=1)
     return stacked
 
 
@@ -1587,6 +1600,8 @@ def _run_scan(name, ctx, x0, groups, cells, run: _RunSettings) -> RunResult:
         state = spec.init(x0, ctx)
     stream = _ObjectiveStream(obj_sampler)
     offset = run.start_iter
+    final_fn = _final_function(name, problem, run.lanes) if _takes_final_step(spec, hyper) else None
+    final_compiled = None  # the thread compiling final_fn while the chunks run
 
     logs, done, start = [], 0, time.perf_counter()
     chunk_start = 0.0
@@ -1607,6 +1622,8 @@ def _run_scan(name, ctx, x0, groups, cells, run: _RunSettings) -> RunResult:
         )
         previous_bad = bad
         (state, bad), log = chunk_fn((state, bad), data, aux, traced, inputs)
+        if final_fn is not None and final_compiled is None:
+            final_compiled = compile_in_background(final_fn, (state, data, aux, traced))
         # the device holds its copy of the draws: the host's are not kept beside the
         # next chunk's (1e6 rows, batch 8: 42 MiB a chunk), and once the first call has
         # compiled the chunk, the compiler's freed pages go back to the system
@@ -1631,15 +1648,17 @@ def _run_scan(name, ctx, x0, groups, cells, run: _RunSettings) -> RunResult:
         if run.progress is not None:
             run.progress(done, done / T)
 
+    if final_compiled is not None:
+        final_compiled.join()
     if run.lanes:
-        return _lane_results(name, ctx, state, bad, logs, (done, T), run.lanes, traced)
+        final = final_fn if done > 0 else None
+        return _lane_results(name, ctx, state, bad, logs, (done, T), final, traced)
     nonfinite = int(bad)
     resume_state = {k: np.asarray(v) for k, v in state.items()}  # before the final step
     del stream  # its pre-drawn epoch, and the freed draws' pages: not beside the final step
-    release_free_memory()
-    if spec.final_step is not None and hyper.get("final_full_step", False) and done > 0:
-        if nonfinite < 0:
-            state = _final_function(name, problem)(state, data, aux, traced)
+    release_free_memory()  # and the compiler's freed working memory
+    if final_fn is not None and done > 0 and nonfinite < 0:
+        state = final_fn(state, data, aux, traced)
     x = spec.parameters(state, hyper)
     state_np = {k: np.asarray(v) for k, v in state.items()}
     if nonfinite < 0 and not all(
@@ -1684,16 +1703,15 @@ def _lane_states(spec, x0, ctx, lanes) -> dict:
     return {key: np.stack([np.asarray(st[key]) for st in states]) for key in states[0]}
 
 
-def _lane_results(name, ctx, state, bad, logs, iterations, lanes, traced) -> list:
+def _lane_results(name, ctx, state, bad, logs, iterations, final_fn, traced) -> list:
     """One :class:`RunResult` per lane of a vmapped scan (the tail of :func:`_run_scan`
-    per lane; no history): the final full step where a lane stayed finite.
-    ``iterations``: ``(iterations run, iterations per epoch)``."""
+    per lane; no history): the final full step (``final_fn``, ``None``: none) where a
+    lane stayed finite. ``iterations``: ``(iterations run, iterations per epoch)``."""
     spec, hyper = SOLVERS[name], ctx.hyper
-    n_iter, per_epoch = iterations
     resume = {key: np.asarray(value) for key, value in state.items()}
     final = resume
-    if spec.final_step is not None and hyper.get("final_full_step", False) and n_iter > 0:
-        final_state = _final_function(name, ctx.problem, lanes)(state, ctx.data, ctx.aux, traced)
+    if final_fn is not None:
+        final_state = final_fn(state, ctx.data, ctx.aux, traced)
         final = {key: np.asarray(value) for key, value in final_state.items()}
     logs = [{key: np.asarray(value) for key, value in lg.items()} for lg in logs]
     return _split_lanes(spec, hyper, final, resume, np.asarray(bad), logs, iterations)

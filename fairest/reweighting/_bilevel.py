@@ -24,7 +24,6 @@ points within rounding of an evaluated one reuse it (:data:`REUSE_MIN_ROWS`).
 from __future__ import annotations
 
 import contextlib
-import threading
 import warnings
 from functools import partial
 from typing import NamedTuple
@@ -51,6 +50,7 @@ from fairest._solvers import _newton
 from fairest._solvers._newton import NewtonResult, newton_solve
 from fairest._solvers._newton_cg import jacobi_preconditioner, newton_cg_solve, pcg_solve
 from fairest.reweighting._badr_metrics import MetricSpec, exact_unfairness, smooth_unfairness
+from fairest.utils._compilation_cache import compile_in_background
 from fairest.utils._memory import release_free_memory
 
 __all__ = [
@@ -759,16 +759,6 @@ def _shapes(args) -> tuple:
     return tuple((np.shape(a), np.dtype(a.dtype).str) for a in leaves if hasattr(a, "dtype"))
 
 
-def _compile(kernel, args) -> None:
-    """Compile ``kernel`` for ``args`` ahead of time (the later call finds it compiled),
-    errors ignored (see :meth:`ImplicitOracle.compile_in_background`). Not run: a run
-    on the placeholder arguments would hold its XLA temporaries (at 1e6 x 100, 313 MiB
-    for the blocked adjoint, 176 MiB for the value pass) beside the main thread's first
-    solve and compute nothing used."""
-    with jax.enable_x64(True), contextlib.suppress(Exception):
-        kernel.lower(*args).compile()
-
-
 class ImplicitOracle:
     """Host-side wrapper for SciPy: warm starts, a cache keyed by lambda, counters, best point.
 
@@ -882,10 +872,10 @@ class ImplicitOracle:
             if key in _COMPILED:  # a warm fit: nothing to compile, no thread to run
                 continue
             _COMPILED.add(key)
-            self._compiling[name] = threading.Thread(
-                target=_compile, args=(kernel, args), daemon=True
-            )
-            self._compiling[name].start()
+            # only compiled: a run on the placeholder arguments would hold its XLA
+            # temporaries (at 1e6 x 100, 313 MiB for the blocked adjoint, 176 MiB for the
+            # value pass) beside the main thread's first solve and compute nothing used
+            self._compiling[name] = compile_in_background(kernel, args, x64=True)
 
     def _compiled(self, name: str) -> None:
         """Wait for the background compilation of kernel ``name``, if any."""

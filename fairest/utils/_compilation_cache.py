@@ -8,18 +8,26 @@ the folder is also exported as ``JAX_COMPILATION_CACHE_DIR`` (with the two thres
 which JAX reads when a worker process imports it.
 
 :func:`count_compilations` counts the XLA executables a block of code compiles (tests and
-``benchmarks/speed_table.py``).
+``benchmarks/speed_table.py``). :func:`compile_in_background` compiles a jitted function
+for given arguments in a thread (XLA compiles outside the GIL), so that a program needed
+later compiles while the host or another program works.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from pathlib import Path
 
 import jax
 
-__all__ = ["CompilationCount", "count_compilations", "enable_compilation_cache"]
+__all__ = [
+    "CompilationCount",
+    "compile_in_background",
+    "count_compilations",
+    "enable_compilation_cache",
+]
 
 # The event JAX records once per executable it obtains from the backend: an XLA compilation
 # or a persistent-cache hit (JAX 0.10 times both under this name); a hit also records
@@ -104,3 +112,25 @@ def count_compilations():
     finally:
         jax.monitoring.unregister_event_duration_listener(counter._listen)
         jax.monitoring.unregister_event_listener(counter._listen_hits)
+
+
+def compile_in_background(function, args: tuple, *, x64: bool | None = None) -> threading.Thread:
+    """Start compiling the jitted ``function`` for ``args`` in a daemon thread; returns
+    the thread, which the caller joins before it calls ``function`` (a call made while
+    the thread still compiles would compile the same program a second time).
+
+    Only compiled, never run: the later call finds the executable in JAX's caches and runs
+    it on the real arguments (``args`` may be those, or arrays of the same shapes and
+    dtypes). ``x64``: the ``jax.enable_x64`` setting of that call (a thread-local setting,
+    part of the cache key); ``None`` takes the calling thread's. An error is ignored here:
+    the later call compiles again and raises it.
+    """
+    x64 = jax.config.jax_enable_x64 if x64 is None else x64
+
+    def compile_quietly():
+        with jax.enable_x64(x64), contextlib.suppress(Exception):
+            function.lower(*args).compile()
+
+    thread = threading.Thread(target=compile_quietly, daemon=True)
+    thread.start()
+    return thread

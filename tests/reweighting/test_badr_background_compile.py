@@ -18,22 +18,6 @@ def _named(messages, names) -> list:
     return [m for m in messages if any(m == f"Compiling jit({name})" for name in names)]
 
 
-def test_compile_does_not_run_the_kernel(compilations):
-    runs = []
-
-    @jax.jit
-    def kernel(x):
-        jax.debug.callback(lambda: runs.append(1))
-        return 2.0 * x
-
-    args = (np.ones(3),)
-    _bilevel._compile(kernel, args)
-    assert runs == []
-    with jax.enable_x64(True):
-        assert not _named(compilations(lambda: jax.block_until_ready(kernel(*args))), ["kernel"])
-    assert runs == [1]
-
-
 def test_background_kernels_are_compiled_once(monkeypatch, compilations):
     """Large data (the value-only pass and the blocked adjoint): each kernel compiled in
     the background is compiled once, not again by its first call."""
