@@ -156,6 +156,7 @@ class OracleOutput(NamedTuple):
     jacobian: jax.Array  # (p, G) J = [grad L_g(theta*)]
     contraction: jax.Array  # largest ||g_next|| / ||g||^2 seen in the Newton solve (0: none)
     unverified: jax.Array  # Newton ended with a predicted step (its gradient checked here)
+    lower_grad_norm: jax.Array  # ||grad F(theta*)||_inf, measured by the value / adjoint pass
 
 
 def metric_scores(theta, problem: Problem):
@@ -535,6 +536,7 @@ def _output(result, value, grad, losses, jacobian, lower_grad_norm) -> OracleOut
         jacobian,
         jnp.maximum(result.contraction, observed),
         unverified,
+        lower_grad_norm,
     )
 
 
@@ -889,7 +891,8 @@ class ImplicitOracle:
     def evaluate(self, lam, with_grad: bool = True) -> tuple[float, np.ndarray, OracleOutput]:
         """``(Phi, grad Phi, OracleOutput)`` at ``lam``: cached, else one oracle call. A
         point solved loosely (:meth:`loose_solves`) is solved again to ``inner_tol``,
-        from its own solution, when asked for outside that context.
+        from its own solution, when asked for outside that context, unless its measured
+        lower-level gradient already meets ``inner_tol`` (:meth:`_meets_inner_tol`).
 
         On large data (:data:`REUSE_MIN_ROWS`) ``with_grad=False`` skips the adjoint
         (``grad Phi`` is then NaN): a later call with the gradient at the same point adds
@@ -899,7 +902,9 @@ class ImplicitOracle:
         key = lam.tobytes()
         cached = self._cache.get(key)
         with_grad = with_grad or not self._reuse
-        if cached is not None and (self.loose or cached[3] <= self._exact_tol):
+        if cached is not None and (
+            self.loose or cached[3] <= self._exact_tol or self._meets_inner_tol(cached[2])
+        ):
             if with_grad and cached[1] is None:
                 return self._add_gradient(key, lam, cached)
             return cached[0], _or_nan(cached[1], lam), cached[2]
@@ -915,6 +920,14 @@ class ImplicitOracle:
         ):
             self.best = (value, lam.copy(), out)
         return value, _or_nan(grad, lam), out
+
+    def _meets_inner_tol(self, out: OracleOutput) -> bool:
+        """Whether a point solved loosely already meets ``inner_tol``: the lower-level
+        gradient its value (or adjoint) pass measured at ``theta*`` is within the threshold
+        a solve started there would use (``inner_tol * max(1, that norm)``, i.e.
+        ``inner_tol``), so solving it again would take no Newton step and return the same
+        ``theta*`` and ``Phi``: the cached point is used as it is."""
+        return self._inexact and float(out.lower_grad_norm) <= self._exact_tol
 
     def has_value(self, lam) -> bool:
         """Whether ``Phi(lam)`` is cached (:meth:`evaluate` at ``lam`` solves nothing new

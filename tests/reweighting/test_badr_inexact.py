@@ -91,3 +91,30 @@ def test_inexact_solves_select_the_same_model(monkeypatch, metric):
     np.testing.assert_allclose(loose.group_weights_, exact.group_weights_, atol=1e-4)
     np.testing.assert_allclose(loose.coef_, exact.coef_, atol=1e-4)
     assert loose.unfairness_ == pytest.approx(exact.unfairness_, rel=1e-6, abs=1e-12)
+
+
+@pytest.mark.parametrize("loose_tol", [1e-1, 1e-9])
+def test_loose_point_meeting_inner_tol_is_not_solved_again(monkeypatch, loose_tol):
+    """Asked for outside loose_solves, a loosely solved point is solved again only when
+    the lower-level gradient measured at its theta is above inner_tol (a re-solve from
+    there would take no Newton step otherwise); either way the values equal the plain
+    oracle's."""
+    monkeypatch.setattr(_bilevel, "INEXACT_MIN_ROWS", 0)
+    monkeypatch.setattr(_bilevel, "LOOSE_MAX_TOL", loose_tol)
+    X, y, groups = _data()
+    with jax.enable_x64(True):
+        problem = dense_problem(X, y, groups)
+        orc = ImplicitOracle("logistic", SPEC, 3, problem, jnp.zeros(4), groups)
+        lam = np.array([0.5, 0.3, 0.2])
+        with orc.loose_solves():
+            _, _, loose = orc.evaluate(lam)
+        measured = float(loose.lower_grad_norm)
+        # this data: one Newton step short of 1e-10 at the loose 1e-1, past it at 1e-9
+        assert (measured > 1e-10) == (loose_tol == 1e-1)
+        calls = orc.nfev
+        value, grad, out = orc.evaluate(lam)
+        assert orc.nfev == calls + (measured > 1e-10)
+        ref = oracle("logistic", SPEC, 3, jnp.asarray(lam), jnp.zeros(4), problem)
+        np.testing.assert_allclose(value, float(ref.value), rtol=1e-10)
+        np.testing.assert_allclose(grad, np.asarray(ref.grad), rtol=1e-6, atol=1e-9)
+        np.testing.assert_allclose(np.asarray(out.theta), np.asarray(ref.theta), atol=1e-8)
