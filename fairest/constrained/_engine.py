@@ -1360,7 +1360,7 @@ def run_fold_lanes(
     inputs = _stack_fold_inputs([d["inputs"] for d in draws], n_chunks * L, real)
     n_values = _lane_shape(aux, lanes)[0]
     bad = np.full((len(folds), n_values), -1, np.int32)
-    final_fn = None
+    final_fn, final_compiled = None, None  # final_compiled: the thread compiling final_fn
     if _takes_final_step(spec, hyper) and max(budgets):
         final_fn = _final_function(solver, problem, lanes, fold_axes)
     logs, previous_bad = [], None
@@ -1376,7 +1376,8 @@ def run_fold_lanes(
     resume = {key: np.asarray(value) for key, value in state.items()}
     final = resume
     if final_fn is not None:
-        final_compiled.join()
+        if final_compiled is not None:
+            final_compiled.join()
         final = {key: np.asarray(v) for key, v in final_fn(state, data, aux, traced).items()}
     logs = [{key: np.asarray(value) for key, value in lg.items()} for lg in logs]
     results = []
@@ -1601,7 +1602,7 @@ def _run_scan(name, ctx, x0, groups, cells, run: _RunSettings) -> RunResult:
     stream = _ObjectiveStream(obj_sampler)
     offset = run.start_iter
     final_fn = _final_function(name, problem, run.lanes) if _takes_final_step(spec, hyper) else None
-    final_compiled = None  # the thread compiling final_fn while the chunks run
+    final_compiled = None  # the thread compiling final_fn, if one was started
 
     logs, done, start = [], 0, time.perf_counter()
     chunk_start = 0.0
@@ -1622,7 +1623,7 @@ def _run_scan(name, ctx, x0, groups, cells, run: _RunSettings) -> RunResult:
         )
         previous_bad = bad
         (state, bad), log = chunk_fn((state, bad), data, aux, traced, inputs)
-        if final_fn is not None and final_compiled is None:
+        if final_fn is not None and not done:  # compiled while the chunks run
             final_compiled = compile_in_background(final_fn, (state, data, aux, traced))
         # the device holds its copy of the draws: the host's are not kept beside the
         # next chunk's (1e6 rows, batch 8: 42 MiB a chunk), and once the first call has

@@ -752,15 +752,6 @@ def host_view(array) -> np.ndarray:
         return np.asarray(array)
 
 
-_COMPILED = set()  # kernels compiled in the background so far, keyed by name and shapes
-
-
-def _shapes(args) -> tuple:
-    """Shapes and dtypes of the array leaves of ``args`` (a compilation key)."""
-    leaves = jax.tree_util.tree_leaves(args)
-    return tuple((np.shape(a), np.dtype(a.dtype).str) for a in leaves if hasattr(a, "dtype"))
-
-
 class ImplicitOracle:
     """Host-side wrapper for SciPy: warm starts, a cache keyed by lambda, counters, best point.
 
@@ -870,10 +861,6 @@ class ImplicitOracle:
                 ),
             )
         for name, (kernel, args) in kernels.items():
-            key = (name, self.loss, self.metric, num_groups, _shapes(args))
-            if key in _COMPILED:  # a warm fit: nothing to compile, no thread to run
-                continue
-            _COMPILED.add(key)
             # only compiled: a run on the placeholder arguments would hold its XLA
             # temporaries (at 1e6 x 100, 313 MiB for the blocked adjoint, 176 MiB for the
             # value pass) beside the main thread's first solve and compute nothing used

@@ -114,18 +114,41 @@ def count_compilations():
         jax.monitoring.unregister_event_listener(counter._listen_hits)
 
 
-def compile_in_background(function, args: tuple, *, x64: bool | None = None) -> threading.Thread:
+# (function, argument signature, x64) of every compilation started by
+# compile_in_background in this process: a later request for the same one starts no thread
+_STARTED: set = set()
+
+
+def _signature(args) -> tuple:
+    """What a jitted function's compilation depends on in ``args``: their tree structure,
+    the shape and dtype of every array leaf and the value of every other leaf (static
+    strings, numbers)."""
+    leaves, treedef = jax.tree_util.tree_flatten(args)
+    return treedef, tuple(
+        (tuple(leaf.shape), str(leaf.dtype)) if hasattr(leaf, "dtype") else leaf for leaf in leaves
+    )
+
+
+def compile_in_background(
+    function, args: tuple, *, x64: bool | None = None
+) -> threading.Thread | None:
     """Start compiling the jitted ``function`` for ``args`` in a daemon thread; returns
     the thread, which the caller joins before it calls ``function`` (a call made while
-    the thread still compiles would compile the same program a second time).
+    the thread still compiles would compile the same program a second time), or ``None``
+    when this process already started that compilation (a warm fit: no thread to run).
 
     Only compiled, never run: the later call finds the executable in JAX's caches and runs
     it on the real arguments (``args`` may be those, or arrays of the same shapes and
     dtypes). ``x64``: the ``jax.enable_x64`` setting of that call (a thread-local setting,
     part of the cache key); ``None`` takes the calling thread's. An error is ignored here:
-    the later call compiles again and raises it.
+    the later call compiles again and raises it. After ``jax.clear_caches()`` a started
+    compilation is not started again: the later call then compiles it itself.
     """
     x64 = jax.config.jax_enable_x64 if x64 is None else x64
+    key = (function, _signature(args), x64)
+    if key in _STARTED:
+        return None
+    _STARTED.add(key)
 
     def compile_quietly():
         with jax.enable_x64(x64), contextlib.suppress(Exception):

@@ -49,3 +49,24 @@ def test_an_error_is_left_to_the_call():
     compile_in_background(bad, (np.ones(3),)).join()  # no exception in the thread
     with pytest.raises(TypeError, match="dot_general"):
         bad(np.ones(3))
+
+
+def test_a_started_compilation_starts_no_second_thread(monkeypatch):
+    """The same function, argument shapes and x64 setting: one thread (a warm fit starts
+    none); other shapes or another setting: a new one."""
+    from fairest.utils import _compilation_cache
+
+    monkeypatch.setattr(_compilation_cache, "_STARTED", set())
+
+    @jax.jit
+    def add(x, y):
+        return x + y
+
+    first = compile_in_background(add, (np.ones(3), np.ones(3)), x64=True)
+    assert first is not None
+    first.join()
+    assert compile_in_background(add, (np.zeros(3), np.zeros(3)), x64=True) is None
+    for args, x64 in (((np.ones(4), np.ones(4)), True), ((np.ones(3), np.ones(3)), False)):
+        thread = compile_in_background(add, args, x64=x64)
+        assert thread is not None
+        thread.join()
