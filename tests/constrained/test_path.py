@@ -41,6 +41,35 @@ def _refits(estimator, values, X, y, g, **fit):
     ]
 
 
+def _own_scores(point, X, y, groups, sample_weight=None) -> tuple:
+    """``(accuracy, loss gap)`` of ``point`` on ``(X, y)`` from its own ``predict`` /
+    ``predict_proba`` through ``accuracy_score`` and ``fairest.metrics.loss_gap``: the
+    largest gap over the label strata of ``point.metric`` (a stratum without rows
+    skipped), the oracle of the paths' one-product scores."""
+    from sklearn.metrics import accuracy_score
+
+    from fairest.metrics import loss_gap
+
+    proba = point.predict_proba(X)
+    strata = {
+        "loss_parity": [np.ones(y.size, bool)],
+        "loss_equal_opportunity": [y == point.classes_[-1]],
+        "loss_equalized_odds": [y == c for c in point.classes_],
+    }[point.metric]
+    gap = max(
+        loss_gap(
+            y[r],
+            proba[r],
+            sensitive_features=groups[r],
+            sample_weight=None if sample_weight is None else sample_weight[r],
+            labels=point.classes_,
+        )
+        for r in strata
+        if r.any()
+    )
+    return accuracy_score(y, point.predict(X), sample_weight=sample_weight), gap
+
+
 def _assert_same_models(points, refits, atol):
     for point, refit in zip(points, refits):
         assert point.tolerance == refit.tolerance
@@ -298,10 +327,7 @@ def test_linear_points_are_scored_as_each_points_own_predictions(metric, n_class
     """score_linear_points (one product for every point) against each point's own
     predict / predict_proba through accuracy_score and fairest.metrics.loss_gap, per
     label stratum, on held-out rows with three groups."""
-    from sklearn.metrics import accuracy_score
-
     from fairest.constrained._path import score_linear_points
-    from fairest.metrics import loss_gap
 
     X, y, g = _data(n=600, n_groups=3, n_classes=n_classes, seed=5)
     labels = np.array(["lo", "mid", "hi"])[:n_classes][y]  # string classes
@@ -313,28 +339,10 @@ def test_linear_points_are_scored_as_each_points_own_predictions(metric, n_class
     X_val, y_val, g_val = X[400:], labels[400:], g[400:]
     w_val = None if weight is None else weight[400:]
     scores = score_linear_points(points, X_val, y_val, g_val, w_val)
-    w = np.ones(y_val.size) if w_val is None else w_val
     for point, (accuracy, unfairness) in zip(points, scores):
-        assert accuracy == pytest.approx(
-            accuracy_score(y_val, point.predict(X_val), sample_weight=w_val), abs=1e-12
-        )
-        proba = point.predict_proba(X_val)
-        strata = {
-            "loss_parity": [np.ones(y_val.size, bool)],
-            "loss_equal_opportunity": [y_val == point.classes_[-1]],
-            "loss_equalized_odds": [y_val == c for c in point.classes_],
-        }[metric]
-        expected = max(
-            loss_gap(
-                y_val[r],
-                proba[r],
-                sensitive_features=g_val[r],
-                sample_weight=w[r],
-                labels=point.classes_,
-            )
-            for r in strata
-        )
-        assert unfairness == pytest.approx(expected, rel=1e-9, abs=1e-12)
+        expected_accuracy, expected_gap = _own_scores(point, X_val, y_val, g_val, w_val)
+        assert accuracy == pytest.approx(expected_accuracy, abs=1e-12)
+        assert unfairness == pytest.approx(expected_gap, rel=1e-9, abs=1e-12)
     assert scores[0][1] != pytest.approx(scores[1][1])  # the points differ
 
 
@@ -484,10 +492,7 @@ def test_cross_validated_scores_with_weights_strata_and_classes(metric, n_classe
     string classes: every fold's train scores (weighted) and test scores (unweighted)
     are those of each point's own ``predict`` / ``predict_proba`` through
     ``accuracy_score`` and ``fairest.metrics.loss_gap`` on the fold's rows."""
-    from sklearn.metrics import accuracy_score
     from sklearn.model_selection import StratifiedKFold
-
-    from fairest.metrics import loss_gap
 
     X, y, g = _data(n=360, n_groups=3, n_classes=n_classes, seed=8)
     labels = np.array(["lo", "mid", "hi"])[:n_classes][y]
@@ -501,33 +506,12 @@ def test_cross_validated_scores_with_weights_strata_and_classes(metric, n_classe
     assert path.strategy == "vmap"
     splits = list(StratifiedKFold(3).split(X, labels))
 
-    def expected(point, rows, w):
-        proba = point.predict_proba(X[rows])
-        y_rows = labels[rows]
-        strata = {
-            "loss_parity": [np.ones(rows.size, bool)],
-            "loss_equalized_odds": [y_rows == c for c in point.classes_],
-        }[metric]
-        gap = max(
-            loss_gap(
-                y_rows[r],
-                proba[r],
-                sensitive_features=g[rows][r],
-                sample_weight=None if w is None else w[r],
-                labels=point.classes_,
-            )
-            for r in strata
-            if r.any()
-        )
-        accuracy = accuracy_score(y_rows, point.predict(X[rows]), sample_weight=w)
-        return accuracy, gap
-
     for i in range(2):
         for j, (train, test) in enumerate(splits):
             point = path.estimators[i][j]
-            accuracy, gap = expected(point, train, weight[train])
+            accuracy, gap = _own_scores(point, X[train], labels[train], g[train], weight[train])
             assert path.fold_train_accuracy[i, j] == pytest.approx(accuracy, abs=1e-12)
             assert path.fold_train_unfairness[i, j] == pytest.approx(gap, rel=1e-9, abs=1e-12)
-            accuracy, gap = expected(point, test, None)
+            accuracy, gap = _own_scores(point, X[test], labels[test], g[test])
             assert path.fold_val_accuracy[i, j] == pytest.approx(accuracy, abs=1e-12)
             assert path.fold_val_unfairness[i, j] == pytest.approx(gap, rel=1e-9, abs=1e-12)
