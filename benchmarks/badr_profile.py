@@ -282,14 +282,23 @@ class CallRecorder:
         return wrapped
 
 
-def compare_setting(n_train: int, num_groups: int, d: int, metric: str, repeats: int) -> list:
+def _eager_rows(problem) -> bool:
+    """``--before eager_rows``: no GatheredRows, a one-group vertex's rows gathered as a
+    copy (within the 128 MiB cap) or not at all (the code before the lazy row blocks)."""
+    return False
+
+
+def compare_setting(
+    n_train: int, num_groups: int, d: int, metric: str, repeats: int, before: str
+) -> list:
     """ERM, then BADR before / after interleaved (one warm-up fit each), in this process."""
     import jax
 
-    from fairest.reweighting import BADRClassifier, _solve
+    from fairest.reweighting import BADRClassifier, _bilevel, _solve
 
     counter, recorder = OracleCounter(), CallRecorder()
     default_search = _solve.SEGMENT_SEARCH
+    default_lazy = _bilevel.reads_rows_lazily
     X, y, groups = train_split(int(round(n_train / (1 - TEST_SIZE))), num_groups, d)
     jax.clear_caches()
     erm_wall, erm_cpu = time_erm(X, y, groups, repeats + 1)
@@ -297,7 +306,10 @@ def compare_setting(n_train: int, num_groups: int, d: int, metric: str, repeats:
     models = {}
     for rep in range(1 + repeats):
         for code in ("before", "after"):
-            _solve.SEGMENT_SEARCH = default_search if code == "after" else False
+            if code == "before" and before == "segment_off":
+                _solve.SEGMENT_SEARCH = False
+            if code == "before" and before == "eager_rows":
+                _bilevel.reads_rows_lazily = _eager_rows
             recorder.calls = []
             try:
                 load = os.getloadavg()[0]
@@ -306,6 +318,7 @@ def compare_setting(n_train: int, num_groups: int, d: int, metric: str, repeats:
                 wall, cpu = time.perf_counter() - start, time.process_time() - cpu
             finally:
                 _solve.SEGMENT_SEARCH = default_search
+                _bilevel.reads_rows_lazily = default_lazy
             orc = counter.last
             if rep:  # the first fit of each compiles
                 runs[code].append(
@@ -371,9 +384,11 @@ rows, d = 20), demographic parity, `BADRClassifier()` defaults (SLSQP, logistic,
 safeguard on, inner_tol 1e-10). Per setting (JAX caches cleared first): fairest's ERM
 (`GroupWeightedClassifier(weights="uniform")`, best warm fit), then BADR `before` / `after`
 interleaved, one warm-up fit each and `--repeats` timed ones; `before` = this tree with
-`_solve.SEGMENT_SEARCH = False` (SLSQP at every G: the outer solver of commit c115f3b),
-`after` = defaults (at G = 2 the bracket search of `fairest/reweighting/_segment.py`; G > 2
-runs the same code both ways). Columns: best warm CPU
+(`--before segment_off`, the default) `_solve.SEGMENT_SEARCH = False` (SLSQP at every G: the
+outer solver of commit c115f3b; G > 2 runs the same code both ways) or (`--before
+eager_rows`) no `GatheredRows` (a one-group vertex solved on its rows only through a gathered
+copy of at most 128 MiB, else on all rows: the code before the lazy row blocks); `after` =
+defaults (at G = 2 the bracket search of `fairest/reweighting/_segment.py`). Columns: best warm CPU
 (`time.process_time`, both cores) and wall seconds, their ratio to ERM's, `oracle_calls`
 (lower-level solves), `gradients` (adjoint solves), `newton_steps` (over all solves, each
 solve is steps + 1 passes), `load1` the 1-minute load before the best fit (2 shared cores:
@@ -391,7 +406,9 @@ def main_compare(args) -> None:
     rows = []
     for item in args.compare.split(","):
         n, g = item.split(":")
-        rows += compare_setting(int(float(n)), int(g), args.n_features, args.metric, args.repeats)
+        rows += compare_setting(
+            int(float(n)), int(g), args.n_features, args.metric, args.repeats, args.before
+        )
     columns = [
         "n",
         "d",
@@ -428,6 +445,12 @@ def main() -> None:
     parser.add_argument("--worker", nargs=6)
     parser.add_argument("--compare", default="", help="N:G,N:G,... in one process")
     parser.add_argument("--compare-name", default="badr_profile_1e6")
+    parser.add_argument(
+        "--before",
+        choices=("segment_off", "eager_rows"),
+        default="segment_off",
+        help="what --compare's `before` turns off (see COMPARE_NOTES)",
+    )
     args = parser.parse_args()
     if args.compare:
         main_compare(args)

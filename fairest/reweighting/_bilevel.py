@@ -39,11 +39,12 @@ from fairest._kernels._glm import (
     group_sums,
     group_to_sample_weights,
     hessian_vector_product,
+    pass_block_rows,
     penalty_diagonal,
     scores,
 )
 from fairest._kernels._losses import loss_derivatives
-from fairest._kernels._placement import is_shifted, row_block
+from fairest._kernels._placement import GatheredRows, gather_dense_rows, is_shifted, row_block
 from fairest._kernels._projections import project_simplex
 from fairest._kernels._sparse import is_sparse, take_rows
 from fairest._solvers import _newton
@@ -67,8 +68,9 @@ _CACHE_FLOATS = 16_000_000  # ... unless their p x p factors would exceed 128 MB
 # From this many groups on, the adjoint's Jacobian comes from segment sums rather than a
 # one-hot product (n = 2e5, d = 10, CPU: 4.0 vs 8.4 ms at G = 10; 4.7 vs 3.7 ms at G = 2).
 _SEGMENT_SUM_MIN_GROUPS = 5
-# A one-group vertex e_g is solved on the rows of group g only (gathered into a block of
-# bucketed size) when that block is at most a quarter of the padded rows and the data this
+# A one-group vertex e_g is solved on the rows of group g only (a row-index block of
+# bucketed size: dense X is read through it block by block, GatheredRows, sparse X
+# gathered) when that block is at most a quarter of the padded rows and the data this
 # large: otherwise the extra compilation for the block's shape (0.6-1 s on the first fit)
 # costs more than the passes it saves (n = 160,000, d = 10: about 0.2 s per warm fit at
 # G = 10, 0.03 s at G = 2).
@@ -76,8 +78,10 @@ _GROUP_ROWS_MIN_ROWS = 65_536
 _GROUP_ROWS_MAX_SHARE = 0.25
 # From this many rows on, a block of up to half the rows pays too (n = 1e6, d = 20, G = 2:
 # the gather and half-size passes save about two full passes per vertex, and the one
-# compilation is small next to the fit), while the gathered copy stays within
-# _GROUP_ROWS_MAX_BYTES.
+# compilation is small next to the fit), while a gathered copy (sparse X, a float32 copy
+# of X) stays within _GROUP_ROWS_MAX_BYTES; read through a GatheredRows, the rows take no
+# memory of their own (1e6 x 100, G = 4: 6.1 instead of 7.5 CPU s a warm fit, 13 MiB more
+# at its peak).
 _GROUP_ROWS_LARGE_ROWS = 500_000
 _GROUP_ROWS_LARGE_SHARE = 0.5
 _GROUP_ROWS_MAX_BYTES = 128 * 2**20
@@ -582,7 +586,7 @@ def _lower_on_rows(
     same solution when every row with a positive weight under ``lam`` is among them."""
     take = partial(jnp.take, indices=rows, axis=0)
     subset = problem._replace(
-        X=gather_rows(problem.X, rows),  # sparse X: SparseRows.take_rows
+        X=_rows_of(problem, rows),
         y=take(problem.y),
         groups=take(problem.groups),
         weight=take(problem.weight) * valid,
@@ -593,6 +597,30 @@ def _lower_on_rows(
         ),
     )
     return _lower_from_anchor(loss, num_groups, lam, anchor, subset, contraction)
+
+
+def _rows_of(problem: Problem, rows):
+    """The rows ``rows`` of ``problem.X`` for a solve on them: a
+    :class:`~fairest._kernels._placement.GatheredRows` (no copy; each pass gathers its row
+    blocks) where the Newton passes read ``X`` only by row blocks (dense, more rows than
+    one block, no float32 copy of ``X``, Cholesky Newton), else the gathered rows
+    themselves (sparse ``X``: :meth:`SparseRows.take_rows`)."""
+    X = problem.X
+    if reads_rows_lazily(problem) and rows.shape[0] > pass_block_rows(X.shape[1]):
+        return GatheredRows(X, rows)
+    return gather_rows(X, rows)  # at most one row block when dense: a few MiB
+
+
+def reads_rows_lazily(problem: Problem) -> bool:
+    """Whether a solve on a subset of the rows reads them through a
+    :class:`~fairest._kernels._placement.GatheredRows` (when it has more rows than one
+    block): dense ``X``, Cholesky Newton, no float32 copy of ``X``."""
+    X_hessian = problem.X_hessian
+    return (
+        not is_sparse(problem.X)
+        and not uses_newton_cg(problem.X.shape[1] + 1)
+        and (X_hessian is None or X_hessian.shape[0] == 0)
+    )
 
 
 def group_row_blocks(groups: np.ndarray, num_groups: int, num_rows: int, row_bytes: int = 0):
@@ -708,13 +736,7 @@ def gather_rows(X, rows):
     """Rows ``rows`` of a device ``X`` (dense, :class:`SparseRows` or
     :class:`~fairest._kernels._placement.ShiftedRows`, read from its flat buffer and head
     without assembling ``X``) as a dense / sparse device matrix. Traceable."""
-    if not is_shifted(X):
-        return take_rows(X, rows)
-    d, shift = X.shape[1], X.shift
-    flat_index = rows[:, None] * d + jnp.arange(d)[None, :] - shift
-    main = jnp.take(X.flat, jnp.maximum(flat_index, 0))
-    lead = jnp.take(X.head, jnp.clip(flat_index + shift, 0, max(shift - 1, 0)))
-    return jnp.where(flat_index >= 0, main, lead)
+    return take_rows(X, rows) if is_sparse(X) else gather_dense_rows(X, rows)
 
 
 def host_scores(X, w) -> np.ndarray:
@@ -784,8 +806,10 @@ class ImplicitOracle:
         # host group codes (real rows): one-group vertices are then solved on their rows
         self._group_rows = None
         if groups is not None:
-            row_bytes = (
-                problem.X.row_entries * 12 + 24  # value and column of every slot
+            row_bytes = (  # of the gathered copy, if one is made
+                0
+                if reads_rows_lazily(problem)
+                else problem.X.row_entries * 12 + 24  # value and column of every slot
                 if is_sparse(problem.X)
                 else problem.X.shape[1] * 8 + 24
             )

@@ -8,7 +8,13 @@ import numpy as np
 import pytest
 from _badr_helpers import dense_problem, grouped_classification
 
-from fairest._kernels._glm import value_grad_hessian
+from fairest._kernels._glm import (
+    blocked_hessian,
+    pass_block_rows,
+    row_block_pass,
+    value_grad_hessian,
+)
+from fairest._kernels._placement import GatheredRows, shifted_rows
 from fairest._solvers._newton import newton_solve
 from fairest.reweighting import _bilevel
 from fairest.reweighting._badr_metrics import MetricSpec
@@ -133,6 +139,70 @@ def test_vertices_solved_on_their_rows_equal_the_full_solve(monkeypatch):
             np.testing.assert_allclose(value, float(ref.value), rtol=1e-10)
             np.testing.assert_allclose(grad, np.asarray(ref.grad), rtol=1e-6, atol=1e-9)
             np.testing.assert_allclose(np.asarray(out.theta), np.asarray(ref.theta), atol=1e-8)
+
+
+def _unaligned(X):
+    """A copy of ``X`` starting 8 bytes past a 64-byte boundary (placed as ShiftedRows)."""
+    raw = np.empty(X.size + 16)
+    skip = (-raw.ctypes.data % 64) // 8 + 1
+    out = raw[skip : skip + X.size].reshape(X.shape)
+    out[:] = X
+    return out
+
+
+@pytest.mark.parametrize("placement", ["dense", "shifted"])
+def test_gathered_rows_read_the_subset_block_by_block(placement):
+    """A GatheredRows reads exactly the rows of its index, from a dense X or a ShiftedRows
+    (blocks overlapping the head included), and the fused row-block pass over it equals the
+    pass over the gathered copy."""
+    rng = np.random.default_rng(3)
+    n, d = 40_000, 5
+    X = rng.normal(size=(n, d))
+    index = np.sort(rng.choice(n, 20_000, replace=False)).astype(np.int32)
+    index[:2] = [0, 1]  # rows in a ShiftedRows' head
+    y = (rng.random(n) < 0.4).astype(np.float64)[index]
+    c = rng.random(n)[index]
+    theta = rng.normal(size=d + 1)
+    with jax.enable_x64(True):
+        base = shifted_rows(_unaligned(X)) if placement == "shifted" else jnp.asarray(X)
+        if placement == "shifted":
+            assert base.shift > 0
+        lazy = GatheredRows(base, jnp.asarray(index))
+        assert lazy.shape == (20_000, d) and lazy.dtype == jnp.float64
+        for start in (0, 7, 20_000 - 300):
+            np.testing.assert_array_equal(
+                np.asarray(lazy.rows(jnp.int32(start), 300)), X[index[start : start + 300]]
+            )
+        block = pass_block_rows(d) // 4
+        for dtype in (None, jnp.float32):
+            got = row_block_pass("logistic", theta, lazy, y, c, dtype, block_rows=block)
+            want = row_block_pass("logistic", theta, jnp.asarray(X[index]), y, c, dtype, block)
+            for a, b in zip(got, want, strict=True):
+                np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-12, atol=1e-12)
+
+
+def test_large_vertices_read_their_rows_lazily_and_equal_the_full_solve(monkeypatch):
+    """From more rows than one pass block per group, a one-group vertex is solved through a
+    GatheredRows (no copy of the group's rows; float32 Hessian blocks too) and gives the
+    full-data oracle."""
+    n_groups, per_group = 5, pass_block_rows(3) + 1000
+    X, y, groups = _data(n=n_groups * per_group, num_groups=n_groups, seed=4)
+    made = []
+    monkeypatch.setattr(_bilevel, "GatheredRows", lambda *a: made.append(1) or GatheredRows(*a))
+    with jax.enable_x64(True):
+        for X_hessian in (None, blocked_hessian()):
+            problem = dense_problem(X, y, groups, X_hessian=X_hessian)
+            orc = ImplicitOracle("logistic", SPEC, n_groups, problem, jnp.zeros(4), groups)
+            assert orc._group_rows is not None
+            made.clear()
+            for g in (0, 3):
+                vertex = np.eye(n_groups)[g]
+                value, grad, out = orc.evaluate(vertex)
+                ref = oracle("logistic", SPEC, n_groups, jnp.asarray(vertex), jnp.zeros(4), problem)
+                np.testing.assert_allclose(value, float(ref.value), rtol=1e-9)
+                np.testing.assert_allclose(grad, np.asarray(ref.grad), rtol=1e-6, atol=1e-9)
+                np.testing.assert_allclose(np.asarray(out.theta), np.asarray(ref.theta), atol=1e-7)
+            assert made  # the lazy path ran
 
 
 def test_slsqp_first_step_scaling():
