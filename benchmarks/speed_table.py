@@ -11,7 +11,8 @@ with ``alpha = 1e-3`` and uniform group weights (each group's mean loss weighted
 - ``badr``: ``BADRClassifier(metric="demographic_parity")`` (SLSQP, safeguard on).
 
 Columns: ``cold (s)`` is the first fit in a fresh process including the imports of the
-estimator's library (data generation excluded); ``warm (s)`` the median of the later fits;
+estimator's library (data generation excluded); ``warm (s)`` the median of the later fits
+(at least ``--repeats``, and as many as take 0.5 s, up to 50: steady state for small fits);
 ``ratio`` = scikit-learn / method (> 1: faster than scikit-learn); ``peak above input
 (MiB)`` the process's peak RSS minus its RSS once the data exists (input MiB: X, float64);
 ``compiled`` the XLA executables compiled by the first fit (``warm compiled``: by the
@@ -107,6 +108,20 @@ def _no_counter():
     yield types.SimpleNamespace(count=0)
 
 
+# Warm fits: at least ``--repeats``, and more (up to WARM_MAX_FITS) until they took
+# WARM_MIN_SECONDS: a millisecond fit's median over 3 fits is the box's noise and the
+# process's first-fit effects (allocator, caches), not its steady state.
+WARM_MIN_SECONDS = 0.5
+WARM_MAX_FITS = 50
+
+
+def _more_warm_fits(warm: list, repeats: int) -> bool:
+    """Whether another warm fit is timed after the ``warm`` seconds so far."""
+    if len(warm) < repeats:
+        return True
+    return sum(warm) < WARM_MIN_SECONDS and len(warm) < WARM_MAX_FITS
+
+
 def worker(out: str, method: str, n: int, d: int, repeats: int) -> None:
     """One (method, n, d) case in this fresh process."""
     start = time.perf_counter()
@@ -124,7 +139,7 @@ def worker(out: str, method: str, n: int, d: int, repeats: int) -> None:
         first_fit = time.perf_counter() - fit_start
         cold_count = compiled.count
         warm = []
-        for _ in range(repeats):
+        while _more_warm_fits(warm, repeats):
             fit_start = time.perf_counter()
             _fit(method, model, X, y, groups, c)
             warm.append(time.perf_counter() - fit_start)
@@ -286,7 +301,8 @@ def _dp_gap(y, y_pred, groups) -> float:
 
 
 def _timed(fit, repeats: int, count: bool) -> dict:
-    """Cold (first) and warm (median of ``repeats``) seconds of ``fit()``, the warm CPU
+    """Cold (first) and warm (median of at least ``repeats``, :func:`_more_warm_fits`)
+    seconds of ``fit()``, the warm CPU
     seconds, and the executables compiled by the first and the later calls."""
     counter = _no_counter
     if count:
@@ -300,7 +316,7 @@ def _timed(fit, repeats: int, count: bool) -> dict:
         cold = time.perf_counter() - start
         cold_count = compiled.count
         walls, cpus = [], []
-        for _ in range(repeats):
+        while _more_warm_fits(walls, repeats):
             cpu, start = time.process_time(), time.perf_counter()
             model = fit()
             walls.append(time.perf_counter() - start)
