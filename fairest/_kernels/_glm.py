@@ -102,6 +102,15 @@ def pass_block_rows(n_features: int) -> int:
     return int(min(GRAM_BLOCK_ROWS, max(_MIN_PASS_BLOCK_ROWS, 1 << (rows.bit_length() - 1))))
 
 
+def even_block_rows(n_rows: int, most: int) -> int:
+    """Rows per block of a pass over ``n_rows`` rows in blocks of at most ``most``: as
+    even as the block count allows, a multiple of 8, so that the last block (clamped to
+    the end of the data, its rows already counted masked out) re-reads few rows (20,480
+    rows, ``most`` 16,384: two blocks of 10,240, where two of 16,384 read 1.6x the data)."""
+    count = -(-n_rows // most)
+    return min(most, -(-n_rows // (8 * count)) * 8)
+
+
 def _fused_pass(X) -> bool:
     """Whether a pass over ``X`` runs block by block (dense, more than one block)."""
     return not is_sparse(X) and X.shape[0] > pass_block_rows(X.shape[1])
@@ -111,7 +120,8 @@ def row_block_pass(loss: str, theta, X, y, c, hessian_dtype=None, block_rows=Non
     """The data term's value, gradient and (with ``hessian_dtype``) Hessian in ONE pass
     over dense ``X``, block by block.
 
-    For each block of ``block_rows`` rows (default :func:`pass_block_rows`) the scores,
+    For each block of ``block_rows`` rows (default :func:`pass_block_rows`, made even over
+    the rows by :func:`even_block_rows` when the whole of ``X`` is summed) the scores,
     the loss derivatives, ``[r, q]^T X_b`` and, when asked, ``X_b^T diag(q) X_b`` (the
     block cast to ``hessian_dtype``, e.g. float32) are formed while the block is in cache:
     X is read from memory once per pass, where ``X w`` followed by ``r @ X`` reads it
@@ -128,7 +138,10 @@ def row_block_pass(loss: str, theta, X, y, c, hessian_dtype=None, block_rows=Non
     thread runs (:func:`fairest._solvers._row_split.split_value_and_grad`).
     """
     n, d = X.shape
-    block_rows = pass_block_rows(d) if block_rows is None else block_rows
+    if block_rows is None:  # a row range's length is traced: its blocks stay full-size
+        block_rows = pass_block_rows(d)
+        if row_range is None:
+            block_rows = even_block_rows(n, block_rows)
     hessian = hessian_dtype is not None
     first, stop = (0, n) if row_range is None else row_range
 

@@ -83,13 +83,28 @@ def test_fused_row_block_pass_matches_numpy(loss, n):
     np.testing.assert_allclose(H32, H, rtol=1e-5, atol=1e-7)
 
 
-def test_value_and_grad_takes_the_fused_pass_above_one_block(monkeypatch):
-    """Above one block the public kernels run the fused pass and agree with numpy."""
+@pytest.mark.parametrize("n_rows", [257, 600, 1000, 20_480, 10**6])
+@pytest.mark.parametrize("most", [256, 4096, 16_384])
+def test_even_block_rows(n_rows, most):
+    """Blocks of at most ``most`` rows, a multiple of 8, as few as full blocks need, and
+    together at most 8 rows per block beyond ``n_rows`` (what the clamped last block
+    re-reads)."""
+    from fairest._kernels._glm import even_block_rows
+
+    block = even_block_rows(n_rows, most)
+    count = -(-n_rows // most)
+    assert block <= most and block % 8 == 0
+    assert count * block >= n_rows and count * block - n_rows < 8 * count
+
+
+@pytest.mark.parametrize("n", [1000, 600])
+def test_value_and_grad_takes_the_fused_pass_above_one_block(monkeypatch, n):
+    """Above one block the public kernels run the fused pass (600 rows: three even blocks
+    of 200) and agree with numpy."""
     from fairest._kernels import _glm
 
     monkeypatch.setattr(_glm, "PASS_BLOCK_BYTES", 8 * 4 * 256)  # 256-row blocks at d = 4
     rng = np.random.default_rng(3)
-    n = 1000
     X, y = rng.normal(size=(n, 4)), rng.integers(0, 2, n).astype(float)
     c, theta = rng.uniform(size=n) / n, rng.normal(size=5)
     assert _glm.pass_block_rows(4) == 256
