@@ -97,13 +97,23 @@ def test_even_block_rows(n_rows, most):
     assert count * block >= n_rows and count * block - n_rows < 8 * count
 
 
+@pytest.mark.parametrize("cache_bytes", [0, 2**20])
 @pytest.mark.parametrize("n", [1000, 600])
-def test_value_and_grad_takes_the_fused_pass_above_one_block(monkeypatch, n):
-    """Above one block the public kernels run the fused pass (600 rows: three even blocks
-    of 200) and agree with numpy."""
+def test_value_and_grad_takes_the_fused_pass_above_one_block(monkeypatch, n, cache_bytes):
+    """Above one block the Hessian pass is fused (600 rows: three even blocks of 200), the
+    value-and-gradient pass too once X is larger than the cache (``cache_bytes`` 0), two
+    products below; every way agrees with numpy."""
     from fairest._kernels import _glm
 
     monkeypatch.setattr(_glm, "PASS_BLOCK_BYTES", 8 * 4 * 256)  # 256-row blocks at d = 4
+    monkeypatch.setattr(_glm, "FUSED_GRADIENT_MIN_BYTES", cache_bytes)
+    fused = []  # the callers of each fused pass traced
+    original = _glm.row_block_pass
+    monkeypatch.setattr(
+        _glm,
+        "row_block_pass",
+        lambda *a, **k: fused.append(a[5] if len(a) > 5 else None) or original(*a, **k),
+    )
     rng = np.random.default_rng(3)
     X, y = rng.normal(size=(n, 4)), rng.integers(0, 2, n).astype(float)
     c, theta = rng.uniform(size=n) / n, rng.normal(size=5)
@@ -114,8 +124,11 @@ def test_value_and_grad_takes_the_fused_pass_above_one_block(monkeypatch, n):
         jax.clear_caches()  # the block size is read at trace time
         args = ("logistic", jnp.asarray(theta), jnp.asarray(X), jnp.asarray(y), jnp.asarray(c))
         f_vg, g_vg = value_and_grad(*args, 0.1, 0.0)
+        gradient_fused = list(fused)
         f_h, g_h, H_h = value_grad_hessian(*args, 0.1, 0.0)
         jax.clear_caches()
+    assert gradient_fused == ([None] if cache_bytes == 0 else [])
+    assert len(fused) == len(gradient_fused) + 1  # the Hessian pass: fused either way
     penalty = 0.5 * np.sum(pen * theta**2)
     np.testing.assert_allclose([float(f_vg), float(f_h)], [f + penalty] * 2, rtol=1e-13)
     np.testing.assert_allclose(g_vg, g + pen * theta, rtol=1e-12, atol=1e-15)
