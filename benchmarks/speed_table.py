@@ -12,7 +12,7 @@ with ``alpha = 1e-3`` and uniform group weights (each group's mean loss weighted
 
 Columns: ``cold (s)`` is the first fit in a fresh process including the imports of the
 estimator's library (data generation excluded); ``warm (s)`` the median of the later fits
-(at least ``--repeats``, and as many as take 0.5 s, up to 50: steady state for small fits);
+(at least ``--repeats``, and as many as take 1 s, up to 50: steady state for small fits);
 ``ratio`` = scikit-learn / method (> 1: faster than scikit-learn); ``peak above input
 (MiB)`` the process's peak RSS minus its RSS once the data exists (input MiB: X, float64);
 ``compiled`` the XLA executables compiled by the first fit (``warm compiled``: by the
@@ -112,7 +112,7 @@ def _no_counter():
 # Warm fits: at least ``--repeats``, and more (up to WARM_MAX_FITS) until they took
 # WARM_MIN_SECONDS: a millisecond fit's median over 3 fits is the box's noise and the
 # process's first-fit effects (allocator, caches), not its steady state.
-WARM_MIN_SECONDS = 0.5
+WARM_MIN_SECONDS = 1.0
 WARM_MAX_FITS = 50
 
 
