@@ -154,6 +154,20 @@ def _check_finite(array: np.ndarray, name: str) -> None:
     )
 
 
+def _binary_classes(y: np.ndarray) -> np.ndarray | None:
+    """The sorted classes of a numeric (not float) ``y`` of at most two values, read from
+    its extremes in O(n) (``np.unique`` sorts: 0.4 ms at 20,000 rows, a tenth of an ERM
+    fit); ``None`` for other targets (``np.unique`` then)."""
+    if y.dtype.kind not in "biu" or y.size == 0:
+        return None
+    low, high = y.min(), y.max()
+    if low == high:
+        return np.array([low])
+    if np.count_nonzero((y != low) & (y != high)):
+        return None  # more than two classes: np.unique names them
+    return np.array([low, high])
+
+
 def encode_binary_target(estimator_name: str, y) -> tuple[np.ndarray, np.ndarray]:
     """Encode a binary target as classes and a float {0, 1} array.
 
@@ -176,7 +190,12 @@ def encode_binary_target(estimator_name: str, y) -> tuple[np.ndarray, np.ndarray
     ValueError
         If ``y`` has one class or more than two.
     """
-    classes, y01 = np.unique(y, return_inverse=True)
+    y = np.asarray(y)
+    classes = _binary_classes(y)
+    if classes is None:
+        classes, y01 = np.unique(y, return_inverse=True)
+    else:
+        y01 = y == classes[-1]
     if classes.size < 2:
         raise ValueError(
             "This solver needs samples of at least 2 classes in the data, but the data "

@@ -123,3 +123,45 @@ def test_enable_compilation_cache_is_explicit(tmp_path):
         [sys.executable, "-c", code], capture_output=True, text=True, check=False
     )
     assert result.stdout.strip() == "ok", result.stderr
+
+
+@pytest.mark.parametrize(
+    "y",
+    [
+        np.array([3, 5, 5, 3, 5]),
+        np.array([True, False, True]),
+        np.array([2, 2, 7], dtype=np.uint8),
+        np.array([-1, 1, 1], dtype=np.int32),
+        np.array([0.0, 1.0, 1.0]),
+        np.array(["no", "yes", "no"]),
+        np.array(["b", "a"], dtype=object),
+        [1, 0, 1],
+    ],
+)
+def test_encode_binary_target_equals_np_unique(y):
+    """The O(n) path for integer and boolean targets gives np.unique's classes (values and
+    dtype) and inverse as float {0, 1}; other targets go through np.unique itself."""
+    from fairest.utils._estimator import encode_binary_target
+
+    classes, y01 = encode_binary_target("Est", y)
+    want_classes, want_inverse = np.unique(y, return_inverse=True)
+    np.testing.assert_array_equal(classes, want_classes)
+    assert classes.dtype == want_classes.dtype
+    np.testing.assert_array_equal(y01, want_inverse)
+    assert y01.dtype == np.float64
+
+
+@pytest.mark.parametrize(
+    "y, message",
+    [
+        (np.array([4, 4, 4]), "only one class"),
+        (np.array([0, 1, 2, 1]), "y has 3 classes"),
+        (np.array([0, 2, 1]), "y has 3 classes"),  # a middle value between the extremes
+        (np.array(["a", "b", "c"]), "y has 3 classes"),
+    ],
+)
+def test_encode_binary_target_refuses_one_or_three_classes(y, message):
+    from fairest.utils._estimator import encode_binary_target
+
+    with pytest.raises(ValueError, match=message):
+        encode_binary_target("Est", y)
