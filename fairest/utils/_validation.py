@@ -60,8 +60,7 @@ def _is_numeric(column) -> bool:
 def _factorize_column(column, position: int) -> tuple[np.ndarray, np.ndarray]:
     """Codes and labels of one column; labels sorted when they are comparable."""
     if isinstance(column, np.ndarray) and column.dtype.kind in "biu":  # no missing values
-        labels, codes = np.unique(column, return_inverse=True)  # 5x faster than pandas
-        return codes.astype(np.int64, copy=False), labels
+        return _factorize_integers(column)
     if isinstance(column, pd.Series):
         values = column
     else:
@@ -85,6 +84,20 @@ def _factorize_column(column, position: int) -> tuple[np.ndarray, np.ndarray]:
     if labels.dtype == object:
         _raise_if_labels_print_alike(labels, position)
     return np.asarray(codes, dtype=np.int64), labels
+
+
+def _factorize_integers(column: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Codes and sorted labels (``column``'s dtype) of a boolean or integer numpy column:
+    by counting where its values are small non-negative integers (group codes, 0/1: O(n),
+    0.03 ms at 20,000 rows against 0.07 for pandas' factorisation and 0.08 for
+    ``np.unique``, which sorts: 4 ms at 1e5), else by ``pandas.factorize``."""
+    if column.size and column.min() >= 0 and column.max() <= 2 * column.size + 1024:
+        values = column.astype(np.intp, copy=False)  # bool too: an index, not a mask
+        present = np.bincount(values) > 0
+        codes = (np.cumsum(present) - 1)[values]
+        return codes.astype(np.int64, copy=False), np.flatnonzero(present).astype(column.dtype)
+    codes, labels = pd.factorize(column, sort=True)
+    return np.asarray(codes, dtype=np.int64), np.asarray(labels, dtype=column.dtype)
 
 
 def _raise_if_labels_print_alike(labels: np.ndarray, position: int) -> None:

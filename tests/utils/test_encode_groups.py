@@ -165,3 +165,25 @@ def test_encode_binary_target_refuses_one_or_three_classes(y, message):
 
     with pytest.raises(ValueError, match=message):
         encode_binary_target("Est", y)
+
+
+@pytest.mark.parametrize(
+    "column",
+    [
+        np.array([3, 1, 3, 0, 1]),  # counted (small non-negative codes)
+        np.array([True, False, True]),  # bool: codes, not a mask
+        np.array([0, 0, 1], dtype=np.uint8),
+        np.array([2, 9, 2], dtype=np.int8),
+        np.array([5, -2, 5]),  # negative: pandas' factorisation
+        np.array([2**40, 3, 3]),  # far beyond the row count: pandas' factorisation
+        np.random.default_rng(0).integers(0, 7, 50_000),
+    ],
+)
+def test_integer_columns_encode_as_np_unique(column):
+    """Integer and boolean numpy columns (counted or factorised) give np.unique's sorted
+    labels (values and dtype) and codes."""
+    codes, groups = encode_groups(column)
+    want_groups, want_codes = np.unique(column, return_inverse=True)
+    np.testing.assert_array_equal(groups, want_groups)
+    assert groups.dtype == want_groups.dtype
+    np.testing.assert_array_equal(codes, want_codes)
