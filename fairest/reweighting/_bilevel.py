@@ -81,7 +81,8 @@ _GROUP_ROWS_MAX_SHARE = 0.25
 # compilation is small next to the fit), while a gathered copy (sparse X, a float32 copy
 # of X) stays within _GROUP_ROWS_MAX_BYTES; read through a GatheredRows, the rows take no
 # memory of their own (1e6 x 100, G = 4: 6.1 instead of 7.5 CPU s a warm fit, 13 MiB more
-# at its peak).
+# at its peak; a cold fit's peak 0.56x -> 0.74x of the input, the vertex kernel compiling
+# beside the first solve).
 _GROUP_ROWS_LARGE_ROWS = 500_000
 _GROUP_ROWS_LARGE_SHARE = 0.5
 _GROUP_ROWS_MAX_BYTES = 128 * 2**20
