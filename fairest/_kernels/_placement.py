@@ -23,6 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from fairest._kernels._buckets import DEVICE_ALIGNMENT
+from fairest._kernels._sparse import take_rows
 
 __all__ = [
     "MIN_SHIFTED_ROWS",
@@ -59,7 +60,7 @@ def gather_dense_rows(X, rows):
     """Rows ``rows`` of a dense device ``X`` or a :class:`ShiftedRows` (read from its flat
     buffer and head, ``X`` never assembled) as a dense (len(rows), d) array. Traceable."""
     if not is_shifted(X):
-        return X.at[rows].get(mode="promise_in_bounds")
+        return take_rows(X, rows)
     d, shift = X.shape[1], X.shift
     flat_index = rows[:, None] * d + jnp.arange(d)[None, :] - shift
     main = jnp.take(X.flat, jnp.maximum(flat_index, 0))
