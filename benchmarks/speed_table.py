@@ -74,9 +74,7 @@ def make_problem(n: int, d: int, seed: int = 0):
     groups = rng.integers(0, NUM_GROUPS, n)
     score = X @ (rng.standard_normal(d) / np.sqrt(d)) + 0.3 * (groups - 1.5)
     y = (score + 0.5 * rng.standard_normal(n) > 0).astype(np.int64)
-    totals = np.bincount(groups, minlength=NUM_GROUPS).astype(np.float64)
-    c = (1.0 / NUM_GROUPS / totals)[groups]
-    return X, y, groups, c
+    return X, y, groups, _uniform_group_weights(groups)
 
 
 def erm_objective(theta: np.ndarray, X, y, c) -> float:
