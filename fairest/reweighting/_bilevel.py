@@ -807,13 +807,11 @@ class ImplicitOracle:
         # host group codes (real rows): one-group vertices are then solved on their rows
         self._group_rows = None
         if groups is not None:
-            row_bytes = (  # of the gathered copy, if one is made
-                0
-                if reads_rows_lazily(problem)
-                else problem.X.row_entries * 12 + 24  # value and column of every slot
-                if is_sparse(problem.X)
-                else problem.X.shape[1] * 8 + 24
-            )
+            row_bytes = 0  # of a gathered copy: none where the rows are read lazily
+            if is_sparse(problem.X):
+                row_bytes = problem.X.row_entries * 12 + 24  # value and column of every slot
+            elif not reads_rows_lazily(problem):
+                row_bytes = problem.X.shape[1] * 8 + 24
             self._group_rows = group_row_blocks(groups, num_groups, problem.X.shape[0], row_bytes)
         self._compiling = {}  # kernel name -> thread compiling it
         self.loose = False  # inside loose_solves(): new points may be solved inexactly
