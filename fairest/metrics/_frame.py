@@ -23,12 +23,10 @@ Two evaluation paths give the same numbers:
 from __future__ import annotations
 
 import contextlib
-import functools
 import inspect
 import numbers
 import warnings
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -41,121 +39,17 @@ from fairest.metrics._checks import (
     encode_sensitive_features,
 )
 from fairest.metrics._group_stats import group_totals
+from fairest.metrics._rates import RATE_METRICS, RateMetric, is_binary_coded, known_rate_form
 
-__all__ = ["MetricFrame", "RATE_METRICS", "RateMetric", "group_index"]
+__all__ = [
+    "MetricFrame",
+    "RATE_METRICS",
+    "RateMetric",
+    "group_index",
+]  # the rate records live in _rates
 
 _COMPARE_METHODS = ("between_groups", "to_overall")
 _MAX_RESAMPLED_ENTRIES = 4_000_000  # rows x replicates per chunk of the fast path
-
-
-# --------------------------------------------------------------------------- rate metrics
-def _all_rows(y_true, y_pred):
-    return None
-
-
-def _positives(values):
-    return (values == 1).astype(np.float64)
-
-
-@dataclass(frozen=True)
-class RateMetric:
-    """A weighted rate: ``sum w e h / sum w e`` over the rows, for per-row ``h`` (hits)
-    and ``e`` (eligible rows, all rows when ``eligible`` returns ``None``).
-
-    Calling it as ``metric(y_true, y_pred, sample_weight=None)`` returns the rate on all
-    rows (``undefined`` when no row is eligible); the frame also evaluates it for many
-    groups and bootstrap replicates at once through segment sums.
-    """
-
-    name: str
-    hits: Callable[[np.ndarray, np.ndarray], np.ndarray]
-    eligible: Callable[[np.ndarray, np.ndarray], np.ndarray | None] = _all_rows
-    undefined: float = np.nan
-    binary: bool = True  # needs labels coded {0, 1} or {-1, 1}
-
-    def terms(self, y_true, y_pred, weights):
-        """Per-row numerator and denominator terms ``(w e h, w e)``."""
-        y_true = np.asarray(y_true, dtype=np.float64)
-        y_pred = np.asarray(y_pred, dtype=np.float64)
-        eligible = self.eligible(y_true, y_pred)
-        denominator = weights if eligible is None else weights * eligible
-        return denominator * self.hits(y_true, y_pred), denominator
-
-    def __call__(self, y_true, y_pred, sample_weight=None) -> float:
-        weights = np.ones(len(y_true)) if sample_weight is None else np.asarray(sample_weight)
-        numerator, denominator = self.terms(y_true, y_pred, weights)
-        total = denominator.sum()
-        return float(numerator.sum() / total) if total > 0 else self.undefined
-
-
-def _equal(y_true, y_pred):
-    return (y_true == y_pred).astype(np.float64)
-
-
-RATE_METRICS: dict[str, RateMetric] = {
-    metric.name: metric
-    for metric in (
-        RateMetric("base_rate", lambda y, p: _positives(y)),
-        RateMetric("selection_rate", lambda y, p: _positives(p)),
-        RateMetric("true_positive_rate", lambda y, p: _positives(p), lambda y, p: _positives(y)),
-        RateMetric(
-            "false_positive_rate", lambda y, p: _positives(p), lambda y, p: 1.0 - _positives(y)
-        ),
-        RateMetric("accuracy", _equal),
-        RateMetric("mean_target", lambda y, p: y, binary=False),
-        RateMetric("mean_prediction", lambda y, p: p, binary=False),
-        RateMetric("mean_squared_error", lambda y, p: (p - y) ** 2, binary=False),
-        RateMetric("mean_absolute_error", lambda y, p: np.abs(p - y), binary=False),
-    )
-}
-"""Built-in metrics by name (``undefined`` = NaN for a group without eligible rows)."""
-
-
-@functools.cache
-def _known_rate_metrics() -> dict:
-    """Third-party callables that are weighted rates, with their value when undefined
-    (scikit-learn's ``zero_division`` default and fairlearn's convention: 0)."""
-    from sklearn import metrics as skm
-
-    def rate(name, undefined=0.0):
-        built_in = RATE_METRICS[name]
-        return RateMetric(name, built_in.hits, built_in.eligible, undefined, built_in.binary)
-
-    known = {
-        skm.accuracy_score: RateMetric("accuracy", _equal, binary=False),
-        skm.recall_score: rate("true_positive_rate"),
-        skm.precision_score: RateMetric(
-            "precision", lambda y, p: _positives(y), lambda y, p: _positives(p), 0.0
-        ),
-        skm.mean_squared_error: RATE_METRICS["mean_squared_error"],
-        skm.mean_absolute_error: RATE_METRICS["mean_absolute_error"],
-    }
-    try:
-        from fairlearn import metrics as flm
-    except ImportError:  # fairlearn is optional
-        return known
-    for name in ("selection_rate", "true_positive_rate", "false_positive_rate"):
-        known[getattr(flm, name)] = rate(name)
-    known[flm.mean_prediction] = RATE_METRICS["mean_prediction"]
-    return known
-
-
-def _is_binary_coded(values: np.ndarray) -> bool:
-    if values.dtype.kind not in "biuf":
-        return False
-    unique = set(np.unique(values).tolist())
-    return unique <= {0, 1} or unique <= {-1, 1}
-
-
-def _fast_form(metric, y_true, y_pred) -> RateMetric | None:
-    """The rate form of ``metric`` when it has one for these labels, else None."""
-    rate = metric if isinstance(metric, RateMetric) else _known_rate_metrics().get(metric)
-    if rate is None:
-        return None
-    numeric = y_true.dtype.kind in "biuf" and y_pred.dtype.kind in "biuf"
-    if not numeric or (rate.binary and not (_is_binary_coded(y_true) and _is_binary_coded(y_pred))):
-        return None
-    return rate
 
 
 # --------------------------------------------------------------------------- inputs
@@ -500,7 +394,7 @@ class MetricFrame:
             {"count": counts, "weight": group_totals(codes, weights, len(groups))},
             index=self._index,
         )
-        self._fast = {k: _fast_form(m, y_true, y_pred) for k, m in self._metrics.items()}
+        self._fast = {k: known_rate_form(m, y_true, y_pred) for k, m in self._metrics.items()}
         overall, by_group = self._evaluate_all()
         names = list(self._metrics)
         self._overall = overall  # (M,)
@@ -756,7 +650,7 @@ default="clopper-pearson"
                 "difference_certified counts rows unweighted; build the frame without "
                 "sample_weight."
             )
-        binary = _is_binary_coded(y_true) and _is_binary_coded(y_pred)
+        binary = is_binary_coded(y_true) and is_binary_coded(y_pred)
         bounded = {
             name: _CERTIFIED_DIFFERENCES.get(rate.name)
             for name, rate in self._fast.items()
