@@ -34,7 +34,9 @@ points are computed depends on the family (``FairnessPath.strategy``):
 from __future__ import annotations
 
 import inspect
+import numbers
 import time
+import warnings
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -44,6 +46,7 @@ from sklearn.base import clone
 from sklearn.metrics import accuracy_score
 from sklearn.model_selection import check_cv
 from sklearn.utils import _safe_indexing
+from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import validate_data
 
 from fairest import metrics as _metrics
@@ -217,13 +220,16 @@ def fairness_path(
     sample_weight : array-like of shape (n_samples,), default=None
         Passed to ``fit``; weights the train accuracy and unfairness.
     cv : int, cross-validation generator or iterable of (train, test) pairs, default=None
-        Cross-validate the path (resolved by scikit-learn's ``check_cv(cv, y,
-        classifier=True)``: an int is a ``StratifiedKFold``; a splitter's ``split`` gets
-        ``X`` and ``y`` only, so pass splits for one that needs ``groups``): every
-        (value, fold) model is fitted on the fold's training rows (groups and
-        ``sample_weight`` split along) and scored on them and on the fold's test rows,
-        as ``GridSearchCV(refit=False)`` or ``validation_curve`` do; no model is fitted
-        on all the data. The path then holds ``fold_*`` arrays of shape (n_values,
+        Cross-validate the path. An int ``k`` (with a class target) is
+        :class:`~fairest.model_selection.GroupStratifiedKFold` ``(k)`` on the groups and
+        labels, so every fold's training and test rows hold every group: a group or a
+        label of fewer than ``k`` rows raises ``ValueError`` naming it. Anything else is
+        resolved by scikit-learn's ``check_cv(cv, y, classifier=True)`` (a splitter's
+        ``split`` gets ``X`` and ``y`` only, so pass splits for one that needs
+        ``groups``). Every (value, fold) model is fitted on the fold's training rows
+        (groups and ``sample_weight`` split along) and scored on them and on the fold's
+        test rows, as ``GridSearchCV(refit=False)`` or ``validation_curve`` do; no model
+        is fitted on all the data. The path then holds ``fold_*`` arrays of shape (n_values,
         n_splits), their means as ``train_*`` / ``val_*``, and ``estimators[i][j]``
         (value ``i``, fold ``j``). The loss-gap lanes run every (fold, value) pair in one
         sweep; the other strategies run one path per fold. Not with ``X_val``.
@@ -240,7 +246,8 @@ def fairness_path(
         If ``param`` is not a parameter of ``estimator`` (or none can be inferred), if
         ``values`` is empty, not 1-D or not finite numbers, if a value is invalid for the
         estimator (scikit-learn's ``InvalidParameterError``), if the validation data is
-        incomplete, or if ``cv`` comes with ``X_val`` or gives an empty split.
+        incomplete, if ``cv`` comes with ``X_val`` or gives an empty split, or if an int
+        ``cv`` has more folds than a group or a label has rows.
 
     References
     ----------
@@ -329,7 +336,7 @@ def _fit_points(estimator, param, values, given, strategy, X, y, fit) -> list:
 def _cross_validated_path(estimator, param, values, given, strategy, X, y, fit, cv, start):
     """:func:`fairness_path` with ``cv``: every (value, fold) model, its train scores on
     the fold's training rows and its validation scores on the fold's test rows."""
-    splits = _check_splits(cv, X, y)
+    splits = _check_splits(cv, X, y, fit["sensitive_features"])
     if strategy == "vmap":  # every (fold, value) lane in one sweep
         from fairest.constrained._path import _fit_folds
 
@@ -392,9 +399,20 @@ def _fold_scores(estimators, metric, strategy, X, y, fit, splits) -> tuple:
     return train, val
 
 
-def _check_splits(cv, X, y) -> list:
-    """``(train, test)`` index arrays of scikit-learn's ``check_cv(cv, y, classifier=True)``
-    (an int: stratified k-fold)."""
+def _check_splits(cv, X, y, sensitive_features) -> list:
+    """``(train, test)`` index arrays of ``cv``: an int is a
+    :class:`~fairest.model_selection.GroupStratifiedKFold` on the (group, label) cells of
+    a classification target (every group and label checked to have a row in every fold
+    up front); anything else goes through scikit-learn's ``check_cv(cv, y,
+    classifier=True)``."""
+    groups = _group_values(X, sensitive_features)
+    if (
+        isinstance(cv, numbers.Integral)
+        and not isinstance(cv, bool)
+        and groups is not None
+        and type_of_target(y) in ("binary", "multiclass")
+    ):
+        return _group_stratified_splits(int(cv), np.asarray(y), groups)
     splits = [
         (np.asarray(train), np.asarray(test))
         for train, test in check_cv(cv, y, classifier=True).split(X, y)
@@ -404,11 +422,56 @@ def _check_splits(cv, X, y) -> list:
     return splits
 
 
-def _fold_rows(X, y, fit, rows):
-    """``(X, y, fit keywords)`` of ``rows``: the groups (unless they name columns of a
-    DataFrame ``X``) and the weights split along."""
-    groups, weight = fit["sensitive_features"], fit["sample_weight"]
-    names = isinstance(X, pd.DataFrame) and (
+def _group_stratified_splits(n_splits: int, y, groups) -> list:
+    """``cv=n_splits`` folds stratified on the (group, label) cells; a group or a label
+    with fewer rows than folds raises ``ValueError`` naming it, its size and the fix."""
+    from fairest.model_selection import GroupStratifiedKFold
+    from fairest.utils._validation import encode_groups
+
+    if n_splits < 2:
+        raise ValueError(f"cv={n_splits}: cross-validation needs at least 2 folds.")
+    codes, labels = encode_groups(groups, n_samples=len(y))
+    for kind, names, counts in (
+        ("group", labels, np.bincount(codes, minlength=len(labels))),
+        ("label", *np.unique(y, return_counts=True)),
+    ):
+        small = np.flatnonzero(counts < n_splits)
+        if small.size:
+            shown = ", ".join(
+                f"{_plain(names[i])!r} ({counts[i]} row{'' if counts[i] == 1 else 's'})"
+                for i in small[:5]
+            )
+            fixes = [f"use cv={counts.min()} or fewer folds"] if counts.min() >= 2 else []
+            if kind == "group":
+                fixes.append("merge the small group into another")
+            fixes.append("pass your own (train, test) splits as cv")
+            raise ValueError(
+                f"cv={n_splits}: {kind} {shown} has fewer rows than the {n_splits} folds; "
+                f"every fold's training and test rows need every {kind}: "
+                + ", ".join(fixes[:-1])
+                + f" or {fixes[-1]}."
+            )
+    with warnings.catch_warnings():  # a thin (label, group) cell: the checks above hold
+        warnings.filterwarnings("ignore", message=r"the \(label, group\) cell")
+        splits = list(GroupStratifiedKFold(n_splits).split(y, y, sensitive_features=groups))
+    for j, (train, _) in enumerate(splits):
+        missing = np.setdiff1d(np.unique(y), y[train])
+        if missing.size:  # only labels spread one row per group can end up here
+            raise ValueError(
+                f"cv={n_splits}: fold {j}'s training rows hold no row of label(s) "
+                f"{missing.tolist()}; use fewer folds or pass your own (train, test) splits."
+            )
+    return splits
+
+
+def _plain(label):
+    """A numpy scalar label as the Python value it holds (``1``, not ``np.int64(1)``)."""
+    return label.item() if isinstance(label, np.generic) else label
+
+
+def _names_columns(X, groups) -> bool:
+    """Whether ``groups`` names columns of a DataFrame ``X`` (rather than being labels)."""
+    return isinstance(X, pd.DataFrame) and (
         isinstance(groups, str)
         or (
             isinstance(groups, (list, tuple))
@@ -416,6 +479,23 @@ def _fold_rows(X, y, fit, rows):
             and all(isinstance(name, str) and name in X.columns for name in groups)
         )
     )
+
+
+def _group_values(X, groups):
+    """The group labels of every row: ``groups`` itself, or the columns of ``X`` it names
+    (``None`` without groups)."""
+    if groups is None:
+        return None
+    if _names_columns(X, groups):
+        return X[[groups] if isinstance(groups, str) else list(groups)].to_numpy()
+    return groups
+
+
+def _fold_rows(X, y, fit, rows):
+    """``(X, y, fit keywords)`` of ``rows``: the groups (unless they name columns of a
+    DataFrame ``X``) and the weights split along."""
+    groups, weight = fit["sensitive_features"], fit["sample_weight"]
+    names = _names_columns(X, groups)
     if groups is not None and not names:
         groups = _safe_indexing(groups, rows)
     if weight is not None:
@@ -435,7 +515,7 @@ def _resolve_param(estimator, param) -> str:
         )
     names = sorted(estimator.get_params(deep=False))
     if param is None:
-        param = DEFAULT_PARAMS.get(type(estimator).__name__)
+        param = DEFAULT_PARAMS.get(_family(estimator))
         if param is None:
             raise ValueError(
                 f"no default path parameter for {type(estimator).__name__}; pass param= "
@@ -480,8 +560,15 @@ def _check_validation(X_val, y_val, sensitive_features_val):
 # strategies
 
 
+def _family(estimator) -> str | None:
+    """The class name of a fairest estimator (the key of :data:`DEFAULT_PARAMS` and of the
+    strategies); ``None`` for a class of the same name defined outside fairest."""
+    cls = type(estimator)
+    return cls.__name__ if cls.__module__.split(".")[0] == "fairest" else None
+
+
 def _strategy(estimator, param) -> str:
-    name = type(estimator).__name__
+    name = _family(estimator)
     if name == "ERMIClassifier" and param == "fairness_weight":
         if estimator.dp_epsilon is None and estimator.solver in ("auto", "full-batch"):
             return "continuation"

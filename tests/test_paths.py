@@ -15,6 +15,7 @@ from fairest import (
     fairness_path,
 )
 from fairest.metrics import demographic_parity_difference, equalized_odds_difference
+from fairest.model_selection import GroupStratifiedKFold
 from fairest.paths import FairnessPath
 
 
@@ -330,12 +331,10 @@ def test_cross_validated_path_equals_refits_on_every_fold(data):
 
 
 def test_cv_int_is_stratified_and_cv_with_validation_data_is_refused(data):
-    from sklearn.model_selection import StratifiedKFold
-
     X, y, groups, _, X_val, y_val, groups_val = data
     estimator = GroupThresholdClassifier(LogisticRegression())
     path = fairness_path(estimator, X, y, sensitive_features=groups, values=[0.05], cv=4)
-    train, test = next(StratifiedKFold(4).split(X, y))
+    train, test = next(GroupStratifiedKFold(4).split(X, y, sensitive_features=groups))
     model = refit(estimator, "tolerance", 0.05, X[train], y[train], groups[train])
     assert path.fold_val_accuracy.shape == (1, 4)
     assert path.fold_val_accuracy[0, 0] == pytest.approx(
@@ -354,3 +353,86 @@ def test_cv_int_is_stratified_and_cv_with_validation_data_is_refused(data):
             sensitive_features_val=groups_val,
         )
     assert len(str(info.value)) < 500
+
+
+def _small_group_data(n_small):
+    """300 rows: group "a" and a small group "b" of ``n_small`` rows."""
+    rng = np.random.default_rng(5)
+    groups = np.array(["a"] * (300 - n_small) + ["b"] * n_small)
+    X = rng.normal(size=(300, 2)) + (groups == "b")[:, None]
+    y = (X[:, 0] + rng.normal(size=300) > 0.5).astype(int)
+    return X, y, groups
+
+
+def test_cv_int_keeps_a_small_group_in_every_fold():
+    """A group of 6 rows in 300 with ``cv=3``: plain label-stratified folds left all of it
+    in one test fold and the thresholds' predict failed on an unseen group; the folds are
+    now stratified on groups and labels, every fold holds the group."""
+    X, y, groups = _small_group_data(6)
+    estimator = GroupThresholdClassifier(LogisticRegression())
+    path = fairness_path(estimator, X, y, sensitive_features=groups, values=[0.0, 0.2], cv=3)
+    assert np.all(np.isfinite(path.fold_val_unfairness))
+    for row in path.estimators:
+        assert all(list(point.groups_) == ["a", "b"] for point in row)
+    with pytest.warns(UserWarning, match=r"the \(label, group\) cell \(\d, 'b'\) has only"):
+        folds = list(GroupStratifiedKFold(3).split(X, y, sensitive_features=groups))
+    for train, test in folds:
+        assert set(groups[test]) == set(groups[train]) == {"a", "b"}
+        assert set(y[test]) == set(y[train]) == {0, 1}
+
+
+def test_cv_int_with_sensitive_column_names_of_a_frame():
+    pd = pytest.importorskip("pandas")
+    X, y, groups = _small_group_data(6)
+    frame = pd.DataFrame(X, columns=["x0", "x1"]).assign(group=(groups == "b").astype(int))
+    estimator = LossGapConstrainedClassifier((), n_epochs=1, random_state=0)
+    path = fairness_path(estimator, frame, y, sensitive_features="group", values=[0.1], cv=3)
+    assert path.n_splits == 3 and np.all(np.isfinite(path.fold_val_unfairness))
+    assert all(list(point.groups_) == [0, 1] for point in path.estimators[0])
+
+
+@pytest.mark.parametrize(
+    "n_small, cv, match",
+    [
+        (2, 3, r"cv=3: group 'b' \(2 rows\) has fewer rows than the 3 folds.*use cv=2"),
+        (1, 2, r"cv=2: group 'b' \(1 row\) has fewer rows than the 2 folds; .*merge"),
+    ],
+)
+def test_cv_int_refuses_a_group_smaller_than_the_folds_up_front(n_small, cv, match):
+    X, y, groups = _small_group_data(n_small)
+    with pytest.raises(ValueError, match=match) as info:
+        fairness_path(
+            GroupThresholdClassifier(LogisticRegression()),
+            X,
+            y,
+            sensitive_features=groups,
+            values=[0.0],
+            cv=cv,
+        )
+    assert "use cv=1" not in str(info.value) and len(str(info.value)) < 500
+
+
+def test_cv_int_refuses_a_label_smaller_than_the_folds():
+    X, y, groups = _small_group_data(60)
+    y = y.copy()
+    y[:] = 0
+    y[[0, 150]] = 1
+    with pytest.raises(ValueError, match=r"cv=3: label 1 \(2 rows\)"):
+        fairness_path(ERMIClassifier(), X, y, sensitive_features=groups, values=[0.0], cv=3)
+
+
+def test_a_class_named_like_a_fairest_estimator_gets_no_fairest_strategy():
+    """Dispatch is on fairest's own classes: a user class of the same name is refitted
+    and needs ``param``."""
+    from sklearn.linear_model import LogisticRegression as Base
+
+    class GroupThresholdClassifier(Base):  # the name of a fairest class, not its type
+        pass
+
+    X, y, groups = _small_group_data(60)
+    with pytest.raises(ValueError, match="no default path parameter"):
+        fairness_path(GroupThresholdClassifier(), X, y, sensitive_features=groups, values=[1.0])
+    path = fairness_path(
+        GroupThresholdClassifier(), X, y, sensitive_features=groups, param="C", values=[1.0]
+    )
+    assert path.strategy == "refit"

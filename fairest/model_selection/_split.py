@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from sklearn.model_selection import BaseCrossValidator, StratifiedKFold
 from sklearn.utils.validation import check_array
@@ -15,7 +17,9 @@ class GroupStratifiedKFold(BaseCrossValidator):
     """K-fold splitter stratified on the label x sensitive-group cells.
 
     Each fold keeps approximately the proportion of every (label, group) cell, so small
-    groups and their positives appear in every training and test fold. It requests
+    groups and their positives appear in every training and test fold: a group of at
+    least ``n_splits`` rows is in every test fold, and so is a cell of at least
+    ``n_splits`` rows. It requests
     ``sensitive_features`` through metadata routing by default, so
     ``GridSearchCV(..., cv=GroupStratifiedKFold()).fit(X, y, sensitive_features=s)``
     stratifies on ``s`` once ``sklearn.set_config(enable_metadata_routing=True)``. Without
@@ -102,10 +106,36 @@ class GroupStratifiedKFold(BaseCrossValidator):
                 "without it."
             )
         y = check_array(y, ensure_2d=False, dtype=None)
-        codes, _ = encode_groups(sensitive, n_samples=len(y))
-        _, labels = np.unique(y, return_inverse=True)
-        cells = labels.astype(np.int64) * (codes.max() + 1) + codes
+        codes, groups = encode_groups(sensitive, n_samples=len(y))
+        classes, labels = np.unique(y, return_inverse=True)
+        cells = codes.astype(np.int64) * len(classes) + labels
+        # StratifiedKFold deals every cell's rows round robin over the folds, the cells in
+        # the order they first appear; fed in group-major order, a group's cells are
+        # consecutive, so its rows go round robin too and a group of at least n_splits
+        # rows is in every test fold (and every training fold), whatever its cells' sizes
+        order = np.argsort(cells, kind="stable")
         splitter = StratifiedKFold(
             self.n_splits, shuffle=self.shuffle, random_state=self.random_state
         )
-        yield from splitter.split(np.zeros(len(y)), cells)
+        with warnings.catch_warnings():  # scikit-learn's says "class"; ours names the cell
+            warnings.filterwarnings("ignore", message="The least populated class in y")
+            splits = list(splitter.split(np.zeros(len(y)), cells[order]))
+        counts = np.bincount(cells)
+        thin = np.flatnonzero((counts > 0) & (counts < self.n_splits))
+        if thin.size:
+            cell = thin[np.argmin(counts[thin])]
+            label, group = classes[cell % len(classes)], groups[cell // len(classes)]
+            warnings.warn(
+                f"the (label, group) cell ({_plain(label)!r}, {_plain(group)!r}) has only "
+                f"{counts[cell]} rows, fewer than n_splits={self.n_splits}: some folds have "
+                f"no row of it ({thin.size} cell(s) so).",
+                UserWarning,
+                stacklevel=2,
+            )
+        for train, test in splits:
+            yield np.sort(order[train]), np.sort(order[test])
+
+
+def _plain(label):
+    """A numpy scalar label as the Python value it holds (``1``, not ``np.int64(1)``)."""
+    return label.item() if isinstance(label, np.generic) else label

@@ -1,3 +1,5 @@
+import warnings
+
 import numpy as np
 import pytest
 from sklearn import config_context
@@ -101,3 +103,34 @@ def test_cross_validate_with_fairness_scorer_and_routing():
             params={"sensitive_features": s},
         )
     assert np.all(result["test_dp"] <= 0)
+
+
+def test_a_group_of_at_least_n_splits_rows_is_in_every_fold_whatever_its_cells():
+    """Small groups whose (label, group) cells are each thinner than the folds: their
+    rows are dealt round robin as one block, so every test (and training) fold holds
+    every group of at least ``n_splits`` rows (label-major cells left some out)."""
+    checked = 0
+    for seed in range(30):
+        rng = np.random.default_rng(seed)
+        s = rng.choice(["a", "b", "c", "d"], 60, p=[0.8, 0.1, 0.05, 0.05])
+        y = rng.integers(0, 2, 60)
+        if np.unique(s, return_counts=True)[1].min() < 3 or len(set(s)) < 4:
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # thin cells, named by the splitter
+            folds = list(GroupStratifiedKFold(3).split(y, y, sensitive_features=s))
+        tested = np.sort(np.concatenate([test for _, test in folds]))
+        np.testing.assert_array_equal(tested, np.arange(60))
+        for train, test in folds:
+            assert set(s[test]) == set(s[train]) == set(s)
+            assert np.intersect1d(train, test).size == 0
+        checked += 1
+    assert checked >= 10
+
+
+def test_a_cell_thinner_than_the_folds_is_named_in_the_warning():
+    y = np.array([0, 1] * 10)
+    s = np.array(["a"] * 16 + ["b"] * 4)
+    with pytest.warns(UserWarning, match=r"cell \(0, 'b'\) has only 2 rows, fewer than n_splits=3"):
+        folds = list(GroupStratifiedKFold(3).split(y, y, sensitive_features=s))
+    assert all(set(s[test]) == {"a", "b"} for _, test in folds)
