@@ -1,321 +1,180 @@
-"""A metric frame: any metrics per group, overall, their gaps, and bootstrap intervals.
+"""A metric frame: any metrics per group, overall, their gaps, and confidence intervals.
 
-:class:`MetricFrame` evaluates metric callables ``metric(y_true, y_pred)`` (or with
-``sample_weight=``) on every group of the sensitive features and on all rows, as
-fairlearn's ``MetricFrame`` does, and derives differences and ratios between groups and
-to the overall value. With ``n_boot`` it adds percentile bootstrap intervals.
+:class:`MetricFrame` evaluates metric callables ``metric(y_true, y_pred, **params)`` on
+every group of the sensitive features (within every level of the control features) and
+on all rows, as fairlearn's ``MetricFrame`` does argument for argument and return type for
+return type, and derives differences and ratios between groups and to the overall value.
 
-Resampling follows fairlearn's seed semantics exactly: replicate ``b`` draws ``n`` rows
-with replacement from ``numpy.random.RandomState(seeds[b])``, where ``seeds`` are
-``n_boot`` integers drawn from ``numpy.random.default_rng(random_state)``; the same
-``random_state`` gives the same replicates, hence the same intervals, as fairlearn.
-``stratify=True`` instead resamples within every group (group sizes fixed).
+Intervals come in two kinds:
 
-Two evaluation paths give the same numbers:
+* ``ci_quantiles`` (fairlearn's): quantiles of the bootstrap distribution of each
+  quantity, the same numbers as fairlearn for the same ``random_state``. They describe the
+  estimate's spread; a gap's quantiles do not cover exact parity (the estimated gap is
+  biased upwards).
+* ``ci`` (fairest's): confidence intervals with stated coverage, built from per-group
+  intervals (:mod:`fairest.metrics._intervals`): Clopper-Pearson for rates, Student-t for
+  means, per-group bootstrap percentiles for any other metric; a gap's interval holds
+  with probability at least ``ci``, at exact parity and with small or many groups.
 
-* general: the metric callable on every replicate and group (any metric);
-* fast: metrics that are weighted rates or means of a per-row quantity (accuracy,
-  recall, precision, selection rate, mean squared / absolute error, and the built-in
-  names of :data:`RATE_METRICS`) are evaluated for all replicates at once, as ratios of
-  segment sums (``np.bincount``) of the resampled rows.
+Rate metrics (weighted rates or means of a per-row quantity, :mod:`fairest.metrics._rates`)
+are evaluated for all groups and bootstrap replicates at once from segment sums; any other
+callable is called once per group (and replicate). Both give the same numbers.
 """
 
 from __future__ import annotations
 
-import contextlib
-import inspect
 import numbers
 import warnings
-from collections.abc import Callable, Iterator, Mapping
 
 import numpy as np
 import pandas as pd
 
+from fairest.metrics import _intervals
+from fairest.metrics._bootstrap import replicate_seeds
 from fairest.metrics._checks import (
     check_labels,
     check_option,
     check_same_length,
     check_sample_weight,
-    encode_sensitive_features,
+)
+from fairest.metrics._frame_eval import (
+    _as_metric_dict,
+    _bootstrap,
+    _build_metrics,
+    _cell_index,
+    _check_quantiles,
+    _confidence_level,
+    _dtype,
+    _encode_layout,
+    _general_values,
+    _numeric,
+    _percentile_box,
+    _rate_box,
+    _rate_values,
+    group_index,
 )
 from fairest.metrics._group_stats import group_totals
-from fairest.metrics._rates import RATE_METRICS, RateMetric, is_binary_coded, known_rate_form
+from fairest.metrics._rates import RATE_METRICS, RateMetric, is_binary_coded
 
-__all__ = [
-    "MetricFrame",
-    "RATE_METRICS",
-    "RateMetric",
-    "group_index",
-]  # the rate records live in _rates
+__all__ = ["MetricFrame", "RATE_METRICS", "RateMetric", "group_index"]
 
 _COMPARE_METHODS = ("between_groups", "to_overall")
-_MAX_RESAMPLED_ENTRIES = 4_000_000  # rows x replicates per chunk of the fast path
-
-
-# --------------------------------------------------------------------------- inputs
-def _metric_name(metric, position: int) -> str:
-    return (
-        getattr(metric, "name", None) or getattr(metric, "__name__", None) or f"metric_{position}"
-    )
-
-
-def _as_metric_dict(metrics) -> dict[str, Callable]:
-    """``metrics`` (a callable, a name of :data:`RATE_METRICS`, or a dict / list of
-    them) as an ordered dict name -> callable."""
-    if callable(metrics) or isinstance(metrics, str):
-        metrics = [metrics]
-    if isinstance(metrics, Mapping):
-        items = [(str(name), metric) for name, metric in metrics.items()]
-    else:
-        try:
-            listed = list(metrics)
-        except TypeError:
-            raise TypeError(
-                "metrics must be a callable, a metric name, or a dict or list of them; "
-                f"got {type(metrics).__name__}."
-            ) from None
-        items = [(m if isinstance(m, str) else _metric_name(m, j), m) for j, m in enumerate(listed)]
-    if not items:
-        raise ValueError("metrics is empty; pass at least one metric.")
-    result = {}
-    for name, metric in items:
-        if isinstance(metric, str):
-            check_option(metric, "a metric name", RATE_METRICS)
-            metric = RATE_METRICS[metric]
-        if not callable(metric):
-            raise TypeError(f"metric {name!r} is not callable; got {type(metric).__name__}.")
-        if name in result:
-            raise ValueError(f"two metrics are named {name!r}; pass a dict to name them.")
-        result[name] = metric
-    return result
-
-
-def _accepts_sample_weight(metric) -> bool:
-    if isinstance(metric, RateMetric):
-        return True
-    try:
-        parameters = inspect.signature(metric).parameters
-    except (TypeError, ValueError):
-        return True  # builtins without a signature: let the call decide
-    return "sample_weight" in parameters or any(
-        p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()
-    )
-
-
-def group_index(groups: np.ndarray, sensitive_features) -> pd.Index:
-    """Index of group labels, named after the sensitive feature(s) when they have names
-    (a MultiIndex for intersectional groups)."""
-    if isinstance(sensitive_features, pd.DataFrame):
-        names = [str(c) for c in sensitive_features.columns]
-    elif getattr(sensitive_features, "name", None) is not None:
-        names = [str(sensitive_features.name)]
-    elif hasattr(sensitive_features, "columns"):  # polars DataFrame
-        names = [str(c) for c in sensitive_features.columns]
-    else:
-        names = None
-    if len(groups) and isinstance(groups[0], tuple):
-        if names is None or len(names) != len(groups[0]):
-            names = [f"group_{j}" for j in range(len(groups[0]))]
-        return pd.MultiIndex.from_tuples(list(groups), names=names)
-    name = names[0] if names and len(names) == 1 else "group"
-    return pd.Index(list(groups), name=name)
-
-
-def _confidence_quantiles(ci) -> tuple[float, float]:
-    if isinstance(ci, bool) or not isinstance(ci, numbers.Real) or not 0.0 < ci < 1.0:
-        raise ValueError(f"ci must be a confidence level strictly between 0 and 1; got {ci!r}.")
-    tail = round((1.0 - float(ci)) / 2.0, 12)
-    return tail, round(1.0 - tail, 12)
-
-
-def _replicate_seeds(n_boot: int, random_state) -> np.ndarray:
-    """fairlearn's per-replicate seeds (``fairlearn.metrics._bootstrap``)."""
-    high = np.iinfo(np.uint32).max
-    if random_state is None:
-        return np.random.default_rng().integers(0, high, size=n_boot, dtype=np.uint32)
-    if isinstance(random_state, np.random.RandomState):
-        return random_state.randint(low=0, high=high, size=n_boot, dtype=np.uint32)
-    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
-        generator = np.random.default_rng(seed=int(random_state))
-        return generator.integers(0, high, size=n_boot, dtype=np.uint32)
-    raise TypeError(
-        "random_state must be None, an int or a numpy.random.RandomState; "
-        f"got {type(random_state).__name__}."
-    )
-
-
-# --------------------------------------------------------------------------- evaluation
-def _call(metric, y_true, y_pred, weights, weighted: bool) -> float:
-    value = metric(y_true, y_pred, sample_weight=weights) if weighted else metric(y_true, y_pred)
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        raise TypeError(
-            f"metric {_metric_name(metric, 0)!r} returned {type(value).__name__}, not a "
-            "number; the frame needs scalar metrics."
-        ) from None
-
-
-def _evaluate_general(metric, y_true, y_pred, codes, num_groups, weights, weighted):
-    """``(overall, by_group)`` of one metric on rows with group codes ``codes``; a group
-    without rows gets NaN."""
-    overall = _call(metric, y_true, y_pred, weights, weighted)
-    order = np.argsort(codes, kind="stable")
-    bounds = np.searchsorted(codes[order], np.arange(num_groups + 1))
-    by_group = np.full(num_groups, np.nan)
-    for g in range(num_groups):  # one metric call per group: any callable
-        rows = order[bounds[g] : bounds[g + 1]]
-        if rows.size:
-            by_group[g] = _call(metric, y_true[rows], y_pred[rows], weights[rows], weighted)
-    return overall, by_group
-
-
-def _rate_values(numerator, denominator, present, undefined):
-    """Rates from summed terms (last axis: groups, or none), ``undefined`` where no
-    eligible weight, NaN for a group without rows."""
-    with np.errstate(invalid="ignore", divide="ignore"):
-        rates = np.where(
-            denominator > 0, numerator / np.where(denominator > 0, denominator, 1), undefined
-        )
-    return np.where(present, rates, np.nan)
-
-
-def _evaluate_fast(rate, y_true, y_pred, codes, num_groups, weights, rows_per_group):
-    numerator_terms, denominator_terms = rate.terms(y_true, y_pred, weights)
-    numerator = group_totals(codes, numerator_terms, num_groups)
-    denominator = group_totals(codes, denominator_terms, num_groups)
-    by_group = _rate_values(numerator, denominator, rows_per_group > 0, rate.undefined)
-    overall = _rate_values(numerator.sum(), denominator.sum(), True, rate.undefined)
-    return float(overall), by_group
-
-
-def _resample_chunks(seeds, codes, num_groups, stratify) -> Iterator[np.ndarray]:
-    """Row indices of the bootstrap replicates, ``(chunk, n)`` at a time."""
-    n = codes.shape[0]
-    if stratify:
-        order = np.argsort(codes, kind="stable")
-        sizes = np.bincount(codes, minlength=num_groups)
-        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-        sorted_codes = codes[order]
-    per_chunk = max(1, _MAX_RESAMPLED_ENTRIES // n)
-    for first in range(0, len(seeds), per_chunk):
-        chunk = seeds[first : first + per_chunk]
-        indices = np.empty((len(chunk), n), dtype=np.int64)
-        for b, seed in enumerate(chunk):
-            state = np.random.RandomState(seed)
-            if stratify:  # a uniform row of the same group for every position
-                u = state.random_sample(n)
-                within = np.floor(u * sizes[sorted_codes]).astype(np.int64)
-                indices[b] = order[starts[sorted_codes] + within]
-            else:  # pandas' DataFrame.sample(frac=1, replace=True, random_state=seed)
-                indices[b] = state.choice(n, size=n, replace=True)
-        yield indices
-
-
-def _replicate_segments(codes, num_groups, indices):
-    """Segment ids ``b * G + group`` of the resampled rows (flat) and which groups each
-    replicate holds, ``(B, G)``."""
-    n_reps = indices.shape[0]
-    flat = (np.arange(n_reps)[:, None] * num_groups + codes[indices]).ravel()
-    present = np.bincount(flat, minlength=n_reps * num_groups).reshape(n_reps, num_groups) > 0
-    return flat, present
-
-
-def _fast_replicates(rate, y_true, y_pred, weights, indices, flat, present):
-    """``(overall, by_group)`` of a rate for a chunk of replicates: (B,), (B, G)."""
-    numerator_terms, denominator_terms = rate.terms(y_true, y_pred, weights)
-
-    def segment_sum(terms):
-        return np.bincount(flat, weights=terms[indices].ravel(), minlength=present.size).reshape(
-            present.shape
-        )
-
-    numerator, denominator = segment_sum(numerator_terms), segment_sum(denominator_terms)
-    by_group = _rate_values(numerator, denominator, present, rate.undefined)
-    overall = _rate_values(numerator.sum(1), denominator.sum(1), True, rate.undefined)
-    return overall, by_group
+_ERRORS = ("raise", "coerce")
+_NON_SCALAR = (
+    "Metric frame contains non-scalar cells. Please remove non-scalar columns from your "
+    "metric frame or use parameter errors='coerce'."
+)
 
 
 # --------------------------------------------------------------------------- aggregates
 def _difference(by_group: np.ndarray, overall: np.ndarray, method: str) -> np.ndarray:
     """Over the group axis (-2): max - min, or max |group - overall| (NaN skipped)."""
-    with np.errstate(invalid="ignore"), _all_nan_ok():
-        if method == "between_groups":
-            return np.nanmax(by_group, axis=-2) - np.nanmin(by_group, axis=-2)
-        return np.nanmax(np.abs(by_group - overall[..., None, :]), axis=-2)
+    if method == "between_groups":
+        return _extreme(np.max, by_group) - _extreme(np.min, by_group)
+    return _extreme(np.max, np.abs(by_group - overall[..., None, :]))
 
 
 def _ratio(by_group: np.ndarray, overall: np.ndarray, method: str) -> np.ndarray:
     """Over the group axis (-2): min / max, or the smallest group/overall ratio taken
     below 1 (fairlearn's ``ratio``; NaN skipped)."""
-    with np.errstate(invalid="ignore", divide="ignore"), _all_nan_ok():
+    with np.errstate(invalid="ignore", divide="ignore"):
         if method == "between_groups":
-            return np.nanmin(by_group, axis=-2) / np.nanmax(by_group, axis=-2)
+            return _extreme(np.min, by_group) / _extreme(np.max, by_group)
         ratios = by_group / overall[..., None, :]
         ratios = np.where(ratios > 1, 1.0 / ratios, ratios)
-        return np.nanmin(ratios, axis=-2)
+    return _extreme(np.min, ratios)
 
 
-@contextlib.contextmanager
-def _all_nan_ok():
-    """Silence numpy's "All-NaN slice" warning: an all-NaN column gives NaN."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", "All-NaN", RuntimeWarning)
-        yield
+def _extreme(function, values):
+    """``function`` (np.max or np.min) over axis -2 skipping NaN; NaN for all-NaN."""
+    return _intervals._nan_extreme(function, values, -2)
+
+
+def _statistic(kind, cells, levels, method):
+    """``kind`` of a (..., C, G, M) grid of group values with overall values (..., C, M)."""
+    if kind == "group_min":
+        return _extreme(np.min, cells)
+    if kind == "group_max":
+        return _extreme(np.max, cells)
+    if kind == "difference":
+        return _difference(cells, levels, method)
+    return _ratio(cells, levels, method)
 
 
 # --------------------------------------------------------------------------- the frame
 class MetricFrame:
-    """Metrics per group and overall, their gaps, and bootstrap confidence intervals.
+    """Metrics per group and overall, their gaps, and confidence intervals.
 
     Every metric is evaluated on the rows of each group of ``sensitive_features`` (the
-    intersections of several columns) and on all rows. ``difference`` and ``ratio``
-    summarise the spread between groups (max - min, min / max) or to the overall value.
-    With ``n_boot``, the rows are resampled ``n_boot`` times and every quantity gets a
-    percentile interval at level ``ci``.
+    intersections of several columns), within every level of ``control_features``, and on
+    all rows (of each level). ``difference`` and ``ratio`` summarise the spread between
+    groups (max - min, min / max) or to the overall value. Arguments, attributes and return
+    types are fairlearn's; fairest adds ``sample_weight``, ``ci`` intervals with stated
+    coverage, ``stratify``, ``group_sizes`` and certified differences.
 
     Parameters
     ----------
     metrics : callable, str, or dict or list of them
-        ``metric(y_true, y_pred)`` returning a number (scikit-learn's metrics, fairlearn's,
-        any function), or a name of a built-in weighted rate: ``"accuracy"``,
+        ``metric(y_true, y_pred)`` returning a number or any object (scikit-learn's
+        metrics, fairlearn's, fairest's, any function; a non-scalar such as a confusion
+        matrix is kept per group), or a name of a built-in rate: ``"accuracy"``,
         ``"selection_rate"``, ``"base_rate"``, ``"true_positive_rate"``,
         ``"false_positive_rate"``, ``"mean_target"``, ``"mean_prediction"``,
         ``"mean_squared_error"``, ``"mean_absolute_error"`` (NaN for a group without
-        eligible rows, e.g. a true positive rate without positives). A dict names the
-        columns; otherwise a callable's ``__name__`` does.
+        eligible rows). A single callable or name gives scalars and Series (fairlearn's
+        convention); a dict or list gives Series and DataFrames, one column per metric.
     y_true : array-like of shape (n_samples,)
         Targets.
     y_pred : array-like of shape (n_samples,)
         Predictions (or scores, for metrics of scores).
-    sensitive_features : array-like of shape (n_samples,) or (n_samples, k)
-        Group membership; ``k`` columns define intersectional groups.
-    sample_weight : array-like of shape (n_samples,), default=None
-        Non-negative weights, passed as ``sample_weight=`` to every metric (each must
-        accept it) and resampled with the rows.
+    sensitive_features : array-like of shape (n_samples,) or (n_samples, k), or dict
+        Group membership; ``k`` columns (a DataFrame, a 2-D array or a dict of columns)
+        define intersectional groups.
+    control_features : array-like or dict, default=None
+        Strata within which the groups are compared (fairlearn's control features):
+        ``overall`` and every aggregate get one value per control level.
+    sample_params : dict, default=None
+        Per-row arguments of the metrics, split with the rows: ``{parameter: array}`` for
+        a single metric, ``{metric name: {parameter: array}}`` for a dict of metrics.
     n_boot : int, default=None
-        Number of bootstrap replicates; ``None`` computes no intervals.
-    ci : float, default=0.95
-        Confidence level of the percentile intervals: the ``(1 - ci) / 2`` and
-        ``(1 + ci) / 2`` quantiles of the replicates.
+        Number of bootstrap replicates; ``None`` computes none. Intervals of rate metrics
+        need none; other metrics' intervals do.
+    ci_quantiles : list of float, default=None
+        fairlearn's intervals: with ``n_boot``, the ``*_ci`` members return, for every
+        quantile, that quantile of the bootstrap distribution (the same numbers as
+        fairlearn for the same ``random_state``). These describe spread and do not cover
+        a gap at exact parity; leave ``None`` for fairest's covering intervals.
     random_state : int, numpy.random.RandomState or None, default=None
-        Seed of the replicates, with fairlearn's semantics (the same seed draws the same
-        replicates as ``fairlearn.metrics.MetricFrame(random_state=...)``).
+        Seed of the replicates, with fairlearn's semantics.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Non-negative weights for every metric (each must accept ``sample_weight=``).
+    ci : float, default=0.95
+        Level of fairest's intervals (used when ``ci_quantiles`` is None).
+    ci_method : {"auto", "percentile"}, default="auto"
+        ``"auto"``: intervals with coverage at least ``ci`` built from per-group
+        intervals (Clopper-Pearson for rates, Student-t for means, per-group bootstrap
+        percentiles otherwise), see Notes. ``"percentile"``: percentile bootstrap
+        intervals of each quantity (needs ``n_boot``; a gap's interval undercovers near
+        parity).
     stratify : bool, default=False
-        Resample within every group, keeping group sizes fixed (no group goes missing
-        from a replicate), instead of resampling all rows as fairlearn does.
+        Resample within every group, keeping group sizes fixed, instead of resampling
+        all rows as fairlearn does.
 
     Attributes
     ----------
-    by_group : pandas.DataFrame
+    overall : float, object, pandas.Series or pandas.DataFrame
+        The metrics on all rows (per control level with ``control_features``).
+    by_group : pandas.Series or pandas.DataFrame
         One row per group (index: the group labels, sorted; a MultiIndex for
-        intersectional groups), one column per metric.
-    overall : pandas.Series
-        The metrics on all rows.
+        intersectional groups or with control features).
     group_sizes : pandas.DataFrame
-        ``count`` (rows) and ``weight`` (total sample weight) per group.
-    ci_quantiles : tuple of float or None
-        The two quantiles of the intervals, ``None`` without ``n_boot``.
+        ``count`` (rows) and ``weight`` (total sample weight) per row of ``by_group``.
+    control_levels : list of str or None
+        Names of the control features.
+    sensitive_levels : list of str
+        Names of the sensitive features.
+    n_boot, ci_quantiles, ci, ci_method
+        As given.
 
     See Also
     --------
@@ -323,20 +182,23 @@ class MetricFrame:
 
     Notes
     -----
-    Rate metrics (the built-in names; scikit-learn's ``accuracy_score``,
-    ``recall_score``, ``precision_score``, ``mean_squared_error``,
-    ``mean_absolute_error``; fairlearn's ``selection_rate``, ``true_positive_rate``,
-    ``false_positive_rate``, ``mean_prediction``) are bootstrapped for all replicates at
-    once from segment sums; any other callable is called once per replicate and group.
-    Both paths give the same values. A group absent from a replicate is left out of that
-    replicate's differences and ratios and of its own quantiles (as in fairlearn).
+    fairest's intervals (``ci``): a per-group value's interval and the overall value's
+    interval hold each with probability at least ``ci`` (exact Clopper-Pearson for rates
+    of hits; Student-t for means; bootstrap percentiles for other metrics, approximate).
+    An aggregate's interval (difference, ratio, group min and max) is the range of the
+    aggregate over the box of the groups' intervals taken at the simultaneous level
+    ``ci ** (1 / G)`` (Sidak; with the overall value, Bonferroni over ``G + 1``), so it
+    holds with probability at least ``ci`` at exact parity, with small and with many groups.
+    Weighted rows count through Kish's effective sample size.
 
     References
     ----------
     .. [1] S. Bird et al. "Fairlearn: A toolkit for assessing and improving fairness in
        AI". Microsoft Tech. Rep. MSR-TR-2020-32, 2020 (``MetricFrame``).
-    .. [2] B. Efron and R. J. Tibshirani. "An Introduction to the Bootstrap". Chapman &
-       Hall, 1993 (percentile intervals, ch. 13).
+    .. [2] C. J. Clopper and E. S. Pearson. "The use of confidence or fiducial limits
+       illustrated in the case of the binomial". Biometrika 26(4), 1934.
+    .. [3] Z. Sidak. "Rectangular confidence regions for the means of multivariate normal
+       distributions". JASA 62(318), 1967.
 
     Examples
     --------
@@ -355,6 +217,11 @@ class MetricFrame:
     b      0.666667   0.666667
     >>> float(frame.difference()["selection"])
     0.3333333333333333
+    >>> MetricFrame(
+    ...     metrics="selection_rate", y_true=[1, 0, 1, 1], y_pred=[1, 0, 1, 0],
+    ...     sensitive_features=["a", "a", "b", "b"],
+    ... ).difference()
+    0.0
     """
 
     def __init__(
@@ -364,141 +231,209 @@ class MetricFrame:
         y_true,
         y_pred,
         sensitive_features,
-        sample_weight=None,
+        control_features=None,
+        sample_params=None,
         n_boot=None,
-        ci=0.95,
+        ci_quantiles=None,
         random_state=None,
+        sample_weight=None,
+        ci=0.95,
+        ci_method="auto",
         stratify=False,
     ):
-        self._metrics = _as_metric_dict(metrics)
+        self._single = callable(metrics) or isinstance(metrics, str)
+        functions = _as_metric_dict(metrics)
         y_true = check_labels(y_true, "y_true")
         y_pred = np.asarray(y_pred)
         if y_pred.ndim == 2 and y_pred.shape[1] == 1:
             y_pred = y_pred[:, 0]
         n = y_true.shape[0]
         check_same_length("y_true", n, y_pred=y_pred)
-        codes, groups = encode_sensitive_features(sensitive_features, n)
-        weighted = sample_weight is not None
-        weights = check_sample_weight(sample_weight, n)
-        if weighted:
-            refusing = [k for k, m in self._metrics.items() if not _accepts_sample_weight(m)]
-            if refusing:
-                raise TypeError(
-                    f"sample_weight is given but metric(s) {refusing} take no sample_weight "
-                    "argument."
-                )
-        self._data = (y_true, y_pred, codes, len(groups), weights, weighted)
-        self._index = group_index(groups, sensitive_features)
-        counts = np.bincount(codes, minlength=len(groups))
-        self.group_sizes = pd.DataFrame(
-            {"count": counts, "weight": group_totals(codes, weights, len(groups))},
-            index=self._index,
+        self._y = (y_true, y_pred)
+        self._layout, self._group_index, self._control_index = _encode_layout(
+            sensitive_features, control_features, n
         )
-        self._fast = {k: known_rate_form(m, y_true, y_pred) for k, m in self._metrics.items()}
-        overall, by_group = self._evaluate_all()
-        names = list(self._metrics)
-        self._overall = overall  # (M,)
-        self._by_group = by_group  # (G, M)
-        self.overall = pd.Series(overall, index=names, name="overall")
-        self.by_group = pd.DataFrame(by_group, index=self._index, columns=names)
-        self.ci_quantiles = None
-        self._replicates = None
+        self.ci = _confidence_level(ci)
+        check_option(ci_method, "ci_method", ("auto", "percentile"))
+        self.ci_method = ci_method
+        self._metrics = _build_metrics(
+            functions, y_true, y_pred, sample_weight, sample_params, self._single, n
+        )
+        self._weights = check_sample_weight(sample_weight, n)
+        self._weighted = sample_weight is not None
+        self._evaluate()
+        self.sensitive_levels = list(self._group_index.names)
+        self.control_levels = (
+            None if self._control_index is None else list(self._control_index.names)
+        )
+        self.n_boot, self.ci_quantiles, self._stratify = None, None, bool(stratify)
+        self._seeds = self._replicates = None
+        if ci_quantiles is not None and n_boot is None:
+            raise ValueError("ci_quantiles needs n_boot (the number of bootstrap replicates).")
         if n_boot is not None:
             if isinstance(n_boot, bool) or not isinstance(n_boot, numbers.Integral) or n_boot < 1:
                 raise ValueError(f"n_boot must be a positive integer or None; got {n_boot!r}.")
-            self.ci_quantiles = _confidence_quantiles(ci)
-            seeds = _replicate_seeds(int(n_boot), random_state)
-            self._replicates = self._bootstrap(seeds, bool(stratify))
+            self.n_boot = int(n_boot)
+            self.ci_quantiles = None if ci_quantiles is None else _check_quantiles(ci_quantiles)
+            self._seeds = replicate_seeds(self.n_boot, random_state)
 
     # ----------------------------------------------------------------- evaluation
-    def _evaluate_all(self):
-        y_true, y_pred, codes, num_groups, weights, weighted = self._data
-        counts = self.group_sizes["count"].to_numpy()
-        overall, by_group = [], []
-        for name, metric in self._metrics.items():
-            rate = self._fast[name]
-            if isinstance(metric, RateMetric):  # its own definition: vectorised, exact
-                values = _evaluate_fast(
-                    rate or metric, y_true, y_pred, codes, num_groups, weights, counts
-                )
+    def _evaluate(self):
+        y_true, y_pred = self._y
+        layout = self._layout
+        cells, levels = [], []
+        for metric in self._metrics.values():
+            if isinstance(metric.function, RateMetric):  # its own definition: vectorised
+                by_cell, by_level = _rate_values(metric, y_true, y_pred, layout)
+                by_cell, by_level = by_cell.astype(object), by_level.astype(object)
             else:  # the callable itself: exactly the numbers of the metric
-                values = _evaluate_general(
-                    metric, y_true, y_pred, codes, num_groups, weights, weighted
-                )
-            overall.append(values[0])
-            by_group.append(values[1])
-        return np.asarray(overall, dtype=np.float64), np.column_stack(by_group)
+                by_cell, by_level = _general_values(metric, y_true, y_pred, layout)
+            cells.append(by_cell)
+            levels.append(by_level)
+        self._cell_objects = np.column_stack(cells)  # (K, M) object
+        self._level_objects = np.column_stack(levels)  # (C, M) object
+        self._cells = _numeric(self._cell_objects)
+        self._levels = _numeric(self._level_objects)
+        self._non_scalar = [
+            any(not isinstance(v, float) for v in column)
+            for column in (*self._cell_objects.T, *self._level_objects.T)
+        ]
+        self._non_scalar = [
+            a or b for a, b in zip(self._non_scalar[: len(cells)], self._non_scalar[len(cells) :])
+        ]
+        counts = np.bincount(layout.cells, minlength=layout.num_cells)
+        self._observed = np.flatnonzero(counts > 0)
+        self._row_index = _cell_index(self._control_index, self._group_index, self._observed)
+        self.group_sizes = pd.DataFrame(
+            {
+                "count": counts[self._observed],
+                "weight": group_totals(layout.cells, self._weights, layout.num_cells)[
+                    self._observed
+                ],
+            },
+            index=self._row_index,
+        )
+        self.overall = self._shape(self._level_objects)
+        self.by_group = self._group_table(self._cell_objects)
 
-    def _bootstrap(self, seeds, stratify):
-        """Replicates: overall (B, M) and by_group (B, G, M)."""
-        y_true, y_pred, codes, num_groups, weights, weighted = self._data
-        n_metrics = len(self._metrics)
-        overall = np.empty((len(seeds), n_metrics))
-        by_group = np.empty((len(seeds), num_groups, n_metrics))
-        first = 0
-        for indices in _resample_chunks(seeds, codes, num_groups, stratify):
-            block = slice(first, first + indices.shape[0])
-            segments = None
-            for j, (name, metric) in enumerate(self._metrics.items()):
-                rate = self._fast[name]
-                if rate is not None:
-                    if segments is None:  # shared by the rate metrics of this chunk
-                        segments = _replicate_segments(codes, num_groups, indices)
-                    overall[block, j], by_group[block, :, j] = _fast_replicates(
-                        rate, y_true, y_pred, weights, indices, *segments
-                    )
-                    continue
-                for b, rows in enumerate(indices, start=first):
-                    overall[b, j], by_group[b, :, j] = _evaluate_general(
-                        metric,
-                        y_true[rows],
-                        y_pred[rows],
-                        codes[rows],
-                        num_groups,
-                        weights[rows],
-                        weighted,
-                    )
-            first = block.stop
-        return overall, by_group
+    def _grid(self, cells: np.ndarray) -> np.ndarray:
+        """(..., K, M) cells as a (..., C, G, M) grid."""
+        layout = self._layout
+        return cells.reshape(cells.shape[:-2] + (layout.num_levels, layout.num_groups, -1))
+
+    def _replicate_values(self):
+        """Bootstrap replicates: cells (B, K, M) and levels (B, C, M), computed once."""
+        if self._seeds is None:
+            raise AttributeError(
+                "this frame has no bootstrap replicates; pass n_boot=... to compute them."
+            )
+        if self._replicates is None:
+            y_true, y_pred = self._y
+            self._replicates = _bootstrap(
+                self._metrics, y_true, y_pred, self._layout, self._seeds, self._stratify
+            )
+        return self._replicates
+
+    # ----------------------------------------------------------------- shaping
+    @property
+    def _names(self) -> list[str]:
+        return list(self._metrics)
+
+    def _shape(self, values: np.ndarray):
+        """A (C, M) array as fairlearn shapes an aggregate."""
+        if self._control_index is None:
+            if self._single:
+                return values[0, 0]
+            return pd.Series(values[0], index=self._names, dtype=_dtype(values[0]))
+        if self._single:
+            return pd.Series(values[:, 0], index=self._control_index, name=self._names[0])
+        return pd.DataFrame(values, index=self._control_index, columns=self._names).infer_objects()
+
+    def _group_table(self, cells: np.ndarray):
+        """A (K, M) array of cells as ``by_group`` (observed cells only)."""
+        observed = cells[self._observed]
+        if self._single:
+            return pd.Series(
+                observed[:, 0], index=self._row_index, name=self._names[0]
+            ).infer_objects()
+        return pd.DataFrame(observed, index=self._row_index, columns=self._names).infer_objects()
+
+    def _interval_table(self, lower: np.ndarray, upper: np.ndarray):
+        """Intervals (C, M) as a table with columns ``lower`` and ``upper``."""
+        if self._control_index is None and self._single:
+            return pd.Series({"lower": float(lower[0, 0]), "upper": float(upper[0, 0])})
+        if self._control_index is None:
+            index = pd.Index(self._names)
+        else:
+            index = pd.MultiIndex.from_tuples(
+                [
+                    (*(level if isinstance(level, tuple) else (level,)), name)
+                    for level in self._control_index
+                    for name in self._names
+                ],
+                names=[*self._control_index.names, "metric"],
+            )
+        return pd.DataFrame({"lower": lower.ravel(), "upper": upper.ravel()}, index=index)
+
+    def _numeric_for(self, errors: str):
+        check_option(errors, "errors", _ERRORS)
+        if errors == "raise" and any(self._non_scalar):
+            raise ValueError(_NON_SCALAR)
+        return self._grid(self._cells), self._levels
 
     # ----------------------------------------------------------------- summaries
-    def group_min(self) -> pd.Series:
-        """Smallest value over the groups, per metric (NaN skipped).
+    def group_min(self, errors="raise"):
+        """Smallest value over the groups, per metric (and control level; NaN skipped).
+
+        Parameters
+        ----------
+        errors : {"raise", "coerce"}, default="raise"
+            A non-scalar metric raises, or gives NaN.
 
         Returns
         -------
-        pandas.Series
-            One value per metric.
+        float, pandas.Series or pandas.DataFrame
+            Shaped as :attr:`overall`.
         """
-        return self.by_group.min()
+        cells, levels = self._numeric_for(errors)
+        return self._shape(_statistic("group_min", cells, levels, None))
 
-    def group_max(self) -> pd.Series:
-        """Largest value over the groups, per metric (NaN skipped).
+    def group_max(self, errors="raise"):
+        """Largest value over the groups, per metric (and control level; NaN skipped).
+
+        Parameters
+        ----------
+        errors : {"raise", "coerce"}, default="raise"
+            A non-scalar metric raises, or gives NaN.
 
         Returns
         -------
-        pandas.Series
-            One value per metric.
+        float, pandas.Series or pandas.DataFrame
+            Shaped as :attr:`overall`.
         """
-        return self.by_group.max()
+        cells, levels = self._numeric_for(errors)
+        return self._shape(_statistic("group_max", cells, levels, None))
 
-    def difference(self, method="between_groups") -> pd.Series:
+    def difference(self, method="between_groups", errors="coerce"):
         """Largest gap per metric, between groups or to the overall value.
 
         Parameters
         ----------
         method : {"between_groups", "to_overall"}, default="between_groups"
             ``group_max() - group_min()``, or the largest ``|group - overall|``.
+        errors : {"raise", "coerce"}, default="coerce"
+            A non-scalar metric raises, or gives NaN.
 
         Returns
         -------
-        pandas.Series
-            One value per metric (groups with a NaN value are skipped).
+        float, pandas.Series or pandas.DataFrame
+            Shaped as :attr:`overall` (groups with a NaN value are skipped).
         """
         check_option(method, "method", _COMPARE_METHODS)
-        return self._series(_difference(self._by_group, self._overall, method), "difference")
+        cells, levels = self._numeric_for(errors)
+        return self._shape(_difference(cells, levels, method))
 
-    def ratio(self, method="between_groups") -> pd.Series:
+    def ratio(self, method="between_groups", errors="coerce"):
         """Smallest ratio per metric, between groups or to the overall value.
 
         Parameters
@@ -506,36 +441,196 @@ class MetricFrame:
         method : {"between_groups", "to_overall"}, default="between_groups"
             ``group_min() / group_max()``, or the smallest group/overall ratio, each
             inverted when above 1 (fairlearn's ``ratio``).
+        errors : {"raise", "coerce"}, default="coerce"
+            A non-scalar metric raises, or gives NaN.
 
         Returns
         -------
-        pandas.Series
-            One value per metric (groups with a NaN value are skipped).
+        float, pandas.Series or pandas.DataFrame
+            Shaped as :attr:`overall` (groups with a NaN value are skipped).
         """
         check_option(method, "method", _COMPARE_METHODS)
-        return self._series(_ratio(self._by_group, self._overall, method), "ratio")
-
-    def _series(self, values, name) -> pd.Series:
-        return pd.Series(values, index=list(self._metrics), name=name)
+        cells, levels = self._numeric_for(errors)
+        return self._shape(_ratio(cells, levels, method))
 
     # ----------------------------------------------------------------- intervals
-    def _require_bootstrap(self):
-        if self._replicates is None:
-            raise AttributeError(
-                "this frame has no bootstrap replicates; pass n_boot=... to compute intervals."
-            )
-        return self._replicates
+    @property
+    def _bootstrap_intervals(self) -> bool:
+        return self.ci_quantiles is not None or self.ci_method == "percentile"
 
-    def _interval(self, samples) -> pd.DataFrame:
-        with _all_nan_ok():
-            low, high = np.nanquantile(samples, self.ci_quantiles, axis=0)
-        return pd.DataFrame({"lower": low, "upper": high}, index=list(self._metrics))
+    def _quantiles(self, samples):
+        """Quantiles over the replicate axis: fairlearn's list, or ``(lower, upper)``."""
+        tail = (1.0 - self.ci) / 2.0
+        quantiles = self.ci_quantiles or [tail, 1.0 - tail]
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "All-NaN", RuntimeWarning)
+            return list(np.nanquantile(samples, quantiles, axis=0))
+
+    def _groups_per_level(self) -> np.ndarray:
+        layout = self._layout
+        counts = np.bincount(layout.cells, minlength=layout.num_cells)
+        return (counts.reshape(layout.num_levels, layout.num_groups) > 0).sum(axis=1)
+
+    def _box(self, segments: str, level):
+        """Per-cell (``"cells"``, (K, M)) or per-level (``"levels"``, (C, M)) intervals at
+        ``level`` (one per control level), warning about segments too small to bound."""
+        layout = self._layout
+        if segments == "cells":
+            codes, size, values = layout.cells, layout.num_cells, self._cells
+            level = np.repeat(np.broadcast_to(level, (layout.num_levels,)), layout.num_groups)
+        else:
+            codes, size, values = layout.levels, layout.num_levels, self._levels
+        counts = np.bincount(codes, minlength=size)
+        lower, upper = np.empty_like(values), np.empty_like(values)
+        for j, (name, metric) in enumerate(self._metrics.items()):
+            if metric.rate is not None:
+                y_true, y_pred = self._y
+                low, high, rows = _rate_box(
+                    metric, y_true, y_pred, codes, size, values[:, j], level
+                )
+            else:
+                replicates = self._replicate_values()[0 if segments == "cells" else 1][..., j]
+                low, high = _percentile_box(replicates, level)
+                rows = counts.astype(np.float64)
+                low, high = np.where(rows < 2, -np.inf, low), np.where(rows < 2, np.inf, high)
+            lower[:, j], upper[:, j] = low, high
+            small = (counts > 0) & (rows < 2) & ~np.isnan(values[:, j])
+            if small.any() and segments == "cells":
+                shown = [
+                    str(label)
+                    for label in _cell_index(
+                        self._control_index, self._group_index, np.flatnonzero(small)
+                    )[:5]
+                ]
+                warnings.warn(
+                    f"group(s) {shown} have fewer than 2 (effective) rows for metric "
+                    f"{name!r}: their intervals are wide or unbounded, and so are the "
+                    "intervals of the gaps; collect more rows or merge small groups.",
+                    UserWarning,
+                    stacklevel=4,
+                )
+        return lower, upper
+
+    @property
+    def overall_ci(self):
+        """Interval of each overall value.
+
+        A table with columns ``lower`` and ``upper`` (one row per metric, or a Series for
+        one metric); with ``ci_quantiles``, fairlearn's list of quantiles.
+        """
+        if self._bootstrap_intervals:
+            quantiles = self._quantiles(self._replicate_values()[1])
+            if self.ci_quantiles is not None:
+                return [self._shape(q) for q in quantiles]
+            return self._interval_table(*quantiles)
+        levels = np.full(self._layout.num_levels, self.ci)
+        return self._interval_table(*self._box("levels", levels))
+
+    @property
+    def by_group_ci(self):
+        """Intervals of the group values (each at level ``ci``).
+
+        Two tables ``(lower, upper)`` shaped as :attr:`by_group`; with ``ci_quantiles``,
+        fairlearn's list of quantiles.
+        """
+        if self._bootstrap_intervals:
+            tables = [self._group_table(q) for q in self._quantiles(self._replicate_values()[0])]
+            return tables if self.ci_quantiles else tuple(tables)
+        lower, upper = self._box("cells", np.full(self._layout.num_levels, self.ci))
+        return self._group_table(lower), self._group_table(upper)
+
+    def _aggregate_ci(self, kind, method, errors):
+        if method is not None:
+            check_option(method, "method", _COMPARE_METHODS)
+        self._numeric_for(errors)
+        if self._bootstrap_intervals:
+            cells, levels = self._replicate_values()
+            samples = _statistic(kind, self._grid(cells), levels, method)
+            quantiles = self._quantiles(samples)
+            if self.ci_quantiles is not None:
+                return [self._shape(q) for q in quantiles]
+            return self._interval_table(*quantiles)
+        to_overall = method == "to_overall"
+        level = _intervals.group_level(self.ci, self._groups_per_level(), with_overall=to_overall)
+        lower, upper = (self._grid(side) for side in self._box("cells", level))
+        if kind in ("group_min", "group_max"):
+            function = np.min if kind == "group_min" else np.max
+            return self._interval_table(_extreme(function, lower), _extreme(function, upper))
+        if to_overall:
+            interval = _intervals.to_overall_interval(
+                lower, upper, *self._box("levels", level), kind
+            )
+        else:
+            interval = _intervals.between_groups_interval(lower, upper, kind)
+        return self._interval_table(*interval)
+
+    def group_min_ci(self, errors="raise"):
+        """Interval of :meth:`group_min` (see :attr:`overall_ci` for the shape).
+
+        Parameters
+        ----------
+        errors : {"raise", "coerce"}, default="raise"
+            A non-scalar metric raises, or gives NaN.
+
+        Returns
+        -------
+        pandas.DataFrame, pandas.Series or list
+            Columns ``lower`` and ``upper``; with ``ci_quantiles``, fairlearn's list.
+        """
+        return self._aggregate_ci("group_min", None, errors)
+
+    def group_max_ci(self, errors="raise"):
+        """Interval of :meth:`group_max` (see :attr:`overall_ci` for the shape).
+
+        Parameters
+        ----------
+        errors : {"raise", "coerce"}, default="raise"
+            A non-scalar metric raises, or gives NaN.
+
+        Returns
+        -------
+        pandas.DataFrame, pandas.Series or list
+            Columns ``lower`` and ``upper``; with ``ci_quantiles``, fairlearn's list.
+        """
+        return self._aggregate_ci("group_max", None, errors)
+
+    def difference_ci(self, method="between_groups", errors="coerce"):
+        """Interval of :meth:`difference`, holding with probability at least ``ci``.
+
+        Parameters
+        ----------
+        method : {"between_groups", "to_overall"}, default="between_groups"
+            As in :meth:`difference`.
+        errors : {"raise", "coerce"}, default="coerce"
+            A non-scalar metric raises, or gives NaN.
+
+        Returns
+        -------
+        pandas.DataFrame, pandas.Series or list
+            Columns ``lower`` and ``upper`` (one row per metric); with ``ci_quantiles``,
+            fairlearn's list of bootstrap quantiles.
+        """
+        return self._aggregate_ci("difference", method, errors)
+
+    def ratio_ci(self, method="between_groups", errors="coerce"):
+        """Interval of :meth:`ratio`, holding with probability at least ``ci``.
+
+        Parameters
+        ----------
+        method : {"between_groups", "to_overall"}, default="between_groups"
+            As in :meth:`ratio`.
+        errors : {"raise", "coerce"}, default="coerce"
+            A non-scalar metric raises, or gives NaN.
+
+        Returns
+        -------
+        pandas.DataFrame, pandas.Series or list
+            Columns ``lower`` and ``upper``; with ``ci_quantiles``, fairlearn's list.
+        """
+        return self._aggregate_ci("ratio", method, errors)
 
     def bootstrap_distribution(self, kind="overall", method="between_groups") -> pd.DataFrame:
         """Bootstrap replicates of the overall values, the differences or the ratios.
-
-        For intervals of derived quantities, e.g. the larger of two differences
-        (equalized odds), taken replicate by replicate.
 
         Parameters
         ----------
@@ -547,7 +642,8 @@ class MetricFrame:
         Returns
         -------
         pandas.DataFrame
-            One row per replicate, one column per metric.
+            One row per replicate, one column per metric (per control level and metric
+            with control features).
 
         Raises
         ------
@@ -556,59 +652,14 @@ class MetricFrame:
         """
         check_option(kind, "kind", ("overall", "difference", "ratio"))
         check_option(method, "method", _COMPARE_METHODS)
-        overall, by_group = self._require_bootstrap()
-        if kind == "difference":
-            overall = _difference(by_group, overall, method)
-        elif kind == "ratio":
-            overall = _ratio(by_group, overall, method)
-        return pd.DataFrame(overall, columns=list(self._metrics))
-
-    @property
-    def overall_ci(self) -> pd.DataFrame:
-        """Interval of each overall value, with columns ``lower`` and ``upper``."""
-        return self._interval(self._require_bootstrap()[0])
-
-    @property
-    def by_group_ci(self) -> tuple[pd.DataFrame, pd.DataFrame]:
-        """Intervals of the group values, as two frames ``(lower, upper)`` like ``by_group``."""
-        by_group = self._require_bootstrap()[1]
-        with _all_nan_ok():
-            low, high = np.nanquantile(by_group, self.ci_quantiles, axis=0)
-        columns = list(self._metrics)
-        return (
-            pd.DataFrame(low, index=self._index, columns=columns),
-            pd.DataFrame(high, index=self._index, columns=columns),
+        cells, levels = self._replicate_values()
+        values = (
+            levels if kind == "overall" else _statistic(kind, self._grid(cells), levels, method)
         )
-
-    def difference_ci(self, method="between_groups") -> pd.DataFrame:
-        """Interval of :meth:`difference`.
-
-        Parameters
-        ----------
-        method : {"between_groups", "to_overall"}, default="between_groups"
-            As in :meth:`difference`.
-
-        Returns
-        -------
-        pandas.DataFrame
-            One row per metric, columns ``lower`` and ``upper``.
-        """
-        return self._interval(self.bootstrap_distribution("difference", method).to_numpy())
-
-    def ratio_ci(self, method="between_groups") -> pd.DataFrame:
-        """Interval of :meth:`ratio`.
-
-        Parameters
-        ----------
-        method : {"between_groups", "to_overall"}, default="between_groups"
-            As in :meth:`ratio`.
-
-        Returns
-        -------
-        pandas.DataFrame
-            One row per metric, columns ``lower`` and ``upper``.
-        """
-        return self._interval(self.bootstrap_distribution("ratio", method).to_numpy())
+        if self._control_index is None:
+            return pd.DataFrame(values[:, 0, :], columns=self._names)
+        columns = pd.MultiIndex.from_product([list(self._control_index), self._names])
+        return pd.DataFrame(values.reshape(values.shape[0], -1), columns=columns)
 
     def difference_certified(self, *, delta=0.05, bound="clopper-pearson") -> pd.DataFrame:
         """Certified (finite-sample) interval of the between-groups :meth:`difference`.
@@ -617,10 +668,9 @@ class MetricFrame:
         :func:`fairest.certified.fairness_interval` (``selection_rate``: demographic
         parity difference; ``true_positive_rate``: equal opportunity difference;
         ``accuracy``: the 0-1 loss gap), on unweighted binary labels; NaN for the other
-        metrics. Unlike the bootstrap's :meth:`difference_ci` (an approximate two-sided
-        interval of the estimate's spread), every row holds with probability at least
-        ``1 - delta``, all rows at once (``delta`` is split equally over them), provided
-        the rows are an i.i.d. sample not used to fit or choose the model.
+        metrics. Every row holds with probability at least ``1 - delta``, all rows at
+        once (``delta`` is split equally over them), provided the rows are an i.i.d.
+        sample not used to fit or choose the model.
 
         Parameters
         ----------
@@ -639,22 +689,23 @@ default="clopper-pearson"
         Raises
         ------
         ValueError
-            With ``sample_weight`` (the bounds count rows, as the guarantee is about the
-            population the rows are drawn from).
+            With ``sample_weight`` or ``control_features``.
         """
         from fairest.certified import fairness_interval
 
-        y_true, y_pred, codes, _, _, weighted = self._data
-        if weighted:
+        y_true, y_pred = self._y
+        if self._weighted or any(m.weighted for m in self._metrics.values()):
             raise ValueError(
                 "difference_certified counts rows unweighted; build the frame without "
                 "sample_weight."
             )
+        if self._control_index is not None:
+            raise ValueError("difference_certified needs a frame without control_features.")
         binary = is_binary_coded(y_true) and is_binary_coded(y_pred)
         bounded = {
-            name: _CERTIFIED_DIFFERENCES.get(rate.name)
-            for name, rate in self._fast.items()
-            if rate is not None and binary
+            name: _CERTIFIED_DIFFERENCES.get(metric.rate.name)
+            for name, metric in self._metrics.items()
+            if metric.rate is not None and binary
         }
         bounded = {name: metric for name, metric in bounded.items() if metric is not None}
         lower = dict.fromkeys(self._metrics, np.nan)
@@ -664,7 +715,7 @@ default="clopper-pearson"
                 metric,
                 (y_true == 1).astype(int),
                 (y_pred == 1).astype(int),
-                sensitive_features=codes,
+                sensitive_features=self._layout.cells,
                 delta=delta / len(bounded),
                 bound=bound,
             )
@@ -675,11 +726,11 @@ default="clopper-pearson"
                 "upper": list(upper.values()),
                 "certified_metric": [bounded.get(name) for name in self._metrics],
             },
-            index=list(self._metrics),
+            index=self._names,
         )
 
     def __repr__(self) -> str:
-        return f"MetricFrame(metrics={list(self._metrics)}, groups={len(self._index)})"
+        return f"MetricFrame(metrics={self._names}, groups={len(self._row_index)})"
 
 
 # the between-groups difference of these rates is a metric fairest.certified bounds

@@ -49,6 +49,13 @@ def _frame(columns, y_true, y_pred, sensitive_features, sample_weight) -> Metric
     )
 
 
+def _report_name(name: str) -> str:
+    """fairlearn's ``sensitive_feature_<j>`` of unnamed columns as the report's ``group``."""
+    if name == "sensitive_feature_0" or not name.startswith("sensitive_feature_"):
+        return "group" if name == "sensitive_feature_0" else name
+    return "group_" + name.removeprefix("sensitive_feature_")
+
+
 def group_report(
     y_true,
     y_pred=None,
@@ -152,7 +159,9 @@ def group_report(
         )
     sizes = frames[0].group_sizes
     report = pd.concat([sizes, *(frame.by_group for frame in frames)], axis=1)
-    report.index = frames[0].by_group.index
+    report.index = frames[0].by_group.index.set_names(
+        [_report_name(name) for name in frames[0].by_group.index.names]
+    )
     report.attrs["overall"] = {
         "count": int(sizes["count"].sum()),
         "weight": float(sizes["weight"].sum()),

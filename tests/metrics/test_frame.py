@@ -105,25 +105,26 @@ def test_bootstrap_intervals_equal_fairlearn_for_the_same_seed(weighted, random_
         y_pred=y_pred,
         sensitive_features=sensitive,
         sample_weight=weights,
-        ci=0.9,
+        ci_quantiles=[0.05, 0.5, 0.95],
         **kwargs,
     )
     kwargs["random_state"] = seed()
     theirs = _fairlearn(
-        metrics, y_true, y_pred, sensitive, weights, ci_quantiles=[0.05, 0.95], **kwargs
+        metrics, y_true, y_pred, sensitive, weights, ci_quantiles=[0.05, 0.5, 0.95], **kwargs
     )
-    np.testing.assert_allclose(ours.overall_ci["lower"], theirs.overall_ci[0], rtol=1e-12)
-    np.testing.assert_allclose(ours.overall_ci["upper"], theirs.overall_ci[1], rtol=1e-12)
-    low, high = ours.by_group_ci
-    np.testing.assert_allclose(low.to_numpy(), theirs.by_group_ci[0].to_numpy(), rtol=1e-12)
-    np.testing.assert_allclose(high.to_numpy(), theirs.by_group_ci[1].to_numpy(), rtol=1e-12)
+    pairs = [(ours.overall_ci, theirs.overall_ci), (ours.by_group_ci, theirs.by_group_ci)]
+    pairs += [(ours.group_min_ci(), theirs.group_min_ci())]
+    pairs += [(ours.group_max_ci(), theirs.group_max_ci())]
     for method in ("between_groups", "to_overall"):
-        for ours_ci, theirs_ci in (
-            (ours.difference_ci(method), theirs.difference_ci(method)),
-            (ours.ratio_ci(method), theirs.ratio_ci(method)),
-        ):
-            np.testing.assert_allclose(ours_ci["lower"], theirs_ci[0], rtol=1e-12)
-            np.testing.assert_allclose(ours_ci["upper"], theirs_ci[1], rtol=1e-12)
+        pairs += [(ours.difference_ci(method), theirs.difference_ci(method))]
+        pairs += [(ours.ratio_ci(method), theirs.ratio_ci(method))]
+    for ours_ci, theirs_ci in pairs:  # fairlearn's return types: a list, one per quantile
+        assert isinstance(ours_ci, list) and len(ours_ci) == 3
+        for mine, reference in zip(ours_ci, theirs_ci):
+            assert type(mine) is type(reference)
+            np.testing.assert_allclose(
+                np.asarray(mine, dtype=float), np.asarray(reference, dtype=float), rtol=1e-12
+            )
 
 
 @pytest.mark.parametrize("stratify", [False, True])
@@ -136,13 +137,15 @@ def test_fast_path_equals_calling_the_metric_on_every_replicate(stratify):
             y, p, sample_weight=sample_weight
         ),
         "recall": lambda y, p, sample_weight=None: recall_score(y, p, sample_weight=sample_weight),
-        "tpr": lambda y, p, sample_weight=None: MetricFrame(
-            metrics="true_positive_rate",
-            y_true=y,
-            y_pred=p,
-            sensitive_features=np.zeros(len(y)),
-            sample_weight=sample_weight,
-        ).overall.iloc[0],
+        "tpr": lambda y, p, sample_weight=None: (
+            MetricFrame(
+                metrics="true_positive_rate",
+                y_true=y,
+                y_pred=p,
+                sensitive_features=np.zeros(len(y)),
+                sample_weight=sample_weight,
+            ).overall
+        ),
     }
     frames = [
         MetricFrame(
@@ -175,6 +178,7 @@ def test_stratified_replicates_keep_group_sizes():
         n_boot=20,
         random_state=0,
         stratify=True,
+        ci_method="percentile",
     )
     low, high = frame.by_group_ci
     counts = frame.group_sizes["count"].to_numpy()
@@ -183,9 +187,9 @@ def test_stratified_replicates_keep_group_sizes():
 
 
 @pytest.mark.parametrize("stratify", [False, True])
-def test_interval_covers_the_true_rate_about_as_often_as_its_level(stratify):
-    """Coverage of the 90 % interval of a selection rate over 60 simulated samples
-    (binomial standard error of the coverage 0.04)."""
+def test_percentile_interval_covers_the_true_rate_about_as_often_as_its_level(stratify):
+    """Coverage of the 90 % percentile interval of a selection rate over 60 simulated
+    samples (binomial standard error of the coverage 0.04)."""
     rng = np.random.default_rng(5)
     truth, covered = 0.3, 0
     for trial in range(60):
@@ -199,8 +203,9 @@ def test_interval_covers_the_true_rate_about_as_often_as_its_level(stratify):
             ci=0.9,
             random_state=trial,
             stratify=stratify,
+            ci_method="percentile",
         )
-        low, high = frame.overall_ci.iloc[0]
+        low, high = frame.overall_ci[["lower", "upper"]]
         covered += low <= truth <= high
     assert 0.78 <= covered / 60 <= 0.99
 
@@ -229,6 +234,7 @@ def test_a_group_missing_from_a_replicate_is_left_out_like_fairlearn():
         sensitive_features=groups,
         n_boot=30,
         random_state=4,
+        ci_quantiles=[0.025, 0.975],
     )
     theirs = _fairlearn(
         {"acc": accuracy_score},
@@ -241,7 +247,7 @@ def test_a_group_missing_from_a_replicate_is_left_out_like_fairlearn():
         random_state=4,
     )
     np.testing.assert_allclose(ours.by_group_ci[0].to_numpy(), theirs.by_group_ci[0].to_numpy())
-    np.testing.assert_allclose(ours.difference_ci()["upper"], theirs.difference_ci()[1])
+    np.testing.assert_allclose(ours.difference_ci()[1], theirs.difference_ci()[1])
 
 
 @pytest.mark.parametrize(
@@ -258,7 +264,11 @@ def test_a_group_missing_from_a_replicate_is_left_out_like_fairlearn():
             "sample_weight",
         ),
         (dict(n_boot=5, random_state="x"), TypeError, "random_state"),
-        (dict(metrics={"v": lambda y, p: np.array([1, 2])}), TypeError, "scalar"),
+        (dict(n_boot=5, ci_method="bca"), ValueError, "ci_method"),
+        (dict(ci_quantiles=[0.1, 0.9]), ValueError, "needs n_boot"),
+        (dict(n_boot=5, ci_quantiles=[0.1, 1.5]), ValueError, "ci_quantiles"),
+        (dict(sample_params={"w": [1.0] * 3}), ValueError, "one value per row"),
+        (dict(metrics={"a": "accuracy"}, sample_params={"b": {}}), ValueError, "unknown"),
         (dict(y_pred=[1, 0]), ValueError, "same length"),
     ],
 )
@@ -273,7 +283,12 @@ def test_bad_inputs_raise_clear_errors(kwargs, error, message):
     assert len(str(raised.value)) < 500
 
 
-def test_intervals_need_n_boot():
-    frame = MetricFrame(metrics="accuracy", y_true=[0, 1], y_pred=[0, 1], sensitive_features=[0, 1])
+def test_bootstrap_intervals_need_n_boot():
+    """Rates have exact intervals; any other metric's interval needs replicates."""
+    frame = MetricFrame(
+        metrics=f1_score, y_true=[0, 1, 1, 0], y_pred=[0, 1, 1, 1], sensitive_features=[0, 0, 1, 1]
+    )
     with pytest.raises(AttributeError, match="n_boot"):
         _ = frame.overall_ci
+    with pytest.raises(AttributeError, match="n_boot"):
+        frame.bootstrap_distribution()
