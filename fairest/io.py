@@ -132,7 +132,9 @@ def iter_parquet(
     weight : str, optional
         Column of the sample weights.
     features : list of str, optional
-        Feature columns (numeric). Default: every other column.
+        Feature columns (numeric). Default: every column other than ``target``,
+        ``sensitive`` and ``weight`` (and a pandas index stored in the file). A feature
+        column that is not numeric raises ``ValueError`` naming it.
     batch_size : int, default=65536
         Rows per chunk (the last may be shorter).
     dtype : numpy dtype, default=np.float64
@@ -151,6 +153,7 @@ def iter_parquet(
     except ImportError as error:  # pragma: no cover - depends on the environment
         raise ImportError("iter_parquet needs pyarrow: pip install pyarrow") from error
     dataset = ds.dataset(source, format="parquet")
+    features_given = features is not None
     sensitive_columns = [sensitive] if isinstance(sensitive, str) else list(sensitive or [])
     named = [target, *sensitive_columns, *([weight] if weight else [])]
     missing = [
@@ -159,7 +162,9 @@ def iter_parquet(
     if missing:
         raise ValueError(f"iter_parquet: columns {missing} are not in {source}.")
     if features is None:
-        features = [column for column in dataset.schema.names if column not in named]
+        index = _pandas_index_columns(dataset.schema)
+        features = [column for column in dataset.schema.names if column not in named + index]
+    _check_numeric_features(dataset.schema, list(features), features_given, source)
     columns = list(features) + named
     for index, batch in enumerate(_record_batches(dataset, columns, batch_size)):
         if batch.num_rows == 0:
@@ -176,6 +181,48 @@ def iter_parquet(
             groups = stacked[0] if len(stacked) == 1 else np.column_stack(stacked)
         w = batch.column(weight).to_numpy(zero_copy_only=False) if weight else None
         yield _checked_chunk(X, y, groups, w, index=index)
+
+
+def _pandas_index_columns(schema) -> list[str]:
+    """The columns that hold a pandas index (``DataFrame.to_parquet`` stores a non-range
+    index as a column, e.g. ``__index_level_0__``): row labels, not features."""
+    metadata = schema.pandas_metadata or {}
+    return [name for name in metadata.get("index_columns", []) if isinstance(name, str)]
+
+
+def _check_numeric_features(schema, features: list, given: bool, source) -> None:
+    """A ``ValueError`` naming the feature columns that are not numbers, and the fix."""
+    import pyarrow as pa
+
+    def numeric(kind) -> bool:
+        if pa.types.is_dictionary(kind):
+            kind = kind.value_type
+        return (
+            pa.types.is_integer(kind)
+            or pa.types.is_floating(kind)
+            or pa.types.is_boolean(kind)
+            or pa.types.is_decimal(kind)
+            or pa.types.is_null(kind)
+        )
+
+    bad = [
+        (name, schema.field(name).type) for name in features if not numeric(schema.field(name).type)
+    ]
+    if not bad:
+        return
+    shown = ", ".join(f"{name!r} ({kind})" for name, kind in bad[:5])
+    numbers = [name for name in features if name not in dict(bad)]
+    where = (
+        "features="
+        if given
+        else "the default features (every column but target, sensitive and weight)"
+    )
+    raise ValueError(
+        f"iter_parquet: feature column(s) {shown} of {source} in {where} are not numeric; X "
+        f"must be numbers. Pass features= with the numeric columns (e.g. features="
+        f"{numbers[:5]}), name a group column with sensitive=, or encode the column(s) as "
+        "numbers first."
+    )
 
 
 def _record_batches(dataset, columns, batch_size: int):
@@ -284,6 +331,12 @@ def fit_stream(estimator, chunks, *, n_epochs: int = 1, classes=None, groups=Non
     estimator : estimator
         The fitted estimator.
 
+    Raises
+    ------
+    ValueError
+        If ``n_epochs`` is not a positive integer, if a one-shot iterator is given with
+        ``n_epochs > 1``, or if a pass over ``chunks`` reads no chunk (nothing fitted).
+
     References
     ----------
     .. [1] scikit-learn developers, "Strategies to scale computationally: bigger data",
@@ -314,7 +367,8 @@ def fit_stream(estimator, chunks, *, n_epochs: int = 1, classes=None, groups=Non
             "fit_stream: a one-shot iterator cannot be read n_epochs > 1 times; pass a list "
             "or a callable returning a fresh iterable (e.g. lambda: iter_parquet(...))."
         )
-    for _ in range(n_epochs):
+    for epoch in range(n_epochs):
+        n_chunks = 0
         for chunk in iter_chunks(source()):
             estimator.partial_fit(
                 chunk.X,
@@ -323,6 +377,15 @@ def fit_stream(estimator, chunks, *, n_epochs: int = 1, classes=None, groups=Non
                 sample_weight=chunk.sample_weight,
                 classes=classes,
                 groups=groups,
+            )
+            n_chunks += 1
+        if n_chunks == 0:  # nothing fitted: returning the estimator would hide it
+            raise ValueError(
+                "fit_stream: chunks is empty"
+                + (f" on epoch {epoch + 1} of {n_epochs}" if epoch else "")
+                + ": no chunk was read, so nothing was fitted. Pass at least one chunk "
+                "(X, y[, sensitive_features[, sample_weight]]); for n_epochs > 1 pass a list "
+                "or a callable returning a fresh iterable each time."
             )
     return estimator
 
@@ -368,7 +431,8 @@ def start_or_continue_stream(estimator, classes, groups) -> tuple[StreamState, b
         if classes is None:
             raise ValueError(
                 f"{name}.partial_fit: classes must be given on the first call (every label "
-                "of the stream), as for scikit-learn's SGDClassifier."
+                "of the stream, e.g. classes=[0, 1]; a chunk may hold only some of them), as "
+                "for scikit-learn's SGDClassifier."
             )
         labels = np.unique(np.asarray(classes))
         if labels.size < 2:
@@ -399,9 +463,12 @@ def encode_stream_chunk(state: StreamState, y, chunk_codes, chunk_labels, name: 
     position = np.clip(np.searchsorted(state.classes, y), 0, state.classes.size - 1)
     unknown = state.classes[position] != y
     if np.any(unknown):
+        origin = "the fitted model's" if state.warm else "given with classes= on the first call"
         raise ValueError(
             f"{name}.partial_fit: labels {np.unique(y[unknown])[:5].tolist()} of y are not in "
-            f"classes={state.classes.tolist()} given on the first call."
+            f"classes_={state.classes.tolist()} ({origin}). `classes` should include all "
+            "valid labels that can be in y: pass every label of the stream with classes= "
+            "on the first call."
         )
     group_codes = state.vocabulary.codes(chunk_labels)[np.asarray(chunk_codes)]
     return position.astype(np.int32), group_codes.astype(np.int32)
@@ -411,8 +478,13 @@ def encode_stream_chunk(state: StreamState, y, chunk_codes, chunk_labels, name: 
 def chunk_of_a_stream(sensitive_features):
     """Validation of one chunk: a chunk that holds a single group of the stream's
     vocabulary is not a fit with one group, so its ``FairnessWarning`` is silenced (a
-    ``sensitive_features=None`` chunk still warns)."""
-    with warnings.catch_warnings():
+    ``sensitive_features=None`` chunk still warns); a chunk that holds a single class is
+    not a one-class fit either (its labels are checked against the stream's classes by
+    :func:`encode_stream_chunk`), so the fit's "at least 2 classes" checks are off
+    (:func:`fairest.utils._estimator.stream_chunk`)."""
+    from fairest.utils._estimator import stream_chunk
+
+    with warnings.catch_warnings(), stream_chunk():
         if sensitive_features is not None:
             warnings.filterwarnings("ignore", message="sensitive_features holds a single group")
         yield

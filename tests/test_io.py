@@ -135,3 +135,41 @@ def test_fit_stream_refuses_what_it_cannot_read_again_or_feed():
         fit_stream(object(), [(np.ones((4, 2)), np.zeros(4))])
     with pytest.raises(ValueError, match="n_epochs must be a positive integer"):
         fit_stream(_Recorder(), [], n_epochs=0)
+
+
+def test_parquet_default_features_leave_out_target_groups_weight_and_index(tmp_path):
+    """A pandas index saved in the file (``__index_level_0__``, strings here) is not a
+    feature; nor are the target, sensitive and weight columns."""
+    pytest.importorskip("pyarrow")
+    frame = _frame(50)
+    frame.index = [f"row{i}" for i in range(50)]
+    path = tmp_path / "indexed.parquet"
+    frame.to_parquet(path)
+    chunks = list(iter_parquet(path, target="label", sensitive=["sex", "race"], weight="w"))
+    np.testing.assert_array_equal(chunks[0].X, frame[["x0", "x1"]].to_numpy())
+
+
+@pytest.mark.parametrize(
+    "keywords, where",
+    [
+        (dict(sensitive="sex"), "the default features"),  # race: a string left as a feature
+        (dict(sensitive=["sex", "race"], features=["x0", "race"]), "features="),
+    ],
+)
+def test_parquet_non_numeric_feature_is_named_with_the_fix(tmp_path, keywords, where):
+    pytest.importorskip("pyarrow")
+    path = tmp_path / "data.parquet"
+    _frame(20).to_parquet(path)
+    with pytest.raises(ValueError) as info:
+        next(iter_parquet(path, target="label", **keywords))
+    message = str(info.value)
+    assert "feature column(s) 'race'" in message and where in message
+    assert "Pass features= with the numeric columns (e.g. features=['x0'" in message
+    assert "could not convert" not in message and len(message) < 500
+
+
+def test_fit_stream_of_no_chunk_raises_and_fits_nothing():
+    recorder = _Recorder()
+    with pytest.raises(ValueError, match="chunks is empty: no chunk was read, so nothing"):
+        fit_stream(recorder, [], classes=[0, 1])
+    assert recorder.calls == []

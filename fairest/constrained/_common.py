@@ -12,7 +12,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from fairest.constrained._engine import MLP, group_means, per_sample_stats, weighted_mean
 from fairest.constrained._sparse import as_csr
-from fairest.utils._estimator import validate_fit_data
+from fairest.utils._estimator import in_stream_chunk, validate_fit_data
 
 __all__ = [
     "validate_constrained_fit",
@@ -91,7 +91,9 @@ def validate_constrained_fit(estimator, X, y, sensitive_features, sample_weight=
     gets ``sensitive_columns_``); then :func:`fairest.utils._estimator.validate_fit_data`
     checks ``X``, ``y``, the weights and the groups. Returns ``(X, y_codes, classes,
     groups, group_labels, sample_weight)``; the rows of positive weight must hold at
-    least two classes.
+    least two classes, except for one chunk of a stream (``partial_fit``, inside
+    :func:`fairest.utils._estimator.stream_chunk`): its labels are checked against the
+    stream's classes instead, and a chunk of a single class is normal.
     """
     X, sensitive_features, cols = split_sensitive_columns(X, sensitive_features)
     estimator.sensitive_columns_ = cols
@@ -101,10 +103,10 @@ def validate_constrained_fit(estimator, X, y, sensitive_features, sample_weight=
     X = as_csr(X)  # sparse X stays sparse (fairest.constrained._sparse)
     classes, y_codes = np.unique(y, return_inverse=True)
     weighted_classes = np.unique(y_codes[sample_weight > 0])
-    if weighted_classes.size < 2:
+    if weighted_classes.size < 2 and not in_stream_chunk():
         raise ValueError(
             "This solver needs samples of at least 2 classes in the data, but the data "
-            f"contains only one class: {classes[weighted_classes[0]]!r}"
+            f"contains only one class: {classes[weighted_classes[:1]].tolist()[0]!r}"
             + (" among the rows of positive sample_weight." if classes.size > 1 else ".")
         )
     return X, y_codes.astype(np.int32), classes, groups, labels, sample_weight

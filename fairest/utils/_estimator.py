@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import NamedTuple
 
 import numpy as np
@@ -11,9 +14,49 @@ from sklearn.utils.validation import _check_sample_weight, validate_data
 
 from fairest.utils._validation import check_sensitive_features, raise_if_weightless_group
 
-__all__ = ["FitData", "validate_fit_data", "encode_binary_target"]
+__all__ = [
+    "FitData",
+    "validate_fit_data",
+    "encode_binary_target",
+    "stream_chunk",
+    "in_stream_chunk",
+]
 
 _CHECK_BLOCK_BYTES = 16 * 2**20  # finiteness is checked over row blocks of about this size
+
+# set while one chunk of a stream (``partial_fit``) is validated: the classes are the
+# stream's (given on its first call), so a chunk holding one of them is not a one-class fit
+_STREAM_CHUNK: ContextVar[bool] = ContextVar("fairest_stream_chunk", default=False)
+
+
+@contextmanager
+def stream_chunk() -> Iterator[None]:
+    """Validate the inputs inside the block as one chunk of a stream.
+
+    A chunk's labels are checked against the stream's classes (``partial_fit``'s
+    ``classes=``) rather than on their own, so the "at least 2 classes" checks of a fit
+    (:func:`in_stream_chunk`) do not apply: a chunk of a single class is normal.
+
+    Yields
+    ------
+    None
+    """
+    token = _STREAM_CHUNK.set(True)
+    try:
+        yield
+    finally:
+        _STREAM_CHUNK.reset(token)
+
+
+def in_stream_chunk() -> bool:
+    """Whether the inputs being validated are one chunk of a stream (:func:`stream_chunk`).
+
+    Returns
+    -------
+    bool
+        ``True`` inside :func:`stream_chunk`.
+    """
+    return _STREAM_CHUNK.get()
 
 
 class FitData(NamedTuple):
@@ -199,7 +242,7 @@ def encode_binary_target(estimator_name: str, y) -> tuple[np.ndarray, np.ndarray
     if classes.size < 2:
         raise ValueError(
             "This solver needs samples of at least 2 classes in the data, but the data "
-            f"contains only one class: {classes[0]!r}."
+            f"contains only one class: {classes[:1].tolist()[0]!r}."
         )
     if classes.size > 2:
         raise ValueError(
