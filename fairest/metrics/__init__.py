@@ -1,5 +1,9 @@
 """Fairness metrics: exact numpy metrics, smooth JAX surrogates and a per-group report.
 
+* fairlearn's base metrics (same names, signatures and values as
+  :mod:`fairlearn.metrics`): ``selection_rate``, ``count``, ``true_positive_rate``,
+  ``false_positive_rate``, ``false_negative_rate``, ``true_negative_rate``,
+  ``mean_prediction``; the frame evaluates the rates for all groups at once.
 * fairlearn-compatible metrics of hard predictions (same signatures and values as
   :mod:`fairlearn.metrics`): ``demographic_parity_*``, ``equal_opportunity_*``,
   ``equalized_odds_*`` (``_difference`` / ``_ratio``).
@@ -23,6 +27,15 @@ from fairest.utils._lazy import lazy_exports
 __getattr__, __dir__, __all__ = lazy_exports(
     __name__,
     {
+        "_base": [
+            "count",
+            "false_negative_rate",
+            "false_positive_rate",
+            "mean_prediction",
+            "selection_rate",
+            "true_negative_rate",
+            "true_positive_rate",
+        ],
         "_constrained": [
             "excess_accuracy_gaps",
             "independence_gap",

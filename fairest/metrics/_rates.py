@@ -10,13 +10,21 @@ callables (and fairest's own) to their record.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["RATE_METRICS", "RateMetric", "is_binary_coded", "known_rate_form"]
+__all__ = [
+    "CONFUSION_RATES",
+    "RATE_METRICS",
+    "RateMetric",
+    "fairlearn_rate",
+    "is_binary_coded",
+    "known_rate_form",
+]
 
 
 def _all_rows(y_true, y_pred):
@@ -71,6 +79,14 @@ RATE_METRICS: dict[str, RateMetric] = {
         RateMetric(
             "false_positive_rate", lambda y, p: _positives(p), lambda y, p: 1.0 - _positives(y)
         ),
+        RateMetric(
+            "false_negative_rate", lambda y, p: 1.0 - _positives(p), lambda y, p: _positives(y)
+        ),
+        RateMetric(
+            "true_negative_rate",
+            lambda y, p: 1.0 - _positives(p),
+            lambda y, p: 1.0 - _positives(y),
+        ),
         RateMetric("accuracy", _equal),
         RateMetric("mean_target", lambda y, p: y, binary=False),
         RateMetric("mean_prediction", lambda y, p: p, binary=False),
@@ -81,32 +97,52 @@ RATE_METRICS: dict[str, RateMetric] = {
 """Built-in metrics by name (``undefined`` = NaN for a group without eligible rows)."""
 
 
+# the confusion-matrix rates, whose value without eligible rows is 0 in scikit-learn's
+# ``confusion_matrix(normalize="true")`` and so in fairlearn's and fairest's functions
+CONFUSION_RATES = (
+    "true_positive_rate",
+    "false_positive_rate",
+    "false_negative_rate",
+    "true_negative_rate",
+)
+
+
+def fairlearn_rate(name: str) -> RateMetric:
+    """The record of fairlearn's function ``name`` (and of fairest's of that name): the
+    built-in rate, with 0 where no row is eligible for the confusion-matrix rates; the
+    selection rate and the mean prediction have all rows eligible, and only a zero total
+    weight leaves them undefined, NaN as in fairlearn."""
+    built_in = RATE_METRICS[name]
+    if name in CONFUSION_RATES:
+        return dataclasses.replace(built_in, undefined=0.0)
+    return built_in
+
+
 @functools.cache
 def _known_rate_metrics() -> dict:
     """Third-party callables that are weighted rates, with their value when undefined
-    (scikit-learn's ``zero_division`` default and fairlearn's convention: 0)."""
+    (scikit-learn's ``zero_division`` default and fairlearn's convention: 0), and
+    fairest's own base metrics (:mod:`fairest.metrics._base`)."""
     from sklearn import metrics as skm
 
-    def rate(name, undefined=0.0):
-        built_in = RATE_METRICS[name]
-        return RateMetric(name, built_in.hits, built_in.eligible, undefined, built_in.binary)
+    from fairest.metrics import _base
 
     known = {
         skm.accuracy_score: RateMetric("accuracy", _equal, binary=False),
-        skm.recall_score: rate("true_positive_rate"),
+        skm.recall_score: fairlearn_rate("true_positive_rate"),
         skm.precision_score: RateMetric(
             "precision", lambda y, p: _positives(y), lambda y, p: _positives(p), 0.0
         ),
         skm.mean_squared_error: RATE_METRICS["mean_squared_error"],
         skm.mean_absolute_error: RATE_METRICS["mean_absolute_error"],
     }
+    names = ("selection_rate", *CONFUSION_RATES, "mean_prediction")
+    known.update({getattr(_base, name): fairlearn_rate(name) for name in names})
     try:
         from fairlearn import metrics as flm
     except ImportError:  # fairlearn is optional
         return known
-    for name in ("selection_rate", "true_positive_rate", "false_positive_rate"):
-        known[getattr(flm, name)] = rate(name)
-    known[flm.mean_prediction] = RATE_METRICS["mean_prediction"]
+    known.update({getattr(flm, name): fairlearn_rate(name) for name in names})
     return known
 
 
