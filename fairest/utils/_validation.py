@@ -1,13 +1,16 @@
 """Input validation shared by every estimator and metric.
 
 The single entry point for sensitive features is :func:`encode_groups`: whatever the user
-passes (Series, DataFrame, list, ndarray, polars, strings, numbers, categoricals) becomes
-int32 codes ``0..G-1`` plus the group labels in a stable (sorted) order.
+passes (Series, DataFrame, list, ndarray, polars, a dict of columns, strings, numbers,
+categoricals) becomes int32 codes ``0..G-1`` plus the group labels in a stable (sorted)
+order.
 """
 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Mapping
+from typing import NoReturn
 
 import numpy as np
 import pandas as pd
@@ -16,6 +19,7 @@ __all__ = [
     "FairnessWarning",
     "encode_groups",
     "check_sensitive_features",
+    "frame_of_mapping",
     "raise_if_weightless_group",
 ]
 
@@ -25,7 +29,9 @@ class FairnessWarning(UserWarning):
 
 
 def _columns_of(sensitive_features) -> list:
-    """Split sensitive features into a list of 1-D columns (lists or arrays)."""
+    """Split sensitive features into a list of 1-D columns (lists, arrays or Series)."""
+    if isinstance(sensitive_features, Mapping):
+        return _columns_of_mapping(sensitive_features)
     module = type(sensitive_features).__module__
     if module.startswith("polars"):
         if hasattr(sensitive_features, "columns"):
@@ -52,12 +58,80 @@ def _columns_of(sensitive_features) -> list:
     )
 
 
+def _columns_of_mapping(mapping: Mapping) -> list[pd.Series]:
+    """The columns of a mapping ``{name: 1-D column}``, as fairlearn reads a dict: the
+    same as a DataFrame of those columns, each a Series named by its key (so that group
+    labels and names match the DataFrame's)."""
+    columns, lengths = [], {}
+    for key, value in mapping.items():
+        if isinstance(value, (pd.Series, pd.Categorical, pd.Index)):
+            column = pd.Series(value, name=key)
+        elif type(value).__module__.startswith("polars") and not hasattr(value, "columns"):
+            column = pd.Series(value.to_list(), name=key, dtype=object)
+        else:
+            try:
+                array = np.asarray(value)
+                if not _is_numeric(array):
+                    array = np.asarray(value, dtype=object)
+            except ValueError:  # ragged nested sequences
+                _raise_not_a_column(key, f"a ragged {type(value).__name__}")
+            if array.ndim == 0:
+                _raise_not_a_column(key, f"the scalar {value!r}")
+            if array.ndim != 1:
+                _raise_not_a_column(key, f"{type(value).__name__} of shape {array.shape}")
+            column = pd.Series(array, name=key, copy=False)
+        columns.append(column)
+        lengths[key] = len(column)
+    if len(set(lengths.values())) > 1:
+        first_key, first_length = next(iter(lengths.items()))
+        key, length = next((k, n) for k, n in lengths.items() if n != first_length)
+        raise ValueError(
+            f"sensitive_features[{key!r}] has {length} rows but "
+            f"sensitive_features[{first_key!r}] has {first_length}; every column of the "
+            "dict must have one label per sample."
+        )
+    return columns
+
+
+def frame_of_mapping(sensitive_features):
+    """A mapping of columns as the DataFrame it means, anything else unchanged.
+
+    For code that indexes rows of the sensitive features (cross-validation folds) or
+    reads their names: a dict ``{name: 1-D column}`` becomes the DataFrame with those
+    columns in that order, checked as :func:`encode_groups` checks it (1-D columns of
+    one length; a ``ValueError`` names the key otherwise).
+
+    Parameters
+    ----------
+    sensitive_features : object
+        Sensitive features in any accepted form.
+
+    Returns
+    -------
+    object
+        A ``pandas.DataFrame`` for a mapping, else ``sensitive_features`` itself.
+    """
+    if not isinstance(sensitive_features, Mapping):
+        return sensitive_features
+    columns = _columns_of_mapping(sensitive_features)
+    if not columns:
+        return pd.DataFrame()
+    return pd.concat([column.reset_index(drop=True) for column in columns], axis=1)
+
+
+def _raise_not_a_column(key, got: str) -> NoReturn:
+    raise ValueError(
+        f"sensitive_features[{key!r}] must be a 1-D column of group labels, one per "
+        f"sample; got {got}. Pass one column per key, or a DataFrame."
+    )
+
+
 def _is_numeric(column) -> bool:
     """Whether ``column`` is a numpy array of booleans or numbers (factorised natively)."""
     return isinstance(column, np.ndarray) and column.dtype.kind in "biuf"
 
 
-def _factorize_column(column, position: int) -> tuple[np.ndarray, np.ndarray]:
+def _factorize_column(column, position: int | str) -> tuple[np.ndarray, np.ndarray]:
     """Codes and labels of one column; labels sorted when they are comparable."""
     if isinstance(column, np.ndarray) and column.dtype.kind in "biu":  # no missing values
         return _factorize_integers(column)
@@ -100,7 +174,7 @@ def _factorize_integers(column: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(codes, dtype=np.int64), np.asarray(labels, dtype=column.dtype)
 
 
-def _raise_if_labels_print_alike(labels: np.ndarray, position: int) -> None:
+def _raise_if_labels_print_alike(labels: np.ndarray, position: int | str) -> None:
     """Refuse distinct labels that print the same (``1`` and ``"1"``): two groups a user
     would read as one."""
     printed = pd.Series([str(label) for label in labels])
@@ -128,9 +202,10 @@ def encode_groups(
 
     Parameters
     ----------
-    sensitive_features : array-like of shape (n_samples,) or (n_samples, k)
+    sensitive_features : array-like of shape (n_samples,) or (n_samples, k), or dict
         Group membership. With ``k > 1`` columns, groups are the observed row tuples
-        (intersectional groups).
+        (intersectional groups). A dict (any mapping) of ``k`` equal-length 1-D columns
+        means the DataFrame of those columns, as in fairlearn.
     n_samples : int, default=None
         Expected number of rows; a mismatch raises ``ValueError``.
     min_groups : int, default=1
@@ -151,7 +226,8 @@ def encode_groups(
     Raises
     ------
     ValueError
-        On a length mismatch, missing values, too few groups or a too small group.
+        On a length mismatch (of a dict's columns too), a dict value that is not 1-D,
+        missing values, too few groups or a too small group.
     """
     columns = _columns_of(sensitive_features)
     if not columns:
@@ -165,7 +241,9 @@ def encode_groups(
         )
     if n_rows == 0:
         raise ValueError("sensitive_features is empty.")
-    encoded = [_factorize_column(column, j) for j, column in enumerate(columns)]
+    encoded = [
+        _factorize_column(column, _column_label(column, j)) for j, column in enumerate(columns)
+    ]
     if len(encoded) == 1:
         codes, groups = encoded[0]
     else:
@@ -181,6 +259,13 @@ def encode_groups(
     codes = codes.astype(np.int32)
     _check_group_counts(codes, groups, min_groups, min_group_size)
     return codes, groups
+
+
+def _column_label(column, position: int):
+    """How error messages name a column: its name (a DataFrame's or a dict's key) when
+    it has one, else its position."""
+    name = getattr(column, "name", None) if isinstance(column, pd.Series) else None
+    return position if name is None else repr(name)
 
 
 def _as_python(value):
@@ -227,8 +312,9 @@ def check_sensitive_features(
 
     Parameters
     ----------
-    sensitive_features : array-like of shape (n_samples,) or (n_samples, k), or None
-        Group membership; ``k > 1`` columns define intersectional groups.
+    sensitive_features : array-like of shape (n_samples,) or (n_samples, k), dict, or None
+        Group membership; ``k > 1`` columns define intersectional groups. A dict of
+        equal-length 1-D columns means the DataFrame of those columns.
     n_samples : int
         Number of rows of ``X``; a mismatch raises ``ValueError``.
     min_groups : int, default=2
