@@ -506,7 +506,7 @@ class MetricFrame:
                     f"group(s) {shown} have fewer than 2 (effective) rows for metric "
                     f"{name!r}: their intervals are wide or unbounded, and so are the "
                     "intervals of the gaps; collect more rows or merge small groups.",
-                    UserWarning,
+                    _intervals.IntervalWarning,
                     stacklevel=4,
                 )
         return lower, upper

@@ -32,6 +32,7 @@ import numpy as np
 from scipy import stats
 
 __all__ = [
+    "IntervalWarning",
     "between_groups_interval",
     "effective_size",
     "group_level",
@@ -39,6 +40,10 @@ __all__ = [
     "proportion_interval",
     "to_overall_interval",
 ]
+
+
+class IntervalWarning(UserWarning):
+    """An interval that is wide or unbounded because a group has too few rows."""
 
 
 def group_level(ci: float, num_groups, *, with_overall: bool = False):
