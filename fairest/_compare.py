@@ -4,8 +4,9 @@
 below: adding a method is adding one entry. A method is a factory of an unfitted
 estimator; the job wraps it in the same preprocessing Pipeline, routes
 ``sensitive_features`` through metadata routing, times ``fit`` and scores the held-out
-split, with percentile bootstrap intervals (:class:`fairest.metrics.MetricFrame`, the same
-replicates for every method). A method with a fairness knob (``Method.path``) also gets
+split, with confidence intervals that hold at exact parity
+(:class:`fairest.metrics.MetricFrame`: Clopper-Pearson per group, combined over the groups
+at the simultaneous level). A method with a fairness knob (``Method.path``) also gets
 its fairness path on a few values (:func:`fairest.fairness_path`, fitted on the
 preprocessed training split, scored on the test split); a post-processor's path reuses its
 fitted classifier (one score computation for all tolerances). Methods marked
@@ -51,7 +52,8 @@ from fairest.certified import CertifiedFairClassifier
 from fairest.constrained import LossGapConstrainedClassifier
 from fairest.ermi import ERMIClassifier
 from fairest.metrics import MetricFrame, demographic_parity_difference, equalized_odds_difference
-from fairest.metrics._frame import RATE_METRICS
+from fairest.metrics._intervals import IntervalWarning
+from fairest.metrics._rates import RATE_METRICS
 from fairest.partial import PartialParityClassifier
 from fairest.paths import fairness_path
 from fairest.postprocessing import GroupThresholdClassifier
@@ -67,7 +69,7 @@ __all__ = ["METHODS", "Method", "CompareData", "Comparison", "make_estimator", "
 
 N_BOOT = 200  # bootstrap replicates of the test metrics
 CI_LEVEL = 0.95
-NOTED_WARNINGS = (FairnessWarning, ConvergenceWarning, UndefinedMetricWarning)
+NOTED_WARNINGS = (FairnessWarning, ConvergenceWarning, UndefinedMetricWarning, IntervalWarning)
 
 
 @dataclass(frozen=True)
@@ -319,11 +321,18 @@ def _rates(*names):
     return {name: dataclasses.replace(RATE_METRICS[name], undefined=0.0) for name in names}
 
 
-def _interval(values) -> str:
-    low, high = np.quantile(
-        np.asarray(values, dtype=float), [(1 - CI_LEVEL) / 2, (1 + CI_LEVEL) / 2]
-    )
-    return f"[{low:.4f}, {high:.4f}]"
+def _interval(interval) -> str:
+    """A ``lower`` / ``upper`` pair as the report prints it."""
+    return f"[{float(interval['lower']):.4f}, {float(interval['upper']):.4f}]"
+
+
+def _worst_of(intervals) -> dict:
+    """Interval of the larger of several quantities whose intervals hold together."""
+    intervals = list(intervals)
+    return {
+        "lower": max(float(i["lower"]) for i in intervals),
+        "upper": max(float(i["upper"]) for i in intervals),
+    }
 
 
 def ci_column(metric: str) -> str:
@@ -354,10 +363,10 @@ def _score_row(method: Method, estimator, data: CompareData, fit_seconds: float,
                 y_pred=np.asarray(y_pred, dtype=float),
                 **bootstrap,
             )
-            mse = frame.bootstrap_distribution("overall")["mean_squared_error"]
-            row[ci_column("RMSE")] = _interval(np.sqrt(mse))
-            gaps = frame.bootstrap_distribution("difference")["mean_prediction"]
-            row[ci_column("mean prediction gap")] = _interval(gaps)
+            mse = frame.overall_ci.loc["mean_squared_error"]
+            row[ci_column("RMSE")] = _interval(np.sqrt(np.maximum(mse, 0.0)))
+            gap = frame.difference_ci().loc["mean_prediction"]
+            row[ci_column("mean prediction gap")] = _interval(gap)
         return row
     positive = np.unique(data.y_train)[-1]
     y_true01 = (data.y_test == positive).astype(int)
@@ -371,18 +380,25 @@ def _score_row(method: Method, estimator, data: CompareData, fit_seconds: float,
     )
     if n_boot:
         frame = MetricFrame(
-            metrics=_rates(
-                "accuracy", "selection_rate", "true_positive_rate", "false_positive_rate"
-            ),
+            metrics=_rates("accuracy", "selection_rate"),
             y_true=y_true01,
             y_pred=y_pred01,
             **bootstrap,
         )
-        differences = frame.bootstrap_distribution("difference")
-        row[ci_column("accuracy")] = _interval(frame.bootstrap_distribution("overall")["accuracy"])
-        row[ci_column("demographic parity diff")] = _interval(differences["selection_rate"])
-        odds = differences[["true_positive_rate", "false_positive_rate"]].max(axis=1)
-        row[ci_column("equalized odds diff")] = _interval(odds)
+        row[ci_column("accuracy")] = _interval(frame.overall_ci.loc["accuracy"])
+        row[ci_column("demographic parity diff")] = _interval(
+            frame.difference_ci().loc["selection_rate"]
+        )
+        odds = MetricFrame(  # both gaps at once: each at the Bonferroni level
+            metrics=_rates("true_positive_rate", "false_positive_rate"),
+            y_true=y_true01,
+            y_pred=y_pred01,
+            ci=1 - (1 - CI_LEVEL) / 2,
+            **bootstrap,
+        ).difference_ci()
+        row[ci_column("equalized odds diff")] = _interval(
+            _worst_of(row for _, row in odds.iterrows())
+        )
     return row
 
 
@@ -507,7 +523,8 @@ def run_comparison(
 
     Returns a :class:`Comparison`: a table with one row per method (accuracy or RMSE,
     demographic parity and equalized odds differences on the test split with their
-    bootstrap intervals over ``n_boot`` replicates of the test rows (none when 0), the
+    confidence intervals (none when ``n_boot`` is 0; rates' intervals are exact and use
+    no replicate, see :class:`~fairest.metrics.MetricFrame`), the
     wall-clock fit time, what the method chose: group weights, interval, privacy spent,
     thresholds, certificate, and a ``note`` of the fairness or convergence warnings of its
     fit), the fitted pipelines by method name and, for the methods with a ``path`` (on
@@ -519,7 +536,12 @@ def run_comparison(
     pipeline, so the fit time of a row is its estimator's alone; a method that
     ``reuses`` another (the thresholds around logistic regression) wraps that method's
     fitted model when both run, instead of refitting it.
+
+    An empty ``method_names``, an unknown name, a method of the other task, or a class
+    target of more than two classes (the methods and the scores are binary) raise
+    ``ValueError`` before any fit.
     """
+    _check_run(data, method_names)
     params = params or {}
     with_paths, paths = paths, {}
     rows, fitted, settings, preprocessors = [], {}, {}, {}
@@ -550,6 +572,30 @@ def run_comparison(
             if method.settings or name in params:
                 settings[method.label] = _settings_text(method, params.get(name))
     return Comparison(pd.DataFrame(rows).set_index("method"), fitted, paths, settings)
+
+
+def _check_run(data: CompareData, method_names) -> None:
+    """The ``ValueError`` of a comparison that cannot run, before any fit."""
+    available = [n for n, m in METHODS.items() if m.task == data.task and not m.optional]
+    if not method_names:
+        raise ValueError(
+            f"method_names is empty; name at least one of {', '.join(available)} "
+            f"(the methods for {data.task})."
+        )
+    unknown = [n for n in method_names if n not in METHODS]
+    if unknown:
+        raise ValueError(f"unknown method(s) {unknown}; available: {', '.join(METHODS)}.")
+    wrong_task = [n for n in method_names if METHODS[n].task != data.task]
+    if wrong_task:
+        raise ValueError(f"method(s) {wrong_task} do not handle {data.task}.")
+    if data.task == "classification":
+        classes = np.unique(np.asarray(data.y_train))
+        if classes.size > 2:
+            raise ValueError(
+                f"y_train has {classes.size} classes; the compared methods are binary "
+                "classifiers: binarise the target first (one class coded 1, the others 0, "
+                "as the CLI's --positive LABEL does)."
+            )
 
 
 def _settings_text(method: Method, params: dict | None) -> str:

@@ -128,8 +128,18 @@ def _sensitive_columns(frame: pd.DataFrame, requested, default) -> list[str]:
     return columns
 
 
+MAX_CLASSES = 10  # a whole-number target with at most this many values reads as classes
+
+
 def _load_csv(
-    path: str, target: str | None, sensitive: list[str] | None, test_size: float, seed: int
+    path: str,
+    target: str | None,
+    sensitive: list[str] | None,
+    test_size: float,
+    seed: int,
+    *,
+    task: str = "auto",
+    positive: str | None = None,
 ):
     from sklearn.model_selection import train_test_split
 
@@ -137,6 +147,11 @@ def _load_csv(
 
     if target is None or not sensitive:
         raise UserError("--data needs --target COL and --sensitive COL[,COL].")
+    if target in sensitive:
+        raise UserError(
+            f"--sensitive {target!r} is the target column (--target {target}); the sensitive "
+            "columns must be other columns of the file."
+        )
     if Path(path).is_dir():
         raise UserError(f"{path} is a directory; --data needs a CSV file.")
     try:
@@ -158,17 +173,9 @@ def _load_csv(
     n_values = pd.Series(y).nunique()
     if n_values < 2:
         raise UserError(f"target {target!r} has a single value; nothing to learn.")
-    numeric = pd.api.types.is_numeric_dtype(frame[target])
-    task = "regression" if numeric and n_values > 2 else "classification"
+    task = _task_of(target, y, n_values, task, positive)
     if task == "classification":
-        if n_values > 2:
-            raise UserError(
-                f"target {target!r} has {n_values} classes; compare handles binary targets "
-                "and numeric (regression) targets."
-            )
-        positive = str(np.unique(y.astype(str))[-1])
-        print(f"positive class of {target!r}: {positive} (coded 1)", file=sys.stderr)
-        y = (y.astype(str) == positive).astype(int)
+        y = _binary_target(target, y, positive)
     if len(frame) < 20:
         raise UserError(f"{path} has {len(frame)} rows with a target; compare needs at least 20.")
     if frame[sensitive].isna().any().any():
@@ -188,6 +195,77 @@ def _load_csv(
     )
     X_train, X_test, y_train, y_test, s_train, s_test = parts
     return CompareData(Path(path).name, X_train, y_train, s_train, X_test, y_test, s_test, task)
+
+
+def _task_of(target: str, y: np.ndarray, n_values: int, task: str, positive) -> str:
+    """``"classification"`` or ``"regression"``: ``--task`` when given, else a text or
+    two-valued target is classes, a whole-number one of at most :data:`MAX_CLASSES`
+    values too (class codes: 0, 1, 2), any other number is a regression target."""
+    numeric = y.dtype.kind in "iuf"
+    if task == "regression":
+        if not numeric:
+            raise UserError(f"--task regression needs a numeric target; {target!r} is not.")
+        if positive is not None:
+            raise UserError(
+                "--positive binarises a class target; it has no use with --task regression."
+            )
+        return task
+    if task == "classification" or positive is not None or not numeric or n_values <= 2:
+        return "classification"
+    if y.dtype.kind in "iu" and n_values <= MAX_CLASSES:
+        return "classification"
+    return "regression"
+
+
+def _binary_target(target: str, y: np.ndarray, positive) -> np.ndarray:
+    """``y`` coded 1 for the positive class and 0 for the others: ``--positive`` when
+    given (one class against the rest), else the last of two classes; more than two
+    classes without ``--positive`` are refused (the compare methods are binary)."""
+    classes = np.unique(y.astype(str))
+    if positive is not None:
+        if positive not in classes:
+            raise UserError(
+                f"--positive {positive!r} is not a class of {target!r}; its classes are "
+                f"{', '.join(classes[:20])}."
+            )
+    elif classes.size > 2:
+        shown = ", ".join(classes[:10]) + (", ..." if classes.size > 10 else "")
+        numeric = y.dtype.kind in "iuf"
+        raise UserError(
+            f"target {target!r} has {classes.size} classes ({shown}); the compare methods "
+            "are binary classifiers. Binarise it with --positive LABEL (that class coded 1, "
+            f"the others 0, e.g. --positive {classes[-1]})"
+            + (", or read it as a number with --task regression." if numeric else ".")
+        )
+    positive = classes[-1] if positive is None else positive
+    rest = f", the other {classes.size - 1} classes coded 0" if classes.size > 2 else ""
+    print(f"positive class of {target!r}: {positive} (coded 1){rest}", file=sys.stderr)
+    return (y.astype(str) == positive).astype(int)
+
+
+def _method_names(text: str | None, task: str, available: list[str]) -> list[str]:
+    """The ``--methods`` list, checked: known names for the task, at least one."""
+    from fairest._compare import METHODS
+
+    if text is None:
+        return list(available)
+    names = list(dict.fromkeys(name.strip() for name in text.split(",") if name.strip()))
+    if not names:
+        raise UserError(
+            f"--methods is empty; name at least one method, e.g. --methods "
+            f"{','.join(available[:2])}. Available for {task}: {', '.join(available)} "
+            "(--methods list prints them all)."
+        )
+    unknown = [n for n in names if n not in METHODS]
+    if unknown:
+        raise UserError(f"unknown method(s) {unknown}; available: {', '.join(METHODS)}.")
+    wrong_task = [n for n in names if METHODS[n].task != task]
+    if wrong_task:
+        raise UserError(
+            f"method(s) {wrong_task} do not handle {task}; available for {task}: "
+            f"{', '.join(available)}."
+        )
+    return names
 
 
 def _one_line(error) -> str:
@@ -294,8 +372,18 @@ def _command_compare(args) -> int:
         raise UserError(
             f"--test-size must be a fraction strictly between 0 and 1; got {args.test_size:g}."
         )
+    if not args.data and (args.task != "auto" or args.positive is not None):
+        raise UserError("--task and --positive apply to a CSV file (--data).")
     if args.data:
-        data = _load_csv(args.data, args.target, sensitive, args.test_size, args.seed)
+        data = _load_csv(
+            args.data,
+            args.target,
+            sensitive,
+            args.test_size,
+            args.seed,
+            task=args.task,
+            positive=args.positive,
+        )
     elif args.dataset == "acs_income":
         data = _load_acs_income(args.state, args.data_home, sensitive, args.test_size, args.seed)
     else:
@@ -310,16 +398,7 @@ def _command_compare(args) -> int:
     available = [
         name for name, method in METHODS.items() if method.task == data.task and not method.optional
     ]
-    if args.methods:
-        names = args.methods.split(",")
-        unknown = [n for n in names if n not in METHODS]
-        if unknown:
-            raise UserError(f"unknown method(s) {unknown}; available: {', '.join(METHODS)}.")
-        wrong_task = [n for n in names if METHODS[n].task != data.task]
-        if wrong_task:
-            raise UserError(f"method(s) {wrong_task} do not handle {data.task}.")
-    else:
-        names = available
+    names = _method_names(args.methods, data.task, available)
     if args.certified:
         certified = [n for n, m in METHODS.items() if m.optional and m.task == data.task]
         if not certified:
@@ -416,6 +495,19 @@ def _parser() -> argparse.ArgumentParser:
     )
     compare.add_argument("--data", help="a CSV file instead of a bundled dataset")
     compare.add_argument("--target", help="target column of the CSV")
+    compare.add_argument(
+        "--task",
+        choices=("auto", "classification", "regression"),
+        default="auto",
+        help="how to read the CSV's target (default auto: text, two values or whole numbers "
+        f"with at most {MAX_CLASSES} values are classes, other numbers a regression target)",
+    )
+    compare.add_argument(
+        "--positive",
+        metavar="LABEL",
+        help="binarise the CSV's class target: LABEL coded 1, every other class 0 (needed "
+        "for more than two classes: the compared methods are binary)",
+    )
     compare.add_argument(
         "--sensitive", help="sensitive column(s), comma separated (default: sex for adult)"
     )

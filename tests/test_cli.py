@@ -510,3 +510,122 @@ def test_tree_preprocessing_codes_missing_and_unseen_categories():
     test = pd.DataFrame({"x": [np.nan, 2.0], "c": pd.Categorical(["z", None])})
     codes = _preprocessor("ordinal").fit(train).transform(test)
     assert codes.tolist() == [[3.0, -2.0], [2.0, -1.0]]  # median 3; unseen -2, missing -1
+
+
+@pytest.fixture
+def coded_csv(csv_file, tmp_path):
+    """The CSV with integer targets: ``grade`` (3 class codes) and ``count`` (40 values)."""
+    frame = pd.read_csv(csv_file)
+    rng = np.random.default_rng(1)
+    frame["grade"] = np.digitize(frame["x1"], [-0.5, 0.5])
+    frame["count"] = rng.integers(0, 40, len(frame))
+    path = tmp_path / "coded.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+@pytest.mark.parametrize(
+    "arguments, messages",
+    [
+        (  # whole-number class codes were read as a regression target
+            ["--target", "grade", "--sensitive", "sex"],
+            ["target 'grade' has 3 classes (0, 1, 2)", "binary", "--positive 2", "--task"],
+        ),
+        (
+            ["--target", "grade", "--sensitive", "sex", "--task", "classification"],
+            ["3 classes", "--positive"],
+        ),
+        (["--target", "label", "--sensitive", "label"], ["--sensitive 'label' is the target"]),
+        (["--target", "label", "--sensitive", "sex,label"], ["is the target column"]),
+        (  # an empty list used to run every method
+            ["--target", "label", "--sensitive", "sex", "--methods", ""],
+            ["--methods is empty", "erm, erm-balanced", "threshold-erm"],
+        ),
+        (["--target", "label", "--sensitive", "sex", "--methods", " , "], ["--methods is empty"]),
+        (
+            ["--target", "amount", "--sensitive", "sex", "--methods", "erm"],
+            ["do not handle regression; available for regression: ridge"],
+        ),
+        (["--target", "grade", "--sensitive", "sex", "--positive", "7"], ["not a class"]),
+        (["--target", "label", "--sensitive", "sex", "--task", "regression"], ["numeric"]),
+        (
+            ["--target", "grade", "--sensitive", "sex", "--task", "regression", "--positive", "1"],
+            ["--positive binarises"],
+        ),
+    ],
+)
+def test_compare_target_sensitive_and_methods_are_judged_before_any_fit(
+    arguments, messages, coded_csv, tmp_path, capsys, monkeypatch
+):
+    import fairest._compare
+
+    def no_fit(*args, **kwargs):
+        raise AssertionError("a fit ran before the input was checked")
+
+    monkeypatch.setattr(fairest._compare, "run_comparison", no_fit)
+    output = ["--output", str(tmp_path / "o")]
+    assert main(["compare", "--data", str(coded_csv), *arguments, *output]) == 2
+    error = capsys.readouterr().err
+    assert all(message in error for message in messages), error
+    assert "Traceback" not in error and len(error.strip().splitlines()[-1]) < 600
+
+
+def test_compare_task_and_positive_apply_to_csv_files_only(tmp_path, capsys):
+    assert (
+        main(["compare", "--dataset", "ricci", "--positive", "1", "--output", str(tmp_path)]) == 2
+    )
+    assert "--task and --positive apply to a CSV file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "arguments, task, positives",
+    [
+        (["--target", "grade", "--positive", "2"], "classification", "grade == 2"),
+        (["--target", "grade", "--task", "regression"], "regression", None),
+        (["--target", "count"], "regression", None),  # 40 whole numbers: a quantity
+        (["--target", "label", "--methods", "erm, erm,threshold-erm"], "classification", None),
+    ],
+)
+def test_compare_reads_the_target_as_asked(
+    arguments, task, positives, coded_csv, tmp_path, capsys, monkeypatch
+):
+    import fairest._compare
+
+    seen = {}
+
+    def record(data, names, **kwargs):
+        seen.update(data=data, names=names)
+        raise SystemExit(0)
+
+    monkeypatch.setattr(fairest._compare, "run_comparison", record)
+    with pytest.raises(SystemExit):
+        main(
+            ["compare", "--data", str(coded_csv), "--sensitive", "sex", *arguments]
+            + ["--output", str(tmp_path / "o")]
+        )
+    data = seen["data"]
+    assert data.task == task
+    if positives is not None:
+        frame = pd.read_csv(coded_csv)
+        y = np.concatenate([data.y_train, data.y_test])
+        assert set(y) == {0, 1} and y.sum() == (frame["grade"] == 2).sum()
+        assert "positive class of 'grade': 2 (coded 1), the other 2 classes coded 0" in (
+            capsys.readouterr().err
+        )
+    if "--methods" in arguments:
+        assert seen["names"] == ["erm", "threshold-erm"]
+
+
+def test_run_comparison_refuses_what_cannot_run():
+    from fairest._compare import CompareData, run_comparison
+
+    X = pd.DataFrame({"x": np.arange(30.0)})
+    s = pd.DataFrame({"sex": ["f", "m"] * 15})
+    y = np.arange(30) % 3
+    data = CompareData("three", X, y, s, X, y, s, "classification")
+    with pytest.raises(ValueError, match="method_names is empty; name at least one of erm"):
+        run_comparison(data, [])
+    with pytest.raises(ValueError, match="y_train has 3 classes; the compared methods are binary"):
+        run_comparison(data, ["erm"])
+    with pytest.raises(ValueError, match=r"do not handle classification"):
+        run_comparison(data, ["ridge"])
