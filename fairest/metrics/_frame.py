@@ -346,7 +346,9 @@ class MetricFrame:
                 return values[0, 0]
             return pd.Series(values[0], index=self._names, dtype=_dtype(values[0]))
         if self._single:
-            return pd.Series(values[:, 0], index=self._control_index, name=self._names[0])
+            return pd.Series(
+                values[:, 0], index=self._control_index, name=self._names[0]
+            ).infer_objects()
         return pd.DataFrame(values, index=self._control_index, columns=self._names).infer_objects()
 
     def _group_table(self, cells: np.ndarray):
