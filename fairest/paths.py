@@ -223,7 +223,8 @@ def fairness_path(
         Cross-validate the path. An int ``k`` (with a class target) is
         :class:`~fairest.model_selection.GroupStratifiedKFold` ``(k)`` on the groups and
         labels, so every fold's training and test rows hold every group: a group or a
-        label of fewer than ``k`` rows raises ``ValueError`` naming it. Anything else is
+        label too small for ``k`` folds raises ``ValueError`` naming it (a group needs a
+        row in every test fold and two in every training fold). Anything else is
         resolved by scikit-learn's ``check_cv(cv, y, classifier=True)`` (a splitter's
         ``split`` gets ``X`` and ``y`` only, so pass splits for one that needs
         ``groups``). Every (value, fold) model is fitted on the fold's training rows
@@ -246,8 +247,8 @@ def fairness_path(
         If ``param`` is not a parameter of ``estimator`` (or none can be inferred), if
         ``values`` is empty, not 1-D or not finite numbers, if a value is invalid for the
         estimator (scikit-learn's ``InvalidParameterError``), if the validation data is
-        incomplete, if ``cv`` comes with ``X_val`` or gives an empty split, or if an int
-        ``cv`` has more folds than a group or a label has rows.
+        incomplete, if ``cv`` comes with ``X_val`` or gives an empty split, or if a group
+        or a label is too small for an int ``cv``'s folds.
 
     References
     ----------
@@ -423,33 +424,39 @@ def _check_splits(cv, X, y, sensitive_features) -> list:
 
 
 def _group_stratified_splits(n_splits: int, y, groups) -> list:
-    """``cv=n_splits`` folds stratified on the (group, label) cells; a group or a label
-    with fewer rows than folds raises ``ValueError`` naming it, its size and the fix."""
+    """``cv=n_splits`` folds stratified on the (group, label) cells. A group needs a row
+    in every test fold and two in every training fold (a per-group fit needs two), a
+    label a row in every fold; one with too few rows raises ``ValueError`` naming it,
+    its size and the fix."""
     from fairest.model_selection import GroupStratifiedKFold
     from fairest.utils._validation import encode_groups
 
     if n_splits < 2:
         raise ValueError(f"cv={n_splits}: cross-validation needs at least 2 folds.")
     codes, labels = encode_groups(groups, n_samples=len(y))
-    for kind, names, counts in (
-        ("group", labels, np.bincount(codes, minlength=len(labels))),
-        ("label", *np.unique(y, return_counts=True)),
+    for kind, names, counts, need in (
+        ("group", labels, np.bincount(codes, minlength=len(labels)), _min_group_rows),
+        ("label", *np.unique(y, return_counts=True), lambda k: k),
     ):
-        small = np.flatnonzero(counts < n_splits)
+        small = np.flatnonzero(counts < need(n_splits))
         if small.size:
             shown = ", ".join(
                 f"{_plain(names[i])!r} ({counts[i]} row{'' if counts[i] == 1 else 's'})"
                 for i in small[:5]
             )
-            fixes = [f"use cv={counts.min()} or fewer folds"] if counts.min() >= 2 else []
+            usable = [k for k in range(2, counts.min() + 1) if need(k) <= counts.min()]
+            fixes = [f"use cv={usable[-1]}"] if usable else []
             if kind == "group":
                 fixes.append("merge the small group into another")
             fixes.append("pass your own (train, test) splits as cv")
             raise ValueError(
-                f"cv={n_splits}: {kind} {shown} has fewer rows than the {n_splits} folds; "
-                f"every fold's training and test rows need every {kind}: "
+                f"cv={n_splits}: {kind} {shown} is too small for {n_splits} folds: every "
+                f"fold's test rows need a row of every {kind}"
+                + (" and its training rows two" if kind == "group" else "")
+                + f" ({need(n_splits)} rows at least): "
                 + ", ".join(fixes[:-1])
-                + f" or {fixes[-1]}."
+                + (" or " if len(fixes) > 1 else "")
+                + f"{fixes[-1]}."
             )
     with warnings.catch_warnings():  # a thin (label, group) cell: the checks above hold
         warnings.filterwarnings("ignore", message=r"the \(label, group\) cell")
@@ -462,6 +469,15 @@ def _group_stratified_splits(n_splits: int, y, groups) -> list:
                 f"{missing.tolist()}; use fewer folds or pass your own (train, test) splits."
             )
     return splits
+
+
+def _min_group_rows(n_splits: int) -> int:
+    """Fewest rows of a group whose rows are dealt round robin over ``n_splits`` folds for
+    a row in every test fold and two in every training fold (2 folds: 4 rows)."""
+    rows = n_splits
+    while rows - -(-rows // n_splits) < 2:
+        rows += 1
+    return rows
 
 
 def _plain(label):
