@@ -119,7 +119,8 @@ class MetricFrame:
         metrics, fairlearn's, fairest's, any function; a non-scalar such as a confusion
         matrix is kept per group), or a name of a built-in rate: ``"accuracy"``,
         ``"selection_rate"``, ``"base_rate"``, ``"true_positive_rate"``,
-        ``"false_positive_rate"``, ``"mean_target"``, ``"mean_prediction"``,
+        ``"false_positive_rate"``, ``"false_negative_rate"``, ``"true_negative_rate"``,
+        ``"mean_target"``, ``"mean_prediction"``,
         ``"mean_squared_error"``, ``"mean_absolute_error"`` (NaN for a group without
         eligible rows). A single callable or name gives scalars and Series (fairlearn's
         convention); a dict or list gives Series and DataFrames, one column per metric.
@@ -140,7 +141,7 @@ class MetricFrame:
         Number of bootstrap replicates; ``None`` computes none. Intervals of rate metrics
         need none; other metrics' intervals do.
     ci_quantiles : list of float, default=None
-        fairlearn's intervals: with ``n_boot``, the ``*_ci`` members return, for every
+        Quantiles of fairlearn's intervals: with ``n_boot``, the ``*_ci`` members return, for every
         quantile, that quantile of the bootstrap distribution (the same numbers as
         fairlearn for the same ``random_state``). These describe spread and do not cover
         a gap at exact parity; leave ``None`` for fairest's covering intervals.
@@ -151,7 +152,7 @@ class MetricFrame:
     ci : float, default=0.95
         Level of fairest's intervals (used when ``ci_quantiles`` is None).
     ci_method : {"auto", "percentile"}, default="auto"
-        ``"auto"``: intervals with coverage at least ``ci`` built from per-group
+        How the intervals are built. ``"auto"``: intervals with coverage at least ``ci`` built from per-group
         intervals (Clopper-Pearson for rates, Student-t for means, per-group bootstrap
         percentiles otherwise), see Notes. ``"percentile"``: percentile bootstrap
         intervals of each quantity (needs ``n_boot``; a gap's interval undercovers near
@@ -211,16 +212,17 @@ class MetricFrame:
     ...     sensitive_features=["a", "a", "a", "b", "b", "b"],
     ... )
     >>> frame.by_group
-           accuracy  selection
-    group
-    a      0.666667   0.333333
-    b      0.666667   0.666667
+                         accuracy  selection
+    sensitive_feature_0
+    a                    0.666667   0.333333
+    b                    0.666667   0.666667
     >>> float(frame.difference()["selection"])
     0.3333333333333333
-    >>> MetricFrame(
+    >>> gap = MetricFrame(
     ...     metrics="selection_rate", y_true=[1, 0, 1, 1], y_pred=[1, 0, 1, 0],
     ...     sensitive_features=["a", "a", "b", "b"],
     ... ).difference()
+    >>> float(gap)
     0.0
     """
 
