@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 from dataclasses import dataclass, field
 from numbers import Real
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -17,6 +18,12 @@ from fairest.certified._bounds import (
     constraint_delta,
     metric_interval,
     rate_statistics,
+)
+from fairest.certified._checks import (
+    check_not_regressor,
+    check_within,
+    model_classes,
+    warn_if_near_constant,
 )
 from fairest.metrics._checks import check_labels, check_same_length, encode_sensitive_features
 
@@ -325,27 +332,53 @@ def call_with_groups(model, method: str, X, sensitive_features):
     return function(X)
 
 
-def binary_outcomes(model, X, y, needs_proba: bool, sensitive_features=None):
+class Outcomes(NamedTuple):
+    """Held-out labels and predictions of a binary classifier, coded 0/1."""
+
+    y01: np.ndarray  # (n,) 1 where y is the positive class
+    pred01: np.ndarray  # (n,) 1 where the prediction is the positive class
+    proba: np.ndarray | None  # (n,) positive-class probability, when asked for
+    classes: np.ndarray  # (2,) the model's classes; classes[1] is the positive one
+
+
+def binary_outcomes(
+    model,
+    X,
+    y,
+    needs_proba: bool,
+    sensitive_features=None,
+    *,
+    name: str = "fitted_model",
+    caller: str = "certify_fairness",
+) -> Outcomes:
     """Labels and predictions of ``model`` coded 0/1 (positive: ``classes_[1]``), and the
     positive-class probability when ``needs_proba``; a ``predict`` that takes
-    ``sensitive_features`` receives them."""
+    ``sensitive_features`` receives them.
+
+    A regressor, predictions outside the model's classes (continuous outputs) and labels
+    of ``y`` the model never had raise ``ValueError`` naming ``name``: each would be
+    coded as a negative and the certificate would describe another model.
+    """
+    check_not_regressor(model, name, caller)
     y = check_labels(y, "y")
-    classes = getattr(model, "classes_", None)
-    classes = np.unique(y) if classes is None else np.asarray(classes)
-    if classes.size > 2:
-        raise ValueError(
-            f"certification covers binary classifiers; the model has {classes.size} classes."
-        )
-    positive = classes[-1]
     prediction = np.asarray(call_with_groups(model, "predict", X, sensitive_features))
     check_same_length("y", y.shape[0], predictions=prediction)
+    classes = model_classes(model, y, prediction, name)
+    check_within(y, classes, "y", name)
+    check_within(prediction, classes, "predictions", name)
+    positive = classes[-1]
     proba = None
     if needs_proba:
         if not hasattr(model, "predict_proba"):
-            raise ValueError("the log-loss gap needs a model with predict_proba.")
+            raise ValueError(f"the log-loss gap needs a model with predict_proba; {name} has none.")
         proba = call_with_groups(model, "predict_proba", X, sensitive_features)
         proba = np.asarray(proba)[:, -1].astype(np.float64)
-    return (y == positive).astype(np.float64), (prediction == positive).astype(np.float64), proba
+    return Outcomes(
+        (y == positive).astype(np.float64),
+        (prediction == positive).astype(np.float64),
+        proba,
+        classes,
+    )
 
 
 def certify_outcomes(
@@ -531,9 +564,12 @@ def certify_fairness(
     Parameters
     ----------
     fitted_model : fitted classifier
-        Anything with ``predict`` (and ``predict_proba`` for ``"log_loss_gap"``); the
-        positive class is ``classes_[1]`` (else the larger label of ``y``). A ``predict``
-        that takes ``sensitive_features`` (a group-aware post-processor) receives them.
+        Anything with ``predict`` (and ``predict_proba`` for ``"log_loss_gap"``) that
+        returns the hard labels of a binary classifier; the positive class is
+        ``classes_[1]`` (else the larger label of ``y``). A ``predict`` that takes
+        ``sensitive_features`` (a group-aware post-processor) receives them. A regressor
+        is refused: threshold its predictions yourself and pass the labels to
+        :func:`fairness_interval`.
     X : array-like of shape (n_samples, n_features)
         Held-out features.
     y : array-like of shape (n_samples,)
@@ -558,6 +594,20 @@ def certify_fairness(
     FairnessCertificate
         The bounds and verdict of every constraint; ``repr`` states the promise.
 
+    Raises
+    ------
+    ValueError
+        If ``fitted_model`` is a regressor, predicts values outside its ``classes_``
+        (continuous outputs) or has more than two classes, or if ``y`` holds labels
+        outside its ``classes_``: each would be coded as a negative.
+
+    Warns
+    -----
+    FairnessWarning
+        If the model is (near-)constant on the held-out rows (at most 1 % of them get
+        the minority prediction): the warning gives the selection rates overall and per
+        group, since such a model meets every parity constraint trivially.
+
     References
     ----------
     .. [1] Thomas, P. S. et al. "Preventing undesirable behavior of intelligent
@@ -579,10 +629,13 @@ def certify_fairness(
     checked = check_constraints(constraints)
     check_delta_and_bound(delta, bound, n_comparisons)
     needs_proba = any(METRICS[metric].needs_proba for metric, _ in checked)
-    y01, pred01, proba = binary_outcomes(
+    y01, pred01, proba, classes = binary_outcomes(
         fitted_model, X, y, needs_proba, sensitive_features=sensitive_features
     )
     codes, groups = encode_sensitive_features(sensitive_features, y01.shape[0], reference="y")
+    warn_if_near_constant(
+        pred01, codes, groups, classes, who="certify_fairness: fitted_model", rows="held-out rows"
+    )
     results = certify_outcomes(
         y01,
         pred01,

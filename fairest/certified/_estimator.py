@@ -24,6 +24,7 @@ from fairest.certified._certificate import (
     check_constraints,
     check_delta_and_bound,
 )
+from fairest.certified._checks import check_not_regressor, label_key, warn_if_near_constant
 from fairest.utils._estimator import validate_fit_data
 from fairest.utils._reporting import log_fit
 
@@ -280,37 +281,45 @@ default="clopper-pearson"
         self._validate_params()
         constraints = check_constraints(self.constraints)
         check_delta_and_bound(self.delta, self.bound, self.n_comparisons)
+        check_not_regressor(
+            self.estimator,
+            "estimator",
+            "CertifiedFairClassifier",
+            fix="Wrap a classifier (e.g. LogisticRegression) instead.",
+        )
         data = validate_fit_data(self, X, y, sensitive_features, sample_weight)
         self.classes_, y_codes = np.unique(data.y, return_inverse=True)
-        if self.classes_.size > 2:
+        if self.classes_.size != 2:
             raise ValueError(
-                "Only binary classification is supported by CertifiedFairClassifier; y "
-                f"has {self.classes_.size} classes."
+                "Only binary classification is supported by CertifiedFairClassifier: y "
+                f"needs samples of 2 classes and has {self.classes_.size} class(es) "
+                f"({', '.join(repr(c) for c in self.classes_.tolist()[:5])})."
             )
         self.groups_ = data.group_labels
         self.majority_class_ = self.classes_[np.argmax(np.bincount(y_codes))]
         seed = _seed(self.random_state)
         strata = data.groups * 2 + y_codes
         safety = stratified_safety_split(strata, self.safety_fraction, seed)
+        self._check_split(data, y_codes, safety)
         n_safety, n_candidate = int(safety.sum()), int((~safety).sum())
-        if n_safety == 0 or n_candidate == 0:
-            raise ValueError(
-                "CertifiedFairClassifier needs rows in both the candidate and the safety "
-                f"part; with {data.X.shape[0]} sample(s) one part is empty."
-            )
         candidate = ~safety
         needs_proba = any(METRICS[metric].needs_proba for metric, _ in constraints)
         results = self._fit_candidates(data, candidate, constraints, needs_proba, seed, n_safety)
-        estimators = results.pop("estimators")
+        estimators, outcomes = results.pop("estimators"), results.pop("outcomes")
+
+        safety_predictions = {}
 
         def safety_test(index):
-            y01, pred01, proba = binary_outcomes(
+            y01, pred01, proba, _ = binary_outcomes(
                 estimators[index],
                 data.X[safety],
                 data.y[safety],
                 needs_proba,
                 sensitive_features=data.group_labels[data.groups[safety]],
+                name=f"estimator (candidate {results['params'][index] or 'as given'})",
+                caller="CertifiedFairClassifier",
             )
+            safety_predictions[index] = pred01
             return certify_outcomes(
                 y01,
                 pred01,
@@ -358,6 +367,16 @@ default="clopper-pearson"
         self.no_solution_reason_, self.rows_needed_ = (
             (None, None) if self.certified_ else self._explain(results)
         )
+        if self.certified_:
+            warn_if_near_constant(
+                safety_predictions[self.best_index_],
+                data.groups[safety],
+                data.group_labels,
+                self.classes_,
+                who=f"CertifiedFairClassifier: the certified candidate {self.best_params_ or ''}",
+                rows="safety rows",
+                cause=self._degenerate_cause(results, outcomes),
+            )
         log_fit(
             self,
             "candidate %s (accuracy %.4f): %s",
@@ -373,11 +392,17 @@ default="clopper-pearson"
         codes, weights = data.groups[candidate], data.sample_weight[candidate]
         fit_params = _inner_fit_params(self.estimator, data.group_labels[codes], weights)
         scale = n_safety / candidate.sum()
-        estimators, accuracy, predicted, passes = [], [], [], []
+        estimators, accuracy, predicted, passes, outcomes = [], [], [], [], []
         for params in grid:
             fitted = clone(self.estimator).set_params(**params).fit(X, y, **fit_params)
-            y01, pred01, proba = binary_outcomes(
-                fitted, X, y, needs_proba, sensitive_features=fit_params.get("sensitive_features")
+            y01, pred01, proba, _ = binary_outcomes(
+                fitted,
+                X,
+                y,
+                needs_proba,
+                sensitive_features=fit_params.get("sensitive_features"),
+                name=f"estimator (candidate {params or 'as given'})",
+                caller="CertifiedFairClassifier",
             )
             outcome = certify_outcomes(
                 y01,
@@ -394,6 +419,7 @@ default="clopper-pearson"
                 count_scale=scale,
             )
             estimators.append(fitted)
+            outcomes.append(outcome)
             accuracy.append(np.average(y01 == pred01, weights=weights))
             predicted.append([r.certified_bound for r in outcome])
             passes.append(all(r.passed for r in outcome))
@@ -407,6 +433,7 @@ default="clopper-pearson"
             "predicted_margin": ((predicted - tolerances) * signs).max(axis=1),
             "predicted_pass": np.array(passes),
             "estimators": estimators,
+            "outcomes": outcomes,
         }
 
     def _candidate_grid(self) -> list[dict]:
@@ -422,6 +449,97 @@ default="clopper-pearson"
                 name = min(names, key=len) if knob in names else names[-1]
                 return [{name: value} for value in sweep]
         return [{}]
+
+    def _check_split(self, data, y_codes, safety) -> None:
+        """Refuse a candidate / safety split the candidates cannot be fitted on, before
+        fitting anything: an empty part, a class missing from the candidate part, or a
+        group missing from it when the wrapped ``predict`` needs the groups."""
+        n_rows, n_safety = safety.size, int(safety.sum())
+        split = (
+            f"safety_fraction={self.safety_fraction:g} of every group-label stratum, rounded, "
+            f"gives {n_safety} safety row(s) and {n_rows - n_safety} candidate row(s) of "
+            f"{n_rows}"
+        )
+        if n_safety == 0:
+            raise ValueError(
+                f"the safety part is empty: {split}. Raise safety_fraction or give more rows."
+            )
+        if n_safety == n_rows:
+            raise ValueError(
+                f"the candidate part is empty: {split}. Lower safety_fraction or give more rows."
+            )
+        candidate = ~safety
+        for code, label in enumerate(self.classes_.tolist()):
+            if not np.any(y_codes[candidate] == code):
+                total = int(np.sum(y_codes == code))
+                raise ValueError(
+                    f"the candidate part holds no row of class {label!r}, so the candidates "
+                    f"cannot be fitted on two classes: {split}, and the {total} row(s) of "
+                    f"class {label!r} all fall in the safety part. Lower safety_fraction or "
+                    f"give more rows of class {label!r}."
+                )
+        predict = getattr(self.estimator, "predict", None)
+        takes_groups = predict is not None and (
+            "sensitive_features" in inspect.signature(predict).parameters
+        )
+        if takes_groups:
+            seen = np.bincount(data.groups[candidate], minlength=len(data.group_labels)) > 0
+            if not seen.all():
+                label = label_key(data.group_labels[np.flatnonzero(~seen)[0]])
+                raise ValueError(
+                    f"the candidate part holds no row of group {label!r}, and "
+                    f"{type(self.estimator).__name__}.predict needs a group it was fitted "
+                    f"on: {split}. Lower safety_fraction, give more rows of group "
+                    f"{label!r} or merge it with another group."
+                )
+
+    def _degenerate_cause(self, results, outcomes) -> str:
+        """What made the certified candidate (near-)constant, as the fit shows it: the most
+        accurate candidate, predicted to fail, and the groups at the ends of its failing
+        constraint's rates (``outcomes``: every candidate's predicted constraint results)."""
+        accuracy = results["accuracy"]
+        better = np.flatnonzero(accuracy > accuracy[self.best_index_])
+        if not better.size:
+            return (
+                " No candidate was more accurate on the candidate part: the estimator is "
+                "(near-)constant there itself."
+            )
+        best = int(better[np.argmax(accuracy[better])])
+        failed = [r for r in outcomes[best] if not r.passed]
+        if not failed:  # pragma: no cover - a passing, more accurate one would be chosen
+            return ""
+        result = failed[0]
+        head = (
+            f" The most accurate candidate, {results['params'][best] or 'as given'} "
+            f"(accuracy {accuracy[best]:.3g} on the candidate part, against "
+            f"{accuracy[self.best_index_]:.3g}), was predicted to fail {result.metric} "
+            f"{result.relation} {result.tolerance:g}: predicted bound "
+            f"{result.certified_bound:.3g}, estimate {result.estimate:.3g}."
+        )
+        within = (
+            result.estimate <= result.tolerance
+            if result.kind == "difference"
+            else result.estimate >= result.tolerance
+        )
+        if within:  # fair enough, but too few rows to show it
+            rate, group = np.unravel_index(np.argmin(result.group_count), result.group_count.shape)
+            return (
+                f"{head} Its estimate meets the tolerance but its predicted interval does "
+                f"not: group {label_key(result.group_labels[group])!r} has the fewest "
+                f"{rate_condition(result.rate_names[rate])} behind its "
+                f"{result.rate_names[rate]} rate ({int(result.group_count[rate, group])} at "
+                "the safety part's size). Give more rows of that group, loosen the tolerance, "
+                "raise delta or lower inflation."
+            )
+        spread = result.group_estimate
+        rate = int(np.argmax(spread.max(axis=1) - spread.min(axis=1)))
+        low, high = int(np.argmin(spread[rate])), int(np.argmax(spread[rate]))
+        return (
+            f"{head} Its {result.rate_names[rate]} rates range from {spread[rate, low]:.3g} "
+            f"(group {label_key(result.group_labels[low])!r}) to {spread[rate, high]:.3g} "
+            f"(group {label_key(result.group_labels[high])!r}). Give the candidates more "
+            "fairness (param_grid) or loosen the tolerance."
+        )
 
     def _explain(self, results) -> tuple[str, int | None]:
         """Why the safety test failed, and the rows per group needed when data is short."""

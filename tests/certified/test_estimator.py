@@ -252,6 +252,7 @@ def test_bad_parameters(data, kwargs, match):
     assert len(str(error.value)) < 500
 
 
+@pytest.mark.filterwarnings("ignore::fairest.utils.FairnessWarning")  # class weight 0.02
 def test_fixed_sequence_tests_in_order_until_the_first_failure(data):
     X, y, groups = data
     constraints = [("demographic_parity_difference", 0.12)]
