@@ -21,6 +21,16 @@ from sklearn.utils.validation import (
 )
 
 from fairest import metrics as _metrics
+from fairest.postprocessing._diagnostics import (
+    NEAR_CONSTANT_SHARE,
+    check_not_regressor,
+    check_predicted_labels,
+    finite_thresholds,
+    score_range,
+    undefined_rates,
+    warn_if_near_constant,
+    warn_undefined_rates,
+)
 from fairest.postprocessing._thresholds import (
     METRIC_RATES,
     best_thresholds,
@@ -88,6 +98,18 @@ class GroupThresholdClassifier(ClassifierMixin, BaseEstimator):
     ``tolerance=0`` can only equalise rates that coincide exactly, often only "nobody" or
     "everybody" selected: use a small positive tolerance or ``randomized=True``.
 
+    **Judged inputs and results.** A regressor as ``estimator`` (or ``group_estimator``),
+    a ``predict`` used as the score that returns values outside ``classes_``, a prefit
+    ``estimator`` fitted on other labels and NaN scores raise ``ValueError``. With
+    ``"equal_opportunity"`` / ``"equalized_odds"``, a group without positives (negatives)
+    has an undefined true (false) positive rate, which counts as 0 as in
+    :mod:`fairest.metrics`, so every group's rate is held near 0: a
+    :class:`~fairest.utils.FairnessWarning` names the group. A fit that ends with a
+    (near-)constant classifier (at most 1 % of the fit rows get the minority prediction)
+    warns with its accuracy and selection rates, those of the unconstrained thresholds,
+    and the groups that forced it (those whose reachable rates miss the most bands of
+    width ``tolerance``: too few rows, one score, or a single class).
+
     **Groups at predict.** ``predict(X, sensitive_features=...)`` needs the groups (they
     are requested through metadata routing, so they reach ``predict`` and ``score`` in a
     ``Pipeline``, ``GridSearchCV`` or ``cross_validate``). A group unseen during ``fit``
@@ -136,9 +158,11 @@ default="demographic_parity"
         Group labels (tuples for several sensitive columns), in the order of the rows of
         ``thresholds_``.
     thresholds_ : ndarray of shape (n_groups,) or (n_groups, n_mix)
-        Deterministic: predict ``classes_[1]`` where the score is > the group's threshold
-        (``inf``: nobody; ``-inf``: everybody). Randomized: the thresholds each group
-        mixes (padded with ``inf``).
+        Deterministic: predict ``classes_[1]`` where the score is > the group's threshold.
+        Always finite: a group where nobody is selected has the top of the score range
+        (1 for probabilities and labels, else the largest fit score), one where
+        everybody is selected a value below its bottom. Randomized: the thresholds each
+        group mixes (padded with the top of the range, at probability 0).
     threshold_probabilities_ : ndarray of shape (n_groups, n_mix)
         Randomized only: the probability of each threshold of ``thresholds_``.
     train_unfairness_ : float
@@ -246,24 +270,36 @@ default="demographic_parity"
             The fitted estimator.
         """
         data = validate_fit_data(self, X, y, sensitive_features, sample_weight)
+        check_not_regressor(self.estimator, "estimator")
+        if self.group_estimator is not None:
+            check_not_regressor(self.group_estimator, "group_estimator")
         for stale in ("group_estimator_", "threshold_probabilities_"):  # from a refit
             self.__dict__.pop(stale, None)
         self.classes_, y01 = encode_binary_target(type(self).__name__, data.y)
         self.groups_ = data.group_labels
         weighted = sample_weight is not None
         self.estimator_ = self._fitted(self.estimator, X, data.y, data.sample_weight, weighted)
+        self._check_estimator_classes()
         scores = self._scores(X)
+        warn_undefined_rates(
+            undefined_rates(y01, data.sample_weight, data.groups, len(self.groups_), self.metric),
+            self.groups_,
+            self.metric,
+            self.tolerance,
+            stacklevel=4,  # helper, fit, scikit-learn's fit wrapper, caller
+        )
         if self.group_estimator is None:
             thresholds, probabilities = self._solve(
                 scores, y01, data.sample_weight, data.groups, self.tolerance
             )
         else:
             thresholds, probabilities = self._fit_group_blind(X, scores, y01, data, weighted)
-        self._set_thresholds(thresholds, probabilities)
+        self._set_thresholds(thresholds, probabilities, scores)
         positive = self._positive_probability(scores, self._routing_codes(X, data.groups))
         self.train_unfairness_ = self._expected_unfairness(
             y01, positive, data.groups, data.sample_weight
         )
+        self._warn_if_near_constant(scores, y01, positive, data)
         if self.train_unfairness_ > self.tolerance + ROUNDING_SLACK:
             warnings.warn(
                 f"the training {self.metric} difference of the fitted thresholds is "
@@ -300,7 +336,7 @@ default="demographic_parity"
         for tolerance, solution in zip(tolerances, solutions):
             fitted = copy.copy(first)
             fitted.tolerance = tolerance
-            fitted._set_thresholds(*solution)
+            fitted._set_thresholds(*solution, scores)
             positive = fitted._positive_probability(scores, data.groups)
             fitted.train_unfairness_ = fitted._expected_unfairness(
                 y01, positive, data.groups, data.sample_weight
@@ -394,7 +430,51 @@ default="demographic_parity"
             candidates.append(thresholds)
         return candidates
 
-    def _set_thresholds(self, thresholds, probabilities):
+    def _check_estimator_classes(self):
+        """The wrapped classifier's classes must be those of ``y``: its scores are read as
+        the score of ``classes_[1]``."""
+        fitted = getattr(self.estimator_, "classes_", None)
+        if fitted is None:
+            return
+        fitted = [_label_key(c) for c in np.asarray(fitted)]
+        expected = [_label_key(c) for c in self.classes_]
+        if fitted != expected:
+            raise ValueError(
+                f"estimator has classes_ {fitted[:5]}, but y holds the labels {expected}: "
+                "its scores would be read for another class. Fit it on these labels (or "
+                "recode y to its classes)."
+            )
+
+    def _warn_if_near_constant(self, scores, y01, positive, data):
+        """A :class:`FairnessWarning` when the fit ends with a (near-)constant classifier,
+        with the groups that forced it (see :mod:`._diagnostics`)."""
+        share = float(np.average(positive, weights=data.sample_weight))
+        if min(share, 1.0 - share) > NEAR_CONSTANT_SHARE:
+            return
+        num_groups = len(self.groups_)
+        points = group_points(scores, y01, data.sample_weight, data.groups, num_groups)
+        unconstrained = mixed_positive_probability(
+            scores, data.groups, best_thresholds(points), np.ones((num_groups, 1))
+        )
+        warn_if_near_constant(
+            positive,
+            y01,
+            data.sample_weight,
+            data.groups,
+            self.groups_,
+            self.classes_,
+            unconstrained=unconstrained,
+            points=points,
+            metric=self.metric,
+            tolerance=self.tolerance,
+            randomized=self.randomized,
+            stacklevel=5,  # helper, this method, fit, scikit-learn's fit wrapper, caller
+        )
+
+    def _set_thresholds(self, thresholds, probabilities, scores):
+        """Store the solver's thresholds, finite (see :func:`finite_thresholds`)."""
+        low, high = score_range(scores, bounded=self._score_method() != "decision_function")
+        thresholds = finite_thresholds(thresholds, low, high)
         self._mix_thresholds, self._mix_probabilities = thresholds, probabilities
         if self.randomized:
             self.thresholds_ = thresholds
@@ -425,16 +505,31 @@ default="demographic_parity"
     # -----------------------------------------------------------------------------------
     # prediction
 
+    def _score_method(self) -> str:
+        for method in ("predict_proba", "decision_function"):
+            if hasattr(self.estimator_, method):
+                return method
+        return "predict"
+
     def _scores(self, X) -> np.ndarray:
         estimator = self.estimator_
-        if hasattr(estimator, "predict_proba"):
+        method = self._score_method()
+        if method == "predict_proba":
             scores = np.asarray(estimator.predict_proba(X))[:, 1]
-        elif hasattr(estimator, "decision_function"):
+        elif method == "decision_function":
             scores = np.asarray(estimator.decision_function(X)).reshape(-1)
         else:
             predicted = np.asarray(estimator.predict(X))
+            check_predicted_labels(predicted, self.classes_, "estimator")
             scores = (predicted == self.classes_[1]).astype(np.float64)
-        return np.asarray(scores, dtype=np.float64)
+        scores = np.asarray(scores, dtype=np.float64)
+        if np.isnan(scores).any():
+            raise ValueError(
+                f"estimator's {method} returned NaN for {int(np.isnan(scores).sum())} row(s); "
+                "group thresholds need a score for every row. Check the wrapped estimator "
+                "and X."
+            )
+        return scores
 
     def _inferred_codes(self, X) -> np.ndarray:
         predicted = np.asarray(self.group_estimator_.predict(X))
@@ -536,18 +631,12 @@ default="demographic_parity"
         Returns
         -------
         scores : ndarray of shape (n_samples,)
-            Positive where ``classes_[1]`` is predicted. In a group where nobody
-            (everybody) is selected, whose threshold is ``inf`` (``-inf``), the score is
-            the constant -1 (+1): always finite.
+            Positive where ``classes_[1]`` is predicted; finite, since the thresholds are
+            (see ``thresholds_``).
         """
         self._validated(X)
         thresholds = self.thresholds_[self._predict_codes(X, sensitive_features)]
-        scores = self._scores(X)
-        with np.errstate(invalid="ignore"):
-            margin = scores - thresholds
-        return np.where(
-            np.isposinf(thresholds), -1.0, np.where(np.isneginf(thresholds), 1.0, margin)
-        )
+        return self._scores(X) - thresholds
 
     def score(self, X, y, *, sensitive_features=None, sample_weight=None):
         """Accuracy of :meth:`predict` (groups routed to it).

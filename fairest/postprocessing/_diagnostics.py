@@ -1,0 +1,247 @@
+"""What the group-threshold post-processor accepts, and what it says about its result.
+
+* The wrapped estimator must score a binary classification: a regressor's ``predict``
+  compared with a label gives one class everywhere and a train unfairness of 0.
+* Thresholds are finite: the solver's "nobody" (``+inf``) and "everybody" (``-inf``)
+  become the ends of the score range, which select the same fit rows.
+* A rate a group cannot have (no positive row: TPR; no negative row: FPR) counts as 0,
+  as in :mod:`fairest.metrics`, and so pins every group's rate near 0: a warning names it.
+* A fit that ends with a (near-)constant classifier warns with its accuracy, its
+  selection rates and the groups that forced it.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from sklearn.base import is_regressor
+
+from fairest.postprocessing._thresholds import (
+    METRIC_RATES,
+    RATE_SLACK,
+    GroupPoints,
+    _edge_grid,
+)
+from fairest.utils._validation import FairnessWarning
+
+__all__ = [
+    "check_not_regressor",
+    "check_predicted_labels",
+    "finite_thresholds",
+    "warn_undefined_rates",
+    "warn_if_near_constant",
+]
+
+# a classifier whose minority prediction covers at most this (weighted) share of the fit
+# rows is near-constant: it meets every parity constraint trivially
+NEAR_CONSTANT_SHARE = 0.01
+EDGE_GRID = 1000  # band edges scanned when looking for the groups that force a result
+SHOWN = 5  # labels or groups quoted in a message
+SHOWN_GROUPS = 8  # per-group rates listed in a warning
+RATE_WORDS = {
+    "selection": "selection rate",
+    "tpr": "true positive rate",
+    "fpr": "false positive rate",
+}
+
+
+def _key(value):
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _quoted(values) -> str:
+    shown = ", ".join(repr(_key(v)) for v in list(values)[:SHOWN])
+    return shown + (", ..." if len(values) > SHOWN else "")
+
+
+def check_not_regressor(estimator, name: str) -> None:
+    """Refuse a regressor as the scored (or group) classifier, naming the parameter."""
+    try:
+        regressor = bool(is_regressor(estimator))
+    except (AttributeError, TypeError):  # an object without scikit-learn tags
+        regressor = getattr(estimator, "_estimator_type", None) == "regressor"
+    if regressor:
+        raise ValueError(
+            f"{name} is a regressor ({type(estimator).__name__}): GroupThresholdClassifier "
+            "thresholds the scores of a binary classifier (predict_proba, "
+            "decision_function, or predict labels), and a regressor's continuous predict "
+            "compared with a label gives one class for everybody. Pass a classifier (e.g. "
+            "LogisticRegression); to threshold a regressor's output, wrap it in a "
+            "classifier whose decision_function returns that output."
+        )
+
+
+def check_predicted_labels(predicted, classes, name: str) -> None:
+    """A ``predict`` used as the score must return labels of ``classes``."""
+    expected = {_key(c) for c in classes}
+    found = np.unique(predicted)
+    outside = [v for v in found if _key(v) not in expected]
+    if outside:
+        raise ValueError(
+            f"{name} has neither predict_proba nor decision_function, and its predict "
+            f"returns {len(outside)} value(s) outside classes_ [{_quoted(classes)}], e.g. "
+            f"{_quoted(outside)}: continuous outputs cannot be thresholded per group this "
+            "way. Pass a classifier, or one whose decision_function returns the scores."
+        )
+
+
+def score_range(scores, bounded: bool) -> tuple[float, float]:
+    """The ends of the scores a classifier can give: [0, 1] for probabilities and labels,
+    else the extremes of the fit scores."""
+    finite = scores[np.isfinite(scores)]
+    low = float(finite.min()) if finite.size else 0.0
+    high = float(finite.max()) if finite.size else 0.0
+    if bounded:
+        low, high = min(low, 0.0), max(high, 1.0)
+    return low, high
+
+
+def finite_thresholds(thresholds, low: float, high: float) -> np.ndarray:
+    """``+inf`` ("nobody") becomes ``high`` (a score is selected when it is strictly
+    above its threshold, and none of the range is), ``-inf`` ("everybody") a value below
+    ``low``; the selections of the scores in ``[low, high]`` are unchanged."""
+    below = low - max(1.0, abs(low))
+    return np.where(
+        np.isposinf(thresholds), high, np.where(np.isneginf(thresholds), below, thresholds)
+    )
+
+
+def undefined_rates(y01, sample_weight, codes, num_groups, metric) -> dict:
+    """``rate name -> group codes`` where the rate of ``metric`` has no row to be a mean
+    over (TPR: no positive; FPR: no negative)."""
+    masks = {"tpr": y01, "fpr": 1.0 - y01}
+    undefined = {}
+    for name in METRIC_RATES[metric]:
+        if name in masks:
+            mass = np.bincount(codes, sample_weight * masks[name], minlength=num_groups)
+            present = np.bincount(codes, sample_weight, minlength=num_groups) > 0
+            missing = np.flatnonzero(present & (mass <= 0))
+            if missing.size:
+                undefined[name] = missing
+    return undefined
+
+
+def warn_undefined_rates(undefined, group_labels, metric, tolerance, stacklevel=3) -> None:
+    """One :class:`FairnessWarning` naming the groups whose rate is undefined."""
+    if not undefined:
+        return
+    parts = []
+    for name, missing in undefined.items():
+        label = "y = 1" if name == "tpr" else "y = 0"
+        parts.append(
+            f"the {RATE_WORDS[name]} of group(s) {_quoted(group_labels[missing])} (no row "
+            f"with {label})"
+        )
+    warnings.warn(
+        f"GroupThresholdClassifier: {' and '.join(parts)} is undefined. As in "
+        "fairest.metrics and fairlearn it counts as 0, so metric="
+        f"{metric!r} holds every group's rate within tolerance={tolerance:g} of 0, which "
+        "can leave nobody (or everybody) selected. Merge or drop the group(s), or use "
+        "metric='demographic_parity'.",
+        FairnessWarning,
+        stacklevel=stacklevel,
+    )
+
+
+def blocking_counts(points: GroupPoints, metric: str, tolerance: float) -> np.ndarray:
+    """Per group, how many bands ``[b, b + tolerance]`` of a rate of ``metric`` away from
+    the ends (``b >= 0.01``, ``b + tolerance <= 0.99``) hold none of its points' rates:
+    the groups that miss the most such bands are those that force a (near-)constant
+    deterministic solution (too few rows for their rates to reach the others', or an
+    undefined rate stuck at 0)."""
+    counts = np.zeros(points.num_groups)
+    offsets = 2.0 * np.arange(points.num_groups)  # as _thresholds._sorted_key
+    for name in METRIC_RATES[metric]:
+        rates = points.rates[name]
+        edges = _edge_grid(rates, EDGE_GRID)  # rates some group reaches (a subset if many)
+        edges = edges[
+            (edges >= NEAR_CONSTANT_SHARE) & (edges + tolerance <= 1.0 - NEAR_CONSTANT_SHARE)
+        ]
+        if not edges.size:
+            continue
+        key = rates + offsets[points.group]
+        lower = edges[:, None] + offsets[None, :]
+        lo = np.searchsorted(key, lower - RATE_SLACK, side="left")
+        hi = np.searchsorted(key, lower + tolerance + RATE_SLACK, side="right")
+        counts += (hi <= lo).sum(axis=0)
+    return counts
+
+
+def warn_if_near_constant(
+    positive,
+    y01,
+    sample_weight,
+    codes,
+    group_labels,
+    classes,
+    *,
+    unconstrained,
+    points: GroupPoints,
+    metric: str,
+    tolerance: float,
+    randomized: bool,
+    stacklevel: int = 3,
+) -> bool:
+    """Warn when the fitted classifier is (near-)constant on the fit rows.
+
+    The warning gives its accuracy and selection rates (overall and per group), those of
+    the unconstrained group thresholds (``unconstrained``: their ``P(predict 1)`` per
+    row), and the groups that forced it (those missing the most bands, see
+    :func:`blocking_counts`) when the unconstrained thresholds are not near-constant too.
+
+    Returns whether it warned.
+    """
+    w = sample_weight
+    share = float(np.average(positive, weights=w))
+    if min(share, 1.0 - share) > NEAR_CONSTANT_SHARE:
+        return False
+    num_groups = len(group_labels)
+    mass = np.bincount(codes, w, minlength=num_groups)
+    rates = np.bincount(codes, w * positive, minlength=num_groups) / np.maximum(mass, 1e-300)
+    majority = classes[1] if share >= 0.5 else classes[0]
+    shown = ", ".join(
+        f"{_key(label)!r} {rate:.3g}"
+        for label, rate in zip(group_labels[:SHOWN_GROUPS], rates[:SHOWN_GROUPS])
+    )
+    if num_groups > SHOWN_GROUPS:
+        shown += f", ... ({num_groups} groups)"
+    free_share = float(np.average(unconstrained, weights=w))
+    message = (
+        "GroupThresholdClassifier: the fitted thresholds give a near-constant classifier: "
+        f"it predicts {_key(majority)!r} for {100 * max(share, 1 - share):.1f}% of the fit "
+        f"rows (accuracy {_accuracy(positive, y01, w):.3g}; share predicted "
+        f"{_key(classes[1])!r}: {share:.3g} overall, per group: {shown}). The unconstrained "
+        f"group thresholds reach accuracy {_accuracy(unconstrained, y01, w):.3g} with share "
+        f"{free_share:.3g}."
+    )
+    if min(free_share, 1.0 - free_share) <= NEAR_CONSTANT_SHARE:
+        message += (
+            " They are near-constant too: the wrapped estimator's scores, not the "
+            "constraint, make it so (e.g. a rare class or uninformative scores)."
+        )
+    else:
+        counts = blocking_counts(points, metric, tolerance)
+        if counts.max() > 0:
+            order = np.lexsort((mass, -counts))
+            worst = order[counts[order] == counts.max()]
+            unit = "rows" if np.all(w == 1.0) else "total weight"
+            sizes = ", ".join(
+                f"{_key(group_labels[g])!r} ({mass[g]:.4g} {unit})" for g in worst[:SHOWN]
+            )
+            more = f" and {worst.size - SHOWN} more" if worst.size > SHOWN else ""
+            kind = "mixed thresholds" if randomized else "one deterministic threshold"
+            message += (
+                f" {metric} at tolerance={tolerance:g} with {kind} per group needs rates "
+                f"that every group can reach; group(s) {sizes}{more} miss the most bands "
+                "[b, b + tolerance] away from 0 and 1 (a group of n rows moves its rates in "
+                "steps of 1/n; a group without positives or negatives has its TPR or FPR "
+                "stuck at 0)."
+            )
+    message += " Raise tolerance, use randomized=True, or merge small or single-class groups."
+    warnings.warn(message, FairnessWarning, stacklevel=stacklevel)
+    return True
+
+
+def _accuracy(positive, y01, sample_weight) -> float:
+    return float(np.average(np.where(y01 == 1, positive, 1.0 - positive), weights=sample_weight))
