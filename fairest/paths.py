@@ -270,13 +270,13 @@ def fairness_path(
     >>> X = rng.normal(size=(400, 2)) + (groups == "a")[:, None]
     >>> y = (X[:, 0] + rng.normal(size=400) > 0.5).astype(int)
     >>> path = fairness_path(GroupThresholdClassifier(LogisticRegression()), X, y,
-    ...                      sensitive_features=groups, values=[0.0, 0.05, 0.2])
+    ...                      sensitive_features=groups, values=[0.01, 0.05, 0.2])
     >>> path.to_frame()[["tolerance", "train_unfairness"]].shape
     (3, 2)
     >>> bool(np.all(path.train_unfairness <= path.values + 1e-9))
     True
     >>> cv_path = fairness_path(GroupThresholdClassifier(LogisticRegression()), X, y,
-    ...                         sensitive_features=groups, values=[0.0, 0.2], cv=3)
+    ...                         sensitive_features=groups, values=[0.02, 0.2], cv=3)
     >>> cv_path.fold_val_accuracy.shape
     (2, 3)
     """
