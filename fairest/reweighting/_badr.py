@@ -20,11 +20,18 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from fairest._solvers._lbfgs import single_threaded_blas
 from fairest.reweighting import _defaults
 from fairest.reweighting._badr_metrics import CLASSIFICATION_METRICS, REGRESSION_METRICS
-from fairest.reweighting._common import build_metric_spec, make_problem
+from fairest.reweighting._common import (
+    build_metric_spec,
+    make_problem,
+    near_constant,
+    plain_label,
+    prediction_figures,
+)
 from fairest.reweighting._solve import SOLVERS, BADRSettings, solve_badr
 from fairest.utils._estimator import encode_binary_target, validate_fit_data
 from fairest.utils._linear import LinearClassifierMixin, LinearRegressorMixin
 from fairest.utils._reporting import as_history, log_fit
+from fairest.utils._validation import FairnessWarning
 
 __all__ = ["BADRClassifier", "BADRRegressor"]
 
@@ -116,6 +123,8 @@ class _BADRBase(BaseEstimator):
                 result.unfairness,
                 result.selected,
             )
+        if task == "classification" and num_groups > 1:
+            self._warn_constant(data, y_num, result)
         self._set_linear_parameters(result.theta)
         self.group_weights_ = result.group_weights
         self.n_iter_ = result.n_iter
@@ -129,6 +138,55 @@ class _BADRBase(BaseEstimator):
         if self.record_history:
             self.history_ = as_history(result.history)
         return self
+
+    def _warn_constant(self, data, y_num, result):
+        """``FairnessWarning`` when the search ended at a (nearly) constant classifier
+        (:func:`~fairest.reweighting._solve.steer_off_one_class_vertex`), and when the
+        returned one is, with the achieved accuracy and selection rates."""
+        positive = plain_label(self.classes_[1])
+        labels = data.group_labels
+
+        def figures(theta):
+            theta = np.asarray(theta)
+            pred = (data.X @ theta[1:] + theta[0] >= 0).astype(np.float64)
+            shown = prediction_figures(
+                pred, y_num, data.groups, data.sample_weight, labels, positive
+            )
+            return pred, shown
+
+        name = type(self).__name__
+        steered = result.one_class_vertex
+        if steered is not None:
+            group = plain_label(labels[steered.group])
+            weighted = (data.groups == steered.group) & (data.sample_weight > 0)
+            only = plain_label(self.classes_[int(np.max(y_num[weighted]))])
+            warnings.warn(
+                f"{name}: every label of group {group!r} is {only!r}, so its loss is "
+                "minimised by a constant model, which is trivially fair: the weight search "
+                f"went toward it (weight {steered.group_weights[steered.group]:.3g} on "
+                f"{group!r}, train unfairness {steered.unfairness:.4g}) and ended at a model "
+                f"that predicts one class nearly everywhere ({figures(steered.theta)[1]}). "
+                "The fairest safeguard baseline that gives no single-class group more than "
+                f"the uniform weight and whose model is not constant, "
+                f"{result.selected!r}, is returned instead (train unfairness "
+                f"{result.unfairness:.4g}; {figures(result.theta)[1]}). Drop or merge "
+                f"group {group!r}, or give it fixed weights with GroupWeightedClassifier.",
+                FairnessWarning,
+                stacklevel=4,
+            )
+            return
+        pred, shown = figures(result.theta)
+        if near_constant(pred, y_num, data.sample_weight):
+            heaviest = plain_label(labels[int(np.argmax(result.group_weights))])
+            warnings.warn(
+                f"{name}: the returned model predicts one class nearly everywhere "
+                f"({shown}): its group weights put {np.max(result.group_weights):.3g} on "
+                f"group {heaviest!r}, and the smallest train unfairness the search found "
+                f"({result.unfairness:.4g}) is that of this nearly constant, trivially fair "
+                "model. Choose another metric, or fixed weights with GroupWeightedClassifier.",
+                FairnessWarning,
+                stacklevel=4,
+            )
 
 
 _DOC_PARAMS = """
@@ -199,6 +257,15 @@ _DOC_PARAMS = """
         no better than these baselines, it is run again from the best one other than
         uniform and then from the best one-group vertex (uniform can be stationary, e.g.
         when the groups mirror each other).
+        Classifiers: a group whose labels are all one class has its loss minimised by a
+        constant model, which predicts one class for everyone and so is trivially fair;
+        when the search ends at such a (nearly) constant model (the rarer predicted class
+        on at most 1 % of the training weight), the fairest baseline that gives no
+        single-class group more than the uniform weight ``1/G`` and whose model is not
+        constant is returned instead (uniform alone without the safeguard), with a
+        :class:`~fairest.utils.FairnessWarning` naming the group and giving both models'
+        accuracy and selection rate per group. Any (nearly) constant returned classifier
+        gets such a warning.
     reference_compat : bool, default=False
         Score the unfairness as the published ``badr`` toolbox does, on ``X w`` with the
         intercept dropped (spec 3.0), both where it is optimised and where it is reported

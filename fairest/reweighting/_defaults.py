@@ -33,3 +33,9 @@ CLIP_NORM = 1.0  # spec 5.3: clipping threshold c of badr-sgd
 BATCH_SIZE = 256  # spec 5.5: B = max(G, min(n, 256))
 CHECK_EVERY = 25  # spec 5.5: exact Phi every k iterations, best lambda returned
 MINIMAX_CVXPY_MAX_N = 20_000  # above this, the minimax baseline uses the dual path (spec 6.3)
+# A classifier whose rarer predicted class covers at most this share of the training
+# weight, while the rarer label covers more, is (nearly) constant: BADR then steers off a
+# single-class group's vertex to the best baseline of the badr spec 4.8 safeguard whose
+# model is not, and warns. One row in a hundred: the data's own rarer label is more common,
+# so a model this one-sided has stopped separating the classes.
+NEAR_CONSTANT_SHARE = 0.01

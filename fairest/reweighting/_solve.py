@@ -25,17 +25,24 @@ from fairest.reweighting._bilevel import (
     Problem,
     exact_metric_value,
     group_losses_and_jacobian,
+    host_scores,
     lower_solve,
     run_frank_wolfe,
     run_scipy,
 )
-from fairest.reweighting._common import baseline_weights, single_class_groups
+from fairest.reweighting._common import (
+    baseline_weights,
+    near_constant,
+    one_label_groups,
+    single_class_groups,
+)
 from fairest.reweighting._segment import run_segment
 
 __all__ = [
     "SOLVERS",
     "BADRResult",
     "BADRSettings",
+    "OneClassVertex",
     "evaluate_baselines",
     "restart_points",
     "run_single_loop",
@@ -91,6 +98,17 @@ class BADRResult(NamedTuple):
     baseline_unfairness: dict  # safeguard baselines -> smooth unfairness ({} without safeguard)
     selected: str  # the solver's name, a baseline's name or "one group"
     history: dict  # per outer iteration / oracle call / check ({} unless record_history)
+    one_class_vertex: OneClassVertex | None = None  # the result steered off, if any
+
+
+class OneClassVertex(NamedTuple):
+    """A (nearly) constant classifier that the weight search reached near a single-class
+    group's vertex, replaced by the best baseline whose model is not constant."""
+
+    group: int  # the single-class group of largest weight in group_weights
+    group_weights: np.ndarray  # (G,) where the search ended
+    unfairness: float  # its smooth train unfairness
+    theta: np.ndarray  # (d + 1,) its model
 
 
 def solve_badr(
@@ -166,6 +184,12 @@ def solve_badr(
                 value, _, out = orc.evaluate(lam, with_grad=False)
                 candidates[name] = value  # solved to inner_tol now (it may have been loose)
         selected = selected_name(lam, candidates, totals, settings.solver)
+        steered = None
+        if loss != "squared_error":
+            steered = steer_off_one_class_vertex(orc, lam, out, value, candidates, totals, groups)
+            if steered is not None:
+                selected, lam, value, out, _ = steered
+                steered = steered[-1]
         return BADRResult(
             theta=np.asarray(out.theta),
             group_weights=np.asarray(lam, dtype=np.float64),
@@ -180,7 +204,53 @@ def solve_badr(
             baseline_unfairness=dict(candidates),
             selected=selected,
             history=history,
+            one_class_vertex=steered,
         )
+
+
+def hard_predictions(theta, problem: Problem, n: int) -> np.ndarray:
+    """``1[b + X w >= 0]`` of the ``n`` real rows (as ``predict``), on the host."""
+    theta = np.asarray(theta)
+    return (host_scores(problem.X, theta[1:])[:n] + theta[0] >= 0).astype(np.float64)
+
+
+def steer_off_one_class_vertex(orc, lam, out, value, candidates: dict, totals, groups):
+    """The fairest baseline that does not lean toward a single-class group, when the
+    search ended at a (nearly) constant classifier near such a group's vertex.
+
+    A group whose labels are one class has its loss minimised by the constant model that
+    predicts that class (logistic with a free intercept: no minimiser at all, the
+    intercept diverges), and a model that predicts one class for everyone is trivially
+    fair for demographic parity, individual fairness, disparate mistreatment and equal
+    opportunity: moving weight onto that group is a path to the degenerate model, not to
+    a fair classifier, and the search's infimum lies at its end. The replacement is the
+    safeguard baseline of smallest train unfairness (uniform alone without the
+    safeguard) that puts at most the uniform share ``1/G`` on every single-class group
+    and whose model is not (nearly) constant; uniform, the search's start, always
+    qualifies on the first count. Returns ``None`` when there is no single-class group,
+    the model is not (nearly) constant, or no baseline qualifies; else
+    ``(name, weights, value, output, OneClassVertex)``.
+    """
+    n = groups.shape[0]
+    y = np.asarray(orc.problem.y)[:n]
+    weight = np.asarray(orc.problem.weight)[:n]
+    one_class = one_label_groups(y, groups, weight, totals.size)
+    if not one_class.any() or not near_constant(
+        hard_predictions(out.theta, orc.problem, n), y, weight
+    ):
+        return None
+    lam = np.asarray(lam, dtype=np.float64)
+    group = int(np.flatnonzero(one_class)[np.argmax(lam[one_class])])
+    reached = OneClassVertex(group, lam, float(value), np.asarray(out.theta))
+    weights = baseline_weights(totals)
+    names = sorted(candidates, key=candidates.get) if candidates else ["uniform"]
+    for name in names:
+        if np.any(weights[name][one_class] > 1.0 / totals.size + 1e-12):
+            continue  # leans toward a single-class group: the way to the constant model
+        value2, _, out2 = orc.evaluate(weights[name], with_grad=False)
+        if not near_constant(hard_predictions(out2.theta, orc.problem, n), y, weight):
+            return name, weights[name], float(value2), out2, reached
+    return None
 
 
 def _solve_one_group(loss, problem, theta0) -> BADRResult:
