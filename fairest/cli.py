@@ -526,7 +526,7 @@ def _parser() -> argparse.ArgumentParser:
         "--n-boot",
         type=int,
         default=200,
-        help="bootstrap replicates of the test rows for the confidence intervals (0: none)",
+        help="0: no confidence intervals; otherwise intervals that hold at exact parity (rates: exact per-group intervals; other metrics: this many bootstrap replicates)",
     )
     compare.add_argument(
         "--no-progress",

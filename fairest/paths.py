@@ -50,6 +50,7 @@ from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import validate_data
 
 from fairest import metrics as _metrics
+from fairest.utils._validation import frame_of_mapping
 
 __all__ = ["FairnessPath", "fairness_path"]
 
@@ -513,7 +514,7 @@ def _fold_rows(X, y, fit, rows):
     groups, weight = fit["sensitive_features"], fit["sample_weight"]
     names = _names_columns(X, groups)
     if groups is not None and not names:
-        groups = _safe_indexing(groups, rows)
+        groups = _safe_indexing(frame_of_mapping(groups), rows)
     if weight is not None:
         weight = _safe_indexing(np.asarray(weight), rows)
     fold = dict(sensitive_features=groups, sample_weight=weight)

@@ -56,6 +56,7 @@ from fairest.constrained._common import (
 )
 from fairest.constrained._engine import SOLVERS, FoldRun, run_fold_lanes, run_lanes
 from fairest.constrained._sparse import host_matmul
+from fairest.utils._validation import frame_of_mapping
 
 __all__ = [
     "fit_tolerance_path",
@@ -289,7 +290,7 @@ def _fold_fit_data(X, y, sensitive_features, sample_weight, rows) -> tuple:
     groups = (
         sensitive_features
         if names or sensitive_features is None
-        else _safe_indexing(sensitive_features, rows)
+        else _safe_indexing(frame_of_mapping(sensitive_features), rows)
     )
     weight = None if sample_weight is None else _safe_indexing(np.asarray(sample_weight), rows)
     return _safe_indexing(X, rows), _safe_indexing(y, rows), groups, weight

@@ -421,7 +421,7 @@ def test_float32_fold_lanes_and_folds_of_different_shapes():
 def test_cross_validated_fairness_path_scores_every_fold_as_its_refit():
     """``fairness_path(..., cv=)``: per-(value, fold) test scores equal the refits' own
     accuracy and loss gap on the fold's test rows, the means and spreads are theirs."""
-    from sklearn.model_selection import StratifiedKFold
+    from fairest.model_selection import GroupStratifiedKFold
 
     from fairest.metrics import loss_gap
 
@@ -431,7 +431,7 @@ def test_cross_validated_fairness_path_scores_every_fold_as_its_refit():
     path = fairness_path(estimator, X, y, sensitive_features=g, values=values, cv=3)
     assert path.strategy == "vmap" and path.n_splits == 3
     assert path.fold_val_accuracy.shape == (2, 3)
-    splits = list(StratifiedKFold(3).split(X, y))
+    splits = list(GroupStratifiedKFold(3).split(X, y, sensitive_features=g))
     for i, value in enumerate(values):
         for j, (train, test) in enumerate(splits):
             refit = clone(estimator).set_params(tolerance=value)
@@ -449,7 +449,7 @@ def test_a_diverged_fold_lane_is_refitted_and_scored_as_its_refit(monkeypatch):
     """``fairness_path(..., cv=)`` with a (fold, value) lane whose iterates were not finite
     (made NaN here): that point is the estimator's own fit on the fold, and its train and
     test scores are the refit's, not the lane's (the lanes' shared logits are replaced)."""
-    from sklearn.model_selection import StratifiedKFold
+    from fairest.model_selection import GroupStratifiedKFold
 
     import fairest.constrained._path as path_module
     from fairest.metrics import loss_gap
@@ -472,7 +472,7 @@ def test_a_diverged_fold_lane_is_refitted_and_scored_as_its_refit(monkeypatch):
     assert path.strategy == "vmap"
     assert np.all(np.isfinite(path.fold_train_unfairness))
     assert np.all(np.isfinite(path.fold_val_unfairness))
-    splits = list(StratifiedKFold(3).split(X, y))
+    splits = list(GroupStratifiedKFold(3).split(X, y, sensitive_features=g))
     for i, value in enumerate(values):
         for j, (train, test) in enumerate(splits):
             refit = clone(estimator).set_params(tolerance=value)
@@ -492,7 +492,7 @@ def test_cross_validated_scores_with_weights_strata_and_classes(metric, n_classe
     string classes: every fold's train scores (weighted) and test scores (unweighted)
     are those of each point's own ``predict`` / ``predict_proba`` through
     ``accuracy_score`` and ``fairest.metrics.loss_gap`` on the fold's rows."""
-    from sklearn.model_selection import StratifiedKFold
+    from fairest.model_selection import GroupStratifiedKFold
 
     X, y, g = _data(n=360, n_groups=3, n_classes=n_classes, seed=8)
     labels = np.array(["lo", "mid", "hi"])[:n_classes][y]
@@ -504,7 +504,7 @@ def test_cross_validated_scores_with_weights_strata_and_classes(metric, n_classe
         estimator, X, labels, sensitive_features=g, sample_weight=weight, values=[0.02, 0.2], cv=3
     )
     assert path.strategy == "vmap"
-    splits = list(StratifiedKFold(3).split(X, labels))
+    splits = list(GroupStratifiedKFold(3).split(X, labels, sensitive_features=g))
 
     for i in range(2):
         for j, (train, test) in enumerate(splits):

@@ -180,3 +180,23 @@ def test_bad_dicts_are_refused_naming_the_key(columns, match):
 def test_a_dict_of_the_wrong_length_names_the_reference():
     with pytest.raises(ValueError, match="sensitive_features has 3 rows but X has 4"):
         check_sensitive_features({"sex": ["f", "m", "f"]}, 4)
+
+
+@pytest.mark.parametrize("make", ["threshold", "loss_gap"])
+def test_cross_validated_paths_take_a_dict_like_its_frame(make):
+    from sklearn.linear_model import LogisticRegression
+
+    from fairest import GroupThresholdClassifier, LossGapConstrainedClassifier, fairness_path
+    from fairest.datasets import make_grouped_classification
+
+    X, y, g = make_grouped_classification(n_samples=400, n_groups=2, random_state=0)
+    estimator = (
+        GroupThresholdClassifier(LogisticRegression())
+        if make == "threshold"
+        else LossGapConstrainedClassifier(random_state=0)
+    )
+    paths = [
+        fairness_path(estimator, X, y, sensitive_features=s, values=[0.05, 0.1], cv=3)
+        for s in ({"g": g}, pd.DataFrame({"g": g}))
+    ]
+    pd.testing.assert_frame_equal(paths[0].to_frame(), paths[1].to_frame())
