@@ -526,7 +526,8 @@ def _parser() -> argparse.ArgumentParser:
         "--n-boot",
         type=int,
         default=200,
-        help="0: no confidence intervals; otherwise intervals that hold at exact parity (rates: exact per-group intervals; other metrics: this many bootstrap replicates)",
+        help="0: no confidence intervals; otherwise intervals that hold at exact parity "
+        "(rates: exact per-group intervals; other metrics: this many bootstrap replicates)",
     )
     compare.add_argument(
         "--no-progress",
