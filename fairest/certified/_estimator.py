@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -27,6 +28,7 @@ from fairest.certified._certificate import (
 from fairest.certified._checks import check_not_regressor, label_key, warn_if_near_constant
 from fairest.utils._estimator import validate_fit_data
 from fairest.utils._reporting import log_fit
+from fairest.utils._validation import FairnessWarning
 
 __all__ = ["CertifiedFairClassifier", "NoSolutionFoundError", "stratified_safety_split"]
 
@@ -306,6 +308,7 @@ default="clopper-pearson"
         needs_proba = any(METRICS[metric].needs_proba for metric, _ in constraints)
         results = self._fit_candidates(data, candidate, constraints, needs_proba, seed, n_safety)
         estimators, outcomes = results.pop("estimators"), results.pop("outcomes")
+        fit_warnings = results.pop("fit_warnings")
 
         safety_predictions = {}
 
@@ -364,6 +367,13 @@ default="clopper-pearson"
             selection=how,
         )
         self.certified_ = self.certificate_.passed
+        for caught in fit_warnings[self.best_index_]:
+            warnings.warn(
+                f"the fit of the kept candidate {self.best_params_ or '(as given)'}: "
+                f"{caught.message}",
+                caught.category,
+                stacklevel=2,
+            )
         self.no_solution_reason_, self.rows_needed_ = (
             (None, None) if self.certified_ else self._explain(results)
         )
@@ -393,8 +403,16 @@ default="clopper-pearson"
         fit_params = _inner_fit_params(self.estimator, data.group_labels[codes], weights)
         scale = n_safety / candidate.sum()
         estimators, accuracy, predicted, passes, outcomes = [], [], [], [], []
+        fit_warnings = []
         for params in grid:
-            fitted = clone(self.estimator).set_params(**params).fit(X, y, **fit_params)
+            with warnings.catch_warnings(record=True) as caught:
+                # the fairness warnings of a candidate's fit matter only if it is kept
+                warnings.simplefilter("always", FairnessWarning)
+                fitted = clone(self.estimator).set_params(**params).fit(X, y, **fit_params)
+            fit_warnings.append([w for w in caught if issubclass(w.category, FairnessWarning)])
+            for w in caught:  # the others, as the fit gave them
+                if not issubclass(w.category, FairnessWarning):
+                    warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
             y01, pred01, proba, _ = binary_outcomes(
                 fitted,
                 X,
@@ -434,6 +452,7 @@ default="clopper-pearson"
             "predicted_pass": np.array(passes),
             "estimators": estimators,
             "outcomes": outcomes,
+            "fit_warnings": fit_warnings,
         }
 
     def _candidate_grid(self) -> list[dict]:

@@ -31,11 +31,14 @@ __all__ = [
     "finite_thresholds",
     "warn_undefined_rates",
     "warn_if_near_constant",
+    "NEAR_CONSTANT_MESSAGE",
 ]
 
 # a classifier whose minority prediction covers at most this (weighted) share of the fit
 # rows is near-constant: it meets every parity constraint trivially
 NEAR_CONSTANT_SHARE = 0.01
+# how the near-constant warning starts (a sweep over tolerances filters it on this)
+NEAR_CONSTANT_MESSAGE = "GroupThresholdClassifier: the fitted thresholds give a near-constant"
 EDGE_GRID = 1000  # band edges scanned when looking for the groups that force a result
 SHOWN = 5  # labels or groups quoted in a message
 SHOWN_GROUPS = 8  # per-group rates listed in a warning
@@ -208,9 +211,9 @@ def warn_if_near_constant(
         shown += f", ... ({num_groups} groups)"
     free_share = float(np.average(unconstrained, weights=w))
     message = (
-        "GroupThresholdClassifier: the fitted thresholds give a near-constant classifier: "
-        f"it predicts {_key(majority)!r} for {100 * max(share, 1 - share):.1f}% of the fit "
-        f"rows (accuracy {_accuracy(positive, y01, w):.3g}; share predicted "
+        f"{NEAR_CONSTANT_MESSAGE} classifier: it predicts {_key(majority)!r} for "
+        f"{100 * max(share, 1 - share):.1f}% of the fit rows (accuracy "
+        f"{_accuracy(positive, y01, w):.3g}; share predicted "
         f"{_key(classes[1])!r}: {share:.3g} overall, per group: {shown}). The unconstrained "
         f"group thresholds reach accuracy {_accuracy(unconstrained, y01, w):.3g} with share "
         f"{free_share:.3g}."

@@ -22,6 +22,7 @@ from sklearn.utils.validation import (
 
 from fairest import metrics as _metrics
 from fairest.postprocessing._diagnostics import (
+    NEAR_CONSTANT_MESSAGE,
     NEAR_CONSTANT_SHARE,
     check_not_regressor,
     check_predicted_labels,
@@ -318,11 +319,15 @@ default="demographic_parity"
         One fit (and one score computation) of the wrapped classifier and one build of
         the per-group sorted counts; only the threshold search runs per tolerance. The
         copies share ``estimator_``. Needs the groups at predict (no ``group_estimator``).
+        A sweep does not warn about its near-constant points (small tolerances often are):
+        the path's accuracies show them.
         """
         first = clone(self).set_params(tolerance=float(tolerances[0]))
         if self.prefit:  # clone would drop the fitted classifier
             first.set_params(estimator=self.estimator)
-        first.fit(X, y, sensitive_features=sensitive_features, sample_weight=sample_weight)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", NEAR_CONSTANT_MESSAGE, FairnessWarning)
+            first.fit(X, y, sensitive_features=sensitive_features, sample_weight=sample_weight)
         data = validate_fit_data(clone(self), X, y, sensitive_features, sample_weight)
         _, y01 = encode_binary_target(type(self).__name__, data.y)
         scores = first._scores(X)

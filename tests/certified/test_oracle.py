@@ -22,7 +22,7 @@ import certified_oracle as oracle
 
 # the candidate grids reach constant predictors on purpose (thresholds above every score,
 # large fairness weights): certifying one warns, and the oracle counts violations, not
-# warnings (tests/certified/test_degenerate.py checks the warning)
+# warnings (tests/certified/test_certified_inputs.py checks the warning)
 pytestmark = pytest.mark.filterwarnings("ignore::fairest.utils.FairnessWarning")
 
 DELTA = 0.05

@@ -74,7 +74,7 @@ def _brute_force(scores, y, groups, weights, metric, tolerance):
 
 
 # tolerance 0 on ~10 rows per group: the optimum is often nobody or everybody selected,
-# which warns (tests/postprocessing/test_degenerate.py checks the warning)
+# which warns (tests/postprocessing/test_threshold_inputs.py checks the warning)
 @pytest.mark.filterwarnings("ignore::fairest.utils.FairnessWarning")
 @pytest.mark.parametrize("metric", METRICS)
 @pytest.mark.parametrize("n_groups", [2, 3])

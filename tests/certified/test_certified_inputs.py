@@ -241,3 +241,45 @@ def test_a_group_aware_estimator_needs_every_group_in_the_candidate_part(data):
     )
     with pytest.raises(ValueError, match="candidate part holds no row of group 'tiny'"):
         model.fit(X, y, sensitive_features=groups)
+
+
+# ---------------------------------------------------------------------------------------
+# the candidates' own warnings
+
+
+class _Warns(LogisticRegression):
+    """Warns a FairnessWarning naming its C at every fit."""
+
+    def fit(self, X, y, sample_weight=None):
+        warnings.warn(f"fit with C={self.C}", FairnessWarning, stacklevel=2)
+        return super().fit(X, y, sample_weight=sample_weight)
+
+
+def test_only_the_kept_candidates_fit_warnings_are_shown(data):
+    X, y, groups = data
+    with pytest.warns(FairnessWarning) as caught:
+        model = CertifiedFairClassifier(
+            _Warns(),
+            constraints=[("demographic_parity_difference", 1.0)],
+            param_grid={"C": [0.01, 1.0, 100.0]},
+            random_state=0,
+        ).fit(X, y, sensitive_features=groups)
+    messages = [str(w.message) for w in caught]
+    assert messages == [
+        f"the fit of the kept candidate {model.best_params_}: fit with C={model.best_params_['C']}"
+    ]
+
+
+def test_a_post_processor_swept_down_to_tolerance_zero_does_not_warn(data):
+    """The default sweep of GroupThresholdClassifier reaches tolerance 0, where the
+    thresholds of two large groups collapse to nobody selected: that candidate is not
+    kept, so its warning is not shown."""
+    X, y, groups = data
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = CertifiedFairClassifier(
+            GroupThresholdClassifier(LogisticRegression()),
+            constraints=[("demographic_parity_difference", 0.2)],
+            random_state=0,
+        ).fit(X, y, sensitive_features=groups)
+    assert model.certified_ and model.best_params_["tolerance"] > 0

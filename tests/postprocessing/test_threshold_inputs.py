@@ -231,3 +231,20 @@ def test_scores_that_are_near_constant_without_the_constraint_say_so():
         GroupThresholdClassifier(LogisticRegression(), tolerance=0.05).fit(
             X, y, sensitive_features=groups
         )
+
+
+def test_a_tolerance_path_does_not_warn_about_its_near_constant_points():
+    from fairest import fairness_path
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(2000, 3))
+    y = (X[:, 0] + rng.normal(size=2000) > -0.05).astype(int)
+    groups = rng.integers(0, 150, size=2000)
+    estimator = GroupThresholdClassifier(LogisticRegression())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        path = fairness_path(estimator, X, y, sensitive_features=groups, values=[0.0, 0.1])
+    assert path.strategy == "shared_scores"
+    # the point at 0 is the near-constant fit above, which its accuracy shows
+    constant = path.estimators[0].predict(X, sensitive_features=groups)
+    assert np.all(constant == constant[0])
