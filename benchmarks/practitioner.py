@@ -1,0 +1,343 @@
+"""Every fairest classifier at its defaults on a practitioner's data, beside scikit-learn
+and fairlearn.
+
+Four real tasks beyond Adult, each with its own sensitive feature and group count, read
+from the shared datasets (``--data-home``, default ``../shared/datasets``):
+
+* ``acs_public_coverage``: folktables ACSPublicCoverage 2018 (all states), race (RAC1P,
+  9 groups), integer-coded categoricals one-hot encoded (sparse);
+* ``kdd_census``: UCI Census-Income (KDD), race (5 groups), string categoricals with
+  missing values;
+* ``bank_marketing``: UCI Bank Marketing, age band (under 30, 30-59, 60 and over);
+* ``credit_default``: UCI Default of Credit Card Clients, sex (2 groups).
+
+Each (task, method) runs in a fresh process with a time limit: the same stratified split
+(``--train`` rows for training, ``--test`` for testing), the same preprocessing
+(median-imputed scaled numbers, one-hot categories; ordinal codes for the trees), the
+sensitive feature routed to ``fit`` only. A row records fit seconds, test accuracy, the
+majority rate, test demographic parity and equalized odds differences, the fairness
+warnings of the fit, and three checks: slower than 10x logistic regression, below the
+majority rate, not fairer than logistic regression on the metric the method's docs name
+(demographic parity for the baselines).
+
+Writes ``benchmarks/results/practitioner.md`` and ``.csv``. Run:
+``nice -n 10 python benchmarks/practitioner.py [--tasks a,b] [--methods x,y]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+TASKS = ("acs_public_coverage", "kdd_census", "bank_marketing", "credit_default")
+BASELINES = ("sklearn-logreg", "sklearn-hgb", "fairlearn-eg", "fairlearn-threshold")
+FAIREST = (
+    "GroupThresholdClassifier",
+    "BADRClassifier",
+    "ERMIClassifier",
+    "PartialParityClassifier",
+    "LossGapConstrainedClassifier",
+    "PrunedFairClassifier",
+    "CertifiedFairClassifier",
+)
+RESULTS = Path(__file__).parent / "results"
+
+
+# --------------------------------------------------------------------------- data
+def load_task(name: str, data_home: str):
+    """``(X, y, sensitive)`` of a task: a DataFrame, 0/1 labels and a group Series."""
+    from fairest import datasets
+
+    common = dict(data_home=data_home, download_if_missing=False, as_frame=True)
+    if name == "acs_public_coverage":
+        bunch = datasets.fetch_acs_task("ACSPublicCoverage", **common)
+        X = bunch.data.copy()
+        numeric = ["AGEP", "PINCP"]
+        for column in X.columns.difference(numeric):
+            X[column] = X[column].astype(str).astype("category")
+        return X, np.asarray(bunch.target).astype(int), X["RAC1P"].astype(str).rename("race")
+    if name == "kdd_census":
+        bunch = datasets.fetch_kdd_census(**common)
+        X = bunch.data
+        return X, np.asarray(bunch.target).astype(int), X["race"].astype(str).rename("race")
+    if name == "bank_marketing":
+        bunch = datasets.fetch_bank_marketing(**common)
+        X = bunch.data
+        band = pd.cut(X["age"], [0, 29, 59, 200], labels=["under 30", "30-59", "60+"])
+        return X, np.asarray(bunch.target).astype(int), band.astype(str).rename("age band")
+    if name == "credit_default":
+        bunch = datasets.fetch_credit_default(**common)
+        X = bunch.data.copy()
+        for column in ("SEX", "EDUCATION", "MARRIAGE"):
+            X[column] = X[column].astype(str).astype("category")
+        sex = X["SEX"].map({"1": "male", "2": "female"}).astype(str).rename("sex")
+        return X, np.asarray(bunch.target).astype(int), sex
+    raise ValueError(f"unknown task {name!r}; tasks: {', '.join(TASKS)}")
+
+
+def split(name: str, data_home: str, n_train: int, n_test: int, seed: int = 0):
+    from sklearn.model_selection import train_test_split
+
+    X, y, s = load_task(name, data_home)
+    strata = s.astype(str) + "|" + pd.Series(y, index=s.index).astype(str)
+    n_train = min(n_train, int(0.6 * len(y)))
+    n_test = min(n_test, len(y) - n_train)
+    train, test = train_test_split(
+        np.arange(len(y)), train_size=n_train, test_size=n_test, stratify=strata, random_state=seed
+    )
+    return (X.iloc[train], y[train], s.iloc[train]), (X.iloc[test], y[test], s.iloc[test])
+
+
+def preprocessor(X: pd.DataFrame, trees: bool = False, dense: bool = False):
+    from sklearn.compose import ColumnTransformer, make_column_selector
+    from sklearn.impute import SimpleImputer
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder, StandardScaler
+
+    numbers = make_column_selector(dtype_include="number")
+    categories = make_column_selector(dtype_exclude="number")
+    if trees:
+        codes = OrdinalEncoder(
+            handle_unknown="use_encoded_value", unknown_value=-2, encoded_missing_value=-1
+        )
+        return ColumnTransformer([("num", "passthrough", numbers), ("cat", codes, categories)])
+    onehot = OneHotEncoder(
+        handle_unknown="infrequent_if_exist", min_frequency=20, sparse_output=not dense
+    )
+    scaled = make_pipeline(SimpleImputer(strategy="median"), StandardScaler())
+    return ColumnTransformer([("num", scaled, numbers), ("cat", onehot, categories)])
+
+
+# --------------------------------------------------------------------------- methods
+def make_method(name: str, X):
+    """``(estimator, fit_kwargs_of_groups)``: the estimator on preprocessed X and how the
+    groups reach its fit."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+
+    import fairest
+
+    def logreg():
+        return LogisticRegression(max_iter=1000)
+
+    if name == "sklearn-logreg":
+        return make_pipeline(preprocessor(X), logreg()), None
+    if name == "sklearn-hgb":
+        return make_pipeline(preprocessor(X, True), HistGradientBoostingClassifier()), None
+    if name == "fairlearn-eg":
+        from fairlearn.reductions import DemographicParity, ExponentiatedGradient
+
+        return make_pipeline(
+            preprocessor(X, dense=True), ExponentiatedGradient(logreg(), DemographicParity())
+        ), "exponentiatedgradient__sensitive_features"
+    if name == "fairlearn-threshold":
+        from fairlearn.postprocessing import ThresholdOptimizer
+
+        model = ThresholdOptimizer(
+            estimator=HistGradientBoostingClassifier(),
+            constraints="demographic_parity",
+            predict_method="predict_proba",
+        )
+        return make_pipeline(preprocessor(X, True), model), "thresholdoptimizer__sensitive_features"
+    if name in ("GroupThresholdClassifier",):
+        return make_pipeline(preprocessor(X), fairest.GroupThresholdClassifier(logreg())), "routed"
+    if name == "CertifiedFairClassifier":
+        model = fairest.CertifiedFairClassifier(fairest.GroupThresholdClassifier(logreg()))
+        return make_pipeline(preprocessor(X), model), "routed"
+    return make_pipeline(preprocessor(X), getattr(fairest, name)()), "routed"
+
+
+def _demographic_parity(y_pred, groups) -> float:
+    rates = pd.Series(y_pred).groupby(np.asarray(groups)).mean()
+    return float(rates.max() - rates.min())
+
+
+def _own_metric(method, estimator, X_test, y_test, s_test, reference) -> tuple[str, float, float]:
+    """``(name, value, logistic regression's value)`` of the metric the method's docs name,
+    on the test rows; ``reference`` is a fitted logistic regression pipeline."""
+    from fairest import metrics
+
+    groups = s_test.to_numpy()
+    model = estimator[-1]
+    if method == "LossGapConstrainedClassifier":
+        values = [
+            metrics.loss_gap(y_test, m.predict_proba(X_test), sensitive_features=groups)
+            for m in (estimator, reference)
+        ]
+        return "loss gap", *values
+    if method == "PartialParityClassifier":
+        interval = tuple(model.interval_)
+        values = [
+            metrics.partial_statistical_parity(
+                y_test, m.predict_proba(X_test)[:, 1], sensitive_features=groups, interval=interval
+            )
+            for m in (estimator, reference)
+        ]
+        return f"pSP on {interval}", *values
+    if method == "PrunedFairClassifier":
+        return f"train max EAG (tolerance {model.tolerance})", model.train_unfairness_, np.nan
+    dp = [_demographic_parity(m.predict(X_test), s_test) for m in (estimator, reference)]
+    return "DP", *dp
+
+
+def run_one(task: str, method: str, data_home: str, n_train: int, n_test: int) -> dict:
+    """Fit and score one method on one task (in this process)."""
+    from sklearn import config_context
+    from sklearn.metrics import accuracy_score
+
+    from fairest.metrics import equalized_odds_difference
+
+    (X, y, s), (X_test, y_test, s_test) = split(task, data_home, n_train, n_test)
+    estimator, route = make_method(method, X)
+    kwargs = {}
+    if route == "routed":
+        kwargs["sensitive_features"] = s.to_numpy()
+    elif route is not None:
+        kwargs[route] = s.to_numpy()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        start = time.perf_counter()
+        with config_context(enable_metadata_routing=route == "routed"):
+            estimator.fit(X, y, **kwargs)
+        seconds = time.perf_counter() - start
+        if method == "fairlearn-threshold":
+            y_pred = estimator.predict(X_test, sensitive_features=s_test.to_numpy(), random_state=0)
+        else:
+            y_pred = estimator.predict(X_test)
+    noted = sorted(
+        {
+            f"{w.category.__name__}: {str(w.message).split(';')[0][:160]}"
+            for w in caught
+            if w.category.__name__ in ("FairnessWarning", "ConvergenceWarning")
+        }
+    )
+    y_pred = np.asarray(y_pred).astype(int)
+    own = ("DP", np.nan, np.nan)
+    if method in FAIREST:
+        reference, _ = make_method("sklearn-logreg", X)
+        reference.fit(X, y)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            own = _own_metric(method, estimator, X_test, y_test, s_test, reference)
+    return {
+        "task": task,
+        "groups": int(s.nunique()),
+        "smallest group (train)": int(s.value_counts().min()),
+        "method": method,
+        "fit s": round(seconds, 2),
+        "accuracy": round(accuracy_score(y_test, y_pred), 4),
+        "majority rate": round(max(np.mean(y_test), 1 - np.mean(y_test)), 4),
+        "DP": round(_demographic_parity(y_pred, s_test), 4),
+        "EO": round(float(equalized_odds_difference(y_test, y_pred, sensitive_features=s_test)), 4),
+        "own metric": own[0],
+        "own": round(float(own[1]), 4),
+        "own (logreg)": round(float(own[2]), 4),
+        "warnings": " | ".join(noted),
+    }
+
+
+def _in_subprocess(args, task, method) -> dict:
+    command = [
+        sys.executable,
+        __file__,
+        "--one",
+        f"{task}:{method}",
+        "--data-home",
+        args.data_home,
+        "--train",
+        str(args.train),
+        "--test",
+        str(args.test),
+    ]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout)
+    except subprocess.TimeoutExpired:
+        return {
+            "task": task,
+            "method": method,
+            "fit s": f">{args.timeout}",
+            "warnings": "timed out",
+        }
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode or not lines:
+        tail = (done.stderr.strip().splitlines() or ["?"])[-1][:200]
+        return {"task": task, "method": method, "warnings": f"error: {tail}"}
+    return json.loads(lines[-1])
+
+
+def _checks(table: pd.DataFrame) -> pd.DataFrame:
+    """The three conditions of a row, against the task's logistic regression."""
+    flags = []
+    for _, row in table.iterrows():
+        base = table[(table.task == row.task) & (table.method == "sklearn-logreg")]
+        problems = []
+        if isinstance(row.get("fit s"), str) or pd.isna(row.get("accuracy")):
+            problems.append("did not finish")
+        elif not base.empty:
+            base = base.iloc[0]
+            if row["fit s"] > 10 * max(base["fit s"], 0.5):
+                problems.append("slower than 10x logreg")
+            if row["accuracy"] < row["majority rate"]:
+                problems.append("below majority rate")
+            own, own_reference = row.get("own"), row.get("own (logreg)")
+            if row.method in FAIREST and pd.notna(own) and pd.notna(own_reference):
+                if own >= own_reference:
+                    problems.append(f"not fairer ({row['own metric']}) than logreg")
+            elif row.method not in BASELINES[:2] and row["DP"] >= base["DP"]:
+                problems.append("not fairer (DP) than logreg")
+        flags.append("; ".join(problems) or "ok")
+    return table.assign(check=flags)
+
+
+def _markdown(table: pd.DataFrame) -> str:
+    cells = table.astype(object).where(table.notna(), "")
+    lines = ["| " + " | ".join(map(str, table.columns)) + " |", "|" + "---|" * table.shape[1]]
+    lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in cells.to_numpy()]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", default=",".join(TASKS))
+    parser.add_argument("--methods", default=",".join(BASELINES + FAIREST))
+    parser.add_argument("--data-home", default=str(Path.cwd().parent / "shared" / "datasets"))
+    parser.add_argument("--train", type=int, default=20_000)
+    parser.add_argument("--test", type=int, default=20_000)
+    parser.add_argument("--timeout", type=int, default=600)
+    parser.add_argument("--one", help=argparse.SUPPRESS)
+    parser.add_argument("--output", default=str(RESULTS / "practitioner"))
+    args = parser.parse_args()
+    if args.one:
+        task, method = args.one.split(":")
+        print(json.dumps(run_one(task, method, args.data_home, args.train, args.test)))
+        return
+    rows = []
+    for task in args.tasks.split(","):
+        for method in args.methods.split(","):
+            rows.append(_in_subprocess(args, task, method))
+            print(json.dumps(rows[-1]), flush=True)
+    table = _checks(pd.DataFrame(rows))
+    table.to_csv(f"{args.output}.csv", index=False)
+    header = (
+        "# Every classifier at its defaults on four practitioner tasks\n\n"
+        f"`python benchmarks/practitioner.py --train {args.train} --test {args.test}`; "
+        "one fresh process per row; DP / EO: test demographic parity / equalized odds "
+        "differences over the task's groups; check: slower than 10x logistic regression, "
+        "below the majority rate, not fairer than logistic regression on the metric the "
+        "method's docs name (own; DP for the baselines).\n\n"
+    )
+    Path(f"{args.output}.md").write_text(header + _markdown(table) + "\n")
+    print(f"wrote {args.output}.md")
+
+
+if __name__ == "__main__":
+    main()
