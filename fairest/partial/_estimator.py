@@ -12,8 +12,14 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from fairest.partial import _defaults
-from fairest.partial._common import METRICS, as_csr_or_dense
-from fairest.partial._fit import Settings, build_problem, fit_partial
+from fairest.partial._common import (
+    METRICS,
+    as_csr_or_dense,
+    near_constant,
+    plain_label,
+    prediction_figures,
+)
+from fairest.partial._fit import Settings, build_problem, fit_partial, unconstrained_scores
 from fairest.partial._linear import _LinearClassifierMixin
 from fairest.utils._estimator import encode_binary_target, validate_fit_data
 from fairest.utils._reporting import as_history, log_fit
@@ -453,8 +459,40 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
         if self.record_history:
             self.history_ = as_history(result.history)
         self._warn(result)
+        if len(self.groups_) > 1:
+            self._warn_constant(X, y01, data_in)
         self._log_fit(result)
         return self
+
+    def _warn_constant(self, X, y01, data_in):
+        """``FairnessWarning`` when the returned classifier is (nearly) constant, with
+        the achieved accuracy and selection rates per group and the two groups between
+        which the model without constraints is least fair (those the constraint has to
+        bring together)."""
+        weight, codes, labels = data_in.sample_weight, data_in.groups, self.groups_
+        threshold = float(self.threshold)
+        scores = X @ self.coef_.ravel() + self.intercept_[0]  # X validated: no name check
+        pred = (scores > threshold).astype(np.float64)
+        if not near_constant(pred, y01, weight, _defaults.NEAR_CONSTANT_SHARE):
+            return
+        positive = plain_label(self.classes_[1])
+        shown = prediction_figures(pred, y01, codes, weight, labels, positive)
+        free = (unconstrained_scores(X, y01, weight, float(self.alpha)) > threshold) * weight
+        totals = np.bincount(codes, weights=weight, minlength=len(labels))
+        rates = np.bincount(codes, weights=free, minlength=len(labels)) / totals
+        low, high = np.argmin(rates), np.argmax(rates)
+        warnings.warn(
+            f"{type(self).__name__}: the returned model predicts one class nearly "
+            f"everywhere ({shown}). A constant model is trivially fair, and the "
+            f"{self.metric} <= {float(self.tolerance):g} constraint on interval "
+            f"{self.interval_} over {len(labels)} groups leaves little else: the model "
+            f"without it predicts {positive!r} for {rates[low]:.3f} of group "
+            f"{plain_label(labels[low])!r} (weight {totals[low]:.4g}) and {rates[high]:.3f} "
+            f"of group {plain_label(labels[high])!r} (weight {totals[high]:.4g}). Raise "
+            "tolerance, widen the interval, or merge small groups.",
+            FairnessWarning,
+            stacklevel=3,
+        )
 
     def _warn(self, result):
         """Convergence and fairness warnings of a fit."""

@@ -28,6 +28,12 @@ class GroupInteractionFeatures(TransformerMixin, BaseEstimator):
 
     Attributes
     ----------
+    group_codes_ : ndarray of shape (n_codes,)
+        The distinct group codes of the fitted data, sorted. ``transform`` refuses a code
+        outside them (a ``ValueError`` naming it), as scikit-learn's ``OneHotEncoder``
+        does with ``handle_unknown="error"``: the cross terms of an unseen code are an
+        extrapolation of the fitted model along the group axis, not a group it was
+        trained on.
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features_in_,)
 
@@ -36,6 +42,15 @@ class GroupInteractionFeatures(TransformerMixin, BaseEstimator):
     .. [1] He, Y., Huang, Y., Yao, Y. and Lin, Q. "Enforcing Fair Predicted Scores on
        Intervals of Percentiles by Difference-of-Convex Constraints", arXiv:2505.12530,
        2025. Section 7.1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fairest.partial import GroupInteractionFeatures
+    >>> X = np.array([[1.0, 2.0, 1.0], [3.0, 4.0, 2.0]])
+    >>> GroupInteractionFeatures(group_column=2).fit_transform(X)
+    array([[1., 2., 1., 1., 2.],
+           [3., 4., 2., 6., 8.]])
     """
 
     _parameter_constraints: dict = {"group_column": [Integral]}
@@ -60,7 +75,7 @@ class GroupInteractionFeatures(TransformerMixin, BaseEstimator):
             The fitted transformer.
         """
         X = validate_data(self, X, dtype=np.float64)
-        self._column(X.shape[1])
+        self.group_codes_ = np.unique(X[:, self._column(X.shape[1])])
         return self
 
     def _column(self, n_features):
@@ -83,9 +98,25 @@ class GroupInteractionFeatures(TransformerMixin, BaseEstimator):
         X_out : ndarray of shape (n_samples, 2 * n_features - 1)
             ``X`` followed by the products of the group code with the other
             ``n_features - 1`` columns.
+
+        Raises
+        ------
+        ValueError
+            If column ``group_column`` holds a code not seen in ``fit``.
         """
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, reset=False)
         j = self._column(X.shape[1])
+        unseen = np.setdiff1d(X[:, j], self.group_codes_)
+        if unseen.size:
+            shown = ", ".join(f"{code:g}" for code in unseen[:10])
+            more = f" and {unseen.size - 10} more" if unseen.size > 10 else ""
+            known = ", ".join(f"{code:g}" for code in self.group_codes_[:10])
+            raise ValueError(
+                f"GroupInteractionFeatures: column {self.group_column} (group_column) holds "
+                f"group codes not seen in fit: {shown}{more} (fitted codes: {known}"
+                f"{', ...' if self.group_codes_.size > 10 else ''}). Fit the transformer on "
+                "data that holds every group, or map these rows to a fitted code."
+            )
         rest = np.delete(X, j, axis=1)
         return np.hstack([X, X[:, [j]] * rest])
