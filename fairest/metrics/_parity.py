@@ -5,16 +5,14 @@ of the same name in :mod:`fairlearn.metrics` (checked against fairlearn in the t
 computed with one vectorised pass (``np.bincount``) instead of a ``MetricFrame``.
 
 Rates follow scikit-learn's confusion-matrix convention, as fairlearn does: a group with
-no positive (negative) sample has a true (false) positive rate of 0. fairest additionally
-warns with :class:`~sklearn.exceptions.UndefinedMetricWarning` when that happens.
+no positive (negative) sample has a true (false) positive rate of 0, without a warning
+(fairlearn gives none; ``MetricFrame(metrics="true_positive_rate", ...)`` shows such a
+group as NaN).
 """
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
-from sklearn.exceptions import UndefinedMetricWarning
 
 from fairest.metrics._checks import as_binary_labels, check_metric_inputs, check_option
 from fairest.metrics._group_stats import GroupRates, group_rates
@@ -71,18 +69,6 @@ def selection_rates(y_true, y_pred, sensitive_features, sample_weight) -> GroupR
     return group_rates(inputs.codes, inputs.num_groups, predicted, inputs.weights)
 
 
-def _warn_undefined(rates: GroupRates, groups, rate_name: str, condition: str) -> None:
-    if rates.defined.all():
-        return
-    names = ", ".join(repr(groups[g]) for g in np.flatnonzero(~rates.defined))
-    warnings.warn(
-        f"{rate_name} is undefined for group(s) {names} with no {condition} sample; it is "
-        "set to 0 there, as in fairlearn and scikit-learn.",
-        UndefinedMetricWarning,
-        stacklevel=4,
-    )
-
-
 def error_rates(y_true, y_pred, sensitive_features, sample_weight):
     """Per-group true positive rates and false positive rates (both ``GroupRates``)."""
     inputs = check_metric_inputs(y_true, y_pred, sensitive_features, sample_weight)
@@ -90,8 +76,6 @@ def error_rates(y_true, y_pred, sensitive_features, sample_weight):
     predicted = as_binary_labels(inputs.y_pred, "y_pred")
     tpr = group_rates(inputs.codes, inputs.num_groups, predicted, inputs.weights, labels)
     fpr = group_rates(inputs.codes, inputs.num_groups, predicted, inputs.weights, 1.0 - labels)
-    _warn_undefined(tpr, inputs.groups, "the true positive rate", "positive")
-    _warn_undefined(fpr, inputs.groups, "the false positive rate", "negative")
     return tpr, fpr
 
 
