@@ -175,18 +175,82 @@ CASES = {
         same(solo.predict_proba(X), spmd.predict_proba(X), rtol=0, atol=1e-3)
         same(solo.train_unfairness_, spmd.train_unfairness_, rtol=0, atol=1e-6)
         assert solo.n_iter_ == spmd.n_iter_ and solo.interval_ == spmd.interval_
-        # the penalty baseline's default L-BFGS on the smoothed objective, float32 too:
-        # a rounding moves where its stopping test ends a stage (pSP: 3e-3 of max |coef|
-        # measured), so the models are checked to 1e-2 and their exact objectives
-        # (float64) to 1e-4 (1.0e-5 measured)
+        # The penalty baseline's default L-BFGS minimises, stage after stage, a smoothed
+        # objective F_s = f0 + lam P_s in float32, and XLA sums its float32 row terms in
+        # an order that depends on the device count. The bounds below follow from that:
+        # * A float32 sum of m terms, in any order, is within (m - 1) u sum|terms| of the
+        #   exact sum (u = 2^-24; Higham, "Accuracy and Stability of Numerical
+        #   Algorithms", 2nd ed., eq. (4.4)). f0 sums n non-negative weighted losses
+        #   (weights summing to 1); P_s is 2 lam / (beta - alpha) times a smooth maximum
+        #   (1-Lipschitz) of group means of ramps in [0, 1] (pSP), or of differences of
+        #   two such 1-Lipschitz functions of group means (pDP), each mean summing at
+        #   most n_max terms. With the float32 scores' own rounding ((d + 1) u times
+        #   |b| + |x| |w|, through slopes <= 1), every value either run computes is
+        #   within eta of F_s.
+        # * A stage ends when one step lowered the computed F_s by at most tol |F_s|
+        #   (PENALTY_TOL) or its gradient is flat (PENALTY_GTOL): as computed, a run
+        #   certifies its end point within tol |F_s| + 2 eta of where it converges, and
+        #   both runs converge to the same point of the same problem from the same start,
+        #   so their F_s (evaluated here in float64) differ by at most twice that.
+        # * Near that point F_s grows at least mu / 2 |x - x*|^2 (mu the smallest
+        #   eigenvalue of its Hessian at the 1-device model, when positive), so the two
+        #   models, each within reach of x*, are within 2 sqrt(2 reach / mu).
+        # * The exact objective is F_s plus lam (P - P_s), and P - P_s lies in an
+        #   interval fixed by the last stage's smoothing (delta, tau): the ramp within
+        #   delta / 4, the pDP min within delta log 2, the smooth maximum of m terms
+        #   within tau log(2 m); its width is added.
+        # A model fit at the default fairness_weight 0.3 instead of 1 must violate the F_s
+        # bound: the check tells models of different problems apart.
+        import jax.numpy as jnp
         from fairest import PartialParityPenaltyClassifier
+        from fairest.partial import _defaults
+        from fairest.partial._baselines import _penalised_objective
+        from fairest.partial._common import build_data
+        from fairest.partial._dc import Config
+        lo, hi, lam = 0.1, 0.6, 1.0
+        u = float(np.finfo(np.float32).eps) / 2
+        delta, tau = (float(v) for v in _defaults.PENALTY_SMOOTHING[-1])
+        n_max = np.bincount(groups).max()
+
+        def point(model):
+            return np.concatenate([model.intercept_, model.coef_.ravel(), model.thresholds_])
+
+        def F_s(model):  # the last stage's smoothed objective, in float64
+            with jax.enable_x64(True):
+                return float(smoothed(jnp.asarray(point(model))))
+
         for metric in ("partial_statistical_parity", "partial_demographic_parity"):
-            solo, spmd = both(lambda: PartialParityPenaltyClassifier(
-                metric=metric, interval=(0.1, 0.6), fairness_weight=1.0))
-            scale = np.max(np.abs(solo.coef_))
-            same(solo.coef_, spmd.coef_, rtol=0, atol=1e-2 * scale)
+            make = lambda fairness=lam: PartialParityPenaltyClassifier(
+                metric=metric, interval=(lo, hi), fairness_weight=fairness)
+            solo, spmd = both(make)
+            G, J = len(solo.groups_), solo.grid_.size
+            statistical = metric == "partial_statistical_parity"
+            cfg = Config("statistical" if statistical else "demographic", "ramp", "minimal",
+                         G, d, J)
+            with jax.enable_x64(True):
+                data = build_data(X, y.astype(float), groups, weight, G, grid=solo.grid_,
+                                  slack=0.0, lo=lo, hi=hi, threshold=0.0, alpha=0.0, mu=0.0,
+                                  rho=0.0, width=1.0)
+                smoothed = lambda x: _penalised_objective(x, data, cfg, lam, (delta, tau))
+                hessian = jax.jacrev(jax.grad(smoothed))(jnp.asarray(point(solo)))
+                mu = np.linalg.eigvalsh(np.asarray(hessian))[0]
+            scores = np.abs(solo.intercept_[0]) + np.abs(X) @ np.abs(solo.coef_.ravel())
+            penalty_slope = 2 * lam / (hi - lo)
+            eta = u * ((n - 1) * solo.objective_ + penalty_slope * (n_max - 1)
+                       + (d + 1) * scores.max() * (1 + penalty_slope))
+            reach = _defaults.PENALTY_TOL * abs(F_s(solo)) + 2 * eta
+            same(F_s(solo), F_s(spmd), rtol=0, atol=2 * reach)
+            if mu > 0:
+                distance = np.linalg.norm(point(solo) - point(spmd))
+                assert distance <= 2 * np.sqrt(2 * reach / mu), (distance, reach, mu)
+            if statistical:
+                gap = 2 / (hi - lo) * (delta / 2 + tau * np.log(2 * G * J))
+            else:
+                gap = (4 * (delta / 4 + delta * np.log(2)) + tau * np.log(2 * G * G)) / (hi - lo)
             same(solo.objective_ + solo.penalty_, spmd.objective_ + spmd.penalty_,
-                 rtol=1e-4, atol=0)
+                 rtol=0, atol=2 * reach + lam * gap)
+            other = make(0.3).fit(X, y, sensitive_features=groups, sample_weight=weight)
+            assert abs(F_s(other) - F_s(solo)) > 2 * reach, (F_s(other), F_s(solo), reach)
     """,
     "partial-fairness-idca": """
         # IDCA (SSG inner solves), direct SSG and the penalty's subgradient descent run in
