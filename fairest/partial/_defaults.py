@@ -31,12 +31,6 @@ DC_SPLIT = "minimal"
 # benchmarks/results/partial_idca_diagnosis.md.
 INIT = "auto"
 
-# A returned classifier whose rarer predicted class covers at most this share of the
-# training weight, while the rarer label covers more, is (nearly) constant and gets a
-# FairnessWarning: the constant start (INIT) is trivially fair (pSP = pDP = 0, spec
-# section 5.1), so a fit that cannot leave it returns a model that separates nothing.
-# One row in a hundred: the data's own rarer label is more common.
-NEAR_CONSTANT_SHARE = 0.01
 
 # Practical IDCA settings (spec section 5.3, [default] package defaults when not tuning):
 INNER_TOL = 1e-3  # SSG infeasibility tolerance / Polyak target epsilon

@@ -12,15 +12,10 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from fairest.partial import _defaults
-from fairest.partial._common import (
-    METRICS,
-    as_csr_or_dense,
-    near_constant,
-    plain_label,
-    prediction_figures,
-)
+from fairest.partial._common import METRICS, as_csr_or_dense
 from fairest.partial._fit import Settings, build_problem, fit_partial, unconstrained_scores
 from fairest.partial._linear import _LinearClassifierMixin
+from fairest.utils._degenerate import near_constant, plain_label, prediction_figures
 from fairest.utils._estimator import encode_binary_target, validate_fit_data
 from fairest.utils._reporting import as_history, log_fit
 from fairest.utils._validation import FairnessWarning
@@ -473,7 +468,7 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
         threshold = float(self.threshold)
         scores = X @ self.coef_.ravel() + self.intercept_[0]  # X validated: no name check
         pred = (scores > threshold).astype(np.float64)
-        if not near_constant(pred, y01, weight, _defaults.NEAR_CONSTANT_SHARE):
+        if not near_constant(pred, y01, weight):
             return
         positive = plain_label(self.classes_[1])
         shown = prediction_figures(pred, y01, codes, weight, labels, positive)
