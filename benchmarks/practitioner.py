@@ -327,6 +327,11 @@ def main() -> None:
     parser.add_argument("--train", type=int, default=20_000)
     parser.add_argument("--test", type=int, default=20_000)
     parser.add_argument("--timeout", type=int, default=600)
+    parser.add_argument(
+        "--reuse",
+        help="a previous results CSV: its rows for (task, method) pairs not run now are kept "
+        "(e.g. re-run the fairest rows only; the split and the baselines are deterministic)",
+    )
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--output", default=str(RESULTS / "practitioner"))
     args = parser.parse_args()
@@ -339,7 +344,18 @@ def main() -> None:
         for method in args.methods.split(","):
             rows.append(_in_subprocess(args, task, method))
             print(json.dumps(rows[-1]), flush=True)
-    table = _checks(pd.DataFrame(rows))
+    table = pd.DataFrame(rows)
+    if args.reuse:
+        previous = pd.read_csv(args.reuse).drop(columns="check", errors="ignore")
+        run = set(zip(table.task, table.method))
+        kept = previous[[pair not in run for pair in zip(previous.task, previous.method)]]
+        order = {name: k for k, name in enumerate(BASELINES + FAIREST)}
+        table = pd.concat([kept, table], ignore_index=True)
+        table = table.sort_values(
+            ["task", "method"], key=lambda c: c.map(order) if c.name == "method" else c
+        )
+        table = table.reset_index(drop=True)
+    table = _checks(table)
     table.to_csv(f"{args.output}.csv", index=False)
     header = (
         "# Every classifier at its defaults on four practitioner tasks\n\n"
