@@ -67,9 +67,11 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
         weight of the smallest gap above that accuracy is used, with a
         :class:`~fairest.utils.FairnessWarning` naming the groups that hold the gap. The search
         runs the full-batch solver also for ``solver="sgda"`` (then SGDA fits at the weight
-        found). Private fits (``dp_epsilon``; the search would read the sensitive
-        attribute without noise) and :meth:`partial_fit` (a stream has no whole training
-        set) use 1.0, the paper's default.
+        found); its fits stop at a gradient norm of ``tol * max(1, weight)`` (the penalty's
+        gradient, and its rounding, grow with the weight). Private fits (``dp_epsilon``;
+        the search would read the sensitive attribute without noise) and
+        :meth:`partial_fit` (a stream has no whole training set) use 1.0, the paper's
+        default.
     metric : {"demographic_parity", "equalized_odds"}, default="demographic_parity"
         ERMI(Yhat; S) or the conditional ERMI(Yhat; S | Y).
     alpha : float, default=1e-4
@@ -475,9 +477,11 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
                 max_iter=self.max_iter,
             )
             if not result.converged:
+                scale = "" if auto is None else f" * max(1, fairness_weight_={lam:.4g})"
                 warnings.warn(
-                    f"L-BFGS stopped after {result.n_iter} iterations with gradient norm "
-                    f"{result.grad_norm:.2e} > tol={self.tol}; increase max_iter or alpha.",
+                    f"The full-batch solver stopped after {result.n_iter} iterations with "
+                    f"gradient norm {result.grad_norm:.2e} > tol={self.tol}{scale}; increase "
+                    "max_iter or alpha.",
                     ConvergenceWarning,
                     stacklevel=2,
                 )

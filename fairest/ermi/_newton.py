@@ -239,10 +239,11 @@ class NewtonSolver:
         distance = [abs(np.log((lam + 1e-3) / (point[0] + 1e-3))) for point in self.solved]
         return self.solved[len(distance) - 1 - int(np.argmin(distance[::-1]))]
 
-    def solve(self, lam, after_last: bool = False) -> NewtonPoint:
+    def solve(self, lam, tol=None, after_last: bool = False) -> NewtonPoint:
         """The minimiser at ``lam`` (from the nearest solved weight, or the last one solved
-        with ``after_last``), solved to ``||grad||_inf <= tol``."""
+        with ``after_last``), solved to ``||grad||_inf <= tol`` (default the solver's)."""
         lam = float(lam)
+        tol = self.tol if tol is None else tol
         base = self.solved[-1] if after_last and self.solved else self._nearest(lam)
         value_and_grad = self.value_and_grad_at(lam)
         H = None
@@ -261,7 +262,7 @@ class NewtonSolver:
             start,
             value_and_grad,
             self.hessian_at(lam),
-            self.tol,
+            tol,
             self.max_iter,
             self.projector,
         )
@@ -270,7 +271,7 @@ class NewtonSolver:
             point[4] = None  # older points keep no Hessian
         self.solved.append([lam, flat, f, g, H])
         grad_norm = float(np.max(np.abs(g)))
-        return NewtonPoint(flat.reshape(self.shape), f, grad_norm, n_iter, grad_norm <= self.tol)
+        return NewtonPoint(flat.reshape(self.shape), f, grad_norm, n_iter, grad_norm <= tol)
 
 
 def newton_path(

@@ -611,7 +611,9 @@ def run_full_batch(
                 binary=binary,
             )
 
-        def lbfgs(theta, lam):
+        searched = isinstance(fairness_weight, str)  # "auto"
+
+        def lbfgs(theta, lam, tol):
             return full_batch_solve(
                 theta,
                 *rows,
@@ -624,17 +626,25 @@ def run_full_batch(
             )
 
         def solve(lam):
+            # the search's fits stop at tol * max(1, lam): the penalty's gradient, and its
+            # rounding, grow with the weight (at lam = 256 on 200 rows L-BFGS ends at
+            # 5e-8 whatever the start)
+            tol_lam = tol * max(1.0, lam) if searched else tol
             if newton is not None:
-                theta, objective, grad_norm, n_iter, converged = newton.solve(lam)
+                theta, objective, grad_norm, n_iter, converged = newton.solve(lam, tol_lam)
                 if not converged:  # stalled at the float32 Hessian's accuracy: L-BFGS ends
-                    theta, objective, grad_norm, more, converged = lbfgs(theta, lam)
+                    theta, objective, grad_norm, more, converged = lbfgs(theta, lam, tol_lam)
+                    n_iter += more
+                if not converged:  # no decrease left from there: L-BFGS from zeros, as
+                    # the full-batch solver alone (same compiled kernel)
+                    theta, objective, grad_norm, more, converged = lbfgs(theta0, lam, tol_lam)
                     n_iter += more
             else:
                 nearest = min(
                     solved, key=lambda w: abs(np.log((lam + 1e-3) / (w + 1e-3))), default=None
                 )
                 start = theta0 if nearest is None else solved[nearest][0]
-                theta, objective, grad_norm, n_iter, converged = lbfgs(start, lam)
+                theta, objective, grad_norm, n_iter, converged = lbfgs(start, lam, tol_lam)
             solved[lam] = (
                 np.asarray(theta, dtype=np.float64),
                 objective,
@@ -645,7 +655,7 @@ def run_full_batch(
             return solved[lam][0]
 
         auto = None
-        if isinstance(fairness_weight, str):  # "auto"
+        if searched:
             n_groups = strata[0].shape[1]
 
             def evaluate(theta):
