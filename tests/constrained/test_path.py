@@ -421,9 +421,8 @@ def test_float32_fold_lanes_and_folds_of_different_shapes():
 def test_cross_validated_fairness_path_scores_every_fold_as_its_refit():
     """``fairness_path(..., cv=)``: per-(value, fold) test scores equal the refits' own
     accuracy and loss gap on the fold's test rows, the means and spreads are theirs."""
-    from fairest.model_selection import GroupStratifiedKFold
-
     from fairest.metrics import loss_gap
+    from fairest.model_selection import GroupStratifiedKFold
 
     X, y, g = _data(n=360, seed=6)
     estimator = LossGapConstrainedClassifier((), n_epochs=1, dtype="float64", random_state=1)
@@ -449,10 +448,9 @@ def test_a_diverged_fold_lane_is_refitted_and_scored_as_its_refit(monkeypatch):
     """``fairness_path(..., cv=)`` with a (fold, value) lane whose iterates were not finite
     (made NaN here): that point is the estimator's own fit on the fold, and its train and
     test scores are the refit's, not the lane's (the lanes' shared logits are replaced)."""
-    from fairest.model_selection import GroupStratifiedKFold
-
     import fairest.constrained._path as path_module
     from fairest.metrics import loss_gap
+    from fairest.model_selection import GroupStratifiedKFold
 
     X, y, g = _data(n=360, seed=7)
     estimator = LossGapConstrainedClassifier((), n_epochs=1, dtype="float64", random_state=2)
