@@ -286,7 +286,12 @@ def make_model(task, method, weights=None):
         common["metric_params"] = {"temperature": TEMPERATURE}
     if method in ("badr", "badr_tight"):
         cls = BADRClassifier if task == "classification" else BADRRegressor
-        return cls(solver="slsqp", tol=TIGHT_TOL if method == "badr_tight" else None, **common)
+        return cls(
+            solver="slsqp",
+            tol=TIGHT_TOL if method == "badr_tight" else None,
+            max_weight_ratio=None,  # the paper's search: the whole simplex
+            **common,
+        )
     cls = GroupWeightedClassifier if task == "classification" else GroupWeightedRegressor
     return cls(weights=method if weights is None else weights, **common)
 

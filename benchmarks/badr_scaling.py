@@ -58,6 +58,8 @@ HERE = Path(__file__).resolve().parent
 WORKDIR = HERE / ".venvs" / "badr_scaling_cases"  # git-ignored
 N_FEATURES = 10
 ALPHA = 1e-3
+# the paper's settings (badr spec): smoothing temperature 1, the whole simplex
+PAPER = {"metric_params": {"temperature": 1.0}, "max_weight_ratio": None}
 SEED = 0
 ERM_N = 200_000
 ERM_GROUPS = (2, 5, 10)
@@ -135,7 +137,9 @@ def worker_erm(num_groups: int) -> list[dict]:
         def badr_fit(metric=metric):
             load = os.getloadavg()
             start = time.perf_counter()
-            model = BADRClassifier(metric=metric, alpha=ALPHA).fit(X, y, sensitive_features=groups)
+            model = BADRClassifier(metric=metric, alpha=ALPHA, **PAPER).fit(
+                X, y, sensitive_features=groups
+            )
             return time.perf_counter() - start, list(load), model
 
         sk = [sk_fit()]
@@ -205,6 +209,7 @@ def worker_sgd(n: int, num_groups: int, iterations: int = SGD_ITER) -> list[dict
     start = time.perf_counter()
     model = BADRClassifier(
         metric="demographic_parity",
+        **PAPER,
         solver="sgd",
         max_iter=iterations,
         safeguard=False,
@@ -292,6 +297,7 @@ def worker_groups(num_groups: int) -> list[dict]:
             timing["fit_start"] = time.perf_counter()
             model = BADRClassifier(
                 metric="disparate_mistreatment",
+                **PAPER,
                 solver=solver,
                 alpha=ALPHA,
                 safeguard=False,

@@ -45,6 +45,9 @@ from pathlib import Path
 
 import numpy as np
 
+# the paper's settings (badr spec): smoothing temperature 1, the whole simplex
+PAPER = {"metric_params": {"temperature": 1.0}, "max_weight_ratio": None}
+
 HERE = Path(__file__).resolve().parent
 # the reference's own virtual environment; FAIREST_BADR_VENV points elsewhere (e.g. /tmp/venv-badr)
 VENV = Path(os.environ.get("FAIREST_BADR_VENV", HERE / ".venvs" / "badr"))
@@ -124,7 +127,7 @@ def fairest_worker(problem_path: str, metric: str, out_path: str) -> None:
     def fit():
         load = os.getloadavg()
         start = time.perf_counter()
-        model = BADRClassifier(metric=metric).fit(X, y, sensitive_features=groups)
+        model = BADRClassifier(metric=metric, **PAPER).fit(X, y, sensitive_features=groups)
         return model, time.perf_counter() - start, list(load)
 
     model, cold, cold_load = fit()

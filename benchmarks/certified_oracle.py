@@ -204,6 +204,7 @@ ESTIMATORS = {
     # 0.19 and 0.18: training tolerances whose true gaps straddle the certified 0.2
     "loss_gap": (
         LossGapConstrainedClassifier(
+            preset="paper",
             hidden_layer_sizes=(),
             batch_size=None,
             constraint_batch_size=None,

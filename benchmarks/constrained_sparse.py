@@ -55,7 +55,7 @@ def make_estimator(method: str, quick: bool):
 
     if method.startswith("loss_gap"):
         return LossGapConstrainedClassifier(
-            n_epochs=1 if quick else 2, dtype="float64", random_state=0
+            n_epochs=1 if quick else 2, dtype="float64", preset="paper", random_state=0
         )
     return PrunedFairClassifier(
         hidden_layer_sizes=(32,),

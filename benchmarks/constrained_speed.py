@@ -313,6 +313,7 @@ def fairest_estimator(method: str, epochs: int, seed: int):
         constraint_batch_size=CONSTRAINT_BATCH,
         n_epochs=epochs,
         solver_params=params,
+        preset="paper",  # the paper's estimators: independent draws, no feasibility phase
         random_state=seed,
         record_history=True,
     )

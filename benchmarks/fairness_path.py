@@ -104,7 +104,7 @@ def make_estimator(family: str):
         return ERMIClassifier()
     if family == "threshold":
         return GroupThresholdClassifier(LogisticRegression(max_iter=1000))
-    return LossGapConstrainedClassifier(hidden_layer_sizes=(), random_state=0)
+    return LossGapConstrainedClassifier(preset="paper", hidden_layer_sizes=(), random_state=0)
 
 
 def scorers(family: str):

@@ -93,7 +93,9 @@ def _families():
             [0.1, 0.5, 1.0, 2.0],
         ),
         "loss_gap": (
-            lambda: fairest.LossGapConstrainedClassifier(n_epochs=2, random_state=0),
+            lambda: fairest.LossGapConstrainedClassifier(
+                preset="paper", n_epochs=2, random_state=0
+            ),
             "tolerance",
             [0.005, 0.01, 0.02, 0.05],
         ),

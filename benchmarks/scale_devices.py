@@ -61,8 +61,8 @@ def _constrained_estimator(case: str):
             dense_n_epochs=2, n_epochs=3, pruning_epochs=1, batch_size=256, **common
         )
     if case == "loss-gap-ghost":
-        return LossGapConstrainedClassifier(solver="ghost", max_iter=30, **common)
-    return LossGapConstrainedClassifier(n_epochs=2, batch_size=64, **common)
+        return LossGapConstrainedClassifier(preset="paper", solver="ghost", max_iter=30, **common)
+    return LossGapConstrainedClassifier(preset="paper", n_epochs=2, batch_size=64, **common)
 
 
 def _partial_estimator(case: str):

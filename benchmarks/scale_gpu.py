@@ -120,7 +120,7 @@ def make_estimator(case: str, smoke: bool):
         "ermi-sgda": lambda: ERMIClassifier(
             2.0, solver="sgda", n_epochs=epochs, batch_size=1024, random_state=0
         ),
-        "loss-gap": lambda: LossGapConstrainedClassifier(n_epochs=epochs, **net),
+        "loss-gap": lambda: LossGapConstrainedClassifier(preset="paper", n_epochs=epochs, **net),
         "pruned": lambda: PrunedFairClassifier(
             dense_n_epochs=epochs, n_epochs=epochs + 1, pruning_epochs=1, **net
         ),

@@ -62,6 +62,7 @@ def make_estimator(name: str):
 
     if name == "loss_gap":
         return LossGapConstrainedClassifier(
+            preset="paper",
             hidden_layer_sizes=(),
             solver="ssl-alm",
             batch_size=1024,

@@ -58,6 +58,7 @@ models = {}
 rows = {}
 for solver in ["sgd", "ssl-alm"]:
     model = LossGapConstrainedClassifier(
+        preset="paper",
         hidden_layer_sizes=(),
         solver=solver,
         tolerance=tolerance,

@@ -9,6 +9,8 @@ from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
+from sklearn import get_config
+from sklearn.utils.metadata_routing import MetadataRouter, get_routing_for_object
 
 from fairest.certified._bounds import (
     BOUNDS,
@@ -321,13 +323,29 @@ class FairnessCertificate:
 # from predictions to certificates
 
 
+def takes_groups(model, method: str) -> bool:
+    """Whether ``model.<method>`` takes ``sensitive_features``: by name, or, under metadata
+    routing, as metadata a router (a ``Pipeline`` ending with a group-aware
+    post-processor) consumes in ``method``."""
+    function = getattr(model, method, None)
+    if function is None:
+        return False
+    if "sensitive_features" in inspect.signature(function).parameters:
+        return True
+    if not get_config().get("enable_metadata_routing", False):
+        return False
+    routing = get_routing_for_object(model)
+    return isinstance(routing, MetadataRouter) and bool(
+        routing.consumes(method, ["sensitive_features"])
+    )
+
+
 def call_with_groups(model, method: str, X, sensitive_features):
     """``model.<method>(X)``, with ``sensitive_features`` when the method takes them (a
-    group-aware post-processor such as ``GroupThresholdClassifier``)."""
+    group-aware post-processor such as ``GroupThresholdClassifier``, or a pipeline ending
+    with one under metadata routing)."""
     function = getattr(model, method)
-    if sensitive_features is not None and (
-        "sensitive_features" in inspect.signature(function).parameters
-    ):
+    if sensitive_features is not None and takes_groups(model, method):
         return function(X, sensitive_features=sensitive_features)
     return function(X)
 

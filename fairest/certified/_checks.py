@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 from sklearn.base import is_regressor
 
-from fairest.certified import _defaults
+from fairest.utils._degenerate import NEAR_CONSTANT_SHARE
 from fairest.utils._validation import FairnessWarning
 
 __all__ = [
@@ -156,7 +156,7 @@ def warn_if_near_constant(
     Returns whether it warned.
     """
     share = float(np.mean(pred01))
-    if min(share, 1.0 - share) > _defaults.NEAR_CONSTANT_SHARE:
+    if min(share, 1.0 - share) > NEAR_CONSTANT_SHARE:
         return False
     counts = np.bincount(codes, minlength=len(group_labels))
     rates = np.bincount(codes, pred01, minlength=len(group_labels)) / np.maximum(counts, 1)

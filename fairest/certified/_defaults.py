@@ -4,6 +4,3 @@
 TOLERANCE_SWEEP = (0.2, 0.1, 0.05, 0.02, 0.01, 0.005, 0.0)
 # the sweep of a penalty weight (fairest's penalised classifiers, e.g. ERMI)
 FAIRNESS_WEIGHT_SWEEP = (0.0, 0.1, 0.3, 1.0, 3.0, 10.0)
-# a predictor whose minority prediction covers at most this share of the rows is
-# near-constant: it meets every parity constraint trivially, and certificates of it warn
-NEAR_CONSTANT_SHARE = 0.01

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import inspect
 import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn import get_config
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.metrics import accuracy_score
 from sklearn.model_selection import ParameterGrid
-from sklearn.pipeline import Pipeline
+from sklearn.utils import _safe_indexing, get_tags, indexable
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from fairest.certified import _defaults
 from fairest.certified._bounds import BOUNDS, METRICS, rate_condition, rows_needed
@@ -24,9 +23,22 @@ from fairest.certified._certificate import (
     certify_outcomes,
     check_constraints,
     check_delta_and_bound,
+    takes_groups,
 )
 from fairest.certified._checks import check_not_regressor, label_key, warn_if_near_constant
-from fairest.utils._estimator import validate_fit_data
+from fairest.certified._selection import (
+    choose_candidate,
+    fixed_sequence,
+    seed_of,
+    stratified_safety_split,
+)
+from fairest.postprocessing._diagnostics import SMALL_GROUPS_MESSAGE
+from fairest.utils._estimator import (
+    check_passthrough_X,
+    validate_passthrough_fit_data,
+    wrapped_fit_params,
+    wrapped_nan_error,
+)
 from fairest.utils._reporting import log_fit
 from fairest.utils._validation import FairnessWarning
 
@@ -40,22 +52,6 @@ class NoSolutionFoundError(RuntimeError):
     with the number of rows needed; a group missing from the safety part; or no
     candidate reaching the constraint).
     """
-
-
-def stratified_safety_split(strata: np.ndarray, safety_fraction: float, seed) -> np.ndarray:
-    """Boolean mask of the safety rows: ``round(safety_fraction * n_s)`` random rows of
-    every stratum ``s`` (vectorised: one sort by stratum and random key)."""
-    rng = np.random.default_rng(seed)
-    keys = rng.random(strata.shape[0])
-    order = np.lexsort((keys, strata))
-    sorted_strata = strata[order]
-    counts = np.bincount(strata)
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    rank = np.arange(strata.shape[0]) - starts[sorted_strata]
-    safety_sorted = rank < np.round(safety_fraction * counts)[sorted_strata]
-    mask = np.empty(strata.shape[0], dtype=bool)
-    mask[order] = safety_sorted
-    return mask
 
 
 def _estimator_has(attribute):
@@ -98,13 +94,19 @@ class CertifiedFairClassifier(ClassifierMixin, BaseEstimator):
     Parameters
     ----------
     estimator : classifier
-        Any binary classifier with ``fit`` / ``predict``; its ``fit`` receives
+        Any binary classifier with ``fit`` / ``predict``. It gets ``X`` as given (rows
+        taken as cross-validation takes them: a DataFrame keeps its column names, string
+        categoricals and missing values, sparse stays sparse), so a ``Pipeline`` with a
+        ``ColumnTransformer`` by column names or a NaN-aware model works; only the number
+        of rows, features and column names are checked here. Its ``fit`` receives
         ``sensitive_features`` and ``sample_weight`` when it takes them (fairest
         estimators; a ``Pipeline`` whose last step takes them, as
-        ``<step>__sensitive_features`` without metadata routing; anything with
-        ``**params`` under routing). A ``predict`` that needs the groups (a group-aware
-        post-processor) gets them through this estimator's ``predict(X,
-        sensitive_features=...)``.
+        ``<step>__sensitive_features``, without metadata routing; under routing, what
+        the estimator's metadata requests consume). A ``predict`` that needs the groups
+        (a group-aware post-processor, or a pipeline ending with one under routing) gets
+        them through this estimator's ``predict(X, sensitive_features=...)``, which
+        requests them through metadata routing (as ``predict_proba``,
+        ``decision_function`` and ``score`` do).
     constraints : list of (str, float) or dict, default=(("demographic_parity_difference", 0.05),)
         ``(metric, tolerance)`` pairs to certify: ``"demographic_parity_difference"``,
         ``"demographic_parity_ratio"``, ``"equal_opportunity_difference"``,
@@ -210,6 +212,10 @@ default="clopper-pearson"
     """
 
     __metadata_request__fit = {"sensitive_features": True}
+    __metadata_request__predict = {"sensitive_features": True}
+    __metadata_request__predict_proba = {"sensitive_features": True}
+    __metadata_request__decision_function = {"sensitive_features": True}
+    __metadata_request__score = {"sensitive_features": True}
 
     _parameter_constraints: dict = {
         "estimator": [HasMethods(["fit", "predict"])],
@@ -289,7 +295,8 @@ default="clopper-pearson"
             "CertifiedFairClassifier",
             fix="Wrap a classifier (e.g. LogisticRegression) instead.",
         )
-        data = validate_fit_data(self, X, y, sensitive_features, sample_weight)
+        data = validate_passthrough_fit_data(self, X, y, sensitive_features, sample_weight)
+        data = data._replace(X=indexable(data.X)[0])  # rows taken as cross-validation does
         self.classes_, y_codes = np.unique(data.y, return_inverse=True)
         if self.classes_.size != 2:
             raise ValueError(
@@ -299,7 +306,7 @@ default="clopper-pearson"
             )
         self.groups_ = data.group_labels
         self.majority_class_ = self.classes_[np.argmax(np.bincount(y_codes))]
-        seed = _seed(self.random_state)
+        seed = seed_of(self.random_state)
         strata = data.groups * 2 + y_codes
         safety = stratified_safety_split(strata, self.safety_fraction, seed)
         self._check_split(data, y_codes, safety)
@@ -311,17 +318,19 @@ default="clopper-pearson"
         fit_warnings = results.pop("fit_warnings")
 
         safety_predictions = {}
+        safety_rows = np.flatnonzero(safety)
 
         def safety_test(index):
-            y01, pred01, proba, _ = binary_outcomes(
-                estimators[index],
-                data.X[safety],
-                data.y[safety],
-                needs_proba,
-                sensitive_features=data.group_labels[data.groups[safety]],
-                name=f"estimator (candidate {results['params'][index] or 'as given'})",
-                caller="CertifiedFairClassifier",
-            )
+            with wrapped_nan_error(type(self).__name__, estimators[index], "predict"):
+                y01, pred01, proba, _ = binary_outcomes(
+                    estimators[index],
+                    _safe_indexing(data.X, safety_rows),
+                    data.y[safety],
+                    needs_proba,
+                    sensitive_features=data.group_labels[data.groups[safety]],
+                    name=f"estimator (candidate {results['params'][index] or 'as given'})",
+                    caller="CertifiedFairClassifier",
+                )
             safety_predictions[index] = pred01
             return certify_outcomes(
                 y01,
@@ -337,7 +346,7 @@ default="clopper-pearson"
             )
 
         if self.selection == "predicted":
-            self.best_index_ = _choose(results)
+            self.best_index_ = choose_candidate(results)
             outcome = safety_test(self.best_index_)
             results["safety_tested"] = np.arange(len(estimators)) == self.best_index_
             how = (
@@ -345,7 +354,7 @@ default="clopper-pearson"
                 "candidate part only, tested once on the safety part"
             )
         else:
-            self.best_index_, outcome, results["safety_tested"] = _fixed_sequence(
+            self.best_index_, outcome, results["safety_tested"] = fixed_sequence(
                 results, safety_test
             )
             how = (
@@ -398,9 +407,15 @@ default="clopper-pearson"
 
     def _fit_candidates(self, data, candidate, constraints, needs_proba, seed, n_safety):
         grid = self._candidate_grid()
-        X, y = data.X[candidate], data.y[candidate]
+        X, y = _safe_indexing(data.X, np.flatnonzero(candidate)), data.y[candidate]
         codes, weights = data.groups[candidate], data.sample_weight[candidate]
-        fit_params = _inner_fit_params(self.estimator, data.group_labels[codes], weights)
+        groups = data.group_labels[codes]
+        fit_params = wrapped_fit_params(
+            self.estimator,
+            sensitive_features=groups,
+            sample_weight=None if np.all(weights == 1.0) else weights,
+            owner=type(self).__name__,
+        )
         scale = n_safety / candidate.sum()
         estimators, accuracy, predicted, passes, outcomes = [], [], [], [], []
         fit_warnings = []
@@ -408,8 +423,19 @@ default="clopper-pearson"
             with warnings.catch_warnings(record=True) as caught:
                 # the fairness warnings of a candidate's fit matter only if it is kept
                 warnings.simplefilter("always", FairnessWarning)
-                fitted = clone(self.estimator).set_params(**params).fit(X, y, **fit_params)
-            fit_warnings.append([w for w in caught if issubclass(w.category, FairnessWarning)])
+                fitted = clone(self.estimator).set_params(**params)
+                with wrapped_nan_error(type(self).__name__, fitted):
+                    fitted.fit(X, y, **fit_params)
+            # the candidate's own small-group warning is about its fit rows; the safety
+            # test's intervals are this wrapper's statement about new rows
+            fit_warnings.append(
+                [
+                    w
+                    for w in caught
+                    if issubclass(w.category, FairnessWarning)
+                    and not str(w.message).startswith(SMALL_GROUPS_MESSAGE)
+                ]
+            )
             for w in caught:  # the others, as the fit gave them
                 if not issubclass(w.category, FairnessWarning):
                     warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
@@ -418,7 +444,7 @@ default="clopper-pearson"
                 X,
                 y,
                 needs_proba,
-                sensitive_features=fit_params.get("sensitive_features"),
+                sensitive_features=groups,
                 name=f"estimator (candidate {params or 'as given'})",
                 caller="CertifiedFairClassifier",
             )
@@ -497,11 +523,7 @@ default="clopper-pearson"
                     f"class {label!r} all fall in the safety part. Lower safety_fraction or "
                     f"give more rows of class {label!r}."
                 )
-        predict = getattr(self.estimator, "predict", None)
-        takes_groups = predict is not None and (
-            "sensitive_features" in inspect.signature(predict).parameters
-        )
-        if takes_groups:
+        if takes_groups(self.estimator, "predict"):
             seen = np.bincount(data.groups[candidate], minlength=len(data.group_labels)) > 0
             if not seen.all():
                 label = label_key(data.group_labels[np.flatnonzero(~seen)[0]])
@@ -614,8 +636,10 @@ default="clopper-pearson"
     # prediction
 
     def _delegate(self, X, method: str, sensitive_features):
+        """The certified model's ``method`` on ``X`` as given (only its feature count and
+        names are checked here), or the number of rows for the NSF fallback."""
         check_is_fitted(self, "certified_")
-        X = validate_data(self, X, dtype=np.float64, reset=False)
+        check_passthrough_X(self, X)
         if self.certified_:
             return call_with_groups(self.best_estimator_, method, X, sensitive_features), True
         if self.on_no_solution == "raise":
@@ -623,7 +647,7 @@ default="clopper-pearson"
                 f"No solution found: {self.no_solution_reason_} (on_no_solution='constant' "
                 "predicts the majority class instead)."
             )
-        return X, False
+        return _num_samples(X), False
 
     def predict(self, X, sensitive_features=None):
         """Predict with the certified model (or the fallback after an NSF).
@@ -649,7 +673,7 @@ default="clopper-pearson"
         result, certified = self._delegate(X, "predict", sensitive_features)
         if certified:
             return result
-        return np.full(result.shape[0], self.majority_class_)
+        return np.full(result, self.majority_class_)
 
     @available_if(_estimator_has("predict_proba"))
     def predict_proba(self, X, sensitive_features=None):
@@ -673,7 +697,7 @@ default="clopper-pearson"
         result, certified = self._delegate(X, "predict_proba", sensitive_features)
         if certified:
             return result
-        proba = np.zeros((result.shape[0], self.classes_.size))
+        proba = np.zeros((result, self.classes_.size))
         proba[:, np.flatnonzero(self.classes_ == self.majority_class_)[0]] = 1.0
         return proba
 
@@ -701,85 +725,36 @@ default="clopper-pearson"
         if certified:
             return result
         sign = 1.0 if self.majority_class_ == self.classes_[-1] else -1.0
-        return np.full(result.shape[0], sign)
+        return np.full(result, sign)
+
+    def score(self, X, y, sensitive_features=None, sample_weight=None):
+        """Accuracy of :meth:`predict`, with the groups passed on to it.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Data.
+        y : array-like of shape (n_samples,)
+            True labels.
+        sensitive_features : array-like of shape (n_samples,), default=None
+            Only for a wrapped estimator whose prediction needs the groups (a group-aware
+            post-processor); ignored otherwise.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Sample weights.
+
+        Returns
+        -------
+        float
+            Mean accuracy.
+        """
+        y_pred = self.predict(X, sensitive_features=sensitive_features)
+        return float(accuracy_score(y, y_pred, sample_weight=sample_weight))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.classifier_tags.multi_class = False
-        tags.input_tags.sparse = False
+        # X goes to the candidates as given: the wrapped estimator says what it may hold
+        wrapped = get_tags(self.estimator).input_tags
+        tags.input_tags.sparse = wrapped.sparse
+        tags.input_tags.allow_nan = wrapped.allow_nan
         return tags
-
-
-def _choose(results) -> int:
-    """The most accurate candidate whose predicted bound passes, else the closest one."""
-    passing = np.flatnonzero(results["predicted_pass"])
-    if passing.size:
-        return int(passing[np.argmax(results["accuracy"][passing])])
-    return int(np.argmin(results["predicted_margin"]))
-
-
-def _fixed_sequence(results, safety_test):
-    """Learn-then-Test's fixed-sequence procedure (Angelopoulos et al. 2021).
-
-    The candidates are ordered by their predicted margin (computed on the candidate part
-    only, so the order is fixed before the safety part is looked at), most likely to pass
-    first, and tested one after the other at the full delta until the first failure. The
-    family-wise error stays at most delta, so every candidate that passed is certified
-    at once and the most accurate of them is kept, without a Bonferroni factor.
-
-    Returns
-    -------
-    index : int
-        The kept candidate (the first tested one when none passed).
-    outcome : list of ConstraintResult
-        Its safety test.
-    tested : ndarray of bool
-        Which candidates were tested on the safety part.
-    """
-    order = np.argsort(results["predicted_margin"], kind="stable")
-    tested = np.zeros(order.size, dtype=bool)
-    passed = {}
-    first = None
-    for index in order:
-        tested[index] = True
-        outcome = safety_test(index)
-        if first is None:
-            first = (index, outcome)
-        if not all(result.passed for result in outcome):
-            break
-        passed[index] = outcome
-    if not passed:
-        return first[0], first[1], tested
-    best = max(passed, key=lambda index: results["accuracy"][index])
-    return int(best), passed[best], tested
-
-
-def _seed(random_state):
-    if random_state is None or isinstance(random_state, (int, np.integer)):
-        return random_state
-    return int(random_state.randint(np.iinfo(np.int32).max))
-
-
-def _inner_fit_params(estimator, groups, sample_weight) -> dict:
-    """``sensitive_features`` / ``sample_weight`` for the wrapped fit, when it takes them:
-    by name, by ``**params`` under metadata routing, or, for a pipeline without routing,
-    as ``<last step>__<name>`` when its last step takes them (scikit-learn's legacy
-    convention)."""
-    weighted = not np.all(sample_weight == 1.0)
-    values = {"sensitive_features": groups, "sample_weight": sample_weight if weighted else None}
-    routing = get_config().get("enable_metadata_routing", False)
-    if isinstance(estimator, Pipeline) and not routing:
-        name, last = estimator.steps[-1]
-        takes = inspect.signature(last.fit).parameters if hasattr(last, "fit") else {}
-        return {
-            f"{name}__{key}": value
-            for key, value in values.items()
-            if value is not None and key in takes
-        }
-    signature = inspect.signature(estimator.fit).parameters
-    var_keyword = any(p.kind == p.VAR_KEYWORD for p in signature.values())
-    return {
-        key: value
-        for key, value in values.items()
-        if value is not None and (key in signature or var_keyword)
-    }

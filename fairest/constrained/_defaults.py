@@ -7,7 +7,7 @@ configs, [F] fairest decision.
 # --- paper B, section 3.1 / 4.2 -------------------------------------------------------------
 TOLERANCE = 0.005  # delta of the loss-gap constraint [C] (spec 3.1)
 CONSTRAINT_BATCH_SIZE = 8  # rows per group per constraint draw [C] (spec 3.4)
-N_EPOCHS = 5  # spec 4.2
+N_EPOCHS = 5  # spec 4.2; n_epochs="auto" under preset "paper" / "release"
 HIDDEN_LAYER_SIZES = (64, 32)  # 9 -> 64 -> 32 -> 1 MLP [P] (spec 3.3)
 FEASIBILITY_TOL = 1e-3  # is_feasible_ threshold (spec 4.2)
 MIN_CHUNK = 256  # [F] iterations per jitted scan chunk (at least); see _engine._run_scan
@@ -81,6 +81,37 @@ SOLVER_DEFAULTS = {
     "gda": {"learning_rate": 0.01, "dual_learning_rate": 0.01},  # [F] generic proxy GDA (1.5)
 }
 
+# preset "default" [F]: settings that mitigate on practitioners' data at their defaults
+# (issue #33; benchmarks/results/constrained_defaults.md: ACSPublicCoverage by race, 9
+# groups of 15 to 14,336 rows, and KDD census by race). Against the paper's preset on
+# 20,000 ACS rows: batches of 32 instead of 8 and steps of 0.05 instead of 0.01 train the
+# MLP as far in a fifth of the iterations; the shared constraint draw (see the class
+# Notes) keeps the iterates' loss gaps from fluctuating, which raised test accuracy from
+# .76 to .77 and halved the test loss gap; the epochs scale with the data (AUTO_EPOCH_ROWS)
+# and the final feasibility phase (FEASIBILITY_STEPS) brings the exact train loss gap
+# within the tolerance.
+DEFAULT_OVERRIDES = {
+    "ssl-alm": {"learning_rate": 0.05, "constraint_draw": "shared"},
+    "alm": {"learning_rate": 0.05, "constraint_draw": "shared"},
+    "ssw": {"constraint_draw": "shared"},
+    "sgd": {"learning_rate": 0.05},
+}
+DEFAULT_BATCH_SIZE = 32  # batch_size="auto" under preset "default", every solver
+# n_epochs="auto" under preset "default": about AUTO_EPOCH_ROWS objective rows (10 epochs
+# of 20,000 rows, 6,250 steps of 32), between AUTO_MIN_EPOCHS and AUTO_MAX_EPOCHS epochs
+AUTO_EPOCH_ROWS = 200_000
+AUTO_MIN_EPOCHS = 2
+AUTO_MAX_EPOCHS = 100
+
+# Final feasibility phase [F] (preset "default"; feasibility_steps="auto"): at most
+# FEASIBILITY_STEPS full-batch Polyak steps on the squared violation of the loss-gap
+# constraints, aimed at (1 - FEASIBILITY_MARGIN) * tolerance and stopped once the largest
+# gap is within (1 - FEASIBILITY_MARGIN / 2) * tolerance (a margin for float32 against
+# the float64 train measurement). From the solvers' end points on ACS and KDD census it
+# took 0 to 13 steps.
+FEASIBILITY_STEPS = 50
+FEASIBILITY_MARGIN = 0.1
+
 # preset "release" (spec 3.6, 3.7, 4.2): the humancompatible/train configs [C].
 RELEASE_OVERRIDES = {
     "ssw": {
@@ -98,6 +129,7 @@ RELEASE_OVERRIDES = {
 
 # --- paper A, sections 2.4-2.9 / 4.3 --------------------------------------------------------
 CEAG_TOLERANCE = 0.01  # epsilon as a fraction (spec 4.3)
+EAG_ROUNDING = 1e-9  # [F] is_feasible_ slack: float rounding of the accuracies' sums
 BUFFER_SIZE = 40  # k [P] 2.5
 DUAL_LR = 1e-3  # eta_lambda (spec 4.3)
 TARGET_SPARSITY = 0.9  # spec 4.3

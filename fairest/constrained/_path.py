@@ -121,7 +121,7 @@ def fit_tolerance_path(estimator, X, y, tolerances, *, sensitive_features=None, 
         results = run_lanes(
             *args,
             **kwargs,
-            n_epochs=template.n_epochs,
+            n_epochs=setup.n_epochs,
             lane_keys=("delta",),
             **{
                 **template._run_options(setup.gaps, setup.batch_size, setup.dtype, setup.weight),
@@ -146,12 +146,13 @@ def _check_path(estimator, tolerances, caller: str) -> None:
         probe._validate_params()
 
 
-def _finish_points(template, setup, results, tolerances, data, logits=None) -> list:
+def _finish_points(template, setup, results, tolerances, data, logits=None, design=None) -> list:
     """The fitted point of every lane's result (``copy.deepcopy(template)`` with its
     ``tolerance``); a lane whose iterates were not finite is refitted on ``data()``
     (``(X, y, fit keywords)``) by the estimator's own ``fit``. ``logits``: the lanes'
     training logits when the caller computed them (a linear model), shape ``(n, n_lanes,
-    n_outputs)``."""
+    n_outputs)``; ``design()``: the validated training ``X`` when ``setup.X`` is ``None``
+    (a point's final feasibility phase reads it, as its refit's does)."""
     if logits is None:
         logits = _linear_logits(setup, results)
     points = []
@@ -162,7 +163,9 @@ def _finish_points(template, setup, results, tolerances, data, logits=None) -> l
             X, y, fit = data()
             point = clone(point).fit(X, y, **fit)
         else:
-            point._fit_finish(setup, result, 1.0, None if logits is None else logits[:, k])
+            point._fit_finish(
+                setup, result, 1.0, None if logits is None else logits[:, k], design=design
+            )
         points.append(point)
     return points
 
@@ -255,7 +258,7 @@ def _fit_folds(estimator, X, y, tolerances, folds, sensitive_features, sample_we
             hyper=first.hyper,
             aux=first.gaps.aux(np.asarray(tolerances, dtype=np.float64), first.dtype),
             lane_keys=("delta",),
-            n_epochs=estimator.n_epochs,
+            n_epochs=first.n_epochs,
             batch_size=first.batch_size,
             constraint_batch_size=options["constraint_batch_size"],
             constraint_sampler=options["constraint_sampler"],
@@ -274,11 +277,20 @@ def _fit_folds(estimator, X, y, tolerances, folds, sensitive_features, sample_we
 
         lanes = slice(j * n_values, (j + 1) * n_values)
         fold_logits = None if logits is None else logits[np.asarray(folds[j]), lanes]
-        points = _finish_points(template, setup, fold_results, tolerances, refit, fold_logits)
+        points = _finish_points(
+            template,
+            setup,
+            fold_results,
+            tolerances,
+            refit,
+            fold_logits,
+            design=lambda rows=folds[j]: shared[np.asarray(rows)],
+        )
         per_fold.append(points)
         for k, (point, result) in enumerate(zip(points, fold_results)):
-            if logits is not None and result.extras["nonfinite_iter"] is not None:
-                with single_threaded_blas():  # refitted: its own model's logits
+            moved = result.extras["nonfinite_iter"] is not None or point.n_feasibility_steps_
+            if logits is not None and moved:
+                with single_threaded_blas():  # refitted or restored: its own model's logits
                     logits[:, j * n_values + k] = _stacked_logits(shared, point.params_)[:, 0]
     return [list(points) for points in zip(*per_fold)], logits
 
@@ -306,6 +318,7 @@ def _shared_rows(estimator, X, sensitive_features, setups):
         and s.solver == first.solver
         and s.hyper == first.hyper
         and s.batch_size == first.batch_size
+        and s.n_epochs == first.n_epochs
         and s.gaps.scale == first.gaps.scale
         and np.array_equal(s.gaps.A, first.gaps.A)
         for s in setups

@@ -1,6 +1,11 @@
 """Defaults of the ERMI family (spec ``ermi.md``; section numbers cited per constant)."""
 
-FAIRNESS_WEIGHT = 1.0  # spec 5.1: lam default 1.0 (paper grids in [0, 2.5])
+# fairness_weight="auto" (issue 33): the weight that halves the unconstrained fit's train
+# parity gap (fairest.ermi._auto); a fixed weight for the fits that cannot search one, a
+# private fit (the search would read the sensitive attribute without noise) and a stream
+# (no whole training set): the paper's default, spec 5.1 (lam 1.0, grids in [0, 2.5]).
+FAIRNESS_WEIGHT = "auto"
+FIXED_FAIRNESS_WEIGHT = 1.0
 BATCH_SIZE = 1024  # spec 5.1 / paper F.2.1: minibatch 1024
 # Issue 23: the SGDA defaults follow one data-independent rule (documented in the
 # estimator and docs/user_guide/ermi.md), not the paper's 200 epochs at eta = 0.005:

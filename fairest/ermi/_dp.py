@@ -46,6 +46,8 @@ __all__ = [
     "PrivacyCalibration",
     "PrivacyWarning",
     "calibrate_privacy",
+    "check_clip_mode",
+    "closed_form_report",
     "dp_fermi_noise",
     "paper_all_features_noise",
     "effective_noise",
@@ -680,3 +682,35 @@ def _report(
         + ("." if covered else "; batching='shuffle' is NOT covered (uniform batches are)."),
     ]
     return "\n".join(lines)
+
+
+def check_clip_mode(accounting, privacy_unit, clip_mode):
+    """Settings-only check of a private fit, before any data-dependent (noisy) step."""
+    if clip_mode == "per_sample":
+        return
+    if accounting == "rdp":
+        raise ValueError(
+            "accounting='rdp' needs clip_mode='per_sample' (the clip bounds the "
+            f"sensitivity); got clip_mode={clip_mode!r}."
+        )
+    if privacy_unit == "all":
+        raise ValueError(
+            "privacy_unit='all' needs clip_mode='per_sample' (it bounds the sensitivity)."
+        )
+
+
+def closed_form_report(estimator, private):
+    """``privacy_report_`` of a non-private fit or of the closed-form accountings."""
+    if not private:
+        return "Non-private fit (dp_epsilon=None): no guarantee."
+    parts = [
+        f"accounting={estimator.accounting!r}: the paper's closed form (moments "
+        "accountant), NOT a guarantee for the whole fit:"
+    ]
+    if estimator.accounting == "paper":
+        parts.append("theta and W are each calibrated to (epsilon, delta);")
+    parts.append("the group frequencies are read from the data without noise;")
+    if estimator.privacy_unit == "sensitive":
+        parts.append("the theta noise rests on lipschitz_constant being a true Lipschitz constant;")
+    parts.append("accounting='rdp' (the default) covers everything a fit releases.")
+    return " ".join(parts)

@@ -13,9 +13,12 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import validate_data
 
 from fairest.ermi import _defaults
+from fairest.ermi._auto import warn_degenerate
 from fairest.ermi._dp import (
     calibrate_accounted,
     calibrate_privacy,
+    check_clip_mode,
+    closed_form_report,
     count_noise_multiplier,
     privatize_counts,
 )
@@ -46,11 +49,29 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
 
     Parameters
     ----------
-    fairness_weight : float, default=1.0
-        Weight lambda >= 0 of the ERMI penalty (0 means no fairness penalty). The full
-        ERMI (both columns of the binary prediction, spec 13.1) needs larger values than
-        the authors' truncated one for the same violation: on Adult, lambda = 1 still
-        leaves a demographic-parity gap near .15, lambda 8 to 16 brings it near .01.
+    fairness_weight : float or "auto", default="auto"
+        Weight lambda >= 0 of the ERMI penalty (0 means no fairness penalty). ERMI's
+        scale depends on the data (a chi-square dependence that weighs every group by its
+        share of the rows): lambda = 1 more than halves the demographic-parity gap on
+        20,000 ACSPublicCoverage rows, barely moves it on all of them, and on Adult leaves
+        it near .15 where 8 to 16 bring it near .01. ``"auto"`` picks it from the data:
+        the smallest weight (within a factor of about 1.2, searched from 1 by factors of
+        4 between 1/256 and 4096, then bisected) whose fit has a train parity gap (the
+        demographic-parity difference of the hard predictions, or the equalized-odds
+        difference for ``metric="equalized_odds"``: the largest range of a group rate)
+        at most half the unconstrained fit's (lambda = 0), with a train accuracy that
+        keeps at least half of the unconstrained fit's margin over the majority class
+        (a larger weight can shrink a gap by predicting one class ever more often); the
+        weight used is ``fairness_weight_``, the gaps and accuracies met on the way
+        ``auto_gaps_`` / ``auto_accuracies_``. Where no weight up to 4096 does both, the
+        weight of the smallest gap above that accuracy is used, with a
+        :class:`~fairest.utils.FairnessWarning` naming the groups that hold the gap. The search
+        runs the full-batch solver also for ``solver="sgda"`` (then SGDA fits at the weight
+        found); its fits stop at a gradient norm of ``tol * max(1, weight)`` (the penalty's
+        gradient, and its rounding, grow with the weight). Private fits (``dp_epsilon``;
+        the search would read the sensitive attribute without noise) and
+        :meth:`partial_fit` (a stream has no whole training set) use 1.0, the paper's
+        default.
     metric : {"demographic_parity", "equalized_odds"}, default="demographic_parity"
         ERMI(Yhat; S) or the conditional ERMI(Yhat; S | Y).
     alpha : float, default=1e-4
@@ -59,12 +80,14 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
         ``fairness_weight=0`` the full-batch fit equals scikit-learn's
         ``LogisticRegression(C=1 / (alpha * n_samples))``.
     solver : {"auto", "full-batch", "sgda"}, default="auto"
-        ``"full-batch"``: deterministic L-BFGS with W at its closed-form maximiser (exact
-        FERMI, non-private only). ``"sgda"``: the paper's stochastic gradient descent
-        ascent (Algorithm 1). ``"auto"`` is ``"sgda"`` when ``dp_epsilon`` is set and
-        ``"full-batch"`` otherwise.
+        ``"full-batch"``: deterministic, W at its closed-form maximiser (exact FERMI,
+        non-private only): Newton's method with the exact Hessian where the parameters
+        number at most 1024 and a float32 copy of X fits in 256 MiB (one device), finished
+        by L-BFGS where it stalls above ``tol``; L-BFGS alone elsewhere. ``"sgda"``: the
+        paper's stochastic gradient descent ascent (Algorithm 1). ``"auto"`` is
+        ``"sgda"`` when ``dp_epsilon`` is set and ``"full-batch"`` otherwise.
     max_iter : int, default=1000
-        Maximum L-BFGS iterations of the full-batch solver.
+        Maximum Newton (and L-BFGS) iterations of the full-batch solver.
     tol : float, default=1e-8
         Full-batch stopping tolerance on the infinity norm of the gradient (L-BFGS also
         stops when the relative decrease of the objective reaches 64 machine epsilons).
@@ -174,8 +197,14 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
         The minority fraction used by the noise formula (``min_group_fraction`` or
         the data's own; ``accounting="rdp"``: the smallest privatised group share).
     delta_ : float or None
+    fairness_weight_ : float
+        The weight lambda the model was fitted at (``"auto"`` resolved).
+    auto_gaps_, auto_accuracies_ : dict
+        Only when ``fairness_weight="auto"`` was searched: the train parity gap and
+        accuracy of the fit at every weight solved (0.0: the unconstrained fit).
     n_iter_ : int
-        SGDA iterations T, or L-BFGS iterations.
+        SGDA iterations T, or the full-batch solver's iterations (Newton, plus L-BFGS
+        where it finished) at ``fairness_weight_``.
     objective_ : float
         Final full-batch objective (NaN for SGDA).
     history_ : dict of ndarray
@@ -225,16 +254,18 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
     >>> s = rng.integers(0, 2, 400)
     >>> X = rng.normal(size=(400, 2)) + s[:, None]
     >>> y = (X[:, 0] + rng.normal(size=400) > 0.5).astype(int)
-    >>> clf = ERMIClassifier(fairness_weight=2.0).fit(X, y, sensitive_features=s)
+    >>> clf = ERMIClassifier().fit(X, y, sensitive_features=s)
     >>> clf.predict(X[:3]).shape
     (3,)
+    >>> clf.fairness_weight_ > 0  # "auto": the weight that halves the train parity gap
+    True
     """
 
     __metadata_request__fit = {"sensitive_features": True}
     __metadata_request__partial_fit = {"sensitive_features": True}
 
     _parameter_constraints: dict = {
-        "fairness_weight": [Interval(Real, 0, None, closed="left")],
+        "fairness_weight": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
         "metric": [StrOptions({"demographic_parity", "equalized_odds"})],
         "alpha": [Interval(Real, 0, None, closed="left")],
         "solver": [StrOptions({"auto", "full-batch", "sgda"})],
@@ -360,7 +391,7 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
                 "solver='full-batch' is non-private; use solver='sgda' with dp_epsilon."
             )
         if private:
-            _check_clip_mode(self.accounting, self.privacy_unit, self.clip_mode)
+            check_clip_mode(self.accounting, self.privacy_unit, self.clip_mode)
         self.classes_, y_codes = np.unique(data.y, return_inverse=True)
         if self.classes_.size < 2:
             raise ValueError(
@@ -376,7 +407,7 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
                 "sample_weight is not supported with dp_epsilon (it changes the sensitivity)."
             )
         weight = weight / weight.mean()
-        lam = float(self.fairness_weight) if sensitive_features is not None else 0.0
+        lam = self._weight(sensitive_features is not None, private, stream=False)
 
         equalized_odds = self.metric == "equalized_odds"
         strata_codes = y_codes.astype(np.int32) if equalized_odds else np.zeros(n, np.int32)
@@ -384,6 +415,22 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
         strata, omega, rho_data = _strata_constants(
             strata_codes, data.groups, weight, n_strata, n_groups, self.eo_weighting
         )
+        auto = None
+        if lam == "auto":  # non-private: the full-batch search, whatever the solver
+            auto = run_full_batch(
+                data.X,
+                y_codes,
+                data.groups,
+                strata_codes,
+                weight,
+                strata,
+                n_classes=n_classes,
+                fairness_weight="auto",
+                alpha=self.alpha,
+                tol=self.tol,
+                max_iter=self.max_iter,
+            )
+            lam = auto.fairness_weight
         m, n_iter = sgda_iterations(n, self.batch_size, self.n_epochs)
         root_seed = int(check_random_state(self.random_state).randint(2**31))
         radius = resolve_dual_radius(self.dual_radius, n_classes)
@@ -417,11 +464,11 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
         self.epsilon_spent_ = privacy.epsilon_spent
         self.sigma_theta_, self.sigma_w_ = privacy.sigma_theta, privacy.sigma_w
         self.noise_multipliers_ = privacy.noise_multipliers
-        self.privacy_report_ = privacy.report or _closed_form_report(self, private)
+        self.privacy_report_ = privacy.report or closed_form_report(self, private)
 
         problem = (data.X, y_codes, data.groups, strata_codes, weight, strata)
         if solver == "full-batch":
-            result = run_full_batch(
+            result = auto or run_full_batch(
                 *problem,
                 n_classes=n_classes,
                 fairness_weight=lam,
@@ -430,15 +477,19 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
                 max_iter=self.max_iter,
             )
             if not result.converged:
+                scale = "" if auto is None else f" * max(1, fairness_weight_={lam:.4g})"
                 warnings.warn(
-                    f"L-BFGS stopped after {result.n_iter} iterations with gradient norm "
-                    f"{result.grad_norm:.2e} > tol={self.tol}; increase max_iter or alpha.",
+                    f"The full-batch solver stopped after {result.n_iter} iterations with "
+                    f"gradient norm {result.grad_norm:.2e} > tol={self.tol}{scale}; increase "
+                    "max_iter or alpha.",
                     ConvergenceWarning,
                     stacklevel=2,
                 )
             log_fit(
                 self,
-                "full-batch L-BFGS: %d iterations, objective %.6g, gradient norm %.2e",
+                "full batch at fairness_weight %.4g: %d iterations, objective %.6g, "
+                "gradient norm %.2e",
+                lam,
                 result.n_iter,
                 result.objective,
                 result.grad_norm,
@@ -477,7 +528,24 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
         self.intercept_ = result.theta[0].copy()
         self.coef_ = result.theta[1:].T.copy()
         self.W_ = result.W if equalized_odds else result.W[0]
+        self.fairness_weight_ = float(lam)
+        if auto is not None:
+            self.auto_gaps_ = dict(auto.auto.gaps)
+            self.auto_accuracies_ = dict(auto.auto.accuracies)
+            gaps = ", ".join(f"{w:.3g}: {gap:.4f}" for w, gap in auto.auto.gaps.items())
+            log_fit(self, "fairness_weight='auto': %.4g (train parity gaps %s)", lam, gaps)
+        if sensitive_features is not None:
+            warn_degenerate(self, data, y_codes, strata_codes, result.theta, auto, stacklevel=3)
         return self
+
+    def _weight(self, grouped: bool, private: bool, stream: bool):
+        """The fairness weight of a fit: 0 without groups, ``"auto"`` where it is
+        searched, the fixed weight of a private fit or a stream, else the number given."""
+        if not grouped:
+            return 0.0
+        if self.fairness_weight != "auto":
+            return float(self.fairness_weight)
+        return _defaults.FIXED_FAIRNESS_WEIGHT if private or stream else "auto"
 
     @_fit_context(prefer_skip_nested_validation=True)
     def partial_fit(
@@ -568,7 +636,7 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
                 W = self.W_ if equalized_odds else self.W_[None]
                 state.solver["last"] = (np.vstack([self.intercept_, self.coef_.T]), W)
                 state.n_calls = 1  # streams other than the fit's own
-        lam = float(self.fairness_weight) if sensitive_features is not None else 0.0
+        lam = self._weight(sensitive_features is not None, False, stream=True)
         result = run_sgda(
             data.X,
             y_codes,
@@ -602,13 +670,14 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
         self.intercept_ = result.theta[0].copy()
         self.coef_ = result.theta[1:].T.copy()
         self.W_ = result.W if equalized_odds else result.W[0]
+        self.fairness_weight_ = float(lam)
         n_t = counts.sum(axis=1, keepdims=True)
         fractions = np.divide(counts - 1, n_t, out=np.full(counts.shape, np.inf), where=counts > 0)
         self.min_group_fraction_ = float(np.min(fractions))
         self.delta_, self.epsilon_spent_ = None, float("inf")
         self.sigma_theta_ = self.sigma_w_ = 0.0
         self.noise_multipliers_ = np.zeros(2)
-        self.privacy_report_ = _closed_form_report(self, False)
+        self.privacy_report_ = closed_form_report(self, False)
         if self.record_history and result.history is not None:
             previous = getattr(self, "history_", None) if not first else None
             record = as_history(result.history)
@@ -729,35 +798,3 @@ def _strata_from_mass(mass, eo_weighting):
     else:
         omega = np.ones(n_strata)
     return (inv_sqrt_p, omega, mask), omega
-
-
-def _check_clip_mode(accounting, privacy_unit, clip_mode):
-    """Settings-only check of a private fit, before any data-dependent (noisy) step."""
-    if clip_mode == "per_sample":
-        return
-    if accounting == "rdp":
-        raise ValueError(
-            "accounting='rdp' needs clip_mode='per_sample' (the clip bounds the "
-            f"sensitivity); got clip_mode={clip_mode!r}."
-        )
-    if privacy_unit == "all":
-        raise ValueError(
-            "privacy_unit='all' needs clip_mode='per_sample' (it bounds the sensitivity)."
-        )
-
-
-def _closed_form_report(estimator, private):
-    """``privacy_report_`` of a non-private fit or of the closed-form accountings."""
-    if not private:
-        return "Non-private fit (dp_epsilon=None): no guarantee."
-    parts = [
-        f"accounting={estimator.accounting!r}: the paper's closed form (moments "
-        "accountant), NOT a guarantee for the whole fit:"
-    ]
-    if estimator.accounting == "paper":
-        parts.append("theta and W are each calibrated to (epsilon, delta);")
-    parts.append("the group frequencies are read from the data without noise;")
-    if estimator.privacy_unit == "sensitive":
-        parts.append("the theta noise rests on lipschitz_constant being a true Lipschitz constant;")
-    parts.append("accounting='rdp' (the default) covers everything a fit releases.")
-    return " ".join(parts)

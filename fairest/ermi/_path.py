@@ -13,6 +13,8 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 
+from fairest.utils._validation import FairnessWarning
+
 
 def fit_weight_path(estimator, param, values, X, y, fit):
     """ERMI fitted at every ``fairness_weight``: one Newton continuation, L-BFGS fallback.
@@ -21,7 +23,7 @@ def fit_weight_path(estimator, param, values, X, y, fit):
     depend on the coefficients: classes, groups, privacy report, feature names); each
     point is a copy of it with the path's coefficients, ``W_``, ``n_iter_`` and
     ``objective_`` (``n_iter_``: Newton iterations, plus L-BFGS ones where it finished).
-    :func:`~fairest.ermi._solvers.newton_path` solves the weights in increasing order
+    :func:`~fairest.ermi._newton.newton_path` solves the weights in increasing order
     (exact Hessian, tangent warm starts) to the fit's own stationarity test
     ``||grad||_inf <= tol``, with the refit's compiled objective and one Hessian program;
     a weight it leaves above ``tol`` (stalled at the float32 Hessian's accuracy, or max
@@ -30,20 +32,21 @@ def fit_weight_path(estimator, param, values, X, y, fit):
     """
     from fairest._kernels._buckets import pad_rows
     from fairest.ermi._estimator import _strata_constants
+    from fairest.ermi._newton import newton_path
     from fairest.ermi._solvers import (
         _device_strata,
         device_scalar,
         fitted_w,
         full_batch_solve,
-        newton_path,
     )
     from fairest.utils._devices import place_rows
     from fairest.utils._estimator import validate_fit_data
 
     sensitive_features, sample_weight = fit["sensitive_features"], fit["sample_weight"]
-    template = clone(estimator).set_params(max_iter=1)
+    template = clone(estimator).set_params(max_iter=1, fairness_weight=0.0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
+        warnings.simplefilter("ignore", FairnessWarning)  # of a one-iteration model
         template.fit(X, y, sensitive_features=sensitive_features, sample_weight=sample_weight)
     template.set_params(max_iter=estimator.max_iter)
     data = validate_fit_data(clone(estimator), X, y, sensitive_features, sample_weight)
@@ -86,6 +89,7 @@ def fit_weight_path(estimator, param, values, X, y, fit):
             W = fitted_w(jax.device_put(theta), rows[0], *rows[2:], device_strata, binary=binary)
             point = copy.deepcopy(template)
             point.set_params(**{param: value})
+            point.fairness_weight_ = float(lam)
             point.intercept_, point.coef_ = theta[0].copy(), theta[1:].T.copy()
             W = np.asarray(W, dtype=np.float64)
             point.W_ = W if eo else W[0]

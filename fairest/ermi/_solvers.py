@@ -32,7 +32,6 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-import scipy.linalg
 import scipy.optimize
 
 from fairest._kernels import scores
@@ -44,7 +43,6 @@ from fairest.ermi import _defaults
 from fairest.ermi._kernels import (
     Strata,
     closed_form_w,
-    fermi_hessian,
     fermi_objective,
     fermi_objective_of_scores,
     loss_and_logit_grad,
@@ -61,7 +59,6 @@ __all__ = [
     "device_scalar",
     "fitted_w",
     "full_batch_solve",
-    "newton_path",
     "project_ball",
     "resolve_dual_learning_rate",
     "resolve_dual_radius",
@@ -86,6 +83,8 @@ class ERMIResult(NamedTuple):
     grad_norm: float  # full batch: infinity norm of the final gradient (NaN for SGDA)
     history: dict | None  # SGDA with record_history: HISTORY_KEYS -> (T,) arrays
     last: tuple | None = None  # SGDA: the last iterate (theta, W), where partial_fit resumes
+    fairness_weight: float = np.nan  # the weight solved at (full batch: "auto" resolved)
+    auto: object = None  # full batch, "auto": the search (fairest.ermi._auto.AutoWeight)
 
 
 def resolve_dual_learning_rate(value, fairness_weight: float) -> float:
@@ -191,224 +190,6 @@ def full_batch_solve(
     grad_norm = float(np.max(np.abs(fun(result.x)[1])))
     converged = bool(result.success) or grad_norm <= tol  # gtol, or no relative decrease left
     return result.x.reshape(shape), float(result.fun), grad_norm, int(result.nit), converged
-
-
-class NewtonPoint(NamedTuple):
-    """One weight's outcome in :func:`newton_path` (numpy values)."""
-
-    theta: np.ndarray  # (d + 1, q)
-    objective: float
-    grad_norm: float  # infinity norm of the final gradient
-    n_iter: int  # Newton iterations
-    converged: bool  # grad_norm <= tol
-
-
-@partial(jax.jit, static_argnames="binary")
-def _fermi_hessian(flat, X32, y, s, t, weight, strata: Strata, lam, alpha, *, binary):
-    """:func:`~fairest.ermi._kernels.fermi_hessian` in float32 (``X32``: X in float32),
-    returned in float64: the Hessian only steers Newton's steps (every pass over the data
-    reads half the bytes); the gradient that decides convergence stays float64."""
-    shape = (X32.shape[1] + 1, flat.shape[0] // (X32.shape[1] + 1))
-    low = jnp.float32
-    strata = Strata(*(a.astype(low) for a in strata))
-    H = fermi_hessian(
-        flat.reshape(shape).astype(low),
-        X32,
-        y,
-        s,
-        t,
-        weight.astype(low),
-        strata,
-        lam.astype(low),
-        alpha.astype(low),
-        binary,
-    )
-    return H.astype(jnp.float64)
-
-
-def _newton_direction(H, g):
-    """``-H^{-1} g`` by Cholesky; where H is not positive definite (the ERMI term is not
-    convex) ``-|H|^{-1} g``, every eigenvalue replaced by its magnitude floored at 1e-10 of
-    the largest (saddle-free Newton)."""
-    try:
-        return -scipy.linalg.cho_solve(scipy.linalg.cho_factor(H), g)
-    except np.linalg.LinAlgError:
-        values, vectors = np.linalg.eigh(H)
-        magnitude = np.maximum(np.abs(values), 1e-10 * np.max(np.abs(values)))
-        return -vectors @ ((vectors.T @ g) / magnitude)
-
-
-def _logit_centering(p: int, q: int) -> np.ndarray | None:
-    """Projector (pq, pq) onto parameters whose every row sums to zero over the logits;
-    None for one logit. A softmax model is unchanged when a row moves along the ones
-    (the intercept row, unpenalised, leaves the Hessian singular there); the gradient is
-    always in this subspace, so L-BFGS from zeros stays in it, and Newton's steps are
-    projected on it to reach the same minimiser."""
-    if q == 1:
-        return None
-    return np.kron(np.eye(p), np.eye(q) - 1.0 / q)
-
-
-def _restricted_hessian(H, projector):
-    """``P H P`` on the subspace and a multiple of the identity on its complement, so a
-    solve with it never moves along the complement."""
-    if projector is None:
-        return H
-    complement = np.eye(H.shape[0]) - projector
-    return projector @ H @ projector + np.max(np.abs(np.diag(H))) * complement
-
-
-_STALL = 5  # Newton iterations without a new smallest gradient norm before giving up
-_KEEP = 0.25  # a Hessian is kept (BFGS-updated) after a full step shrinking ||g|| this much
-
-
-def _bfgs_update(H, step, change):
-    """``H`` corrected by the BFGS formula to ``H_new step = change`` (the gradient change
-    along the step); None when the curvature ``step . change`` is not positive (a fresh
-    Hessian is then needed). Keeps the logit-centred subspace of a restricted Hessian."""
-    curvature = float(step @ change)
-    Hs = H @ step
-    sHs = float(step @ Hs)
-    if curvature <= 0 or sHs <= 0:
-        return None
-    return H - np.outer(Hs, Hs) / sHs + np.outer(change, change) / curvature
-
-
-def _newton_solve(flat, start, value_and_grad, hessian, tol, max_iter, projector=None):
-    """Newton's method with Armijo backtracking from ``flat`` (``start``: its objective and
-    gradient); stops at ``||g||_inf <= tol``, after ``max_iter`` iterations or when no
-    step decreases the objective or the gradient norm stops shrinking (the float32
-    Hessian's accuracy reached: the caller finishes with L-BFGS); steps are projected by
-    ``projector`` (softmax). After a full step that shrinks the gradient norm by
-    ``_KEEP`` the Hessian is kept for the next iteration, corrected by a BFGS update
-    along the step (quasi-Newton between exact Hessians: a fresh one costs a Gram
-    matrix over the data, an update nothing); otherwise, or when a kept Hessian gives
-    no decrease, a fresh one is computed. Returns ``(flat, f, g, n_iter, H)`` with H the
-    last Hessian used (None if none)."""
-    f, g = start
-    H, n_iter, keep, fresh = None, 0, False, False
-    best, stalled = np.inf, 0  # stop after STALL iterations without a smaller gradient
-    while np.max(np.abs(g)) > tol and n_iter < max_iter and stalled < _STALL:
-        if not keep:
-            H, fresh = hessian(flat), True
-        step = _newton_direction(H, g)
-        if projector is not None:
-            step = projector @ step
-        slope = float(g @ step)
-        size = 1.0
-        while slope < 0 and size > 1e-10:
-            f_new, g_new = value_and_grad(flat + size * step)
-            if f_new <= f + 1e-4 * size * slope:
-                break
-            size *= 0.5
-        else:
-            if not fresh:  # a kept (updated) Hessian: retry with a fresh one
-                keep = False
-                continue
-            break  # no decrease left (rounding level) or not a descent direction
-        keep = size == 1.0 and np.max(np.abs(g_new)) <= _KEEP * np.max(np.abs(g))
-        if keep:
-            updated = _bfgs_update(H, step, g_new - g)
-            keep, H = updated is not None, H if updated is None else updated
-        fresh = False
-        flat, f, g, n_iter = flat + size * step, f_new, g_new, n_iter + 1
-        best, stalled = (np.max(np.abs(g)), 0) if np.max(np.abs(g)) < best else (best, stalled + 1)
-    return flat, f, g, n_iter, H
-
-
-def newton_path(
-    lams, theta0, X, y, s, t, weight, strata: Strata, alpha, tol, max_iter, *, binary
-) -> list[NewtonPoint]:
-    """The FERMI minimiser at every weight of ``lams`` (in that order), by Newton's method
-    continued along the sorted weights.
-
-    The first (smallest) weight starts from ``theta0``; every next one from the previous
-    minimiser moved along the path's tangent ``d theta / d lam = -H^{-1} grad ERMI``
-    (kept only where it lowers the new objective). A Newton iteration solves with the
-    exact Hessian (:func:`~fairest.ermi._kernels.fermi_hessian`, W* differentiated
-    through; float32 Gram matrices, as the Hessian only steers) and backtracks on the
-    objective; it stops at ``||grad||_inf <= tol`` with the gradient of
-    :func:`fermi_value_and_grad`, the stationarity test of :func:`full_batch_solve`.
-    Only :func:`fermi_value_and_grad` (the refit's own compiled kernel) and one Hessian
-    program are compiled. Call under ``jax.enable_x64``; device arrays in.
-    """
-    args = (X, y, s, t, weight, strata)
-    X_gram = jax.device_put(np.asarray(X, dtype=np.float32))  # host cast: nothing to compile
-    alpha = device_scalar(alpha)
-
-    def value_and_grad_at(lam):
-        lam = device_scalar(lam)
-
-        def value_and_grad(flat):
-            value, grad = fermi_value_and_grad(
-                jax.device_put(flat), *args, lam, alpha, binary=binary
-            )
-            return float(value), np.asarray(grad, dtype=np.float64)
-
-        return value_and_grad
-
-    projector = _logit_centering(*theta0.shape)
-
-    def hessian_at(lam):
-        lam = device_scalar(lam)
-        return lambda flat: _restricted_hessian(
-            np.asarray(
-                _fermi_hessian(jax.device_put(flat), X_gram, *args[1:], lam, alpha, binary=binary)
-            ),
-            projector,
-        )
-
-    shape = theta0.shape
-    points = {}
-    flat, previous, H = np.asarray(theta0, dtype=np.float64).ravel(), None, None
-    f = g = None  # the objective and gradient at flat for the previous weight
-    for k in np.argsort(lams, kind="stable"):
-        lam = float(lams[k])
-        value_and_grad = value_and_grad_at(lam)
-        if H is not None and lam > previous:
-            flat, start = _tangent_start(
-                flat, (f, g), previous, lam, H, value_and_grad_at, projector
-            )
-        else:
-            start = value_and_grad(flat)
-        flat, f, g, n_iter, H_last = _newton_solve(
-            flat,
-            start,
-            value_and_grad,
-            hessian_at(lam),
-            tol,
-            max_iter,
-            projector,
-        )
-        H = H_last if H_last is not None else H
-        grad_norm = float(np.max(np.abs(g)))
-        points[k] = NewtonPoint(flat.reshape(shape), f, grad_norm, n_iter, grad_norm <= tol)
-        previous = lam
-    return [points[k] for k in range(len(lams))]
-
-
-def _tangent_start(flat, known, lam, lam_next, H, value_and_grad_at, projector=None):
-    """The start at ``lam_next`` from the minimiser ``flat`` at ``lam`` (``known``: its
-    objective and gradient there): ``flat`` moved along the tangent ``-H^{-1} grad ERMI``
-    if that lowers the objective, else ``flat``; returned with its ``(objective,
-    gradient)`` at ``lam_next``. The objective is affine in the weight: one more
-    evaluation at ``flat`` (weight 0, or 1 when ``lam`` is 0) gives the ERMI term and the
-    objective at ``flat`` for every weight."""
-    f_lam, g_lam = known
-    if lam > 0:
-        f0, g0 = value_and_grad_at(0.0)(flat)
-        f_ermi, g_ermi = (f_lam - f0) / lam, (g_lam - g0) / lam
-    else:
-        f0, g0 = f_lam, g_lam
-        f1, g1 = value_and_grad_at(1.0)(flat)
-        f_ermi, g_ermi = f1 - f0, g1 - g0
-    here = (f0 + lam_next * f_ermi, g0 + lam_next * g_ermi)
-    tangent = _newton_direction(H, g_ermi)
-    if projector is not None:
-        tangent = projector @ tangent
-    moved = flat + (lam_next - lam) * tangent
-    there = value_and_grad_at(lam_next)(moved)
-    return (moved, there) if there[0] < here[0] else (flat, here)
 
 
 def project_ball(W, radius):
@@ -786,48 +567,122 @@ def run_full_batch(
     strata,
     *,
     n_classes: int,
-    fairness_weight: float,
+    fairness_weight: float | str,
     alpha: float = _defaults.ALPHA,
     tol: float = _defaults.FULL_BATCH_TOL,
     max_iter: int = _defaults.FULL_BATCH_MAX_ITER,
 ) -> ERMIResult:
-    """Exact FERMI by :func:`full_batch_solve` from zeros, W at its closed form.
+    """Exact FERMI at ``fairness_weight`` from zeros, W at its closed form.
 
     ``X`` (n, d), labels ``y``, groups ``s`` and strata ``t`` (int codes), ``weight`` (mean
     1) and ``strata`` (the numpy ``Strata`` constants) are host arrays. The rows are padded
-    to a bucketed count (weight 0), so a new row count rarely recompiles.
+    to a bucketed count (weight 0), so a new row count rarely recompiles. Newton's method
+    (:class:`~fairest.ermi._newton.NewtonSolver`) solves where
+    :func:`~fairest.ermi._newton.newton_applies`, finished by L-BFGS
+    (:func:`full_batch_solve`) where it stops above ``tol``; elsewhere L-BFGS alone.
+    ``fairness_weight="auto"`` is :func:`~fairest.ermi._auto.search_weight` on the train
+    parity gap of the strata ``t`` (one stratum: demographic parity; the labels:
+    equalized odds), every solve started from the nearest solved weight; the result then
+    carries the chosen weight and the search (``auto``).
     """
+    from fairest.ermi._auto import parity_gap, predicted_codes, search_weight, train_accuracy
+    from fairest.ermi._newton import NewtonSolver, gram_copy, newton_applies
+
     binary = n_classes == 2
     n, d = X.shape
-    with jax.enable_x64(True):
+    solved = {}  # weight -> (theta, objective, grad_norm, n_iter, converged)
+    # Newton's host Cholesky / eigh of a (p q)^2 Hessian: threaded BLAS only spins there
+    with jax.enable_x64(True), single_threaded_blas():
         theta0 = np.zeros((d + 1, 1 if binary else n_classes))
-        strata = _device_strata(strata)
+        strata_device = _device_strata(strata)
         # bucketed rows (weight 0), sharded over the configured devices
-        Xp, yp, sp, tp, wp = _place_padded(X, y.astype(np.int32), s, t, weight)
-        theta, objective, grad_norm, n_iter, converged = full_batch_solve(
-            theta0,
-            Xp,
-            yp,
-            sp,
-            tp,
-            wp,
-            strata,
-            device_scalar(fairness_weight),
-            device_scalar(alpha),
-            tol,
-            max_iter,
-            binary=binary,
-        )
+        rows = _place_padded(X, y.astype(np.int32), s, t, weight)
+        alpha_device = device_scalar(alpha)
+        newton = None
+        if newton_applies(n, d, theta0.shape[1]):
+            newton = NewtonSolver(
+                theta0,
+                rows,
+                gram_copy(X, rows[0].shape[0]),
+                strata_device,
+                alpha,
+                tol,
+                max_iter,
+                binary=binary,
+            )
+
+        searched = isinstance(fairness_weight, str)  # "auto"
+
+        def lbfgs(theta, lam, tol):
+            return full_batch_solve(
+                theta,
+                *rows,
+                strata_device,
+                device_scalar(lam),
+                alpha_device,
+                tol,
+                max_iter,
+                binary=binary,
+            )
+
+        def solve(lam):
+            # the search's fits stop at tol * max(1, lam): the penalty's gradient, and its
+            # rounding, grow with the weight (at lam = 256 on 200 rows L-BFGS ends at
+            # 5e-8 whatever the start)
+            tol_lam = tol * max(1.0, lam) if searched else tol
+            if newton is not None:
+                theta, objective, grad_norm, n_iter, converged = newton.solve(lam, tol_lam)
+                if not converged:  # stalled at the float32 Hessian's accuracy: L-BFGS ends
+                    theta, objective, grad_norm, more, converged = lbfgs(theta, lam, tol_lam)
+                    n_iter += more
+                if not converged:  # no decrease left from there: L-BFGS from zeros, as
+                    # the full-batch solver alone (same compiled kernel)
+                    theta, objective, grad_norm, more, converged = lbfgs(theta0, lam, tol_lam)
+                    n_iter += more
+            else:
+                nearest = min(
+                    solved, key=lambda w: abs(np.log((lam + 1e-3) / (w + 1e-3))), default=None
+                )
+                start = theta0 if nearest is None else solved[nearest][0]
+                theta, objective, grad_norm, n_iter, converged = lbfgs(start, lam, tol_lam)
+            solved[lam] = (
+                np.asarray(theta, dtype=np.float64),
+                objective,
+                grad_norm,
+                n_iter,
+                converged,
+            )
+            return solved[lam][0]
+
+        auto = None
+        if searched:
+            n_groups = strata[0].shape[1]
+
+            def evaluate(theta):
+                predicted, _ = predicted_codes(theta, X)
+                gap = parity_gap(theta, X, t, s, weight, n_groups)[0]
+                return gap, train_accuracy(predicted, y, weight)
+
+            majority = np.max(np.bincount(y, weights=weight, minlength=n_classes)) / weight.sum()
+            auto = search_weight(solve, evaluate, float(majority))
+            lam = auto.weight
+        else:
+            lam = float(fairness_weight)
+            solve(lam)
+        theta, objective, grad_norm, n_iter, converged = solved[lam]
         # on the padded rows (weight 0 there): no recompilation for a new row count
-        W = fitted_w(jax.device_put(theta), Xp, sp, tp, wp, strata, binary=binary)
+        Xp, _, sp, tp, wp = rows
+        W = fitted_w(jax.device_put(theta), Xp, sp, tp, wp, strata_device, binary=binary)
     return ERMIResult(
-        theta=np.asarray(theta, dtype=np.float64),
+        theta=theta,
         W=np.asarray(W, dtype=np.float64),
-        n_iter=n_iter,
-        converged=converged,
-        objective=objective,
+        n_iter=int(n_iter),
+        converged=bool(converged),
+        objective=float(objective),
         grad_norm=float(grad_norm),
         history=None,
+        fairness_weight=lam,
+        auto=auto,
     )
 
 

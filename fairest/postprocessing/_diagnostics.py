@@ -8,6 +8,9 @@
   as in :mod:`fairest.metrics`, and so pins every group's rate near 0: a warning names it.
 * A fit that ends with a (near-)constant classifier warns with its accuracy, its
   selection rates and the groups that forced it.
+* A group whose fitted rate is too uncertain for the tolerance to hold beyond the fit
+  rows (its Clopper-Pearson interval reaches further than the tolerance from the fit
+  rate) is named, with that interval.
 """
 
 from __future__ import annotations
@@ -15,14 +18,17 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import pandas as pd
 from sklearn.base import is_regressor
 
+from fairest.metrics._intervals import effective_size, proportion_interval
 from fairest.postprocessing._thresholds import (
     METRIC_RATES,
     RATE_SLACK,
     GroupPoints,
     _edge_grid,
 )
+from fairest.utils._degenerate import NEAR_CONSTANT_SHARE
 from fairest.utils._validation import FairnessWarning
 
 __all__ = [
@@ -31,14 +37,18 @@ __all__ = [
     "finite_thresholds",
     "warn_undefined_rates",
     "warn_if_near_constant",
+    "group_uncertainty",
+    "warn_small_groups",
     "NEAR_CONSTANT_MESSAGE",
+    "SMALL_GROUPS_MESSAGE",
 ]
 
-# a classifier whose minority prediction covers at most this (weighted) share of the fit
-# rows is near-constant: it meets every parity constraint trivially
-NEAR_CONSTANT_SHARE = 0.01
 # how the near-constant warning starts (a sweep over tolerances filters it on this)
 NEAR_CONSTANT_MESSAGE = "GroupThresholdClassifier: the fitted thresholds give a near-constant"
+# how the small-group warning starts (a sweep over tolerances filters it on this)
+# (no colon, so that a pytest filterwarnings mark can name it)
+SMALL_GROUPS_MESSAGE = "GroupThresholdClassifier has too few rows in some groups for tolerance"
+UNCERTAINTY_LEVEL = 0.95  # confidence level of the groups' rate intervals
 EDGE_GRID = 1000  # band edges scanned when looking for the groups that force a result
 SHOWN = 5  # labels or groups quoted in a message
 SHOWN_GROUPS = 8  # per-group rates listed in a warning
@@ -248,3 +258,80 @@ def warn_if_near_constant(
 
 def _accuracy(positive, y01, sample_weight) -> float:
     return float(np.average(np.where(y01 == 1, positive, 1.0 - positive), weights=sample_weight))
+
+
+def group_uncertainty(positive, y01, sample_weight, codes, group_labels, metric, tolerance):
+    """Per group and rate of ``metric``: the fitted rate on the fit rows and its
+    Clopper-Pearson interval at :data:`UNCERTAINTY_LEVEL`.
+
+    ``positive`` is every row's probability of a positive prediction (0/1 when
+    deterministic); a rate is a weighted mean of it over the group's rows (all of them for
+    the selection rate, those with ``y = 1`` for the TPR, ``y = 0`` for the FPR), over an
+    effective number of rows (Kish's, 1 per row without weights). ``exceeds_tolerance`` is
+    whether the interval reaches further than ``tolerance`` from the fit rate on either
+    side: the group's rate on new rows from the same population can then differ from the
+    fit rate by more than the tolerance, so the tolerance says nothing about it beyond
+    the fit rows. An undefined rate (no row in its condition) has NaN figures and is not
+    flagged (:func:`warn_undefined_rates` names it).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (group, rate): ``group``, ``rate`` (``"selection"``, ``"tpr"`` or
+        ``"fpr"``), ``rows`` (effective), ``value``, ``lower``, ``upper``,
+        ``half_width`` and ``exceeds_tolerance``.
+    """
+    masks = {"selection": np.ones_like(y01), "tpr": y01, "fpr": 1.0 - y01}
+    num_groups = len(group_labels)
+    frames = []
+    for name in METRIC_RATES[metric]:
+        w = sample_weight * masks[name]
+        mass = np.bincount(codes, w, minlength=num_groups)
+        rows = effective_size(mass, np.bincount(codes, w * w, minlength=num_groups))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            value = np.bincount(codes, w * positive, minlength=num_groups) / mass
+        value = np.where(mass > 0, np.clip(value, 0.0, 1.0), np.nan)
+        lower, upper = proportion_interval(value, rows, UNCERTAINTY_LEVEL)
+        reach = np.fmax(value - lower, upper - value)
+        frames.append(
+            pd.DataFrame(
+                {
+                    "group": [_key(label) for label in group_labels],
+                    "rate": name,
+                    "rows": rows,
+                    "value": value,
+                    "lower": lower,
+                    "upper": upper,
+                    "half_width": (upper - lower) / 2.0,
+                    "exceeds_tolerance": np.nan_to_num(reach, nan=0.0) > tolerance,
+                }
+            )
+        )
+    return pd.concat(frames, ignore_index=True)
+
+
+def warn_small_groups(uncertainty: pd.DataFrame, tolerance: float, stacklevel: int = 3) -> bool:
+    """One :class:`FairnessWarning` naming the groups (and rates) of ``uncertainty`` (see
+    :func:`group_uncertainty`) whose interval reaches further than ``tolerance``, with
+    their rows, fit rate, interval and half-width. Returns whether it warned."""
+    flagged = uncertainty[uncertainty["exceeds_tolerance"]]
+    if flagged.empty:
+        return False
+    flagged = flagged.sort_values("half_width", ascending=False)
+    shown = "; ".join(
+        f"{row.group!r} {RATE_WORDS[row.rate]} {row.value:.3g} on {row.rows:.4g} rows, "
+        f"interval [{row.lower:.3g}, {row.upper:.3g}] (half-width {row.half_width:.3g})"
+        for row in flagged.head(SHOWN).itertuples()
+    )
+    more = f"; and {len(flagged) - SHOWN} more" if len(flagged) > SHOWN else ""
+    warnings.warn(
+        f"{SMALL_GROUPS_MESSAGE}={tolerance:g} to hold beyond the fit rows: the "
+        f"{100 * UNCERTAINTY_LEVEL:g}% Clopper-Pearson interval of the fitted rate reaches "
+        f"further than the tolerance for {shown}{more}. On new rows these rates can move "
+        "by that much, so the groups' difference can exceed the tolerance there. Merge "
+        "small groups, collect more rows of them, or loosen tolerance; group_uncertainty_ "
+        "lists every group's interval.",
+        FairnessWarning,
+        stacklevel=stacklevel,
+    )
+    return True

@@ -10,26 +10,27 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context, clone
 from sklearn.exceptions import UndefinedMetricWarning
 from sklearn.metrics import accuracy_score
-from sklearn.utils import check_random_state
+from sklearn.utils import check_random_state, get_tags
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import (
     _num_samples,
     check_is_fitted,
-    has_fit_parameter,
-    validate_data,
 )
 
 from fairest import metrics as _metrics
 from fairest.postprocessing._diagnostics import (
     NEAR_CONSTANT_MESSAGE,
     NEAR_CONSTANT_SHARE,
+    SMALL_GROUPS_MESSAGE,
     check_not_regressor,
     check_predicted_labels,
     finite_thresholds,
+    group_uncertainty,
     score_range,
     undefined_rates,
     warn_if_near_constant,
+    warn_small_groups,
     warn_undefined_rates,
 )
 from fairest.postprocessing._thresholds import (
@@ -40,7 +41,13 @@ from fairest.postprocessing._thresholds import (
     solve_thresholds,
     threshold_path,
 )
-from fairest.utils._estimator import encode_binary_target, validate_fit_data
+from fairest.utils._estimator import (
+    check_passthrough_X,
+    encode_binary_target,
+    validate_passthrough_fit_data,
+    wrapped_fit_params,
+    wrapped_nan_error,
+)
 from fairest.utils._validation import FairnessWarning, encode_groups
 
 __all__ = ["GroupThresholdClassifier"]
@@ -97,7 +104,8 @@ class GroupThresholdClassifier(ClassifierMixin, BaseEstimator):
     (rate, accuracy) points, as fairlearn's ``ThresholdOptimizer`` (``tolerance=0``) and
     error-parity's ``RelaxedThresholdOptimizer`` do. A deterministic classifier with
     ``tolerance=0`` can only equalise rates that coincide exactly, often only "nobody" or
-    "everybody" selected: use a small positive tolerance or ``randomized=True``.
+    "everybody" selected (it warns): hence the default ``tolerance=0.02``, or use
+    ``randomized=True`` for exact parity.
 
     **Judged inputs and results.** A regressor as ``estimator`` (or ``group_estimator``),
     a ``predict`` used as the score that returns values outside ``classes_``, a prefit
@@ -110,6 +118,12 @@ class GroupThresholdClassifier(ClassifierMixin, BaseEstimator):
     warns with its accuracy and selection rates, those of the unconstrained thresholds,
     and the groups that forced it (those whose reachable rates miss the most bands of
     width ``tolerance``: too few rows, one score, or a single class).
+
+    **Small groups.** A tolerance met on the fit rows need not hold on new rows: a group
+    of 200 rows has a selection rate uncertain by about +-0.05. ``group_uncertainty_``
+    gives every group's fitted rate(s) with a 95 % Clopper-Pearson interval, and a
+    ``FairnessWarning`` names the groups whose interval reaches further than
+    ``tolerance`` from the fitted rate, with the interval and its half-width.
 
     **Groups at predict.** ``predict(X, sensitive_features=...)`` needs the groups (they
     are requested through metadata routing, so they reach ``predict`` and ``score`` in a
@@ -131,8 +145,11 @@ class GroupThresholdClassifier(ClassifierMixin, BaseEstimator):
     metric : {"demographic_parity", "equal_opportunity", "equalized_odds"}, \
 default="demographic_parity"
         The group rates that must agree.
-    tolerance : float, default=0.0
-        Largest allowed between-group difference of the rate(s) on the fit data.
+    tolerance : float, default=0.02
+        Largest allowed between-group difference of the rate(s) on the fit data. The
+        default keeps the rates within 2 points, which thresholds reach at little cost in
+        accuracy; ``0.0`` asks for exact equality (see above).
+        ``fairest.fairness_path`` sweeps it.
     prefit : bool, default=False
         Use ``estimator`` (and ``group_estimator``) as already fitted: ``fit`` only
         chooses the thresholds (cheap: one sort and a sweep).
@@ -168,6 +185,12 @@ default="demographic_parity"
         Randomized only: the probability of each threshold of ``thresholds_``.
     train_unfairness_ : float
         The exact ``metric`` of the fitted classifier on the fit data (see above).
+    group_uncertainty_ : pandas.DataFrame
+        One row per group and rate of ``metric`` (``rate``: ``"selection"``, ``"tpr"``,
+        ``"fpr"``) on the fit data: ``group``, ``rows`` (effective, Kish's with weights),
+        ``value`` (the fitted rate), ``lower`` / ``upper`` (95 % Clopper-Pearson),
+        ``half_width`` and ``exceeds_tolerance`` (the interval reaches further than
+        ``tolerance`` from ``value``).
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Only when ``X`` has string column names.
@@ -181,8 +204,12 @@ default="demographic_parity"
     ``decision_function(X, sensitive_features=...)`` is the score minus the group's
     threshold (deterministic mode only: positive means ``classes_[1]``); there is no
     ``predict_proba``, since group thresholds change decisions, not the probability
-    estimates, which stay those of ``estimator_``. ``X`` must be numeric (it is validated
-    as float); put encoders inside ``estimator`` as a pipeline if needed.
+    estimates, which stay those of ``estimator_``. ``X`` reaches the wrapped estimators as
+    given (a DataFrame with string categoricals or missing values, polars, scipy sparse),
+    so a ``Pipeline`` with a ``ColumnTransformer`` by column names or a NaN-aware model
+    works inside; only its number of rows, features and column names are checked here.
+    ``fit``'s ``sensitive_features`` also reach the wrapped ``fit`` when it takes them (a
+    fairest estimator; under metadata routing, a pipeline that requests them).
 
     References
     ----------
@@ -199,13 +226,15 @@ default="demographic_parity"
     >>> from sklearn.linear_model import LogisticRegression
     >>> from fairest.postprocessing import GroupThresholdClassifier
     >>> rng = np.random.default_rng(0)
-    >>> groups = rng.choice(["a", "b"], size=400)
-    >>> X = rng.normal(size=(400, 2)) + (groups == "a")[:, None]
-    >>> y = (X[:, 0] + rng.normal(size=400) > 0.5).astype(int)
-    >>> clf = GroupThresholdClassifier(LogisticRegression(), tolerance=0.02)
+    >>> groups = rng.choice(["a", "b"], size=2000)
+    >>> X = rng.normal(size=(2000, 2)) + (groups == "a")[:, None]
+    >>> y = (X[:, 0] + rng.normal(size=2000) > 0.5).astype(int)
+    >>> clf = GroupThresholdClassifier(LogisticRegression(), tolerance=0.05)
     >>> clf = clf.fit(X, y, sensitive_features=groups)
-    >>> bool(clf.train_unfairness_ <= 0.02)
+    >>> bool(clf.train_unfairness_ <= 0.05)
     True
+    >>> bool(clf.group_uncertainty_["exceeds_tolerance"].any())  # 1000 rows per group
+    False
     >>> clf.predict(X[:3], sensitive_features=groups[:3]).shape
     (3,)
     """
@@ -230,7 +259,7 @@ default="demographic_parity"
         estimator,
         *,
         metric="demographic_parity",
-        tolerance=0.0,
+        tolerance=0.02,
         prefit=False,
         randomized=False,
         group_estimator=None,
@@ -253,8 +282,8 @@ default="demographic_parity"
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Training data (numeric); passed as given to the wrapped estimators.
+        X : array-like, dataframe or sparse matrix of shape (n_samples, n_features)
+            Training data, passed as given to the wrapped estimators.
         y : array-like of shape (n_samples,)
             Binary target (any two labels).
         sensitive_features : array-like of shape (n_samples,) or (n_samples, k), default=None
@@ -270,7 +299,7 @@ default="demographic_parity"
         self : GroupThresholdClassifier
             The fitted estimator.
         """
-        data = validate_fit_data(self, X, y, sensitive_features, sample_weight)
+        data = validate_passthrough_fit_data(self, X, y, sensitive_features, sample_weight)
         check_not_regressor(self.estimator, "estimator")
         if self.group_estimator is not None:
             check_not_regressor(self.group_estimator, "group_estimator")
@@ -279,7 +308,9 @@ default="demographic_parity"
         self.classes_, y01 = encode_binary_target(type(self).__name__, data.y)
         self.groups_ = data.group_labels
         weighted = sample_weight is not None
-        self.estimator_ = self._fitted(self.estimator, X, data.y, data.sample_weight, weighted)
+        self.estimator_ = self._fitted(
+            self.estimator, X, data.y, data.sample_weight, weighted, sensitive_features
+        )
         self._check_estimator_classes()
         scores = self._scores(X)
         warn_undefined_rates(
@@ -300,7 +331,11 @@ default="demographic_parity"
         self.train_unfairness_ = self._expected_unfairness(
             y01, positive, data.groups, data.sample_weight
         )
-        self._warn_if_near_constant(scores, y01, positive, data)
+        self.group_uncertainty_ = self._uncertainty(positive, y01, data)
+        # one group has no difference to keep: its rate's uncertainty does not matter
+        constant = self._warn_if_near_constant(scores, y01, positive, data)
+        if not constant and len(self.groups_) > 1:
+            warn_small_groups(self.group_uncertainty_, self.tolerance, stacklevel=4)
         if self.train_unfairness_ > self.tolerance + ROUNDING_SLACK:
             warnings.warn(
                 f"the training {self.metric} difference of the fitted thresholds is "
@@ -327,8 +362,9 @@ default="demographic_parity"
             first.set_params(estimator=self.estimator)
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", NEAR_CONSTANT_MESSAGE, FairnessWarning)
+            warnings.filterwarnings("ignore", SMALL_GROUPS_MESSAGE, FairnessWarning)
             first.fit(X, y, sensitive_features=sensitive_features, sample_weight=sample_weight)
-        data = validate_fit_data(clone(self), X, y, sensitive_features, sample_weight)
+        data = validate_passthrough_fit_data(clone(self), X, y, sensitive_features, sample_weight)
         _, y01 = encode_binary_target(type(self).__name__, data.y)
         scores = first._scores(X)
         points = group_points(
@@ -346,22 +382,28 @@ default="demographic_parity"
             fitted.train_unfairness_ = fitted._expected_unfairness(
                 y01, positive, data.groups, data.sample_weight
             )
+            fitted.group_uncertainty_ = fitted._uncertainty(positive, y01, data)
             path.append(fitted)
         return path
 
-    def _fitted(self, estimator, X, y, sample_weight, weighted):
+    def _fitted(self, estimator, X, y, sample_weight, weighted, sensitive_features=None):
+        """``estimator`` fitted on ``X`` as given (or as it is, prefit); the groups and
+        the weights reach its ``fit`` when it takes them (see
+        :func:`~fairest.utils._estimator.wrapped_fit_params`); weights it cannot take
+        raise."""
         if self.prefit:
             check_is_fitted(estimator)
             return estimator
         fitted = clone(estimator)
-        if weighted:
-            if not has_fit_parameter(fitted, "sample_weight"):
-                raise ValueError(
-                    f"{type(fitted).__name__}.fit does not accept sample_weight; fit it "
-                    "yourself and pass prefit=True, or drop sample_weight."
-                )
-            return fitted.fit(X, y, sample_weight=sample_weight)
-        return fitted.fit(X, y)
+        params = wrapped_fit_params(
+            fitted,
+            sensitive_features=sensitive_features,
+            sample_weight=sample_weight if weighted else None,
+            owner=type(self).__name__,
+            require_weight=True,
+        )
+        with wrapped_nan_error(type(self).__name__, fitted):
+            return fitted.fit(X, y, **params)
 
     def _solve(self, scores, y01, sample_weight, codes, tolerance):
         points = group_points(scores, y01, sample_weight, codes, int(codes.max()) + 1)
@@ -450,18 +492,30 @@ default="demographic_parity"
                 "recode y to its classes)."
             )
 
-    def _warn_if_near_constant(self, scores, y01, positive, data):
+    def _uncertainty(self, positive, y01, data):
+        """``group_uncertainty_``: every group's fitted rate(s) and their intervals."""
+        return group_uncertainty(
+            positive,
+            y01,
+            data.sample_weight,
+            data.groups,
+            self.groups_,
+            self.metric,
+            self.tolerance,
+        )
+
+    def _warn_if_near_constant(self, scores, y01, positive, data) -> bool:
         """A :class:`FairnessWarning` when the fit ends with a (near-)constant classifier,
-        with the groups that forced it (see :mod:`._diagnostics`)."""
+        with the groups that forced it (see :mod:`._diagnostics`); whether it warned."""
         share = float(np.average(positive, weights=data.sample_weight))
         if min(share, 1.0 - share) > NEAR_CONSTANT_SHARE:
-            return
+            return False
         num_groups = len(self.groups_)
         points = group_points(scores, y01, data.sample_weight, data.groups, num_groups)
         unconstrained = mixed_positive_probability(
             scores, data.groups, best_thresholds(points), np.ones((num_groups, 1))
         )
-        warn_if_near_constant(
+        return warn_if_near_constant(
             positive,
             y01,
             data.sample_weight,
@@ -586,8 +640,10 @@ default="demographic_parity"
         )
 
     def _validated(self, X):
+        """Check the fitted state and ``X``'s feature count and names only: ``X`` goes to
+        the wrapped estimators as given."""
         check_is_fitted(self)
-        validate_data(self, X, dtype=np.float64, reset=False)
+        check_passthrough_X(self, X)
 
     def predict(self, X, *, sensitive_features=None):
         """Predicted labels from the group thresholds.
@@ -668,4 +724,10 @@ default="demographic_parity"
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.classifier_tags.multi_class = False
+        # X goes to the wrapped estimators as given: they say what it may hold
+        wrapped = [get_tags(self.estimator).input_tags]
+        if self.group_estimator is not None:
+            wrapped.append(get_tags(self.group_estimator).input_tags)
+        tags.input_tags.sparse = all(t.sparse for t in wrapped)
+        tags.input_tags.allow_nan = all(t.allow_nan for t in wrapped)
         return tags

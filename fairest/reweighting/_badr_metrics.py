@@ -89,14 +89,17 @@ def _callable_value(spec: MetricSpec, s, y, groups):
 def smooth_unfairness(spec: MetricSpec, s, y, groups, weight, num_groups: int, temperature):
     """Smooth (differentiable, jittable) unfairness: the BADR upper-level objective.
 
-    ``temperature`` (traced) is the sigmoid and smooth-max temperature of DP / EO / EOdds;
-    individual fairness uses the O(n) cell algorithm for classification labels {0, 1} and
-    the O(n log n) scan for real labels.
+    ``temperature`` (traced) is the sigmoid and smooth-max temperature of DP / EO / EOdds:
+    a scalar for both, or the pair ``(sigmoid, max)``; individual fairness uses the O(n)
+    cell algorithm for classification labels {0, 1} and the O(n log n) scan for real
+    labels.
     """
     name = spec.name
     if name == "callable":
         return _callable_value(spec, s, y, groups)
     data = (s, y, groups, num_groups)
+    pair = jnp.reshape(jnp.asarray(temperature, dtype=s.dtype), (-1,))
+    temperatures = {"temperature_sigmoid": pair[0], "temperature_max": pair[-1]}
     if name == "group_variance":
         return smooth_group_loss_variance(*data, loss=spec.loss, weights=weight)
     if name == "individual_fairness":
@@ -104,17 +107,15 @@ def smooth_unfairness(spec: MetricSpec, s, y, groups, weight, num_groups: int, t
             return smooth_individual_fairness(*data, weights=weight, label_kind="binary")
         return continuous_individual_fairness(s, y, groups, weight, num_groups)
     if name == "demographic_parity":
-        return smooth_demographic_parity(
-            *data, temperature=temperature, weights=weight, task=spec.task
-        )
+        return smooth_demographic_parity(*data, **temperatures, weights=weight, task=spec.task)
     if name == "disparate_mistreatment":
         return smooth_disparate_mistreatment(*data, weights=weight, encoding=spec.encoding)
     if name == "hsic":
         return smooth_hsic_linear(*data, weights=weight, encoding=spec.encoding)
     if name == "equal_opportunity":
-        return smooth_equal_opportunity(*data, temperature=temperature, weights=weight)
+        return smooth_equal_opportunity(*data, **temperatures, weights=weight)
     if name == "equalized_odds":
-        return smooth_equalized_odds(*data, temperature=temperature, weights=weight)
+        return smooth_equalized_odds(*data, **temperatures, weights=weight)
     raise ValueError(f"Unknown metric {name!r}.")
 
 

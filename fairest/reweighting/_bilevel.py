@@ -51,6 +51,7 @@ from fairest._solvers import _newton
 from fairest._solvers._newton import NewtonResult, newton_solve
 from fairest._solvers._newton_cg import jacobi_preconditioner, newton_cg_solve, pcg_solve
 from fairest.reweighting._badr_metrics import MetricSpec, exact_unfairness, smooth_unfairness
+from fairest.reweighting._capped import capped_vertex, project_capped, project_capped_host
 from fairest.utils._compilation_cache import compile_in_background
 from fairest.utils._memory import release_free_memory
 
@@ -140,7 +141,7 @@ class Problem(NamedTuple):
     weight: jax.Array  # (n,) sample weights, 0 on padding
     alpha: jax.Array
     penalize_intercept: jax.Array  # 0.0 / 1.0
-    temperature: jax.Array  # metric smoothing (metric_params["temperature"])
+    temperature: jax.Array  # (2,) metric smoothing: sigmoid and smooth-max temperatures
     inner_tol: jax.Array
     inner_max_iter: jax.Array
     # float32 Hessian blocks (large n): a float32 copy of X or the blocked_hessian() marker
@@ -1101,11 +1102,13 @@ def _first_step_boost(grad) -> float:
     return _SLSQP_FIRST_STEP / size if np.isfinite(size) and size > 0 else 1.0
 
 
-def run_scipy(method: str, orc: ImplicitOracle, lam0, *, max_iter: int, tol: float):
-    """SLSQP or trust-constr on the simplex (spec 4.4, 4.6). Returns (lambda, n_iter, message, ok)."""
+def run_scipy(method: str, orc: ImplicitOracle, lam0, *, max_iter: int, tol: float, caps=None):
+    """SLSQP or trust-constr on the simplex (spec 4.4, 4.6), capped at ``caps`` (the
+    bounds ``lambda_g <= caps_g``; ``None``: 1). Returns (lambda, n_iter, message, ok)."""
     from scipy.optimize import BFGS, Bounds, LinearConstraint, minimize
 
     num_groups = lam0.shape[0]
+    upper = np.ones(num_groups) if caps is None else np.asarray(caps, dtype=np.float64)
     # inexact early solves (ImplicitOracle.loose_solves); the caller re-solves the result
     with orc.loose_solves():
         if method == "slsqp":
@@ -1126,7 +1129,7 @@ def run_scipy(method: str, orc: ImplicitOracle, lam0, *, max_iter: int, tol: flo
                 lam0,
                 jac=lambda v: scale * orc.jac(v),
                 method="SLSQP",
-                bounds=[(0.0, 1.0)] * num_groups,
+                bounds=[(0.0, float(u)) for u in upper],
                 constraints=[
                     {
                         "type": "eq",
@@ -1149,13 +1152,14 @@ def run_scipy(method: str, orc: ImplicitOracle, lam0, *, max_iter: int, tol: flo
                     jac=orc.jac,
                     hess=BFGS(),
                     method="trust-constr",
-                    bounds=Bounds(np.zeros(num_groups), np.ones(num_groups)),
+                    bounds=Bounds(np.zeros(num_groups), upper),
                     constraints=[LinearConstraint(np.ones((1, num_groups)), 1.0, 1.0)],
                     options={"gtol": tol, "maxiter": max_iter},
                 )
             ok = bool(result.status in (1, 2))
-    lam = np.clip(result.x, 0.0, None)
-    lam = orc.snap(lam / lam.sum())  # the last iterate itself where only rounding differs
+    lam = np.clip(result.x, 0.0, upper)
+    lam = lam / lam.sum() if caps is None else project_capped_host(lam, upper)
+    lam = orc.snap(lam)  # the last iterate itself where only rounding differs
     return lam, int(result.nit), str(result.message), ok
 
 
@@ -1181,6 +1185,7 @@ def frank_wolfe(
     max_iter,
     log_step=True,
     scaled_gap=False,
+    caps=None,
     *,
     history_rows: int = 0,
 ):
@@ -1190,7 +1195,9 @@ def frank_wolfe(
     ``gap < tol`` (``scaled_gap``: ``eta_t gap < tol``, the reference rule) or after
     ``max_iter`` oracle calls. Step (``log_step``) ``min(1, (2 + log(t+1)) / (t + 2 +
     log(t+1)))``, else ``2/(t+2)``. Everything but the history length is traced: the
-    iteration counter, ``max_iter``, ``tol`` and the rule never recompile.
+    iteration counter, ``max_iter``, ``tol`` and the rule never recompile. With ``caps``
+    (the weight caps of ``max_weight_ratio``) the LMO is the capped simplex's
+    (:func:`~._capped.capped_vertex`).
     """
     dtype = lam0.dtype
     rows = max(history_rows, 1)
@@ -1205,9 +1212,13 @@ def frank_wolfe(
 
     def body(state: FWState):
         out = _oracle(loss, metric, num_groups, state.lam, state.theta, problem)
-        k = jnp.argmin(out.grad)
-        vertex = jax.nn.one_hot(k, num_groups, dtype=dtype)
-        gap = jnp.dot(out.grad, state.lam) - out.grad[k]
+        if caps is None:
+            k = jnp.argmin(out.grad)
+            vertex = jax.nn.one_hot(k, num_groups, dtype=dtype)
+            gap = jnp.dot(out.grad, state.lam) - out.grad[k]
+        else:
+            vertex = capped_vertex(out.grad, caps)
+            gap = jnp.dot(out.grad, state.lam - vertex)
         eta = step_size(state.t)
         lam = state.lam + eta * (vertex - state.lam)
         better = out.value < state.best_value
@@ -1237,7 +1248,9 @@ def frank_wolfe(
     return jax.lax.while_loop(cond, body, init)
 
 
-def run_frank_wolfe(orc: ImplicitOracle, lam0, *, max_iter, tol, step_rule, gap_mode, record):
+def run_frank_wolfe(
+    orc: ImplicitOracle, lam0, *, max_iter, tol, step_rule, gap_mode, record, caps=None
+):
     """Host entry: run the jitted loop, return (best lambda, n_iter, converged, history)."""
     state = frank_wolfe(
         orc.loss,
@@ -1250,11 +1263,13 @@ def run_frank_wolfe(orc: ImplicitOracle, lam0, *, max_iter, tol, step_rule, gap_
         jnp.int32(max_iter),
         jnp.asarray(step_rule == "log"),
         jnp.asarray(gap_mode == "scaled"),
+        None if caps is None else jnp.asarray(caps),
         history_rows=max_iter if record else 0,
     )
     n_iter = int(state.t)
     converged = bool(state.gap < tol)
-    lam = np.asarray(project_simplex(state.best_lam))
+    best = state.best_lam
+    lam = np.asarray(project_simplex(best) if caps is None else project_capped(best, caps))
     history = None
     if record:
         rows = np.asarray(state.history)[:n_iter]

@@ -6,6 +6,8 @@ so the baselines never import an estimator module.
 
 from __future__ import annotations
 
+from numbers import Real
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -22,7 +24,9 @@ from fairest.reweighting._badr_metrics import (
     MetricSpec,
 )
 from fairest.reweighting._bilevel import ImplicitOracle, Problem, lower_level, metric_value
+from fairest.reweighting._capped import project_capped_host
 from fairest.reweighting._group_weights import resolve_group_weights
+from fairest.utils._degenerate import near_constant
 from fairest.utils._devices import configured_devices, place_rows
 
 __all__ = [
@@ -39,18 +43,29 @@ __all__ = [
 
 
 def build_metric_spec(metric, metric_params, task: str, loss: str, n_valid: int):
-    """Validate ``metric`` / ``metric_params``; return ``(MetricSpec, temperature)``."""
+    """Validate ``metric`` / ``metric_params``; return ``(MetricSpec, temperatures)`` with
+    ``temperatures`` the pair ``(sigmoid, max)`` of the smoothed parity metrics:
+    ``temperature`` sets both, ``temperature_sigmoid`` / ``temperature_max`` one each."""
     params = dict(metric_params or {})
-    unknown = set(params) - {"temperature", "encoding"}
+    keys = ("temperature", "temperature_sigmoid", "temperature_max", "encoding")
+    unknown = set(params) - set(keys)
     if unknown:
         raise ValueError(
-            f"metric_params accepts 'temperature' and 'encoding'; got {sorted(unknown)}."
+            f"metric_params accepts {', '.join(map(repr, keys))}; got {sorted(unknown)}."
         )
-    temperature = float(params.get("temperature", _defaults.TEMPERATURE))
-    if not np.isfinite(temperature) or temperature <= 0:
-        raise ValueError(
-            f"metric_params['temperature'] must be a positive number; got {temperature!r}."
-        )
+    for key in keys[:3]:
+        value = params.get(key)
+        if value is not None and (
+            not isinstance(value, Real) or not np.isfinite(value) or value <= 0
+        ):
+            raise ValueError(f"metric_params[{key!r}] must be a positive number; got {value!r}.")
+    both = params.get("temperature")
+    sigmoid = params.get("temperature_sigmoid", both)
+    largest = params.get("temperature_max", both)
+    temperature = (
+        float(_defaults.TEMPERATURE_SIGMOID if sigmoid is None else sigmoid),
+        float(_defaults.TEMPERATURE_MAX if largest is None else largest),
+    )
     encoding = params.get("encoding", "index")
     if encoding not in ("index", "onehot"):
         raise ValueError(
@@ -69,8 +84,11 @@ def build_metric_spec(metric, metric_params, task: str, loss: str, n_valid: int)
     return MetricSpec(metric, task, loss), temperature  # one compiled kernel whatever the encoding
 
 
-def baseline_weights(totals: np.ndarray) -> dict[str, np.ndarray]:
-    """Uniform, balanced (inverse size) and one-group weights (spec section 6)."""
+def baseline_weights(totals: np.ndarray, caps: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """Uniform, balanced (inverse size) and one-group weights (spec section 6); with
+    ``caps`` (:func:`~._capped.weight_caps`) also the pooled weights (plain ERM), and every
+    one projected onto the capped simplex (a one-group vertex then gives its group its
+    cap and shares the rest evenly, within the caps)."""
     num_groups = totals.size
     labels = np.arange(num_groups)
     candidates = {
@@ -78,6 +96,11 @@ def baseline_weights(totals: np.ndarray) -> dict[str, np.ndarray]:
     }
     for g in range(num_groups):
         candidates[f"group_{g}"] = np.eye(num_groups)[g]
+    if caps is None:
+        return candidates
+    candidates = {"pooled": totals / totals.sum()} | {
+        name: project_capped_host(weights, caps) for name, weights in candidates.items()
+    }
     return candidates
 
 
@@ -118,7 +141,7 @@ def make_problem(
         weight=w_dev,
         alpha=_on_device(alpha, np.float64),
         penalize_intercept=_on_device(penalize, np.float64),
-        temperature=_on_device(temperature, np.float64),
+        temperature=_on_device(np.broadcast_to(temperature, (2,)), np.float64),
         inner_tol=_on_device(inner_tol, np.float64),
         inner_max_iter=_on_device(inner_max_iter, np.int32),
         X_hessian=(  # float32 Hessian blocks cast on the fly: no float32 copy of X
@@ -156,17 +179,6 @@ def one_label_groups(y_num, groups, weight, num_groups) -> np.ndarray:
     positives = np.bincount(groups, weights=weight * y_num, minlength=num_groups)
     totals = np.bincount(groups, weights=weight, minlength=num_groups)
     return (positives == 0) | (positives == totals)
-
-
-def near_constant(pred01, y_num, weight) -> bool:
-    """Whether hard predictions ``pred01`` in {0, 1} are (nearly) one class: the rarer
-    predicted class holds at most ``_defaults.NEAR_CONSTANT_SHARE`` of the weight while
-    the rarer label holds more."""
-    weight = np.asarray(weight, dtype=np.float64)
-    total = weight.sum()
-    predicted, labelled = weight @ pred01 / total, weight @ y_num / total
-    rare_predicted = min(predicted, 1.0 - predicted)
-    return rare_predicted <= _defaults.NEAR_CONSTANT_SHARE < min(labelled, 1.0 - labelled)
 
 
 def prediction_figures(pred01, y_num, groups, weight, labels, positive) -> str:

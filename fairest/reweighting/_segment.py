@@ -103,10 +103,15 @@ def search_bracket(evaluate, lo: SegmentPoint, hi: SegmentPoint, last, *, max_it
     return last, max_iter, False
 
 
-def run_segment(orc, lam0, *, max_iter: int, tol: float):
+def run_segment(orc, lam0, *, max_iter: int, tol: float, ends=None):
     """The two-group outer search from ``lam0`` (call with the safeguard's baselines
-    evaluated). Returns ``(lambda, n_iter, message, ok)`` as
+    evaluated). ``ends``: the weights at the segment's ends, smaller ``t`` first (the
+    one-group baselines; default the vertices, else the capped ones of
+    ``max_weight_ratio``). Returns ``(lambda, n_iter, message, ok)`` as
     :func:`~._bilevel.run_scipy`, or ``None`` where SLSQP must run instead."""
+    if ends is None:
+        ends = (weights_at(0.0), weights_at(1.0))
+    ends = tuple(np.asarray(end, dtype=np.float64) for end in ends)
     with orc.loose_solves():  # the caller re-solves the returned point to inner_tol
 
         def evaluate(t, lam=None):
@@ -119,17 +124,18 @@ def run_segment(orc, lam0, *, max_iter: int, tol: float):
             return None
         if start.slope == 0.0:
             return np.asarray(lam0, dtype=np.float64), 0, "", True
-        end_t = 1.0 if start.slope < 0.0 else 0.0
+        end_weights = ends[1] if start.slope < 0.0 else ends[0]
+        end_t = float(end_weights[0])
         if start.t == end_t:  # a vertex sloping outwards: a constrained minimiser
             return np.asarray(lam0, dtype=np.float64), 0, "", True
-        if not orc.has_value(weights_at(end_t)):
+        if not orc.has_value(end_weights):
             return None  # vertices not solved (no safeguard, or a single-class group)
-        end = evaluate(end_t)  # its hypergradient only: no new lower-level solve
+        end = evaluate(end_t, end_weights)  # its hypergradient only: no new lower-level solve
         if end is None:
             return None
         if end.slope * start.slope > 0.0:  # no sign change up to the vertex
             if end.value <= start.value:
-                return weights_at(end_t), 0, "", True
+                return end_weights, 0, "", True
             return None
         lo, hi = (start, end) if start.t < end.t else (end, start)
         # SLSQP (run_scipy) stops on a decrease below tol * max|grad - mean| / 0.2 at lam0,
@@ -141,4 +147,6 @@ def run_segment(orc, lam0, *, max_iter: int, tol: float):
     if point is None:
         return None
     lam = np.asarray(lam0, dtype=np.float64) if point is start else weights_at(point.t)
+    if point is end:
+        lam = end_weights
     return lam, n_iter, "" if ok else "Iteration limit reached", ok

@@ -6,6 +6,8 @@ State ``(theta, v, lambda)``; every right-hand side uses the current triple (Jac
     v     <- v - rho [H(theta, lambda) v + grad_theta U(theta)]
     lambda <- Proj_simplex(lambda - gamma clip_c(J(theta)^T v))
 
+(``Proj`` onto the capped simplex of ``max_weight_ratio`` where a cap binds, :mod:`._capped`.)
+
 badr-gd uses the full data and no clipping. badr-sgd uses one balanced minibatch per
 iteration for ``grad F``, ``H v`` and ``J^T v`` (SOBA style) and clips the lambda step;
 ``grad_theta U`` is on the full training split (the smooth metrics are nonlinear in group
@@ -47,6 +49,7 @@ from fairest.reweighting._bilevel import (
     gather_rows,
     metric_value,
 )
+from fairest.reweighting._capped import project_capped
 
 __all__ = ["Sampler", "make_sampler", "sample_batch", "single_loop"]
 
@@ -111,7 +114,7 @@ class LoopState(NamedTuple):
 
 def _step(loss, metric, num_groups, problem, hyper, stochastic, batch_size, sampler, state):
     """One simultaneous (theta, v, lambda) update."""
-    rho, gamma, clip = hyper
+    rho, gamma, clip, caps = hyper
     theta, v, lam = state.theta, state.v, state.lam
     u_value, grad_u = jax.value_and_grad(metric_value, argnums=1)(
         metric, theta, problem, num_groups
@@ -139,7 +142,7 @@ def _step(loss, metric, num_groups, problem, hyper, stochastic, batch_size, samp
     new = state._replace(
         theta=theta - rho * grad_f,
         v=v - rho * (hv + grad_u),
-        lam=project_simplex(lam - gamma * direction),
+        lam=_project(lam - gamma * direction, caps),
         key=key,
     )
     return new, (u_value, jnp.max(jnp.abs(grad_f)))
@@ -167,16 +170,18 @@ def single_loop(
     n_chunks: int,
     stochastic: bool,
     batch_size: int,
+    caps=None,
 ):
     """Run ``n_chunks * check_every`` iterations of badr-gd / badr-sgd.
 
     ``check_every`` and every step size are traced (only ``n_chunks``, the history length,
-    is static). Returns the final state and per-chunk history: lambda (n_chunks, G), exact
+    is static); ``caps`` (traced; ``None``: the whole simplex) are the weight caps of
+    ``max_weight_ratio``. Returns the final state and per-chunk history: lambda (n_chunks, G), exact
     Phi at that lambda, mean proxy ``U(theta_t)`` over the chunk and the last
     ``||grad F||_inf``.
     """
     dtype = lam0.dtype
-    hyper = (learning_rate, dual_learning_rate, clip_norm)
+    hyper = (learning_rate, dual_learning_rate, clip_norm, caps)
     step = partial(_step, loss, metric, num_groups, problem, hyper, stochastic, batch_size, sampler)
 
     def inner(_, carry):
@@ -208,6 +213,11 @@ def single_loop(
         best_proxy=jnp.array(jnp.inf, dtype),
     )
     return jax.lax.scan(chunk, init, None, n_chunks)
+
+
+def _project(lam, caps):
+    """Projection onto the simplex, capped at ``caps`` unless ``None``."""
+    return project_simplex(lam) if caps is None else project_capped(lam, caps)
 
 
 def lipschitz_step(loss, problem: Problem, lam, theta, num_groups):

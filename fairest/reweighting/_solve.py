@@ -30,6 +30,7 @@ from fairest.reweighting._bilevel import (
     run_frank_wolfe,
     run_scipy,
 )
+from fairest.reweighting._capped import project_capped, weight_caps
 from fairest.reweighting._common import (
     baseline_weights,
     near_constant,
@@ -64,7 +65,8 @@ class BADRSettings(NamedTuple):
     ``max_iter`` / ``tol`` ``None`` mean the solver's default (``_defaults.MAX_ITER``,
     ``_defaults.TOL``); ``batch_size`` ``None`` means ``max(G, min(n, 256))``;
     ``random_state`` seeds badr-sgd's minibatches (and badr-gd's key), drawn only by the
-    single-loop solvers.
+    single-loop solvers; ``max_weight_ratio`` caps every group's weight at that multiple
+    of its share of the sample weight (:mod:`~._capped`; ``None``: the whole simplex).
     """
 
     solver: str = "slsqp"
@@ -80,6 +82,7 @@ class BADRSettings(NamedTuple):
     safeguard: bool = True
     random_state: object = None
     record_history: bool = False
+    max_weight_ratio: float | None = None
 
 
 class BADRResult(NamedTuple):
@@ -136,7 +139,7 @@ def solve_badr(
         Number G of groups.
     settings : BADRSettings, default=None
         The solver and its hyper-parameters; ``None`` means ``BADRSettings()`` (the
-        estimators' defaults).
+        whole simplex, the paper's search).
 
     Returns
     -------
@@ -144,10 +147,13 @@ def solve_badr(
         Weights, model and diagnostics. With a single group the plain model is fitted
         (weights ``[1.0]``, ``selected="one group"``).
 
-    Two-loop solvers start at uniform weights (warm-started at ``theta*(uniform)``); with
-    ``settings.safeguard`` the baselines are evaluated first, a two-loop solver that ends
-    no better than them is restarted (:func:`restart_points`), and the best baseline is
-    returned when it still beats the solver (spec 4.8).
+    Two-loop solvers start at uniform weights (warm-started at ``theta*(uniform)``), or,
+    where ``settings.max_weight_ratio`` caps a group, at the fairest baseline (the pooled
+    weights, plain ERM, without the safeguard): on ACSPublicCoverage by race (9 groups)
+    that halves the lower-level solves to the same weights;
+    with ``settings.safeguard`` the baselines are evaluated first, a two-loop solver that
+    ends no better than them is restarted (:func:`restart_points`), and the best baseline
+    is returned when it still beats the solver (spec 4.8).
     """
     settings = BADRSettings() if settings is None else settings
     groups = np.asarray(groups)
@@ -157,20 +163,27 @@ def solve_badr(
         theta0 = jax.device_put(np.zeros(problem.X.shape[1] + 1))
         if num_groups == 1:  # nothing to reweigh, no disparity: the plain model
             return _solve_one_group(loss, problem, theta0)
+        caps = weight_caps(totals, settings.max_weight_ratio)
+        weights = baseline_weights(totals, caps)
         orc = ImplicitOracle(loss, metric, num_groups, problem, theta0, groups)
-        orc.compile_in_background(vertices=settings.safeguard)
-        uniform = np.full(num_groups, 1.0 / num_groups)
+        orc.compile_in_background(vertices=settings.safeguard and caps is None)
+        start = weights["uniform" if caps is None else "pooled"]
         with orc.loose_solves():  # compared and ranked only: the chosen one is re-solved
-            candidates = evaluate_baselines(orc, totals, groups, loss, settings.safeguard)
+            candidates = evaluate_baselines(
+                orc, totals, groups, loss, settings.safeguard, weights, start
+            )
+            if caps is not None and candidates:  # from the fairest baseline
+                start = weights[min(candidates, key=candidates.get)]
+                orc.theta = orc.evaluate(start, with_grad=False)[2].theta
         lam, n_iter, converged, message, history = run_solver(
-            orc, loss, metric, problem, groups, uniform, settings
+            orc, loss, metric, problem, groups, start, settings, caps, weights
         )
         value, _, out = orc.evaluate(lam, with_grad=False)
-        for restart in restart_points(settings.solver, candidates, totals):
+        for restart in restart_points(settings.solver, candidates, totals, weights, start):
             if value < min(candidates.values()):
                 break  # the solver beats every baseline: no restart
             lam2, n_iter2, converged2, message2, history2 = run_solver(
-                orc, loss, metric, problem, groups, restart, settings
+                orc, loss, metric, problem, groups, restart, settings, caps, weights
             )
             n_iter += n_iter2
             value2, _, out2 = orc.evaluate(lam2, with_grad=False)
@@ -180,13 +193,15 @@ def solve_badr(
         if settings.safeguard and candidates:
             name = min(candidates, key=candidates.get)
             if candidates[name] < value:
-                lam = baseline_weights(totals)[name]
+                lam = weights[name]
                 value, _, out = orc.evaluate(lam, with_grad=False)
                 candidates[name] = value  # solved to inner_tol now (it may have been loose)
-        selected = selected_name(lam, candidates, totals, settings.solver)
+        selected = selected_name(lam, candidates, totals, settings.solver, weights)
         steered = None
         if loss != "squared_error":
-            steered = steer_off_one_class_vertex(orc, lam, out, value, candidates, totals, groups)
+            steered = steer_off_one_class_vertex(
+                orc, lam, out, value, candidates, totals, groups, weights
+            )
             if steered is not None:
                 selected, lam, value, out, _ = steered
                 steered = steered[-1]
@@ -214,7 +229,9 @@ def hard_predictions(theta, problem: Problem, n: int) -> np.ndarray:
     return (host_scores(problem.X, theta[1:])[:n] + theta[0] >= 0).astype(np.float64)
 
 
-def steer_off_one_class_vertex(orc, lam, out, value, candidates: dict, totals, groups):
+def steer_off_one_class_vertex(
+    orc, lam, out, value, candidates: dict, totals, groups, weights=None
+):
     """The fairest baseline that does not lean toward a single-class group, when the
     search ended at a (nearly) constant classifier near such a group's vertex.
 
@@ -242,7 +259,7 @@ def steer_off_one_class_vertex(orc, lam, out, value, candidates: dict, totals, g
     lam = np.asarray(lam, dtype=np.float64)
     group = int(np.flatnonzero(one_class)[np.argmax(lam[one_class])])
     reached = OneClassVertex(group, lam, float(value), np.asarray(out.theta))
-    weights = baseline_weights(totals)
+    weights = baseline_weights(totals) if weights is None else weights
     names = sorted(candidates, key=candidates.get) if candidates else ["uniform"]
     for name in names:
         if np.any(weights[name][one_class] > 1.0 / totals.size + 1e-12):
@@ -274,61 +291,73 @@ def _solve_one_group(loss, problem, theta0) -> BADRResult:
     )
 
 
-def restart_points(solver: str, candidates: dict, totals) -> list[np.ndarray]:
+def restart_points(
+    solver: str, candidates: dict, totals, weights=None, start=None
+) -> list[np.ndarray]:
     """Where to restart a two-loop solver that ends no better than a baseline.
 
-    A solver started at uniform weights stops at once when uniform is nearly stationary
-    (for instance a local maximum of the unfairness when the groups mirror each
-    other). It is then run again from the best baseline other than uniform and, if
-    that is no better, from the best one-group vertex.
+    A solver started at uniform weights (``start``, by default) stops at once when
+    uniform is nearly stationary (for instance a local maximum of the unfairness when the
+    groups mirror each other). It is then run again from the best baseline other than
+    the start and, if that is no better, from the best one-group vertex. ``weights``:
+    the baselines' weights (default :func:`~._common.baseline_weights` of ``totals``).
     """
     if solver not in TWO_LOOP_SOLVERS or not candidates:
         return []
-    weights = baseline_weights(totals)
+    weights = baseline_weights(totals) if weights is None else weights
+    start = weights["uniform"] if start is None else start
     ranked = [
         n
         for n in sorted(candidates, key=candidates.get)
-        if np.max(np.abs(weights[n] - weights["uniform"])) > 1e-9
+        if np.max(np.abs(weights[n] - start)) > 1e-9
     ]
     vertices = [n for n in ranked if n.startswith("group_")]
     names = list(dict.fromkeys(ranked[:1] + vertices[:1]))
     return [weights[n] for n in names]
 
 
-def selected_name(lam, candidates: dict, totals, solver: str) -> str:
+def selected_name(lam, candidates: dict, totals, solver: str, weights=None) -> str:
     """The baseline whose weights ``lam`` are, else the solver's name."""
-    weights = baseline_weights(totals)
+    weights = baseline_weights(totals) if weights is None else weights
     for name in candidates:
         if np.max(np.abs(np.asarray(lam) - weights[name])) <= 1e-12:
             return name
     return solver
 
 
-def evaluate_baselines(orc: ImplicitOracle, totals, groups, loss, safeguard) -> dict[str, float]:
-    """Phi at uniform, balanced and every one-group vertex (spec 4.8 safeguard).
+def evaluate_baselines(
+    orc: ImplicitOracle, totals, groups, loss, safeguard, weights=None, start=None
+) -> dict[str, float]:
+    """Phi at uniform, balanced and every one-group vertex (spec 4.8 safeguard), or at
+    ``weights`` (default :func:`~._common.baseline_weights` of ``totals``).
 
     A vertex on a single-class group (logistic with a free intercept) has no minimiser
-    and is skipped. Uniform is evaluated first, also without the safeguard:
-    theta*(uniform) warm-starts the solver. Returns ``{}`` without the safeguard.
+    and is skipped. The solver's ``start`` (default uniform) is evaluated first, also
+    without the safeguard: its theta* warm-starts the solver. Returns ``{}`` without the
+    safeguard.
     """
     values = {}
     y_num = np.asarray(orc.problem.y)[: groups.shape[0]]
     penalize = bool(np.asarray(orc.problem.penalize_intercept))
     single_class = single_class_groups(loss, penalize, y_num, groups, totals.size)
-    for name, lam in baseline_weights(totals).items():
-        if not safeguard and name != "uniform":
+    weights = baseline_weights(totals) if weights is None else weights
+    start = weights["uniform"] if start is None else start
+    for name, lam in weights.items():
+        if not safeguard and not np.array_equal(lam, start):
             continue
-        if name.startswith("group_") and single_class[int(name[6:])]:
-            continue
+        if np.any(single_class & (lam >= 1.0)):
+            continue  # the vertex of a single-class group: no minimiser
         values[name] = orc.evaluate(lam, with_grad=False)[0]
-    uniform = baseline_weights(totals)["uniform"]
-    theta_uniform = orc.evaluate(uniform, with_grad=False)[2].theta
-    orc.theta = theta_uniform
+    orc.theta = orc.evaluate(start, with_grad=False)[2].theta
     return values if safeguard else {}
 
 
-def run_solver(orc, loss, metric, problem, groups, lam0, settings: BADRSettings):
-    """One run of the chosen solver from ``lam0``.
+def run_solver(
+    orc, loss, metric, problem, groups, lam0, settings: BADRSettings, caps=None, weights=None
+):
+    """One run of the chosen solver from ``lam0``, on the simplex capped at ``caps``
+    (:func:`~._capped.weight_caps`; ``None``: the whole simplex); ``weights`` are the
+    baselines' weights (the two-group search's ends are its one-group ones).
 
     Returns ``(lam, n_iter, converged, message, history)``.
     """
@@ -340,9 +369,10 @@ def run_solver(orc, loss, metric, problem, groups, lam0, settings: BADRSettings)
         start = len(orc.path)
         found = None
         if solver == "slsqp" and orc.num_groups == 2 and SEGMENT_SEARCH:
-            found = run_segment(orc, lam0, max_iter=max_iter, tol=tol)
+            ends = None if weights is None else (weights["group_1"], weights["group_0"])
+            found = run_segment(orc, lam0, max_iter=max_iter, tol=tol, ends=ends)
         if found is None:
-            found = run_scipy(solver, orc, lam0, max_iter=max_iter, tol=tol)
+            found = run_scipy(solver, orc, lam0, max_iter=max_iter, tol=tol, caps=caps)
         lam, n_iter, message, ok = found
         if orc.best[1] is not None and orc.best[0] < orc.evaluate(lam, with_grad=False)[0]:
             lam = orc.best[1]
@@ -362,15 +392,19 @@ def run_solver(orc, loss, metric, problem, groups, lam0, settings: BADRSettings)
             step_rule=settings.step_rule,
             gap_mode=settings.gap_mode,
             record=settings.record_history,
+            caps=caps,
         )
         return lam, n_iter, ok, "Frank-Wolfe gap above tol", hist or {}
     if solver in ("gd", "sgd"):
-        return run_single_loop(orc, loss, metric, problem, groups, lam0, max_iter, settings)
+        return run_single_loop(orc, loss, metric, problem, groups, lam0, max_iter, settings, caps)
     raise ValueError(f"solver must be one of {SOLVERS}; got {solver!r}.")
 
 
-def run_single_loop(orc, loss, metric, problem, groups, lam0, max_iter, settings: BADRSettings):
-    """badr-gd / badr-sgd from ``lam0``: the best weights of the exact checks.
+def run_single_loop(
+    orc, loss, metric, problem, groups, lam0, max_iter, settings: BADRSettings, caps=None
+):
+    """badr-gd / badr-sgd from ``lam0``: the best weights of the exact checks (projected
+    on the simplex capped at ``caps``, or the whole simplex).
 
     Returns ``(lam, n_iter, converged, message, history)``; not converged means non-finite
     iterates (then ``lam0`` is returned if the best weights are not finite).
@@ -411,10 +445,12 @@ def run_single_loop(orc, loss, metric, problem, groups, lam0, max_iter, settings
         n_chunks=n_chunks,
         stochastic=stochastic,
         batch_size=batch_size if stochastic else 0,
+        caps=None if caps is None else jnp.asarray(caps),
     )
     values = np.asarray(values)
     ok = bool(np.all(np.isfinite(values))) and bool(np.isfinite(float(state.best_value)))
-    lam = np.asarray(project_simplex(state.best_lam))
+    best = jnp.asarray(state.best_lam)
+    lam = np.asarray(project_simplex(best) if caps is None else project_capped(best, caps))
     if not np.all(np.isfinite(lam)):
         lam = np.asarray(lam0)
     history = {}

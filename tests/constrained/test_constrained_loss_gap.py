@@ -178,19 +178,23 @@ def test_constrained_ssl_alm_reduces_loss_gap():
     assert gaps["alm"] < gaps["sgd"]
 
 
+@pytest.mark.filterwarnings("ignore::fairest.utils.FairnessWarning")  # the paper preset
 def test_constrained_constraint_draw_option():
     from fairest.constrained._loss_gap import resolve_solver_params
 
     for solver in ("ssl-alm", "alm", "ssw"):
-        for preset in ("paper", "release"):  # the paper's estimators are the default
+        for preset in ("paper", "release"):  # the paper's estimators
             params = resolve_solver_params(solver, preset, None)
             assert params["constraint_draw"] == "independent"
+        assert resolve_solver_params(solver, "default", None)["constraint_draw"] == "shared"
     assert (
         resolve_solver_params("ssl-alm", "paper", {"constraint_draw": "shared"})["constraint_draw"]
         == "shared"
     )
     X, y, g = _data(n=200)
-    kw = dict(**LINEAR, solver="ssl-alm", n_epochs=1, random_state=3, record_history=True)
+    kw = dict(
+        **LINEAR, solver="ssl-alm", n_epochs=1, random_state=3, record_history=True, preset="paper"
+    )
     with pytest.raises(ValueError, match="constraint_draw"):
         LossGapConstrainedClassifier(**kw, solver_params={"constraint_draw": "same"}).fit(
             X, y, sensitive_features=g

@@ -295,6 +295,7 @@ def test_run_lanes_equals_run_solver_lane_by_lane(x64):
         )
 
 
+@pytest.mark.filterwarnings("ignore::fairest.utils.FairnessWarning")  # 1 epoch: near-constant
 @pytest.mark.parametrize("hidden, sparse", [((), True), ((5,), False)])
 def test_fairness_path_scores_sparse_and_mlp_points_as_their_refits(hidden, sparse):
     """The path's train accuracy and loss gap are the refits' (sparse X: the batched

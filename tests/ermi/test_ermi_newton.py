@@ -8,11 +8,11 @@ import pytest
 
 from fairest.ermi._estimator import _strata_constants
 from fairest.ermi._kernels import Strata, fermi_hessian
+from fairest.ermi._newton import newton_path
 from fairest.ermi._solvers import (
     _device_strata,
     fermi_value_and_grad,
     full_batch_solve,
-    newton_path,
 )
 
 
@@ -96,7 +96,7 @@ def test_bfgs_update_meets_the_secant_equation_or_refuses():
     """The quasi-Newton correction between exact Hessians: symmetric, maps the step to
     the gradient change, keeps a positive definite matrix positive definite, and gives
     None (a fresh Hessian) where the curvature along the step is not positive."""
-    from fairest.ermi._solvers import _bfgs_update
+    from fairest.ermi._newton import _bfgs_update
 
     rng = np.random.default_rng(0)
     A = rng.normal(size=(6, 6))

@@ -46,6 +46,7 @@ EXPECTED_FAILED_CHECKS = {
             "parts, a weighted row in one, so the candidate fits differ (the weights go to "
             "the candidate fit only; the safety test counts rows)"
         ),
+        "check_sample_weight_equivalence_on_sparse_data": "as on dense data (same split)",
     },
     "PartialParityClassifier": {
         "check_sample_weight_equivalence_on_dense_data": (

@@ -29,9 +29,10 @@ def _data(n, d=7, seed=0):
 # the first fit in a fresh JAX cache (``first``), of a fit in a new row bucket (at most
 # ``per_bucket``: a fixed set that depends on the padded row count, not on n itself), and
 # of a fit in the first fit's bucket (none). Today's counts (500 / 1500 / 510 rows):
-# ERMI 2 / 2 (objective and W*; the preparation is numpy, SGDA 3 / 1),
-# LossGap 2 / 2 (epoch scan, final full
-# step: state, settings and draws are cast on the host), Pruned 4 / 1 (initial
+# ERMI 3 / 3 (objective, W* and the Newton step of fairness_weight='auto'; the
+# preparation is numpy, SGDA 3 / 1),
+# LossGap 3 / 3 (epoch scan, final full step, feasibility phase: state, settings and
+# draws are cast on the host), Pruned 4 / 1 (initial
 # state, epoch, finiteness check, mask product; rows and epoch steps padded to buckets),
 # Partial 23 / 5, Penalty 4 / 2 (the smoothed L-BFGS run and the exact objective of
 # its candidates, plus two small copies placing rows and settings on the devices),
@@ -40,8 +41,8 @@ _JAX_FAMILIES = {  # class name: (most on a first fit, most in a new bucket)
     "GroupWeightedClassifier": (2, 1),
     "GroupWeightedRegressor": (2, 1),
     "BADRClassifier": (4, 2),
-    "ERMIClassifier": (4, 2),
-    "LossGapConstrainedClassifier": (3, 2),
+    "ERMIClassifier": (4, 3),
+    "LossGapConstrainedClassifier": (4, 3),
     "PrunedFairClassifier": (5, 1),
     "PartialParityClassifier": (25, 5),
     "PartialParityPenaltyClassifier": (5, 2),

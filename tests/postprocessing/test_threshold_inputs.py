@@ -14,6 +14,13 @@ from sklearn.preprocessing import StandardScaler
 from fairest.postprocessing import GroupThresholdClassifier
 from fairest.utils import FairnessWarning
 
+# the fits here are on a few hundred rows per group, where every group's rate is too
+# uncertain for small tolerances to hold beyond the fit rows; that warning is tested in
+# tests/reliability/test_meta_passthrough.py
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:GroupThresholdClassifier has too few rows:fairest.utils.FairnessWarning"
+)
+
 
 def make_data(n=1200, seed=0):
     rng = np.random.default_rng(seed)
@@ -114,7 +121,9 @@ def _with_a_single_score_group(X, y, groups, size=4):
 @pytest.mark.parametrize("metric", ["demographic_parity", "equal_opportunity", "equalized_odds"])
 def test_thresholds_are_finite_and_select_as_the_solver_chose(metric, randomized):
     X, y, groups = _with_a_single_score_group(*make_data())
-    clf = GroupThresholdClassifier(LogisticRegression(), metric=metric, randomized=randomized)
+    clf = GroupThresholdClassifier(
+        LogisticRegression(), metric=metric, randomized=randomized, tolerance=0.0
+    )
     clf.fit(X, y, sensitive_features=groups)
     assert np.all(np.isfinite(clf.thresholds_))
     scores = clf.estimator_.predict_proba(X)[:, 1]
@@ -140,16 +149,18 @@ def test_nobody_and_everybody_are_the_ends_of_the_score_range():
     X, y, groups = _with_a_single_score_group(*make_data())
     y = y.copy()
     y[4:] = (X[4:, 0] > -2.5).astype(int)  # mostly positives: everybody is selected
-    probabilities = GroupThresholdClassifier(LogisticRegression()).fit(
+    probabilities = GroupThresholdClassifier(LogisticRegression(), tolerance=0.0).fit(
         X, y, sensitive_features=groups
     )
     assert probabilities.predict(X, sensitive_features=groups).mean() == 1.0
     # probabilities: everybody is a threshold below 0, never reached from above
     assert np.all(probabilities.thresholds_ < 0.0)
-    scores = GroupThresholdClassifier(_Scores()).fit(X, y, sensitive_features=groups)
+    scores = GroupThresholdClassifier(_Scores(), tolerance=0.0).fit(X, y, sensitive_features=groups)
     assert np.all(scores.thresholds_ < X[:, 0].min())
     assert np.all(np.isfinite(scores.thresholds_))
-    nobody = GroupThresholdClassifier(LogisticRegression()).fit(X, 1 - y, sensitive_features=groups)
+    nobody = GroupThresholdClassifier(LogisticRegression(), tolerance=0.0).fit(
+        X, 1 - y, sensitive_features=groups
+    )
     assert nobody.predict(X, sensitive_features=groups).mean() == 0.0
     np.testing.assert_array_equal(nobody.thresholds_, 1.0)  # no probability is above 1
 
@@ -165,21 +176,22 @@ def test_equalized_odds_with_a_single_class_group_names_it():
     y = y.copy()
     y[:20] = 0  # group c has no positive: its true positive rate is undefined
     with pytest.warns(FairnessWarning) as caught:
-        clf = GroupThresholdClassifier(LogisticRegression(), metric="equalized_odds").fit(
-            X, y, sensitive_features=groups
-        )
+        clf = GroupThresholdClassifier(
+            LogisticRegression(), metric="equalized_odds", tolerance=0.0
+        ).fit(X, y, sensitive_features=groups)
     messages = [str(w.message) for w in caught]
     assert any("the true positive rate of group(s) 'c' (no row with y = 1)" in m for m in messages)
     # at tolerance 0 every TPR is pinned to c's 0: nobody is selected, with finite thresholds
     assert np.all(np.isfinite(clf.thresholds_))
     degenerate = [m for m in messages if "near-constant" in m]
     assert degenerate and "group(s) 'c' (20 rows)" in degenerate[0]
-    # demographic parity has no rate that a single-class group lacks: no warning
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
+    # demographic parity has no rate that a single-class group lacks: no such warning
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         GroupThresholdClassifier(LogisticRegression(), tolerance=0.05).fit(
             X, y, sensitive_features=groups
         )
+    assert not [w for w in caught if "undefined" in str(w.message)]
 
 
 def test_a_group_of_one_score_forces_a_constant_classifier_and_is_named():
@@ -205,21 +217,27 @@ def test_many_small_groups_at_tolerance_zero_warn_and_explain():
     y = (X[:, 0] + rng.normal(size=2000) > -0.05).astype(int)
     groups = rng.integers(0, 150, size=2000)
     with pytest.warns(FairnessWarning, match="near-constant") as caught:
-        clf = GroupThresholdClassifier(LogisticRegression()).fit(X, y, sensitive_features=groups)
+        clf = GroupThresholdClassifier(LogisticRegression(), tolerance=0.0).fit(
+            X, y, sensitive_features=groups
+        )
     y_pred = clf.predict(X, sensitive_features=groups)
     assert np.all(y_pred == y_pred[0])
     message = str(caught[0].message)
     assert "(150 groups)" in message and "miss the most bands" in message
     assert "Raise tolerance, use randomized=True" in message
-    # the fixes the message names do not warn
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
+    # the fixes the message names give non-constant classifiers (groups of 13 rows are
+    # still too small for these tolerances beyond the fit rows: that warning remains)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         GroupThresholdClassifier(LogisticRegression(), tolerance=0.1).fit(
             X, y, sensitive_features=groups
         )
-        GroupThresholdClassifier(LogisticRegression(), randomized=True).fit(
+        GroupThresholdClassifier(LogisticRegression(), randomized=True, tolerance=0.0).fit(
             X, y, sensitive_features=groups
         )
+    messages = [str(w.message) for w in caught]
+    assert not [m for m in messages if "near-constant" in m]
+    assert len([m for m in messages if "too few rows in some groups" in m]) == 2
 
 
 def test_scores_that_are_near_constant_without_the_constraint_say_so():
@@ -242,7 +260,7 @@ def test_a_tolerance_path_does_not_warn_about_its_near_constant_points():
     groups = rng.integers(0, 150, size=2000)
     estimator = GroupThresholdClassifier(LogisticRegression())
     with warnings.catch_warnings():
-        warnings.simplefilter("error")
+        warnings.simplefilter("error")  # nor about its points' small groups
         path = fairness_path(estimator, X, y, sensitive_features=groups, values=[0.0, 0.1])
     assert path.strategy == "shared_scores"
     # the point at 0 is the near-constant fit above, which its accuracy shows

@@ -135,6 +135,7 @@ def test_every_estimator_fits_a_dict_like_its_dataframe(cls):
     np.testing.assert_allclose(ours.predict(X), expected.predict(X))
 
 
+@pytest.mark.filterwarnings("ignore:GroupThresholdClassifier has too few rows")
 def test_group_thresholds_fit_and_predict_with_a_dict():
     rng = np.random.default_rng(3)
     X = rng.normal(size=(N, 3))

@@ -34,10 +34,11 @@ def test_one_class_group_returns_the_uniform_baseline_with_a_warning(metric):
     fair: the search goes to its vertex and used to return that model (every row
     predicted 1, accuracy 0.635 against the uniform baseline's 0.707). It is replaced by
     the fairest baseline that gives group 1 at most the uniform weight: here uniform, the
-    model of GroupWeightedClassifier(weights="uniform") on the same data."""
+    model of GroupWeightedClassifier(weights="uniform") on the same data. On the whole
+    simplex (max_weight_ratio=None, the paper's search)."""
     X, y, g = one_class_group_data()
     with pytest.warns(FairnessWarning, match=r"every label of group 1 is 1") as record:
-        badr = BADRClassifier(metric=metric).fit(X, y, sensitive_features=g)
+        badr = BADRClassifier(metric=metric, max_weight_ratio=None).fit(X, y, sensitive_features=g)
     message = str(next(w.message for w in record if w.category is FairnessWarning))
     # the achieved figures of both models and the fix are named
     assert "share predicted 1 1.000" in message and "'uniform'" in message
@@ -49,6 +50,24 @@ def test_one_class_group_returns_the_uniform_baseline_with_a_warning(metric):
     np.testing.assert_allclose(badr.intercept_, baseline.intercept_, rtol=1e-6, atol=1e-8)
     assert accuracy(badr, X, y) == pytest.approx(accuracy(baseline, X, y))
     assert 0.05 < 1.0 - np.mean(badr.predict(X))  # not the constant model
+
+
+def test_one_class_group_under_a_cap_returns_the_pooled_model_with_a_warning():
+    """At a weight cap of 3 times a group's share (group 1, 30 % of the rows, at
+    most 0.9) the search still ends next to the constant model; the safeguard's pooled
+    weights (plain ERM, the fairest non-constant baseline within the caps) are returned,
+    more accurate than the uniform ones the whole simplex falls back to."""
+    X, y, g = one_class_group_data()
+    with pytest.warns(FairnessWarning, match=r"every label of group 1 is 1") as record:
+        badr = BADRClassifier(max_weight_ratio=3.0).fit(X, y, sensitive_features=g)
+    message = str(next(w.message for w in record if w.category is FairnessWarning))
+    assert "weight 0.9 on 1" in message and "'pooled'" in message
+    assert badr.selected_ == "pooled"
+    np.testing.assert_allclose(badr.group_weights_, np.bincount(g) / g.size)
+    pooled = GroupWeightedClassifier().fit(X, y, sensitive_features=g)
+    np.testing.assert_allclose(badr.coef_, pooled.coef_, rtol=1e-6, atol=1e-8)
+    uniform = GroupWeightedClassifier(weights="uniform").fit(X, y, sensitive_features=g)
+    assert accuracy(badr, X, y) > accuracy(uniform, X, y) + 0.02
 
 
 def test_one_class_group_search_away_from_its_vertex_is_kept():
@@ -71,7 +90,8 @@ def test_one_class_group_of_three_is_steered_off_for_every_loss(loss, safeguard)
     """Three groups, group 2 of one class: with the squared hinge (penalised intercept,
     so the vertex has a minimiser, a constant one) the search reaches the vertex too.
     The model returned is never constant and gives group 2 at most the uniform weight;
-    without the safeguard the replacement is uniform."""
+    without the safeguard the replacement is uniform. The paper's search (whole simplex,
+    temperature 1)."""
     rng = np.random.default_rng(0)
     X = rng.normal(size=(1200, 3))
     g = rng.integers(0, 3, 1200)
@@ -79,9 +99,13 @@ def test_one_class_group_of_three_is_steered_off_for_every_loss(loss, safeguard)
     y[g == 2] = 1
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
-        badr = BADRClassifier(loss, metric="demographic_parity", safeguard=safeguard).fit(
-            X, y, sensitive_features=g
-        )
+        badr = BADRClassifier(
+            loss,
+            metric="demographic_parity",
+            safeguard=safeguard,
+            max_weight_ratio=None,
+            metric_params={"temperature": 1.0},
+        ).fit(X, y, sensitive_features=g)
     predicted = badr.predict(X)
     assert 0.05 < np.mean(predicted) < 0.95
     steered = [w for w in record if "every label of group 2 is 1" in str(w.message)]
@@ -96,10 +120,13 @@ def test_one_class_group_of_three_is_steered_off_for_every_loss(loss, safeguard)
 def test_nearly_constant_result_warns_with_the_figures():
     """Two negatives left in group 1: its vertex has a minimiser, the search ends next to
     it at a model that predicts 1 for every row, and the fit says so (accuracy, share
-    predicted per group, the group of largest weight)."""
+    predicted per group, the group of largest weight). On the whole simplex (the default
+    cap keeps group 1 at 0.9 and the model off the constant one)."""
     X, y, g = one_class_group_data(negatives_left=2)
     with pytest.warns(FairnessWarning, match="predicts one class nearly everywhere") as record:
-        badr = BADRClassifier(metric="demographic_parity").fit(X, y, sensitive_features=g)
+        badr = BADRClassifier(metric="demographic_parity", max_weight_ratio=None).fit(
+            X, y, sensitive_features=g
+        )
     message = str(next(w.message for w in record if w.category is FairnessWarning))
     assert "on group 1" in message and "share predicted 1 1.000" in message
     assert "0: 1.000 / " in message  # group 0's share predicted 1 / accuracy

@@ -94,7 +94,7 @@ def test_best_single_group(cls, task, metric):
     np.testing.assert_array_equal(est.group_weights_, np.eye(3)[k])
     # same numbers as BADR's safeguard evaluates for the vertices
     badr_cls = BADRClassifier if task == "classification" else BADRRegressor
-    badr = badr_cls(metric=metric, alpha=0.1, max_iter=1)
+    badr = badr_cls(metric=metric, alpha=0.1, max_iter=1, max_weight_ratio=None)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         badr.fit(X, y, sensitive_features=g)

@@ -6,6 +6,7 @@ import jax
 import numpy as np
 import pytest
 
+from fairest._solvers._lbfgs import single_threaded_blas
 from fairest.reweighting import BADRClassifier, BADRRegressor
 from fairest.reweighting import _defaults as defaults
 from fairest.reweighting._common import baseline_weights, build_metric_spec, make_problem
@@ -27,11 +28,11 @@ def _solve(X, y, g, loss, metric, settings, alpha=defaults.ALPHA):
     task = "regression" if loss == "squared_error" else "classification"
     spec, temperature = build_metric_spec(metric, None, task, loss, X.shape[0])
     data = SimpleNamespace(X=X, groups=g, sample_weight=np.ones(X.shape[0]))
-    with jax.enable_x64(True):
+    with jax.enable_x64(True), single_threaded_blas():  # as the estimator's fit
         problem = make_problem(
             data, y, alpha, False, temperature, defaults.NEWTON_TOL, defaults.INNER_MAX_ITER
         )
-    return solve_badr(loss, spec, problem, g, int(g.max()) + 1, settings)
+        return solve_badr(loss, spec, problem, g, int(g.max()) + 1, settings)
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # max_iter=50

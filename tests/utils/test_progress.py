@@ -131,6 +131,7 @@ def test_long_durations_read_in_minutes():
 
 
 @pytest.mark.parametrize("verbose", [0, 2])
+@pytest.mark.filterwarnings("ignore::fairest.utils.FairnessWarning")  # the cheap fit's miss
 def test_a_pruned_fit_moves_the_bar(verbose):
     """End to end: PrunedFairClassifier logs its epochs through log_fit(level=2)."""
     import numpy as np
