@@ -11,121 +11,23 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-__all__ = ["main"]
+from fairest._compare_data import (
+    BUNDLED,
+    DEFAULT_MAX_ROWS,
+    FETCHED,
+    PRACTITIONER,
+    UserError,
+    cap_rows,
+    load_acs_income,
+    load_bundled,
+    load_practitioner,
+    split,
+)
+from fairest._compare_data import one_line as _one_line
 
-_BUNDLED = ("adult", "german_credit", "compas", "ricci")
-_FETCHED = ("acs_income",)  # read from the data cache (or the shared datasets folder)
-_ACS_NOMINAL = ["COW", "MAR", "OCCP", "POBP", "RELP", "SEX", "RAC1P"]  # codes, not amounts
+__all__ = ["main", "UserError"]
 
-
-class UserError(Exception):
-    """A problem with the user's input: printed as one line, exit status 2."""
-
-
-def _load_bundled(name: str, sensitive: list[str] | None, test_size: float, seed: int):
-    from sklearn.model_selection import train_test_split
-
-    from fairest import datasets
-    from fairest._compare import CompareData
-
-    if name == "adult":
-        train = datasets.load_adult(subset="train", as_frame=True)
-        test = datasets.load_adult(subset="test", as_frame=True)
-        columns = _sensitive_columns(train.sensitive, sensitive, default="sex")
-        return CompareData(
-            name,
-            train.data,
-            train.target.to_numpy(),
-            train.sensitive[columns],
-            test.data,
-            test.target.to_numpy(),
-            test.sensitive[columns],
-            "classification",
-        )
-    bunch = getattr(datasets, f"load_{name}")(as_frame=True)
-    columns = _sensitive_columns(bunch.sensitive, sensitive, default=bunch.sensitive.columns[0])
-    y = bunch.target.to_numpy()
-    strata = (
-        pd.Series(y).astype(str)
-        + "|"
-        + bunch.sensitive[columns].astype(str).agg("|".join, axis=1).to_numpy()
-    )
-    parts = train_test_split(
-        bunch.data,
-        y,
-        bunch.sensitive[columns],
-        test_size=test_size,
-        random_state=seed,
-        stratify=strata if strata.value_counts().min() >= 2 else None,
-    )
-    X_train, X_test, y_train, y_test, s_train, s_test = parts
-    return CompareData(name, X_train, y_train, s_train, X_test, y_test, s_test, "classification")
-
-
-def _acs_data_homes(data_home):
-    """Folders to look in: ``--data-home``, else the data cache and ``../shared/datasets``."""
-    if data_home is not None:
-        return [data_home]
-    return [None, str(Path.cwd().parent / "shared" / "datasets")]
-
-
-def _load_acs_income(state, data_home, sensitive, test_size: float, seed: int):
-    from sklearn.model_selection import train_test_split
-
-    from fairest._compare import CompareData
-    from fairest.datasets import fetch_acs_income, get_data_home
-    from fairest.datasets._fetchers import ACS_STATES
-
-    if state is None:
-        raise UserError(f"--dataset acs_income needs --state, one of {', '.join(ACS_STATES)}.")
-    state = state.upper()
-    if state not in ACS_STATES:
-        raise UserError(f"no ACS data for state {state!r}; available: {', '.join(ACS_STATES)}.")
-    bunch, looked = None, []
-    for home in _acs_data_homes(data_home):
-        try:
-            bunch = fetch_acs_income(states=state, data_home=home, as_frame=True)
-            break
-        except FileNotFoundError:
-            looked.append(get_data_home(home) if home is None else home)
-        except OSError as error:  # a file that fails its checksum
-            raise UserError(_one_line(error)) from None
-    if bunch is None:
-        raise UserError(
-            f"ACSIncome data for {state} not found (looked in {', '.join(looked)}); pass "
-            "--data-home with a folder holding acs/acs_income_2018_by_state/"
-            f"{state}.csv.xz, or fill the cache with fairest.datasets.seed_data_home."
-        )
-    X = bunch.data.copy()
-    X[_ACS_NOMINAL] = X[_ACS_NOMINAL].astype("int64").astype(str)  # one-hot, not scaled
-    columns = _sensitive_columns(bunch.sensitive, sensitive, default="sex")
-    y = bunch.target.to_numpy()
-    strata = (
-        pd.Series(y).astype(str).to_numpy()
-        + "|"
-        + bunch.sensitive[columns].astype(str).agg("|".join, axis=1).to_numpy()
-    )
-    parts = train_test_split(
-        X,
-        y,
-        bunch.sensitive[columns],
-        test_size=test_size,
-        random_state=seed,
-        stratify=strata if pd.Series(strata).value_counts().min() >= 2 else None,
-    )
-    X_train, X_test, y_train, y_test, s_train, s_test = parts
-    name = f"acs_income ({state})"
-    return CompareData(name, X_train, y_train, s_train, X_test, y_test, s_test, "classification")
-
-
-def _sensitive_columns(frame: pd.DataFrame, requested, default) -> list[str]:
-    columns = requested or [default]
-    missing = [c for c in columns if c not in frame.columns]
-    if missing:
-        raise UserError(
-            f"unknown sensitive column(s) {missing}; this dataset has {list(frame.columns)}."
-        )
-    return columns
+_load_bundled = load_bundled  # the profile benchmark's entry to compare's Adult split
 
 
 MAX_CLASSES = 10  # a whole-number target with at most this many values reads as classes
@@ -141,10 +43,6 @@ def _load_csv(
     task: str = "auto",
     positive: str | None = None,
 ):
-    from sklearn.model_selection import train_test_split
-
-    from fairest._compare import CompareData
-
     if target is None or not sensitive:
         raise UserError("--data needs --target COL and --sensitive COL[,COL].")
     if target in sensitive:
@@ -182,19 +80,7 @@ def _load_csv(
         raise UserError(f"sensitive column(s) {sensitive} have missing values; fill them first.")
     X = frame.drop(columns=[target])
     _check_features(X.drop(columns=sensitive, errors="ignore"))
-    strata = None
-    if task == "classification":
-        cells = (
-            pd.Series(y).astype(str).to_numpy()
-            + "|"
-            + frame[sensitive].astype(str).agg("|".join, axis=1).to_numpy()
-        )
-        strata = cells if pd.Series(cells).value_counts().min() >= 2 else None
-    parts = train_test_split(
-        X, y, frame[sensitive], test_size=test_size, random_state=seed, stratify=strata
-    )
-    X_train, X_test, y_train, y_test, s_train, s_test = parts
-    return CompareData(Path(path).name, X_train, y_train, s_train, X_test, y_test, s_test, task)
+    return split(Path(path).name, X, y, frame[sensitive], test_size, seed, task)
 
 
 def _task_of(target: str, y: np.ndarray, n_values: int, task: str, positive) -> str:
@@ -266,10 +152,6 @@ def _method_names(text: str | None, task: str, available: list[str]) -> list[str
             f"{', '.join(available)}."
         )
     return names
-
-
-def _one_line(error) -> str:
-    return " ".join(str(error).split())
 
 
 def _plain_target(column: pd.Series) -> np.ndarray:
@@ -374,6 +256,13 @@ def _command_compare(args) -> int:
         )
     if not args.data and (args.task != "auto" or args.positive is not None):
         raise UserError("--task and --positive apply to a CSV file (--data).")
+    if args.state is not None and (args.data or args.dataset != "acs_income"):
+        raise UserError("--state applies to --dataset acs_income only.")
+    max_rows = args.max_rows
+    if max_rows is None:  # documented: the large fetched tasks are capped unless asked
+        max_rows = DEFAULT_MAX_ROWS if not args.data and args.dataset in PRACTITIONER else 0
+    if max_rows < 0:
+        raise UserError(f"--max-rows must be 0 (all rows) or positive; got {max_rows}.")
     if args.data:
         data = _load_csv(
             args.data,
@@ -385,14 +274,17 @@ def _command_compare(args) -> int:
             positive=args.positive,
         )
     elif args.dataset == "acs_income":
-        data = _load_acs_income(args.state, args.data_home, sensitive, args.test_size, args.seed)
+        data = load_acs_income(args.state, args.data_home, sensitive, args.test_size, args.seed)
+    elif args.dataset in PRACTITIONER:
+        data = load_practitioner(args.dataset, args.data_home, sensitive, args.test_size, args.seed)
     else:
-        if args.dataset not in _BUNDLED:
+        if args.dataset not in BUNDLED:
             raise UserError(
-                f"unknown dataset {args.dataset!r}; bundled: {', '.join(_BUNDLED)}; "
-                f"from the data cache: {', '.join(_FETCHED)}."
+                f"unknown dataset {args.dataset!r}; bundled: {', '.join(BUNDLED)}; "
+                f"from the data cache: {', '.join(FETCHED)}."
             )
-        data = _load_bundled(args.dataset, sensitive, args.test_size, args.seed)
+        data = load_bundled(args.dataset, sensitive, args.test_size, args.seed)
+    data = cap_rows(data, max_rows, args.seed)
     if args.n_boot < 0:
         raise UserError(f"--n-boot must be 0 (no intervals) or positive; got {args.n_boot}.")
     available = [
@@ -483,8 +375,9 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument(
         "--dataset",
         default="adult",
-        help=f"bundled dataset ({', '.join(_BUNDLED)}), or acs_income (with --state, read from "
-        "--data-home, the data cache or ../shared/datasets); default adult",
+        help=f"bundled dataset ({', '.join(BUNDLED)}); acs_income (with --state) or a "
+        f"practitioner task ({', '.join(PRACTITIONER)}), read from --data-home, the data "
+        "cache or ../shared/datasets; default adult",
     )
     compare.add_argument("--state", help="two-letter US state of --dataset acs_income, e.g. AL")
     compare.add_argument(
@@ -492,6 +385,16 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="folder holding the fetched datasets (default: the data cache, then "
         "../shared/datasets)",
+    )
+    compare.add_argument(
+        "--max-rows",
+        type=int,
+        default=None,
+        metavar="N",
+        help="at most about N train rows and N test rows, each a sample stratified by label "
+        "and group that keeps every group (at least 2 rows of each label of a group); "
+        f"0: all rows (default {DEFAULT_MAX_ROWS} for {', '.join(PRACTITIONER)}; all "
+        "rows otherwise)",
     )
     compare.add_argument("--data", help="a CSV file instead of a bundled dataset")
     compare.add_argument("--target", help="target column of the CSV")
