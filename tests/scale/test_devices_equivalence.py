@@ -96,8 +96,10 @@ CASES = {
     "ermi-full-batch": """
         from fairest import ERMIClassifier
         solo, spmd = both(lambda: ERMIClassifier(solver="full-batch", fairness_weight=2.0))
-        same(solo.coef_, spmd.coef_, rtol=1e-7, atol=1e-9)
-        same(solo.intercept_, spmd.intercept_, rtol=1e-7, atol=1e-9)
+        # one device solves by Newton with the exact Hessian, the mesh by L-BFGS: both stop
+        # at the solver's optimality tolerance, so they agree to it, not to rounding
+        same(solo.coef_, spmd.coef_, rtol=1e-5, atol=1e-7)
+        same(solo.intercept_, spmd.intercept_, rtol=1e-5, atol=1e-7)
     """,
     "ermi-dp-sgda": """
         from fairest import ERMIClassifier
