@@ -158,3 +158,6 @@ NONFINITE_STEP_FACTOR = 0.5
 # of the scan length): an isfinite reduction over a few thousand parameters costs about
 # 1 us on CPU, 2-5 % of a small model's stochastic step when done every iteration
 NONFINITE_CHECK_EVERY = 16
+# a constrained fit whose train accuracy beats the majority class by less than this share
+# of the room above it has traded away nearly all the features predict: it warns
+WEAK_ACCURACY_SHARE = 0.1

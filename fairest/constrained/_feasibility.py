@@ -37,7 +37,13 @@ from fairest.constrained._engine import (
 from fairest.utils._degenerate import NEAR_CONSTANT_SHARE
 from fairest.utils._validation import FairnessWarning
 
-__all__ = ["near_constant_figures", "plain_label", "restore_feasibility", "warn_fit"]
+__all__ = [
+    "near_constant_figures",
+    "plain_label",
+    "restore_feasibility",
+    "warn_fit",
+    "weak_accuracy_figures",
+]
 
 
 def plain_label(label):
@@ -181,10 +187,31 @@ def near_constant_figures(pred, y_codes, groups, weight, labels, classes) -> str
     )
 
 
-def warn_fit(estimator, *, missed: str | None, constant: str | None, advice: str) -> None:
+def weak_accuracy_figures(pred, y_codes, weight, classes) -> str | None:
+    """A line of figures when the hard predictions ``pred`` (class codes) beat predicting
+    the majority class by less than ``_defaults.WEAK_ACCURACY_SHARE`` of the room above it on the
+    training rows (``accuracy - majority < share * (1 - majority)``): a constraint met
+    by giving up nearly all that the features predict; ``None`` otherwise."""
+    weight = np.ones(pred.size) if weight is None else np.asarray(weight, dtype=np.float64)
+    total = weight.sum()
+    accuracy = weight @ (pred == y_codes) / total
+    labelled = np.bincount(y_codes, weight, minlength=len(classes)) / total
+    majority = labelled.max()
+    if accuracy - majority >= _defaults.WEAK_ACCURACY_SHARE * (1.0 - majority):
+        return None
+    return (
+        f"train accuracy {accuracy:.4f} against {majority:.4f} for always predicting "
+        f"{classes[int(np.argmax(labelled))]!r}"
+    )
+
+
+def warn_fit(
+    estimator, *, missed: str | None, constant: str | None, advice: str, weak: str | None = None
+) -> None:
     """Emit the fit's :class:`~fairest.utils.FairnessWarning` s: ``missed`` (the achieved
-    figures of a missed tolerance) and ``constant`` (those of a near-constant model),
-    each followed by ``advice``."""
+    figures of a missed tolerance), ``constant`` (those of a near-constant model), each
+    followed by ``advice``, and ``weak`` (those of a model that barely beats the majority
+    class, when it is not near-constant)."""
     name = type(estimator).__name__
     if missed is not None:
         warnings.warn(f"{name}: {missed}; {advice}", FairnessWarning, stacklevel=4)
@@ -193,6 +220,16 @@ def warn_fit(estimator, *, missed: str | None, constant: str | None, advice: str
             f"{name}: the returned model predicts one class nearly everywhere ({constant}); "
             "a constant model is seldom what is wanted: check the features' scale, raise "
             "n_epochs or the tolerance, or merge small groups.",
+            FairnessWarning,
+            stacklevel=4,
+        )
+    elif weak is not None:
+        warnings.warn(
+            f"{name}: the returned model barely beats the majority class ({weak}): the "
+            "constraint is met by giving up most of what the features predict (loss parity "
+            "between groups whose labels are unequally predictable raises the easier "
+            "groups' losses). Check held-out accuracy; raise the tolerance, or pick a "
+            "constraint on rates (demographic parity, equalized odds) instead of losses.",
             FairnessWarning,
             stacklevel=4,
         )

@@ -44,6 +44,7 @@ from fairest.constrained._feasibility import (
     plain_label,
     restore_feasibility,
     warn_fit,
+    weak_accuracy_figures,
 )
 from fairest.constrained._gaps import (  # noqa: F401 (constraint_matrix: a public helper)
     LossGapConstraints,
@@ -667,7 +668,10 @@ list of str or None, default=None
             f"raise n_epochs, {phase}, raise tolerance, or merge small groups (the "
             f"smallest has {rows.min()} rows)."
         )
-        warn_fit(self, missed=missed, constant=constant, advice=advice)
+        weak = None
+        if setup.solver not in UNCONSTRAINED:
+            weak = weak_accuracy_figures(pred, setup.y_codes, setup.weight, classes)
+        warn_fit(self, missed=missed, constant=constant, advice=advice, weak=weak)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def partial_fit(

@@ -271,3 +271,29 @@ def test_pruned_near_constant_model_warns():
     g = rng.choice(["a", "b"], 600)
     with pytest.warns(FairnessWarning, match="predicts one class nearly everywhere"):
         PrunedFairClassifier(**PRUNED).fit(X, y, sensitive_features=g)
+
+
+def test_a_model_that_barely_beats_the_majority_class_is_named():
+    """Train accuracy within a tenth of the room above the majority rate: the figures of
+    the warning; clearly above it, or near-constant (its own warning), nothing."""
+    from fairest.constrained._feasibility import warn_fit, weak_accuracy_figures
+
+    y = np.array([0] * 88 + [1] * 12)
+    weak = y.copy()
+    weak[:2], weak[88:98] = 1, 0  # accuracy 0.88 + 0.00: nothing gained on the majority
+    line = weak_accuracy_figures(weak, y, None, ["no", "yes"])
+    assert line == "train accuracy 0.8800 against 0.8800 for always predicting 'no'"
+    good = y.copy()
+    good[88:91] = 0  # accuracy 0.97, a gain of 0.09 of the 0.12 above the majority
+    assert weak_accuracy_figures(good, y, None, ["no", "yes"]) is None
+    weights = np.where(y == 1, 2.0, 1.0)  # the weighted majority: 88 of 112
+    assert "0.8036 against 0.7857" in weak_accuracy_figures(weak, y, weights, ["no", "yes"])
+
+    class Stub:
+        pass
+
+    with pytest.warns(FairnessWarning, match=r"Stub: the returned model barely beats .*0\.8800"):
+        warn_fit(Stub(), missed=None, constant=None, advice="", weak=line)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warn_fit(Stub(), missed=None, constant=None, advice="", weak=None)
