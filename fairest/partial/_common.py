@@ -25,7 +25,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from fairest._kernels._buckets import aligned_empty, bucket_size, pad_rows
-from fairest._kernels._sparse import ell_rows
+from fairest._kernels._sparse import OUTER_GRAM_COST, ell_rows
 from fairest.partial._dc import Data
 from fairest.utils._devices import place_replicated, place_rows
 
@@ -72,31 +72,46 @@ def squared_row_norms(X) -> np.ndarray:
 # Rows at most this share non-zero (and at least 8 columns) are stored by their non-zeros
 # (ELL); denser data is stored dense.
 ELL_DENSITY = 0.25
+# ``dense_cost`` of the smoothed ALM's rows (build_problem with ``lean``): its passes are
+# weighted Grams and ``X^T V`` products, a scattered add of ELL slots costing about as
+# much as OUTER_GRAM_COST flops of a dense GEMM (fairest._kernels._sparse), so its rows
+# stay ELL only where ``OUTER_GRAM_COST k^2 < d^2`` (k slots a row); otherwise a dense
+# float32 copy, at most OUTER_GRAM_COST^(1/2) / 3 (about 3.3) times the ELL form's bytes,
+# is the faster store (20,000 one-hot rows, d = 85, k = 24: a Gauss-Newton pass 19 ms
+# against 163 ms, the loss Hessian 11 ms against 234 ms).
+SMOOTH_DENSE_COST = OUTER_GRAM_COST
 
 
-def ell_width(n: int, d: int, row_counts, max_density: float = ELL_DENSITY):
+def ell_width(
+    n: int, d: int, row_counts, max_density: float = ELL_DENSITY, dense_cost: float = 0.0
+):
     """The storage rule of :func:`ell_slots` and :func:`csr_ell_slots`: ``(k, counts)``,
     ELL slots a row (the most non-zeros of a row rounded up to a multiple of 8, so that
     folds of one dataset share compiled code) and every row's non-zeros
     (``row_counts()``, called only for ``n > 0`` and ``d >= 8``), or ``None`` where the
-    ``n x d`` data is stored dense."""
+    ``n x d`` data is stored dense: a row more than ``max_density`` non-zero, or
+    ``dense_cost k^2 >= d^2`` (dense products cheaper than scattered adds; 0: never)."""
     if n == 0 or d < 8:
         return None
     counts = row_counts()
     k = max(int(counts.max()), 1)
     if k > max_density * d:
         return None
-    return min(-(-k // 8) * 8, d), counts
+    slots = min(-(-k // 8) * 8, d)
+    if dense_cost * slots * slots >= d * d:
+        return None
+    return slots, counts
 
 
-def ell_slots(X, max_density: float = ELL_DENSITY):
+def ell_slots(X, max_density: float = ELL_DENSITY, dense_cost: float = 0.0):
     """ELL slots ``(index, value)``, each ``(n, k)``, of the numpy array ``X`` when at
-    most ``max_density`` of every row is non-zero (and it saves work), else ``None``:
+    most ``max_density`` of every row is non-zero (and it saves work, see
+    :func:`ell_width`), else ``None``:
     row ``i`` is ``sum_l value[i, l] e_{index[i, l]}``, unused slots holding 0 at
     column 0 (the layout of :func:`fairest._kernels._sparse.ell_rows`)."""
     X = np.asarray(X)
     # counted by row blocks: no (n, d) mask of dense data
-    plan = ell_width(*X.shape, lambda: _nonzero_counts(X), max_density)
+    plan = ell_width(*X.shape, lambda: _nonzero_counts(X), max_density, dense_cost)
     if plan is None:
         return None
     k, counts = plan
@@ -119,7 +134,7 @@ def _nonzero_counts(X: np.ndarray) -> np.ndarray:
     )
 
 
-def csr_ell_slots(X, max_density: float = ELL_DENSITY):
+def csr_ell_slots(X, max_density: float = ELL_DENSITY, dense_cost: float = 0.0):
     """ELL slots of the scipy sparse matrix ``X`` (any format: converted to CSR once,
     never densified) under the rule of :func:`ell_slots`, else ``None``.
 
@@ -129,7 +144,7 @@ def csr_ell_slots(X, max_density: float = ELL_DENSITY):
     X.sum_duplicates()  # also sorts the column indices of every row
     X.eliminate_zeros()
     n, d = X.shape
-    plan = ell_width(n, d, lambda: np.diff(X.indptr), max_density)
+    plan = ell_width(n, d, lambda: np.diff(X.indptr), max_density, dense_cost)
     if plan is None:
         return None
     k, counts = plan
@@ -142,13 +157,14 @@ def csr_ell_slots(X, max_density: float = ELL_DENSITY):
     return index, value
 
 
-def padded_ell(X, n: int):
+def padded_ell(X, n: int, dense_cost: float = 0.0):
     """ELL ``(index, value)`` of ``X`` padded to the row bucket of ``n`` rows, or
     ``None`` when ``X`` is stored dense. A scipy sparse ``X`` goes to ELL straight from
     its CSR form (:func:`csr_ell_slots`); numpy and sparse ``X`` follow the same rule
-    (ELL when every row is at most 25 % non-zero and ``d >= 8``), so both give the same
-    :class:`Data` and the same fit."""
-    ell = csr_ell_slots(X) if sp.issparse(X) else ell_slots(X)  # zero rows: no slots
+    (ELL when every row is at most 25 % non-zero, ``d >= 8`` and, with ``dense_cost``,
+    ``dense_cost k^2 < d^2``), so both give the same :class:`Data` and the same fit."""
+    slots = csr_ell_slots if sp.issparse(X) else ell_slots
+    ell = slots(X, dense_cost=dense_cost)  # zero rows: no slots
     return None if ell is None else pad_rows(n, *ell)
 
 
@@ -177,13 +193,23 @@ def row_weights(codes, sample_weight, num_groups):
 
 
 def build_data(
-    X, y01, codes, sample_weight, num_groups, sparse=True, x_dtype=np.float64, like=None, **hyper
+    X,
+    y01,
+    codes,
+    sample_weight,
+    num_groups,
+    sparse=True,
+    x_dtype=np.float64,
+    like=None,
+    dense_cost=0.0,
+    **hyper,
 ):
     """Padded float64 :class:`Data` with objective and within-group weights; ``X``
     (numpy or scipy sparse) is stored as the shared
     :class:`~fairest._kernels._sparse.SparseRows` in ELL form when at most a quarter of
-    every row is non-zero (and ``sparse``), else dense: a scipy sparse ``X`` is then
-    densified, which costs less than 4 times its ELL form. The rows are placed on the
+    every row is non-zero (and ``sparse``; with ``dense_cost``, also only where
+    ``dense_cost k^2 < d^2``, see :func:`ell_width`), else dense: a scipy sparse ``X``
+    is then densified block by block (:func:`padded_dense`). The rows are placed on the
     configured devices (sharded when there are several), the hyper-parameters
     replicated (see the module docstring).
 
@@ -207,7 +233,7 @@ def build_data(
     membership = (gp[:, None] == np.arange(num_groups)[None, :]) * cgp[:, None]
     rows = [as_rows(yp), np.asarray(gp, dtype=np.int32), as_rows(c0p), as_rows(cgp)]
     rows.append(as_rows(membership))
-    ell = padded_ell(X, n) if sparse else None
+    ell = padded_ell(X, n, dense_cost) if sparse else None
     if ell is None:
         X_dev, *row_dev = place_rows([padded_dense(X, x_dtype), *rows])
     else:  # mostly zeros (one-hot data): gather / scatter over the non-zeros only

@@ -55,6 +55,12 @@ ALM_MAX_ITER = 1000
 # (solver="idca", with its own tightening rounds) and keeps the best candidate of both
 # (pSP kappa = 0.05 on those rows: 0.072 after the smoothed solves, 0.046 with IDCA).
 SOLVER = "smooth_alm"
+# The IDCA fallback costs max_iter * T SSG passes over the rows a solve (40,000 at the
+# defaults), about 100 times a smoothed solve: 2,000 Adult rows ~10 s a solve, 20,000
+# one-hot ACSPublicCoverage rows (9 groups) 95-127 s a solve, three solves with its
+# tightening rounds. It runs only where rows * max_iter * T is at most this (5,000 rows
+# at the defaults); larger fits that miss the tolerance warn with the achieved value.
+FALLBACK_ROW_PASSES = 5_000 * 200 * 200
 TOL = 1e-5  # relative change of f_0 over an augmented-Lagrangian round that stops it
 PROXIMAL_STRENGTH = 0.0  # strong-convexity add-on mu (spec section 4.4, [default] 0)
 ALPHA = 0.0  # optional L2 on the coefficients, not part of the paper (spec section 3.2)

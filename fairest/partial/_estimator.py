@@ -3,6 +3,8 @@ percentile interval, trained by IDCA with switching-subgradient inner solves."""
 
 from __future__ import annotations
 
+import contextvars
+import threading
 import warnings
 from numbers import Integral, Real
 
@@ -14,10 +16,11 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from fairest.partial import _defaults
 from fairest.partial._common import METRICS, as_csr_or_dense
 from fairest.partial._fit import Settings, build_problem, fit_partial, unconstrained_scores
+from fairest.partial._floors import small_groups_message
 from fairest.partial._linear import _LinearClassifierMixin
 from fairest.utils._degenerate import near_constant, plain_label, prediction_figures
 from fairest.utils._estimator import encode_binary_target, validate_fit_data
-from fairest.utils._reporting import as_history, log_fit
+from fairest.utils._reporting import as_history, log_fit, report_progress
 from fairest.utils._validation import FairnessWarning
 
 __all__ = ["PartialParityClassifier"]
@@ -122,9 +125,14 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
         model are float64); it stops on the convergence test ``tol``, ``max_iter``
         capping the rounds and ``inner_max_iter`` the Gauss-Newton steps of a round
         (``"auto"``: 20); its KKT points tend to those of the DC problem as
-        ``delta -> 0``. When none of its solves meets ``tolerance`` exactly (a violated
+        ``delta -> 0``. A dense float32 copy of ``X`` is solved on unless its rows are
+        sparse enough (100 k^2 < d^2 for k non-zeros a row of d) for their ELL form to
+        be faster. When none of its solves meets ``tolerance`` exactly (a violated
         smoothed constraint can be flat on small bands), the fit also runs ``"idca"``
-        and returns the best model of both. ``"idca"``: the paper's IDCA
+        and returns the best model of both, on data small enough for its cost (rows x
+        ``max_iter`` x 200 SSG steps at most 5,000 x 200 x 200); a round-budget rule
+        stops a run whose violation has not fallen by 10 % in 5 rounds at the largest
+        penalty. ``"idca"``: the paper's IDCA
         (Algorithm 1, inner solver ``inner_solver``), always ``max_iter`` outer
         iterations. ``"ssg_direct"``: SSG applied directly to the non-convex problem (the
         paper's Algorithm 3, for comparison) with ``max_iter * inner_max_iter``
@@ -192,6 +200,10 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
     interval_ : tuple of float
         The interval used (resolved when ``interval="auto"``).
     groups_ : ndarray of shape (n_groups,)
+    small_groups_ : ndarray
+        The groups too small for ``tolerance`` (pSP; see Notes): no model whose scores do
+        not tie across groups has a training pSP at most ``tolerance`` against them.
+        Empty when there is none (always for pDP).
     n_iter_ : int
         Outer iterations of the run that gave the returned model (IDCA stopped there:
         the returned model is iterate ``n_iter_``, see Notes; ``max_iter`` for
@@ -217,7 +229,8 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
     tightening_ : dict of ndarray
         One entry per surrogate solve, the first being the paper's: its internal
         ``effective_tolerance``, and the exact ``train_unfairness`` and ``objective``
-        of its final iterate.
+        of its final iterate (``train_unfairness`` over the groups not in
+        ``small_groups_``: the metric the tightening judges).
     schedule_ : dict
         ``max_iter``, ``inner_tol`` and ``inner_max_iter`` actually used.
     history_ : dict of ndarray
@@ -259,6 +272,21 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
     with short runs or bands of a few samples the exact metric may not come down. When
     the first solve meets ``tolerance`` its final iterate, the paper's model, is
     returned at no extra cost; ``tightening_`` records every solve.
+
+    Small groups (pSP). A band of ``m`` samples (``m = ceil(beta n_k) - ceil(alpha
+    n_k)`` of a group of ``n_k``) moves its CCDF in steps of ``1 / m``, so no model whose
+    scores do not tie across groups has a pSP below ``1 / (2 m)`` against that group
+    (with sample weights: half the smallest weight share of the band). A group whose
+    floor exceeds ``tolerance`` (e.g. 15 rows on a band of width 0.1: one sample, floor
+    0.5) is listed in ``small_groups_`` with a ``FairnessWarning``; its upper constraints
+    get its floor as tolerance (slack ``floor (beta - alpha)``) and are never tightened,
+    and the tightening rounds and the choice of the returned model judge the exact
+    metric over the other groups; ``train_unfairness_`` is still over all groups. The
+    cost of a fit does not grow with the number of groups beyond the ``2 G J``
+    constraints' share of each pass over the rows (``benchmarks/results/partial_groups.md``);
+    a fit inside :func:`fairest.utils._reporting.show_progress` (the ``fairest`` command
+    line) moves its progress line after every augmented-Lagrangian round or IDCA
+    outer iteration.
 
     References
     ----------
@@ -408,9 +436,13 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Training data. A scipy sparse ``X`` (CSR, CSC, COO) is never densified when
-            every row is at most 25 % non-zero (the rows are stored by their non-zeros,
-            as for mostly-zero numpy ``X``); otherwise it is densified for the solve.
+            Training data. A scipy sparse ``X`` (CSR, CSC, COO) is stored by the
+            non-zeros of its rows (as mostly-zero numpy ``X``) when every row is at
+            most 25 % non-zero and, for ``solver="smooth_alm"``, ``100 k^2 < d^2``
+            (``k`` non-zeros a row rounded up to 8, ``d`` columns: where that is faster
+            than dense products); otherwise it is densified block by block of rows
+            into the solver's copy (float32 for ``"smooth_alm"``), never as a whole
+            float64 array.
         y : array-like of shape (n_samples,)
             Binary target (any two labels).
         sensitive_features : array-like of shape (n_samples,) or (n_samples, k), default=None
@@ -437,6 +469,7 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
             data_in.sample_weight,
             len(data_in.group_labels),
             name=type(self).__name__,
+            progress=self._progress_hook(),
         )
         d = X.shape[1]
         self._set_linear_parameters(result.params[: 1 + d])
@@ -444,6 +477,8 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
         self.grid_ = result.grid
         self.interval_ = result.interval
         self.groups_ = data_in.group_labels
+        small = np.zeros(len(self.groups_), bool) if result.small is None else result.small
+        self.small_groups_ = self.groups_[small]
         self.n_iter_ = result.n_iter
         self.objective_ = result.objective
         self.constraint_violation_ = result.constraint_violation
@@ -453,11 +488,25 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
         self.schedule_ = result.schedule
         if self.record_history:
             self.history_ = as_history(result.history)
-        self._warn(result)
+        self._warn(result, data_in.groups)
         if len(self.groups_) > 1:
             self._warn_constant(X, y01, data_in)
         self._log_fit(result)
         return self
+
+    def _progress_hook(self):
+        """``progress(step, total, unit)`` of :func:`fit_partial`: moves the progress line
+        of :func:`fairest.utils._reporting.show_progress` active around this fit. The
+        compiled loops call it through ``jax.debug.callback``, possibly from another
+        thread (one a device), so it runs in a copy of the fit's context (where the line
+        is set), one call at a time."""
+        context, lock = contextvars.copy_context(), threading.Lock()
+
+        def progress(step, total, unit):
+            with lock:
+                context.run(report_progress, self, step, total, unit=unit)
+
+        return progress
 
     def _warn_constant(self, X, y01, data_in):
         """``FairnessWarning`` when the returned classifier is (nearly) constant, with
@@ -489,7 +538,7 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
             stacklevel=3,
         )
 
-    def _warn(self, result):
+    def _warn(self, result, codes):
         """Convergence and fairness warnings of a fit."""
         K, T = result.schedule["max_iter"], result.schedule["inner_max_iter"]
         eps = result.schedule["inner_tol"]
@@ -505,7 +554,8 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
         # the surrogate is internal to a tightening solve whose model meets the exact
         # metric, and to solver="smooth_alm" (stalled runs are judged by the exact
         # metric; a miss gets the FairnessWarning below, which names max_iter too)
-        met = result.train_unfairness <= float(self.tolerance)
+        judged = result.train_unfairness if result.small is None else result.judged_unfairness
+        met = judged <= float(self.tolerance)
         smooth = self.solver == "smooth_alm" and self.schedule == "practical"
         internal = smooth or (met and result.effective_tolerance < float(self.tolerance))
         if (result.constraint_violation > eps and not internal) or result.stuck:
@@ -517,10 +567,26 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
                 stacklevel=3,
             )
         kappa = float(self.tolerance)
-        if result.train_unfairness > kappa:  # (False for NaN: not measurable)
+        among = ""
+        if result.small is not None:
+            message = small_groups_message(
+                type(self).__name__,
+                self.metric,
+                kappa,
+                result.interval,
+                self.groups_,
+                codes,
+                result.floors,
+                result.small,
+                result.train_unfairness,
+                result.judged_unfairness,
+            )
+            warnings.warn(message, FairnessWarning, stacklevel=3)
+            among = " among the groups large enough for it"
+        if judged > kappa:  # (False for NaN: not measurable)
             warnings.warn(
-                f"the exact training {self.metric} of the returned model is "
-                f"{result.train_unfairness:.4g} > tolerance={kappa:.4g} after "
+                f"the exact training {self.metric}{among} of the returned model is "
+                f"{judged:.4g} > tolerance={kappa:.4g} after "
                 f"{result.n_solves} surrogate solves (internal tolerance down to "
                 f"{result.min_tolerance:.3g}); the fairest model found is "
                 "returned. Raise tolerance, max_iter or n_grid, or widen the interval.",

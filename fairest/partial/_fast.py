@@ -34,6 +34,7 @@ to the solver's float32 rounding (1e-3 of the largest coefficient, as across dev
 
 from __future__ import annotations
 
+import contextlib
 from functools import partial
 from typing import NamedTuple
 
@@ -59,6 +60,8 @@ from fairest.partial._smooth import SmoothResult, _smooth_min, _smooth_ramp
 
 __all__ = [
     "compile_run",
+    "reporting",
+    "report_round",
     "run_fast_alm",
     "solver_data",
     "FAST_DELTAS",
@@ -76,6 +79,13 @@ NEWTON_STEPS = 20  # Gauss-Newton steps of a round at most
 _RHO0 = 10.0
 _RHO_MAX = 1e6
 _STALL = 1e-4  # relative change of the worst smoothed violation over a round: stalled
+# A run at the largest penalty _RHO_MAX whose smallest smoothed violation so far has not
+# fallen by _PROGRESS (relative) for _PATIENCE rounds has stalled too: its violated
+# constraints oscillate on nearly flat pieces (bands of a few rows at a narrow surrogate
+# width) rather than converge, and more rounds (each up to NEWTON_STEPS passes) do not
+# bring them within eps; the exact training metric judges the point where it stops.
+_PATIENCE = 5
+_PROGRESS = 0.1
 # Levenberg-Marquardt shift nu relative to the largest diagonal entry of H, by precision
 # (one-hot columns with all their levels are collinear with the intercept: H_0 singular)
 _SHIFT = {8: 1e-8, 4: 1e-5}
@@ -170,9 +180,10 @@ def _levels(s, x, data: Data, cfg: Config):
 
 
 def _core(s, x, delta, data: Data, cfg: Config):
-    """The smoothed group means the constraints are built from, flattened (``q``), and
-    the ``(n, q)`` matrix ``U`` of their derivatives in the scores (membership times
-    surrogate slope): ``d core / d s = U^T``."""
+    """The smoothed group means the constraints are built from, flattened (``q = G J``
+    for pSP, ``G`` for pDP), and the surrogate slopes in the scores (``(n, J)`` or
+    ``(n,)``): ``d core / d s = U^T`` with ``U = membership (x) slope`` (``(n, q)``; each
+    row non-zero in its own group's ``J`` columns only)."""
     z = _levels(s, x, data, cfg)
     if cfg.surrogate == "ramp":
         sigma, slope = jax.jvp(lambda v: _smooth_ramp(v, delta), (z,), (jnp.ones_like(z),))
@@ -181,11 +192,36 @@ def _core(s, x, delta, data: Data, cfg: Config):
         slope = sigma * (1.0 - sigma)
     slope = slope / data.width
     core = _gmean(sigma, data, cfg).ravel()
-    if cfg.constraint == "statistical":
-        U = (data.membership[:, :, None] * slope[:, None, :]).reshape(s.shape[0], -1)
-    else:
-        U = data.membership * slope[:, None]
-    return core, U
+    return core, slope
+
+
+def _loss_and_core_products(residual, slope, data: Data, cfg: Config):
+    """``(row_sum(V), X^T V)`` (``(1 + q,)`` and ``(d, 1 + q)``) of ``V = (residual, U)``,
+    ``U = membership (x) slope`` the derivatives of the group means (:func:`_core`).
+
+    Dense ``X``: one ``(n, d) x (n, 1 + q)`` product. ELL rows (:class:`SparseRows`): a
+    row adds only to its own group's columns, so one scatter of its non-zeros into
+    ``(1 + q) d`` buckets, ``n k (1 + J)`` adds (``n k 2`` for pDP) whatever the number
+    of groups ``G`` (a scatter per column of ``V`` would cost ``n k (1 + G J)``)."""
+    n = residual.shape[0]
+    slope = slope.reshape(n, -1)  # (n, J) for pSP, (n, 1) for pDP
+    J = slope.shape[1]
+    weighted = data.cg[:, None] * slope  # U's non-zero entries of each row
+    sums = jnp.concatenate([row_sum(residual)[None], row_dot(data.membership, slope).ravel()])
+    if not isinstance(data.X, SparseRows):
+        U = (data.membership[:, :, None] * slope[:, None, :]).reshape(n, -1)
+        V = jnp.concatenate([residual[:, None], U], axis=1)
+        return sums, rmatvec(V, data.X)
+    d = data.X.shape[1]
+    value, index = data.X.slots()  # (n, k)
+    columns = 1 + data.groups[:, None] * J + jnp.arange(J)[None, :]  # (n, J) of V
+    columns = jnp.concatenate([jnp.zeros((n, 1), columns.dtype), columns], axis=1)
+    weights = jnp.concatenate([residual[:, None], weighted], axis=1)  # (n, 1 + J)
+    updates = value[:, :, None] * weights[:, None, :]  # (n, k, 1 + J)
+    target = index[:, :, None] * (1 + cfg.num_groups * J) + columns[:, None, :]
+    size = d * (1 + cfg.num_groups * J)
+    XtV = row_scatter(updates.reshape(n, -1), target.reshape(n, -1), size)
+    return sums, XtV.reshape(d, -1)
 
 
 def _theta_part(sums, x, cfg: Config):
@@ -258,25 +294,34 @@ def _evaluate(x, lam, rho, delta, loss_hessian, data: Data, cfg: Config, rows: i
 
     def part(block: Data):
         s = scores(x, block, cfg)
-        core, U = _core(s, x, delta, block, cfg)
+        core, slope = _core(s, x, delta, block, cfg)
         residual = block.c0 * (jax.nn.sigmoid(s) - block.y)
-        V = jnp.concatenate([residual[:, None], U], axis=1)
-        return _logistic_sum(s, block), core, row_sum(V), rmatvec(V, block.X)
+        sums, XtV = _loss_and_core_products(residual, slope, block, cfg)
+        return _logistic_sum(s, block), core, sums, XtV
 
     loss, core, sums, XtV = _sum_blocks(part, data, rows)  # XtV: (d, 1 + q)
     loss = loss + 0.5 * data.alpha * jnp.sum(w * w)
     c = _constraints_of_core(core, data, cfg, delta)
-    C = jax.jacfwd(lambda v: _constraints_of_core(v, data, cfg, delta))(core)  # (m, q)
     shifted = jnp.maximum(lam + rho * c, 0.0)
     value = loss + jnp.sum(shifted**2 - lam**2) / (2.0 * rho)
     core_jacobian = jnp.concatenate(
         [sums[1:, None], XtV[:, 1:].T, _theta_part(sums[1:], x, cfg)], axis=1
     )  # (q, D)
     loss_grad = jnp.zeros(D, x.dtype).at[0].set(sums[0]).at[1:k].set(XtV[:, 0] + data.alpha * w)
-    grad = loss_grad + core_jacobian.T @ (C.T @ shifted)
     active = (lam + rho * c > 0).astype(x.dtype)
-    inner = (C * active[:, None]).T @ C  # (q, q)
-    H = loss_hessian + rho * core_jacobian.T @ (inner @ core_jacobian)
+    if cfg.constraint == "statistical":
+        # c = (grid - core, core - grid - slack): C = (-I; I), so C^T v is the difference
+        # of the halves and C^T diag(active) C the diagonal of the active counts (O(q),
+        # not the O(q^2 m) products of a dense C; the same sums, with exact zeros)
+        q = core.shape[0]
+        pulled = shifted[q:] - shifted[:q]
+        curvature = (active[:q] + active[q:])[:, None] * core_jacobian
+    else:  # pDP: (G^2, G) Jacobian of the pairwise differences
+        C = jax.jacfwd(lambda v: _constraints_of_core(v, data, cfg, delta))(core)  # (m, q)
+        pulled = C.T @ shifted
+        curvature = ((C * active[:, None]).T @ C) @ core_jacobian
+    grad = loss_grad + core_jacobian.T @ pulled
+    H = loss_hessian + rho * core_jacobian.T @ curvature
     shift = _SHIFT[jnp.dtype(x.dtype).itemsize] * jnp.maximum(jnp.max(jnp.diag(H)), 1.0)
     return value, grad, H + shift * jnp.eye(D, dtype=x.dtype)
 
@@ -394,12 +439,27 @@ def _minimise_round(x, lam, rho, delta, gtol, data: Data, cfg: Config, max_steps
     return end.x, end.k
 
 
+def _progress_check(best, best_round, violation, r, rho, new_stage, eps):
+    """``(best, best_round, stalled)`` after round ``r`` with the worst smoothed
+    violation ``violation`` at penalty ``rho``: the run has stalled when, at the largest
+    penalty ``_RHO_MAX``, the smallest violation has not fallen by ``_PROGRESS``
+    (relative) for ``_PATIENCE`` rounds while it exceeds ``eps / 10``; a new smoothing
+    stage (``new_stage``) starts the count again."""
+    fresh = new_stage | (violation < (1.0 - _PROGRESS) * best)
+    best_round = jnp.where(fresh, r, best_round)
+    best = jnp.where(fresh, violation, jnp.minimum(best, violation))
+    stalled = (violation > 0.1 * eps) & (rho >= _RHO_MAX) & (r - best_round >= _PATIENCE)
+    return best, best_round, stalled
+
+
 class _Round(NamedTuple):
     x: jax.Array
     lam: jax.Array
     rho: jax.Array
     stage: jax.Array
     last_violation: jax.Array
+    best_violation: jax.Array  # smallest smoothed violation of the run so far
+    best_round: jax.Array  # the round that lowered it last by _PROGRESS
     r: jax.Array
     iterates: jax.Array
     objectives: jax.Array
@@ -424,6 +484,8 @@ def _run(x0, data: Data, cfg: Config, deltas, eps, tol, max_rounds, max_steps, r
         rho=jnp.asarray(_RHO0, dtype),
         stage=jnp.asarray(0),
         last_violation=jnp.asarray(jnp.inf, dtype),
+        best_violation=jnp.asarray(jnp.inf, dtype),
+        best_round=jnp.asarray(0),
         r=jnp.asarray(0),
         iterates=iterates,
         objectives=objectives,
@@ -460,6 +522,17 @@ def _run(x0, data: Data, cfg: Config, deltas, eps, tol, max_rounds, max_steps, r
         )
         rho = jnp.where(grow, jnp.minimum(10.0 * state.rho, _RHO_MAX), state.rho)
         r = state.r + 1
+        best_violation, best_round, no_progress = _progress_check(
+            state.best_violation,
+            state.best_round,
+            smooth_violation,
+            r,
+            state.rho,
+            next_stage != state.stage,
+            eps,
+        )
+        stalled = stalled | no_progress
+        jax.debug.callback(report_round, r, max_rounds)
 
         moved = _Round(
             x=x,
@@ -467,6 +540,8 @@ def _run(x0, data: Data, cfg: Config, deltas, eps, tol, max_rounds, max_steps, r
             rho=rho,
             stage=next_stage,
             last_violation=smooth_violation,
+            best_violation=best_violation,
+            best_round=best_round,
             r=r,
             iterates=state.iterates.at[r].set(x),
             objectives=state.objectives.at[r].set(f0),
@@ -480,6 +555,32 @@ def _run(x0, data: Data, cfg: Config, deltas, eps, tol, max_rounds, max_steps, r
 
     end = jax.lax.while_loop(cond, body, start)
     return end.iterates, end.objectives, end.violations, end.steps, end.r, end.converged
+
+
+# Host callbacks of the runs in progress (the innermost last): a run's jitted loop reports
+# every finished round through jax.debug.callback, without returning to the host.
+_REPORTERS: list = []
+
+
+@contextlib.contextmanager
+def reporting(callback):
+    """Within the block, every finished round of :func:`run_fast_alm` calls
+    ``callback(round, max_rounds)`` on the host (``None``: nothing is reported)."""
+    if callback is None:
+        yield
+        return
+    _REPORTERS.append(callback)
+    try:
+        yield
+    finally:
+        _REPORTERS.remove(callback)
+
+
+def report_round(r, total) -> None:
+    """Report a finished round (or IDCA outer iteration) ``r`` of ``total`` to the
+    innermost :func:`reporting` block (a ``jax.debug.callback`` target)."""
+    if _REPORTERS:
+        _REPORTERS[-1](int(r), int(total))
 
 
 def solver_data(data: Data) -> Data:

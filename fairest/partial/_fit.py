@@ -40,6 +40,7 @@ from fairest.metrics import (
 from fairest.partial import _defaults
 from fairest.partial._common import (
     METRICS,
+    SMOOTH_DENSE_COST,
     _nonzero_counts,
     build_data,
     check_interval,
@@ -52,9 +53,11 @@ from fairest.partial._fast import (
     NEWTON_STEPS,
     SOLVER_DTYPE,
     compile_run,
+    reporting,
     run_fast_alm,
     solver_data,
 )
+from fairest.partial._floors import band_floors, too_small
 from fairest.partial._idca import (
     constant_intercept,
     initial_point,
@@ -155,6 +158,9 @@ class PartialFit(NamedTuple):
     n_capped: int  # ALM inner solves stopped at inner_max_iter
     n_solves: int
     min_tolerance: float  # smallest internal tolerance tried
+    floors: np.ndarray | None = None  # band_floors per group (pSP), None for pDP
+    small: np.ndarray | None = None  # the groups too small for tolerance (too_small)
+    judged_unfairness: float = np.nan  # the exact metric over the other groups
 
 
 def unconstrained_scores(X, y01, sample_weight, alpha):
@@ -220,16 +226,29 @@ def build_problem(
     width=None,
     lean=False,
     like=None,
+    floors=None,
 ):
     """``(cfg, data, x0)`` of the surrogate problem with ``tolerance``, the level rule
     ``grid_rule`` and the surrogate width ``width`` (defaults: the settings').
 
-    ``lean``: a dense ``X`` is stored in the smoothed ALM's ``SOLVER_DTYPE`` when that
-    solver runs (the one copy of ``X`` the fit makes; the run casts to it anyway).
+    ``floors``: per group (pSP), the least exact pSP its band can reach
+    (:func:`band_floors`); a group whose floor exceeds ``settings.tolerance`` gets its
+    own tolerance, its floor, in the upper constraints of its levels (the slack
+    ``c_k = floor_k (beta - alpha)`` of Lemma 5.1, a ``(G, 1)`` column), and is never
+    tightened; ``None`` or no such group: the paper's problem, one slack for all.
+
+    ``lean``: when the smoothed ALM runs, a dense ``X`` is stored in its
+    ``SOLVER_DTYPE`` (the one copy of ``X`` the fit makes; the run casts to it anyway),
+    and ``X`` is stored dense unless its ELL form makes that solver's passes cheaper
+    (``SMOOTH_DENSE_COST`` of :mod:`fairest.partial._common`).
     ``like``: a ``data`` of the same rows whose placed arrays are reused."""
     lo, hi = interval
     tolerance = float(settings.tolerance if tolerance is None else tolerance)
     slack = tolerance * (hi - lo)
+    small = too_small(settings, floors)
+    group_slack = slack
+    if small is not None and METRICS[settings.metric] == "statistical":
+        group_slack = np.where(small, floors * (hi - lo), slack)[:, None]
     active = num_groups >= 2
     grid = np.zeros(0)
     if METRICS[settings.metric] == "statistical":
@@ -252,9 +271,10 @@ def build_problem(
     )
     lean = lean and settings.smooth_ran(cfg)
     x_dtype = np.dtype(SOLVER_DTYPE) if lean else np.dtype(np.float64)
+    dense_cost = SMOOTH_DENSE_COST if lean else 0.0
     hyper = dict(
         grid=grid if kind == "statistical" else np.zeros(0),
-        slack=slack,
+        slack=group_slack if kind == "statistical" else slack,
         lo=lo,
         hi=hi,
         threshold=float(settings.threshold),
@@ -263,11 +283,19 @@ def build_problem(
         rho=rho,
         width=width,
     )
-    if lean and like is None and _dense_on_one_device(X):
+    if lean and like is None and _dense_on_one_device(X, dense_cost):
         data = _rows_then_dense(settings, cfg, X, y01, codes, sample_weight, num_groups, hyper)
     else:
         data = build_data(
-            X, y01, codes, sample_weight, num_groups, x_dtype=x_dtype, like=like, **hyper
+            X,
+            y01,
+            codes,
+            sample_weight,
+            num_groups,
+            x_dtype=x_dtype,
+            like=like,
+            dense_cost=dense_cost,
+            **hyper,
         )
     x0 = initial_point(
         X.shape[1],
@@ -291,7 +319,8 @@ def schedule(settings: Settings, X, cfg, data, x0):
     # nu: the Slater margin c/2 of the starting point (spec 5.1).
     with np.errstate(over="ignore"):
         lipschitz = float(np.sqrt(2.0 + np.max(squared_row_norms(X))))
-    slater = 0.5 * float(data.slack) if float(data.slack) > 0 else 1.0
+    least = float(np.min(np.asarray(data.slack)))  # (G, 1) with small groups (floors)
+    slater = 0.5 * least if least > 0 else 1.0
     gap = float(objective(jnp.asarray(x0), data, cfg))  # f_lb = 0 (logistic loss)
     try:
         if not np.isfinite(lipschitz):
@@ -320,9 +349,19 @@ def schedule(settings: Settings, X, cfg, data, x0):
 class ExactMetric:
     """The exact training metric the estimator promises, of a flat parameter vector: pSP
     or pDP of :mod:`fairest.metrics` on the fitted interval, sample-weighted, at
-    ``threshold`` for pDP; 0 with one group, NaN when not measurable (empty band)."""
+    ``threshold`` for pDP; 0 with one group, NaN when not measurable (empty band).
 
-    def __init__(self, settings: Settings, X, codes, sample_weight, interval, num_groups):
+    ``keep``: a mask of the groups measured (the rows of the others left out: a group's
+    band depends on its own rows only, so this is the largest value over the pairs of
+    kept groups); ``None`` measures every group."""
+
+    def __init__(
+        self, settings: Settings, X, codes, sample_weight, interval, num_groups, keep=None
+    ):
+        if keep is not None:
+            rows = np.flatnonzero(keep[codes])
+            X, codes, sample_weight = X[rows], codes[rows], sample_weight[rows]
+            num_groups = int(np.sum(keep))
         self.X, self.codes, self.sample_weight = X, codes, sample_weight
         self.interval, self.num_groups = interval, num_groups
         self.statistical = METRICS[settings.metric] == "statistical"
@@ -384,17 +423,18 @@ def newton_steps(settings: Settings) -> int:
     return NEWTON_STEPS if settings.inner_max_iter == "auto" else int(settings.inner_max_iter)
 
 
-def _dense_on_one_device(X) -> bool:
+def _dense_on_one_device(X, dense_cost: float = 0.0) -> bool:
     """Whether :func:`~fairest.partial._common.build_data` stores the numpy ``X`` dense
     (the rule of :func:`~fairest.partial._common.ell_width`: ELL when every row is at
-    most a quarter non-zero and ``d >= 8``) on one device (no ``devices`` configured, or
-    one, and one process): then its placed arrays are those of a few rows but longer."""
+    most a quarter non-zero, ``d >= 8`` and ``dense_cost k^2 < d^2``) on one device (no
+    ``devices`` configured, or one, and one process): then its placed arrays are those
+    of a few rows but longer."""
     if sp.issparse(X) or jax.process_count() > 1:
         return False
     devices = configured_devices()
     if devices is not None and len(devices) > 1:
         return False
-    return ell_width(*X.shape, lambda: _nonzero_counts(X)) is None
+    return ell_width(*X.shape, lambda: _nonzero_counts(X), dense_cost=dense_cost) is None
 
 
 def _smooth_solution(settings: Settings, cfg, data, x0, K, eps) -> dict:
@@ -560,7 +600,16 @@ def _any_meets(solves, kappa) -> bool:
     return any(best_candidate(sol, kappa, np.inf) is not None for sol in solves)
 
 
-def _idca_fallback(settings: Settings, name, X, cfg, data, x0, measure, rebuild, kappa):
+def _fallback_affordable(settings: Settings, n_rows: int) -> bool:
+    """Whether the IDCA fallback's SSG passes over the rows (``n_rows max_iter T`` a
+    solve) are within ``_defaults.FALLBACK_ROW_PASSES``."""
+    inner = settings._replace(solver="idca").inner_iterations()
+    return n_rows * int(settings.max_iter) * inner <= _defaults.FALLBACK_ROW_PASSES
+
+
+def _idca_fallback(
+    settings: Settings, name, X, cfg, data, x0, measure, rebuild, kappa, report=None
+):
     """The solves of IDCA (``solver="idca"``, same settings otherwise) with its own
     tightening rounds: run when no smoothed-ALM candidate meets the tolerance (a
     violated constraint flat on its plateau, e.g. a band of a few hundred samples; see
@@ -568,12 +617,32 @@ def _idca_fallback(settings: Settings, name, X, cfg, data, x0, measure, rebuild,
     idca = settings._replace(solver="idca")
     K, eps, T = schedule(idca, X, cfg, data, x0)
 
+    report = report or _Progress(None)
+
     def solve(cfg, data, x0, tolerance):
-        return solve_surrogate(idca, name, X, cfg, data, x0, K, eps, T, measure, tolerance)
+        with reporting(report.next_solve(False)):
+            return solve_surrogate(idca, name, X, cfg, data, x0, K, eps, T, measure, tolerance)
 
     solves = [solve(cfg, data, x0, kappa)]
     tighten(solves, rebuild, solve, lambda cfg: False)
     return solves
+
+
+class _Progress:
+    """Numbers the surrogate solves of a fit and gives each its host callback for
+    :func:`~fairest.partial._fast.reporting`: ``progress(step, total, unit)`` with the
+    unit ``"solve <i> round"`` (smoothed ALM) or ``"solve <i> outer iteration"`` (IDCA);
+    ``None`` reports nothing."""
+
+    def __init__(self, progress):
+        self.progress, self.count = progress, 0
+
+    def next_solve(self, smooth: bool):
+        self.count += 1
+        if self.progress is None:
+            return None
+        unit = f"solve {self.count} {'round' if smooth else 'outer iteration'}"
+        return lambda step, total: self.progress(step, total, unit)
 
 
 def _truncate(history, k):
@@ -585,10 +654,26 @@ def _truncate(history, k):
     return out
 
 
-def fit_partial(settings: Settings, X, y01, codes, sample_weight, num_groups, name="partial"):
+def fit_partial(
+    settings: Settings,
+    X,
+    y01,
+    codes,
+    sample_weight,
+    num_groups,
+    name="partial",
+    progress=None,
+):
     """Fit the constrained model on validated numpy data (float64, inside
     ``jax.enable_x64``): resolve the interval, build the problem, solve it, tighten while
     the exact training metric misses ``tolerance``, select the returned iterate.
+
+    Groups too small for ``tolerance`` (pSP: :func:`band_floors` above it) are held to
+    their floors in the surrogate problem, and the exact metric that the tightening and
+    the choice of the returned iterate judge is that of the other groups
+    (``judged_unfairness``); ``train_unfairness`` is always that of every group.
+    ``progress(step, total, unit)``: called on the host after every round of a smoothed
+    solve and every IDCA outer iteration (``None``: not reported).
 
     Returns
     -------
@@ -598,28 +683,55 @@ def fit_partial(settings: Settings, X, y01, codes, sample_weight, num_groups, na
     kappa = float(settings.tolerance)
     with jax.enable_x64(True):
         interval = resolve_interval(settings, X, y01, codes, sample_weight, num_groups)
+        floors = band_floors(settings, codes, sample_weight, num_groups, interval)
+        small = too_small(settings, floors)
         args = (X, y01, codes, sample_weight, num_groups, interval)
-        cfg, data, x0 = build_problem(settings, *args, lean=True)
+        cfg, data, x0 = build_problem(settings, *args, lean=True, floors=floors)
         K, eps, T = schedule(settings, X, cfg, data, x0)
-        measure = ExactMetric(settings, X, codes, sample_weight, interval, num_groups)
+        everyone = ExactMetric(settings, X, codes, sample_weight, interval, num_groups)
+        measure = everyone
+        if small is not None:
+            keep = ~small
+            measure = ExactMetric(settings, X, codes, sample_weight, interval, num_groups, keep)
+
+        report = _Progress(progress)
 
         def solve(cfg, data, x0, tolerance):
-            return solve_surrogate(settings, name, X, cfg, data, x0, K, eps, T, measure, tolerance)
+            with reporting(report.next_solve(settings.smooth_ran(cfg))):
+                return solve_surrogate(
+                    settings, name, X, cfg, data, x0, K, eps, T, measure, tolerance
+                )
 
         def rebuild(tolerance, width, like=data):
             rule = "closed" if settings.grid == "lemma" else settings.grid
             return build_problem(
-                settings, *args, tolerance=tolerance, grid_rule=rule, width=width, like=like
+                settings,
+                *args,
+                tolerance=tolerance,
+                grid_rule=rule,
+                width=width,
+                like=like,
+                floors=floors,
             )
 
         solves = [solve(cfg, data, x0, kappa)]
         if cfg.constraint != "none":
             tighten(solves, rebuild, solve, settings.smooth_ran)
-        if settings.smooth_ran(cfg) and not _any_meets(solves, kappa):
-            first = build_problem(settings, *args)  # float64 X: IDCA's precision
+        if (
+            settings.smooth_ran(cfg)
+            and not _any_meets(solves, kappa)
+            and _fallback_affordable(settings, X.shape[0])
+        ):
+            first = build_problem(settings, *args, floors=floors)  # float64: IDCA's
             fallback = partial(rebuild, like=first[1])
-            solves += _idca_fallback(settings, name, X, *first, measure, fallback, kappa)
+            solves += _idca_fallback(settings, name, X, *first, measure, fallback, kappa, report)
     chosen, pick = select(solves, kappa)
+    judged = float(chosen["exact"][pick])
+    if measure is not everyone:
+        with jax.enable_x64(True):
+            unfairness = everyone(chosen["iterates"][pick])
+    else:
+        unfairness = judged
     capped = 0
     if settings.alm_ran(cfg):
         capped = int(np.sum(chosen["history"]["n_feasible"] >= T))
@@ -630,7 +742,7 @@ def fit_partial(settings: Settings, X, y01, codes, sample_weight, num_groups, na
         n_iter=K if settings.solver == "ssg_direct" else pick,
         objective=float(chosen["objectives"][pick]),
         constraint_violation=float(chosen["violations"][pick]),
-        train_unfairness=float(chosen["exact"][pick]),
+        train_unfairness=unfairness,
         effective_tolerance=chosen["tolerance"],
         tightening={
             "effective_tolerance": np.array([sol["tolerance"] for sol in solves]),
@@ -643,4 +755,7 @@ def fit_partial(settings: Settings, X, y01, codes, sample_weight, num_groups, na
         n_capped=capped,
         n_solves=len(solves),
         min_tolerance=min(sol["tolerance"] for sol in solves),
+        floors=floors,
+        small=small,
+        judged_unfairness=judged,
     )

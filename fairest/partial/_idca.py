@@ -22,6 +22,7 @@ import numpy as np
 from fairest._kernels._buckets import bucket_size
 from fairest.partial._alm import alm, cold_start, dense_data, warm_start
 from fairest.partial._dc import Config, Data, anchor, constraint_values, evaluate, objective
+from fairest.partial._fast import report_round
 from fairest.partial._ssg import ssg
 
 __all__ = [
@@ -125,19 +126,20 @@ def _idca_scan(x0, data: Data, cfg: Config, eps_seq, inner_iter, n_outer, inner)
 
         warm0 = ()
 
-    def step(carry, eps):
+    def step(carry, eps, k):
         x, warm = carry
         anc = anchor(x, data, cfg)
         out, warm = solve(x, anc, eps, warm)
         record = (anc.f0, anc.fmax, out.g0 - anc.f0, out.n_feasible, out.found, out.stuck)
+        jax.debug.callback(report_round, k + 1, n_outer)  # the host's progress line
         return (out.v, warm), record
 
-    def skip(carry, eps):
+    def skip(carry, eps, k):
         return carry, (fill, fill, fill, jnp.int32(0), jnp.array(True), jnp.array(False))
 
     def outer(carry, inputs):
         k, eps = inputs
-        new, record = jax.lax.cond(k < n_outer, step, skip, carry, eps)
+        new, record = jax.lax.cond(k < n_outer, step, skip, carry, eps, k)
         return new, (carry[0],) + record
 
     steps = jnp.arange(eps_seq.shape[0], dtype=jnp.int32)

@@ -29,13 +29,13 @@ from fairest.partial._common import (
 FORMATS = ["csr", "csc", "coo"]
 
 
-def one_hot_data(n=600, seed=0):
+def one_hot_data(n=600, seed=0, levels=(4, 10, 12)):
     """Two numeric columns and three one-hot blocks (4 + 10 + 12 levels): 5 non-zeros
     in 28 columns per row (18 %, stored as ELL), the group driving the labels."""
     rng = np.random.default_rng(seed)
     g = rng.integers(0, 2, n)
     numeric = rng.normal(size=(n, 2)) + 0.5 * g[:, None]
-    blocks = [np.eye(levels)[rng.integers(0, levels, n)] for levels in (4, 10, 12)]
+    blocks = [np.eye(size)[rng.integers(0, size, n)] for size in levels]
     X = np.hstack([numeric, *blocks])
     logit = numeric[:, 0] + blocks[0] @ rng.normal(size=4) + 0.8 * g - 0.3
     y = (logit + rng.logistic(size=n) > 0).astype(int)
@@ -126,8 +126,10 @@ def _assert_same_fit(sparse_model, dense_model, X, atol):
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_partial_parity_classifier_sparse_equals_dense_default_solver(fmt, no_densify):
     """Default solver (smooth_alm, float32 on the data) with interval="auto" (the
-    unconstrained model on sparse X): the same model as on the numpy X."""
-    X, y, g = one_hot_data()
+    unconstrained model on sparse X): the same model as on the numpy X. 5 non-zeros
+    (8 ELL slots) in 96 columns: ELL pays for that solver (100 * 8^2 < 96^2), so the
+    sparse X is never densified."""
+    X, y, g = one_hot_data(levels=(4, 10, 80))
     params = dict(tolerance=0.25, max_iter=20, alpha=1e-3)
     dense = PartialParityClassifier(**params).fit(X, y, sensitive_features=g)
     sparse = PartialParityClassifier(**params).fit(
@@ -203,3 +205,26 @@ def test_pairwise_baselines_refuse_sparse(cls):
     with pytest.raises(TypeError, match=f"{cls.__name__} does not accept sparse X"):
         cls().fit(sp.csr_matrix(X), y, sensitive_features=g)
     assert not cls().__sklearn_tags__().input_tags.sparse
+
+
+def test_smoothed_solver_stores_narrow_one_hot_rows_dense():
+    """The smoothed ALM stores rows dense (float32) where ELL's scattered adds cost more
+    than dense products (``SMOOTH_DENSE_COST k^2 >= d^2``: 8 slots in 28 columns), ELL
+    where they do not (96 columns); IDCA keeps the ELL rule of the density alone. The
+    sparse input fits the model of the numpy one either way."""
+    from fairest.partial._fit import Settings, build_problem
+
+    for levels, ell in (((4, 10, 12), False), ((4, 10, 80), True)):
+        X, y, g = one_hot_data(300, levels=levels)
+        args = (sp.csr_matrix(X), y.astype(float), g, np.ones(300), 2, (0.0, 0.5))
+        with jax.enable_x64(True):
+            _, smooth, _ = build_problem(Settings(), *args, lean=True)
+            _, idca, _ = build_problem(Settings(solver="idca"), *args, lean=True)
+        assert isinstance(smooth.X, SparseRows) == ell
+        assert isinstance(idca.X, SparseRows)
+        assert ell or smooth.X.dtype == np.float32
+    X, y, g = one_hot_data()
+    params = dict(tolerance=0.25, max_iter=20, alpha=1e-3)
+    dense = PartialParityClassifier(**params).fit(X, y, sensitive_features=g)
+    sparse = PartialParityClassifier(**params).fit(sp.csr_matrix(X), y, sensitive_features=g)
+    _assert_same_fit(sparse, dense, X, atol=1e-6)

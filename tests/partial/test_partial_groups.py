@@ -1,0 +1,243 @@
+"""Many groups at the speed of two (issue #33 item 2): the smoothed solver's passes cost
+the same whatever the number of groups on ELL rows, a run that stops making progress
+stops, groups too small for the tolerance are named and held to their floor, the IDCA
+fallback runs only where it is affordable, and a fit reports its progress."""
+
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from _partial_helpers import PSP, make_problem
+
+from fairest.metrics import partial_statistical_parity
+from fairest.partial import PartialParityClassifier, _defaults, _fast, _fit
+from fairest.partial._common import build_data
+from fairest.partial._floors import band_floors
+from fairest.utils import FairnessWarning
+from fairest.utils._reporting import show_progress
+
+
+def many_groups(n_groups=15, per_group=150, seed=0):
+    """``n_groups`` groups of ``per_group`` rows whose first feature is shifted by group
+    (-0.5 .. 0.5) and drives the labels with the others."""
+    rng = np.random.default_rng(seed)
+    g = np.repeat(np.arange(n_groups), per_group)
+    X = rng.normal(size=(g.size, 8))
+    X[:, 0] += np.linspace(-0.5, 0.5, n_groups)[g]
+    y = (X[:, 0] + X[:, 1] + 0.5 * X[:, 2] + rng.logistic(size=g.size) > 0).astype(int)
+    return X, y, g
+
+
+def test_ell_pass_equals_the_dense_pass_with_many_groups(x64):
+    """The Gauss-Newton pass on ELL rows (one scatter into (group, level) buckets) gives
+    the value, gradient and matrix of the dense pass (``X^T U`` with ``G J`` columns),
+    for 7 groups with the structured pSP Jacobian."""
+    cfg, data, x0, X, *_ = make_problem(PSP, n=300, d=40, n_groups=7, n_grid=5)
+    X = np.where(np.random.default_rng(1).random(X.shape) < 0.08, X, 0.0)  # ~3 of 40
+    hyper = {k: getattr(data, k) for k in ("grid", "slack", "lo", "hi", "threshold")}
+    hyper.update({k: getattr(data, k) for k in ("alpha", "mu", "rho", "width")})
+    common = (X, np.asarray(data.y[:300]), np.asarray(data.groups[:300]), np.ones(300), 7)
+    ell = build_data(*common, **hyper)
+    dense = build_data(*common, sparse=False, **hyper)
+    assert isinstance(ell.X, _fast.SparseRows) and not isinstance(dense.X, _fast.SparseRows)
+    x = jnp.asarray(x0) + 0.2 * jax.random.normal(jax.random.PRNGKey(0), x0.shape)
+    m = _fast.num_constraints(cfg)
+    lam = jnp.linspace(0.0, 1.0, m)
+    rows = ell.c0.shape[0]
+    H0 = _fast._loss_hessian(x, dense, cfg, rows)
+    one = _fast._evaluate(x, lam, 3.0, 0.05, H0, ell, cfg, rows)
+    two = _fast._evaluate(x, lam, 3.0, 0.05, H0, dense, cfg, rows)
+    for a, b in zip(one, two):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-10, atol=1e-12)
+
+
+def _stop_round(violations, rho_max_from, eps=1e-3):
+    """The round at which ``_progress_check`` stops a run with these worst smoothed
+    violations (the penalty at its largest from round ``rho_max_from``), or None."""
+    best, best_round = jnp.inf, 0
+    for r, violation in enumerate(violations, start=1):
+        rho = _fast._RHO_MAX if r > rho_max_from else 10.0
+        best, best_round, stalled = _fast._progress_check(
+            best, best_round, violation, r, rho, False, eps
+        )
+        if stalled:
+            return r
+    return None
+
+
+def test_run_without_progress_at_the_largest_penalty_stops():
+    """A violation that stalls around 1e-3 (oscillating, as the 9-group ACS tightening
+    runs did for 200 rounds: the flat-constraint rule needs an unchanged value) stops
+    ``_PATIENCE`` rounds after its last 10 % fall at the largest penalty; one that keeps
+    falling by 20 % a round, or whose penalty is still growing, does not stop."""
+    head = [0.0159, 0.0061, 0.0039, 0.0023, 0.0017, 0.001]
+    wobble = head + [0.0009, 0.00095, 0.0011, 0.0009, 0.00092, 0.00098] * 30
+    stop = _stop_round(wobble, rho_max_from=4)
+    assert stop == len(head) + 1 + _fast._PATIENCE
+    assert _stop_round(wobble, rho_max_from=10**6) is None
+    falling = [0.02 * 0.8**r for r in range(40)]
+    assert _stop_round(falling, rho_max_from=0) is None
+    assert _stop_round([1e-5] * 40, rho_max_from=0) is None  # within eps / 10: converging
+
+
+def test_band_floors_bound_the_exact_metric():
+    """1 / (2 m) for m band samples (unit weights), half the smallest weight share with
+    weights; random scores (no ties) never go below a group's floor."""
+    codes = np.repeat(np.arange(3), [15, 39, 400])
+    settings = _fit.Settings(tolerance=0.1)
+    floors = band_floors(settings, codes, np.ones(codes.size), 3, (0.1, 0.2))
+    np.testing.assert_allclose(floors, [0.5, 0.5 / 4, 0.5 / 40])
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        scores = rng.normal(size=codes.size) + 0.3 * codes
+        for k in (0, 1):
+            pair = np.isin(codes, [k, 2])
+            value = partial_statistical_parity(
+                None, scores[pair], sensitive_features=codes[pair], interval=(0.1, 0.2)
+            )
+            assert value >= floors[k] - 1e-12
+    weights = rng.uniform(0.5, 2.0, codes.size)
+    weighted = band_floors(settings, codes, weights, 3, (0.1, 0.2))
+    for k in range(3):
+        w = weights[codes == k]
+        assert weighted[k] == pytest.approx(w.min() / (2 * (0.1 * w.sum() + w.max())))
+    assert band_floors(settings._replace(metric="partial_demographic_parity"), codes,
+                       np.ones(codes.size), 3, (0.1, 0.2)) is None  # fmt: skip
+
+
+def test_small_groups_are_named_held_to_their_floor_and_not_judged():
+    """Groups of 15 and 30 rows on a band of width 0.1 (1 and 3 samples): the fit names
+    them with their floors, the tightening judges the exact pSP of the two large groups
+    (met), and train_unfairness_ is still over every group."""
+    rng = np.random.default_rng(0)
+    g = np.repeat(np.arange(4), [1500, 1200, 15, 30])
+    X = rng.normal(size=(g.size, 5))
+    X[:, 0] += 0.6 * (g == 1)
+    y = (X[:, 0] + X[:, 1] + rng.logistic(size=g.size) > 0).astype(int)
+    clf = PartialParityClassifier(interval=(0.0, 0.1), tolerance=0.1)
+    with pytest.warns(FairnessWarning, match="too small for tolerance=0.1") as record:
+        clf.fit(X, y, sensitive_features=g)
+    message = next(str(w.message) for w in record if "too small" in str(w.message))
+    assert "2 (15 rows, floor 0.25)" in message and "3 (30 rows, floor 0.167)" in message
+    np.testing.assert_array_equal(clf.small_groups_, [2, 3])
+    scores = clf.decision_function(X)
+    large = g < 2
+    judged = partial_statistical_parity(
+        None, scores[large], sensitive_features=g[large], interval=clf.interval_
+    )
+    assert judged <= 0.1
+    assert clf.tightening_["train_unfairness"][-1] <= 0.1
+    everyone = partial_statistical_parity(None, scores, sensitive_features=g, interval=(0, 0.1))
+    assert clf.train_unfairness_ == pytest.approx(everyone, abs=1e-12)
+    assert everyone > 0.1  # a one-sample band: at least 0.5 against the others
+
+
+def test_small_group_upper_slack_is_its_floor():
+    """Only the upper constraints of a small group get its floor as tolerance."""
+    codes = np.repeat(np.arange(3), [200, 200, 15])
+    X = np.random.default_rng(0).normal(size=(codes.size, 3))
+    y = (X[:, 0] > 0).astype(float)
+    settings = _fit.Settings(tolerance=0.1)
+    weights = np.ones(codes.size)
+    floors = band_floors(settings, codes, weights, 3, (0.1, 0.2))
+    with jax.enable_x64(True):
+        _, data, _ = _fit.build_problem(
+            settings, X, y, codes, weights, 3, (0.1, 0.2), floors=floors
+        )
+        _, plain, _ = _fit.build_problem(settings, X, y, codes, weights, 3, (0.1, 0.2))
+    np.testing.assert_allclose(np.asarray(data.slack).ravel(), [0.01, 0.01, 0.05])
+    assert np.asarray(plain.slack).shape == ()  # no small group: the paper's problem
+
+
+def test_many_small_groups_fit_quickly_and_mitigate():
+    """15 groups of 150 rows (and 20 of 100): the smoothed solves meet the tolerance
+    without the IDCA fallback, the model is fairer than the unconstrained one on the
+    exact train pSP and well above the majority rate."""
+    from sklearn.linear_model import LogisticRegression
+
+    def no_fallback(*args, **kwargs):
+        raise AssertionError("the IDCA fallback ran")
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_fit, "_idca_fallback", no_fallback)
+        for n_groups, per_group in ((15, 150), (20, 100)):
+            X, y, g = many_groups(n_groups, per_group)
+            clf = PartialParityClassifier(interval=(0.0, 0.5), tolerance=0.25)
+            clf.fit(X, y, sensitive_features=g)  # warnings are errors: tolerance met
+            free = LogisticRegression().fit(X, y).decision_function(X)
+            kwargs = dict(sensitive_features=g, interval=clf.interval_)
+            unconstrained = partial_statistical_parity(None, free, **kwargs)
+            assert clf.train_unfairness_ <= 0.25 < unconstrained
+            assert clf.score(X, y) > max(np.mean(y), 1 - np.mean(y)) + 0.05
+
+
+def test_fallback_only_where_affordable(monkeypatch):
+    """When no smoothed solve meets the tolerance, the IDCA fallback runs only when
+    rows * max_iter * T is within its budget."""
+    calls = []
+    real = _fit._idca_fallback
+
+    def spy(*args, **kwargs):
+        calls.append(True)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_fit, "_idca_fallback", spy)
+    monkeypatch.setattr(_fit, "_any_meets", lambda solves, kappa: False)  # never met
+    X, y, g = many_groups(3, 60)
+    params = dict(interval=(0.0, 0.5), tolerance=0.1, max_iter=5, inner_max_iter=20)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        PartialParityClassifier(**params).fit(X, y, sensitive_features=g)
+        assert calls  # 180 rows: affordable
+        calls.clear()
+        monkeypatch.setattr(_defaults, "FALLBACK_ROW_PASSES", 180 * 5 * 20 - 1)
+        PartialParityClassifier(**params).fit(X, y, sensitive_features=g)
+    assert not calls
+
+
+@pytest.mark.parametrize("solver,unit", [("smooth_alm", "round"), ("idca", "outer iteration")])
+def test_progress_is_reported_every_round(solver, unit):
+    """Every augmented-Lagrangian round (IDCA outer iteration) of every solve reaches
+    the estimator's progress hook from inside the compiled loop, and inside
+    show_progress draws the progress line of the command line."""
+    import io
+
+    import fairest.partial._estimator as estimator_module
+
+    seen = []
+    real = estimator_module.report_progress
+
+    def spy(estimator, step, total=None, *, unit="iteration"):
+        seen.append((step, total, unit))
+        real(estimator, step, total, unit=unit)
+
+    X, y, g = many_groups(3, 100)
+    clf = PartialParityClassifier(interval=(0.0, 0.5), tolerance=0.3, solver=solver, max_iter=6)
+    stream = io.StringIO()
+    with pytest.MonkeyPatch.context() as patch, show_progress(True, stream=stream, delay=0):
+        patch.setattr(estimator_module, "report_progress", spy)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            clf.fit(X, y, sensitive_features=g)
+    first = [step for step, _, u in seen if u == f"solve 1 {unit}"]
+    assert first == list(range(1, len(first) + 1)) and first
+    assert all(total == 6 for _, total, _ in seen)
+    assert len({u for _, _, u in seen}) == clf.tightening_["objective"].size
+    assert f"[PartialParityClassifier] solve 1 {unit} 1/6" in stream.getvalue()
+
+
+def test_sparse_many_groups_fit_equals_dense():
+    """One-hot rows (sparse input) with 12 groups: the same model as the numpy input."""
+    rng = np.random.default_rng(3)
+    g = np.repeat(np.arange(12), 80)
+    blocks = [np.eye(k)[rng.integers(0, k, g.size)] for k in (5, 8, 10)]
+    X = np.hstack([rng.normal(size=(g.size, 2)) + 0.05 * g[:, None], *blocks])
+    y = (X[:, 0] + blocks[0] @ rng.normal(size=5) + rng.logistic(size=g.size) > 0).astype(int)
+    params = dict(interval=(0.0, 0.5), tolerance=0.3)
+    dense = PartialParityClassifier(**params).fit(X, y, sensitive_features=g)
+    sparse = PartialParityClassifier(**params).fit(sp.csr_matrix(X), y, sensitive_features=g)
+    np.testing.assert_allclose(sparse.coef_, dense.coef_, atol=1e-6)
+    assert sparse.train_unfairness_ == pytest.approx(dense.train_unfairness_, abs=1e-6)
