@@ -21,7 +21,8 @@ majority rate, not fairer than logistic regression on the metric the method's do
 (demographic parity for the baselines). The reference of that metric is logistic
 regression's value (``own (logreg)``), except for ``PrunedFairClassifier``, whose metric
 (the train excess accuracy gap of pruning) compares it with the same pruning run without
-its constraint (``metric=None``).
+its constraint (``metric=None``); a train metric within the method's stated tolerance
+passes that check even where the reference is within it too.
 
 Writes ``benchmarks/results/practitioner.md`` and ``.csv``. Run:
 ``nice -n 10 python benchmarks/practitioner.py [--tasks a,b] [--methods x,y]``.
@@ -178,15 +179,20 @@ def _own_metric(method, estimator, X_test, y_test, s_test, reference) -> tuple[s
             for m in (estimator, reference)
         ]
         return "loss gap", *values
-    if method == "PartialParityClassifier":
+    if method == "PartialParityClassifier":  # over the groups large enough to judge
         interval = tuple(model.interval_)
+        small = set(getattr(model, "small_groups_", ()))
+        judged = ~np.isin(groups, list(small)) if small else np.ones(groups.size, bool)
         values = [
             metrics.partial_statistical_parity(
-                y_test, m.predict_proba(X_test)[:, 1], sensitive_features=groups, interval=interval
+                y_test[judged],
+                m.predict_proba(X_test)[judged, 1],
+                sensitive_features=groups[judged],
+                interval=interval,
             )
             for m in (estimator, reference)
         ]
-        return f"pSP on {interval}", *values
+        return f"pSP on {interval}" + (f" without {sorted(small)}" if small else ""), *values
     if method == "PrunedFairClassifier":  # the reference is the same pruning unconstrained
         return f"train max EAG (tolerance {model.tolerance})", model.train_unfairness_, np.nan
     if method in GROUPS_AT_PREDICT:
@@ -300,6 +306,16 @@ def _in_subprocess(args, task, method) -> dict:
     return json.loads(lines[-1])
 
 
+def _within_tolerance(name, value) -> bool:
+    """Whether a train metric whose name states its tolerance (``"... (tolerance t)"``)
+    meets it: a constrained fit that keeps its promise where the reference already does
+    too is not a fit that failed to mitigate."""
+    if not isinstance(name, str) or "(tolerance " not in name or pd.isna(value):
+        return False
+    tolerance = float(name.split("(tolerance ")[1].rstrip(")"))
+    return float(value) <= tolerance
+
+
 def _checks(table: pd.DataFrame) -> pd.DataFrame:
     """The three conditions of a row, against the task's logistic regression."""
     flags = []
@@ -316,8 +332,9 @@ def _checks(table: pd.DataFrame) -> pd.DataFrame:
             if row["accuracy"] < row["majority rate"]:
                 problems.append("below majority rate")
             own, own_reference = row.get("own"), row.get("own (logreg)")
+            within = _within_tolerance(row.get("own metric"), own)
             if row.method in FAIREST and pd.notna(own) and pd.notna(own_reference):
-                if own >= own_reference:
+                if own >= own_reference and not within:
                     problems.append(f"not fairer ({row['own metric']}) than logreg")
             elif row.method not in BASELINES[:2] and row["DP"] >= base["DP"]:
                 problems.append("not fairer (DP) than logreg")
