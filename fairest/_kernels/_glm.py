@@ -88,10 +88,8 @@ def value_and_grad(loss: str, theta, X, y, c, alpha, penalize_intercept):
 
 
 # Bytes of X (float64) per row block of the fused passes (:func:`row_block_pass`): blocks
-# that stay in the L2/L3 cache between the scores ``X_b w`` and the products ``r_b^T X_b``.
-# Measured at 1e6 rows on the 2-core box (value and gradient, CPU ms per pass):
-# d = 100: 66 ms at 4,096 rows (3.2 MiB) against 203 ms unblocked and 85 ms at 16,384;
-# d = 20: 21 ms at 8,192-16,384 rows against 48 ms unblocked.
+# that stay in the L2/L3 cache between the scores ``X_b w`` and the products ``r_b^T X_b``
+# (larger blocks fall out of the cache, smaller ones lose GEMM speed).
 PASS_BLOCK_BYTES = 4 * 2**20
 _MIN_PASS_BLOCK_ROWS = 256
 
@@ -114,10 +112,8 @@ def even_block_rows(n_rows: int, most: int) -> int:
 
 # A value-and-gradient pass reads X twice (``X w``, then ``r @ X``) while X fits the
 # last-level cache (up to this many bytes), once block by block beyond: from the cache
-# the two products are faster than the fused blocks (2-core box, 32 MiB L3, us a pass:
-# 20,480 x 20 236 vs 269, 163,840 x 20 1,942 vs 2,226, 20,480 x 100 492 vs 851; from
-# memory, 327,680 x 20: 4,885 vs 4,447, 81,920 x 100: 4,327 vs 3,591). The Hessian pass
-# is fused from one block on (faster at every size measured).
+# the two products are faster than the fused blocks, from memory the fused blocks are
+# (a typical last-level cache's size). The Hessian pass is fused from one block on.
 FUSED_GRADIENT_MIN_BYTES = 32 * 2**20
 
 
@@ -234,12 +230,12 @@ def value_grad_hessian(loss: str, theta, X, y, c, alpha, penalize_intercept, X_h
         if X_hessian is None:  # one block, or sparse X (see SparseRows.weighted_gram)
             block = weighted_gram(X, q)
         elif X_hessian.shape[0] == 0:  # the marker of blocked_hessian(): cast block by block
-            # (the gram and products in one loop measured no faster here: float32 blocks)
+            # (the gram and products in one loop are no faster with float32 blocks)
             block = weighted_gram(X, q, X_hessian.dtype)
         else:
             block = (X_hessian * q[:, None].astype(X_hessian.dtype)).T @ X_hessian
             block = block.astype(X.dtype)
-        r_X, q_X = r @ X, q @ X  # not X.T @ r: ~4x slower on XLA CPU
+        r_X, q_X = r @ X, q @ X  # not X.T @ r: slower on XLA CPU
     grad = jnp.concatenate([jnp.sum(r)[None], r_X]) + pen * theta
     first_row = jnp.concatenate([jnp.sum(q)[None], q_X])
     lower = jnp.concatenate([first_row[1:, None], block], axis=1)
@@ -273,7 +269,7 @@ def weighted_gram(X, q, dtype=None, block_rows: int = GRAM_BLOCK_ROWS):
     n, d = X.shape
     dtype = X.dtype if dtype is None else dtype
     if n <= block_rows:
-        Xc = X.astype(dtype)  # X^T (q X), not (q X)^T X: 2x faster on XLA CPU (16,384 x 20)
+        Xc = X.astype(dtype)  # X^T (q X), not (q X)^T X: faster on XLA CPU
         return (Xc.T @ (Xc * q[:, None].astype(dtype))).astype(X.dtype)
 
     def add_block(k, total):
@@ -293,11 +289,9 @@ def gram_and_products(X, q, C, dtype=None, block_rows: int = GRAM_BLOCK_ROWS):
     The weighted gram is :func:`weighted_gram` (row blocks cast to ``dtype``); ``X^T C``
     is summed over the same row blocks in the precision of ``X`` while each block is at
     hand, instead of a second pass over ``X`` (a Newton pass's gradient ``r @ X`` and the
-    Hessian's first row ``q @ X``: about 40 % of the pass at 1e6 x 100 on XLA CPU). Small
-    ``n`` (one block) and sparse ``X`` keep the separate products. Traceable. Measured
-    (``value_grad_hessian`` at 1e6 x 100, float64 blocks, 2-core box at load 4-5): 1.17
-    CPU s per pass against 1.39 s with the separate products; with float32 blocks the
-    one loop saved CPU (0.78 against 0.89 s) but not wall time, so that path keeps two.
+    Hessian's first row ``q @ X``, a large share of the pass on XLA CPU). Small ``n``
+    (one block) and sparse ``X`` keep the separate products. Traceable. With float32
+    blocks the one loop saves CPU but not wall time, so that path keeps two products.
     """
     n, d = X.shape
     if is_sparse(X) or n <= block_rows:

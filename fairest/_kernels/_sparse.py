@@ -19,9 +19,9 @@ form, they are a gather and a ``segment_sum`` over the stored entries:
 - ``X^T diag(q) X`` from per-row outer products (:meth:`SparseRows.outer_gram`, O(n k^2)
   for k entries per row) where rows hold few entries next to d (one-hot data).
 
-Measured against ``jax.experimental.sparse.BCOO`` (``benchmarks/sparse_speed.py``, XLA
-CPU, float64): at 32,561 x 123 with 440,550 entries ``X @ w`` takes 0.9 ms here against
-8.3 ms for BCOO, ``r @ X`` 0.6 ms against 4.0 ms. The weighted gram ``X^T diag(q) X``
+These products are faster than ``jax.experimental.sparse.BCOO``'s on XLA CPU
+(``benchmarks/sparse_speed.py``, figures in ``benchmarks/results/sparse_speed*.md``).
+The weighted gram ``X^T diag(q) X``
 (Newton's Hessian block, wanted only where d is small) densifies one block of rows at a
 time (:meth:`SparseRows.weighted_gram`): a (block, d) temporary, never (n, d).
 
@@ -65,10 +65,8 @@ SQUARE_BLOCK_ENTRIES = 1 << 20
 # Products (k x k per row) per block of :meth:`SparseRows.outer_gram` (8 MiB in float64).
 OUTER_GRAM_BLOCK = 1 << 20
 # Cost of one scattered add of :meth:`SparseRows.outer_gram` in flops of a densified-block
-# GEMM (XLA CPU, float64): the outer products are used where OUTER_GRAM_COST * k^2 < d^2.
-# Measured (2-core box, CPU seconds): ACSIncome PA one-hot (68,308 x 789, k = 10) 0.087 s
-# against 2.26 s for densified blocks; a9a (32,561 x 123, k = 14) 0.088 s against 0.054 s:
-# about 14 ns per scattered add against 0.11 ns per GEMM flop.
+# GEMM (XLA CPU, float64): the outer products are used where OUTER_GRAM_COST * k^2 < d^2
+# (a scattered add costs about two orders of magnitude more than a GEMM flop).
 OUTER_GRAM_COST = 100
 
 
@@ -416,10 +414,9 @@ class _TransposedRows:
 # ``X @ w`` and ``r @ X`` of a CSR-form SparseRows. On a CPU device they are scipy's CSR
 # mat-vecs (compiled, one pass over the stored entries, no temporary) run by
 # ``jax.experimental.buffer_callback`` on the device buffers themselves: no copy, where
-# ``jax.pure_callback`` copies its operands (120 MiB a call at 1e7 entries). XLA CPU's gather
-# and scatter cost about 4 ns an entry each: at 1e6 x 1e5 with 1e7 entries (2-core box,
-# warm, CPU ms) X @ w 68 and r @ X 60 as ``segment_sum``, 17 and 16 in place, 13 and 15 for
-# scipy itself (benchmarks/sparse_speed.py). Other platforms lower the ``segment_sum`` forms
+# ``jax.pure_callback`` copies its operands (a copy of the entries every call). XLA CPU's
+# gather and scatter make the ``segment_sum`` forms several times slower than scipy's
+# mat-vecs (benchmarks/sparse_speed.py). Other platforms lower the ``segment_sum`` forms
 # (``jax.lax.platform_dependent``). Both are linear: their JVP is the ``segment_sum`` form
 # applied to the tangent, which JAX transposes for reverse mode, so ``jax.grad``,
 # ``jax.jvp`` and ``jax.jacfwd`` through them are exact (at the ``segment_sum`` speed).

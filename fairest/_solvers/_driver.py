@@ -16,8 +16,7 @@ and the shape (:func:`choose_solver`):
   finishes the solve with Newton's quadratic convergence. On a multi-core CPU the L-BFGS
   passes over large dense X are split by rows over the cores
   (:mod:`fairest._solvers._row_split`); the polish is not: its float32 Hessian blocks
-  already run on XLA's intra-op threads (1e5 x 500 at tol 1e-10, load 13: 1.35 s a fit
-  with the L-BFGS passes and the polish unsplit, 2.07 s with both split);
+  already run on XLA's intra-op threads, and splitting both is slower than neither;
 - ``"newton-cg"``: above ``NEWTON_CG_MIN_PARAMS`` parameters (Hessian never formed).
 
 Sparse ``X`` (scipy CSR / CSC / COO) goes to the device as a
@@ -56,8 +55,7 @@ __all__ = ["SOLVERS", "PolishResult", "choose_solver", "newton_polish", "solve_w
 
 SOLVERS = ("newton", "lbfgs", "newton-cg")
 # L-BFGS from this many features on, when the Hessian work n p^2 is also at least
-# LBFGS_MIN_WORK: a Newton pass then costs several L-BFGS passes (measured in
-# benchmarks/speed_table.py: at 1e5 x 100 one Newton pass = 6 value-and-gradient passes).
+# LBFGS_MIN_WORK: a Newton pass then costs several L-BFGS passes (benchmarks/speed_table.py).
 LBFGS_MIN_FEATURES = 50
 LBFGS_MIN_WORK = 50_000_000
 # From this n p^2 on, Newton sums its Hessian block over float32 row blocks of X
@@ -66,21 +64,18 @@ LBFGS_MIN_WORK = 50_000_000
 FLOAT32_HESSIAN_WORK = 100_000_000
 # Sparse X: Newton up to this work per pass (:func:`sparse_newton_work`: the Hessian block
 # densified by row blocks, O(n p^2) at GEMM speed, or summed from per-row outer products,
-# O(n k^2) scattered adds, plus the Cholesky factorisation). a9a (32,561 x 123, n p^2 =
-# 5e8): Newton 8 passes in 2.0 s warm, L-BFGS + Newton-CG 321 iterations in 19.5 s, both
-# to tol 1e-10 (2-core box, loaded); ACSIncome PA one-hot (68,308 x 789, k = 10: 6.8e8 +
-# 1.6e8): see benchmarks/results/sparse_speed.md.
+# O(n k^2) scattered adds, plus the Cholesky factorisation): up to this work a few Newton
+# passes beat L-BFGS + Newton-CG's hundreds of iterations to a tight tol (a9a, ACSIncome
+# one-hot: benchmarks/results/sparse_speed.md).
 SPARSE_NEWTON_MAX_WORK = 1_000_000_000
 # Dense L-BFGS hands over to Newton steps below this relative gradient (when ``tol`` asks
-# for less): F's rounding noise stalls its line search long before 1e-10 (1e6 x 100:
-# 10 value-and-gradient passes to 3.6e-7, then 19 more, most of them rejected line-search
-# trials, to 1.4e-10), while one Newton step with float32 Hessian blocks (about six
-# passes' cost at p = 101) goes from 1e-6 to below 1e-12.
+# for less): F's rounding noise stalls its line search long before 1e-10 (most further
+# passes are rejected line-search trials), while one Newton step with float32 Hessian
+# blocks, a few passes' cost, goes from 1e-6 to below 1e-12 (quadratic convergence).
 LBFGS_HANDOFF_TOL = 1e-6
 # Dense data of at least this many entries (n p) goes to L-BFGS at a loose tol (above):
-# at tol 1e-4 (CPU s, loaded 2-core box) 16,000 x 20: 0.0051 L-BFGS / 0.0066 Newton,
-# 1e5 x 20: 0.030 / 0.041, 1e6 x 20: 0.29 / 0.42, all at a relative objective gap
-# below 1e-7.
+# there L-BFGS reaches the same objective (relative gap below 1e-7) in less time than
+# Newton's Hessian passes.
 LBFGS_LOOSE_MIN_SIZE = 200_000
 _ARMIJO = 1e-4
 
@@ -225,8 +220,7 @@ def solve_weighted_glm(
         raise ValueError(f"solver must be 'auto' or one of {SOLVERS}; got {solver!r}.")
     start = np.zeros(d + 1) if theta0 is None else np.asarray(theta0, dtype=np.float64)
     # XLA's CPU Cholesky calls scipy's LAPACK: threaded BLAS there only adds spinning
-    # threads for p <= 2000 (ACSIncome PA one-hot, p = 790, loaded 2-core box: 0.93 CPU s
-    # per fit on one thread against 3.8-6.5 s threaded); see single_threaded_blas
+    # threads for p <= 2000; see single_threaded_blas
     with jax.enable_x64(True), single_threaded_blas():
         X_dev, y_dev, c_dev = _device_data(X, y, sample_weight)
         problem = (X_dev, y_dev, c_dev, np.float64(alpha), np.float64(penalize_intercept))

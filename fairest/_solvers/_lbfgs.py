@@ -42,12 +42,11 @@ def single_threaded_blas():
     """A context in which BLAS runs on one thread (``threadpoolctl``, a scikit-learn
     dependency). L-BFGS-B's own linear algebra is a few (p, m) products per iteration:
     threaded BLAS only adds synchronisation, and on a busy machine its spinning threads
-    cost far more than the products (p = 1e5, m = 20, 30 iterations on the 2-core box
-    at load 15: 4.6 CPU s threaded against 0.27 s on one thread).
+    cost far more than the products.
 
     The BLAS libraries are found once per process (:func:`_blas_controller`): a
-    ``threadpool_limits`` call scans the loaded libraries each time (reading
-    ``/proc/self/maps``), 3-4 ms, a third of a warm 16,000 x 20 fit."""
+    ``threadpool_limits`` call scans the loaded libraries each time (reading the
+    process's memory map), a sizeable share of a small warm fit."""
     return _blas_controller().limit(limits=1, user_api="blas")
 
 

@@ -10,10 +10,9 @@ parts (:func:`row_parts`), runs one :func:`~fairest._kernels._glm.row_range_pass
 part, the parts taken in turn by the calling thread and a small thread pool (one thread
 per core), and sums the parts' values and gradients on the host (``p`` floats each), in
 the parts' order. Every part reads its rows from the same device ``X`` (a
-:class:`~fairest._kernels._placement.ShiftedRows` too): no copy. Measured at 1e5 x 500 on
-the 2-core box with a free core (two halves): 21.6 ms a pass against 32.3 ms for the
-one-thread loop and 28.6 ms for NumPy's threaded ``X @ w`` then ``r @ X`` (scikit-learn's
-pass); see ``benchmarks/results/erm_vs_sklearn_d500.md`` for whole fits.
+:class:`~fairest._kernels._placement.ShiftedRows` too): no copy. With a free core the
+split pass beats both the one-thread loop and NumPy's threaded ``X @ w`` then ``r @ X``
+(scikit-learn's pass); see ``benchmarks/results/erm_vs_sklearn_d500.md`` for whole fits.
 
 JAX's ``enable_x64`` is a thread-local setting: each part runs under the caller's.
 """
@@ -44,14 +43,12 @@ __all__ = [
 ]
 
 # At most this many threads a pass, and one per MIN_PART_BYTES of X: data that fits the
-# last-level cache gains nothing (1e4 x 500, 40 MB: 2.8 ms a pass on one thread, 2.9 ms
-# split, where XLA already spreads the block products over both cores). The rows are cut
-# into CHUNKS_PER_THREAD parts per thread, each of at least MIN_PART_BLOCKS row blocks
-# (pass_block_rows), which the threads take in turn: on a loaded box a thread that waits
-# for a core holds up a smaller part. Each part costs a dispatch and a host round trip:
-# a 1e5 x 500 fit at tol 1e-4, load 14 on 2 cores, CPU s (median wall s) over 5 runs:
-# one thread 0.29 (0.53), 1 part a thread 0.30 (0.44), 2 parts 0.31 (0.39), 4 parts
-# 0.35 (0.58).
+# last-level cache gains nothing (XLA already spreads the block products over the cores).
+# The rows are cut into CHUNKS_PER_THREAD parts per thread, each of at least
+# MIN_PART_BLOCKS row blocks (pass_block_rows), which the threads take in turn: on a
+# loaded machine a thread that waits for a core holds up a smaller part. Each part costs a
+# dispatch and a host round trip, so more parts than two a thread cost more than they
+# balance.
 MAX_THREADS = 8
 MIN_PART_BYTES = 32 * 2**20
 CHUNKS_PER_THREAD = 2

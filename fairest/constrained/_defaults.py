@@ -84,10 +84,10 @@ SOLVER_DEFAULTS = {
 # preset "default" [F]: settings that mitigate on practitioners' data at their defaults
 # (issue #33; benchmarks/results/constrained_defaults.md: ACSPublicCoverage by race, 9
 # groups of 15 to 14,336 rows, and KDD census by race). Against the paper's preset on
-# 20,000 ACS rows: batches of 32 instead of 8 and steps of 0.05 instead of 0.01 train the
-# MLP as far in a fifth of the iterations; the shared constraint draw (see the class
-# Notes) keeps the iterates' loss gaps from fluctuating, which raised test accuracy from
-# .76 to .77 and halved the test loss gap; the epochs scale with the data (AUTO_EPOCH_ROWS)
+# ACS rows: batches of 32 instead of 8 and steps of 0.05 instead of 0.01 train the MLP as
+# far in fewer iterations; the shared constraint draw (see the class Notes) keeps the
+# iterates' loss gaps from fluctuating, for a higher test accuracy and a smaller test
+# loss gap; the epochs scale with the data (AUTO_EPOCH_ROWS)
 # and the final feasibility phase (FEASIBILITY_STEPS) brings the exact train loss gap
 # within the tolerance.
 DEFAULT_OVERRIDES = {
@@ -107,8 +107,8 @@ AUTO_MAX_EPOCHS = 100
 # FEASIBILITY_STEPS full-batch Polyak steps on the squared violation of the loss-gap
 # constraints, aimed at (1 - FEASIBILITY_MARGIN) * tolerance and stopped once the largest
 # gap is within (1 - FEASIBILITY_MARGIN / 2) * tolerance (a margin for float32 against
-# the float64 train measurement). From the solvers' end points on ACS and KDD census it
-# took 0 to 13 steps.
+# the float64 train measurement). The solvers' end points on the practitioner tasks need
+# far fewer steps; the cap bounds the phase where the constraints cannot be met.
 FEASIBILITY_STEPS = 50
 FEASIBILITY_MARGIN = 0.1
 
@@ -155,8 +155,8 @@ ADAM_EPS = 1e-8
 NONFINITE_RETRIES = 2
 NONFINITE_STEP_FACTOR = 0.5
 # iterations between two on-device finiteness checks of the parameters (at most; a divisor
-# of the scan length): an isfinite reduction over a few thousand parameters costs about
-# 1 us on CPU, 2-5 % of a small model's stochastic step when done every iteration
+# of the scan length): an isfinite reduction over the parameters every iteration would
+# be a noticeable share of a small model's stochastic step
 NONFINITE_CHECK_EVERY = 16
 # a constrained fit whose train accuracy beats the majority class by less than this share
 # of the room above it has traded away nearly all the features predict: it warns

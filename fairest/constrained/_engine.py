@@ -622,8 +622,7 @@ def _step_ssl_alm(state, inp, ctx, *, shared_draw: bool = False):
 
 # rows per block of the final full-data step on large data: its network activations and
 # their gradients are held for one block at a time, not for all rows at once (XLA's
-# temporaries of the step at 1e6 x 100, float32: 97 MiB with 65,536-row blocks, the
-# value before; 16,384 rows keep them near a quarter of that)
+# temporaries of the step grow with the block's rows)
 FULL_STEP_BLOCK_ROWS = 16_384
 
 

@@ -14,25 +14,19 @@ A lane whose iterates became non-finite is fitted again by the estimator's own `
 
 :func:`score_linear_points` gives :func:`fairest.fairness_path` the train and validation
 accuracy and loss gap of every linear point from one product of ``X`` with all their
-weights (scoring point by point cost as much as the sweep). Where the rest goes (Adult,
-20 lanes, 5 epochs of batch 8, one fold, warm): the scan is ~85% of a point's cost; vmap
-already folds the lanes into one ``(B, d) @ (d, n_lanes)`` product per batch, and a
-hand-written linear-lane SSL-ALM step (explicit gradients, one-hot cell sums) measured no
-faster, so the lanes keep the solvers' own step.
+weights (scoring point by point cost as much as the sweep). The scan is most of a
+point's cost; vmap already folds the lanes into one ``(B, d) @ (d, n_lanes)`` product
+per batch, and a hand-written linear-lane SSL-ALM step (explicit gradients, one-hot cell
+sums) was no faster, so the lanes keep the solvers' own step.
 
 With ``cv`` (:func:`_fit_folds`), every (fold, value) pair is a lane of one sweep over the
 shared rows, and every lane's logits on all the rows are one host product, which serves
 both the points' training statistics and the path's fold scores
 (:func:`score_linear_folds`: per fold, correctness and clipped log losses once, each
 train / test part a row weighting). These small host products run on one BLAS thread:
-OpenBLAS's spinning threads cost more CPU than the products (scores of 100 points on the
-busy 2-core box: 2.9 s on the first call, 0.3 s after, against 0.05-0.09 s). A cold cv
-path (Adult, 5 folds x 20 values, a fresh process, quiet box) takes ~2.0 s wall: the
-chunk program's tracing, lowering and XLA compilation ~0.55 s; the scan ~0.75 s (five
-chunks of 3,328 iterations, ~40 us an iteration for the 100 lanes, their small batched
-products near the core's float32 peak); the final full step's program, compiled in a
-thread while the chunks run, and its run ~0.2 s; the folds' setups and host draws ~0.15 s;
-and the points' attributes, logits and scores ~0.2 s.
+OpenBLAS's spinning threads cost more CPU than the products. The final full step's
+program compiles in a thread while the chunks run. Timings against GridSearchCV:
+benchmarks/results/fairness_path_cv.md.
 """
 
 from __future__ import annotations
@@ -75,7 +69,7 @@ def tolerance_path_supported(estimator) -> bool:
     A float32 MLP is refitted: its hidden layers become batched products under ``vmap``,
     whose float32 rounding differs from the refit's, and thousands of stochastic steps
     amplify it (on Adult, 5 epochs of the default (64, 32) network: parameters 0.05 and
-    probabilities 0.13 apart, for a 1.3x speed-up; float64 lanes agree to 2e-15, and
+    probabilities 0.13 apart); float64 lanes agree to 2e-15, and
     float32 linear lanes to float32 rounding, 1.2e-6)."""
     solver = estimator._solver_name()
     return (

@@ -426,7 +426,7 @@ def _dp_accounting():
     return dp_accounting
 
 
-@lru_cache(maxsize=256)  # pure in its scalar arguments; the RDP composition costs ~0.1 s
+@lru_cache(maxsize=256)  # pure in its scalar arguments; the RDP composition is costly
 def accounted_epsilon(n_samples, batch_size, n_iter, delta, step_multiplier, count_multiplier):
     """Epsilon of one fit: the group-count release composed with T subsampled steps.
 

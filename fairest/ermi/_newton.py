@@ -34,8 +34,8 @@ __all__ = ["NewtonPoint", "NewtonSolver", "newton_applies", "newton_path"]
 # Newton is the full-batch solver where the flattened parameters number at most this
 # (the Hessian's (p q)^2 entries and its factorisation stay small beside a pass over the
 # data) and the float32 copy of X for its Gram matrices takes at most NEWTON_MAX_BYTES.
-# On ACSPublicCoverage (20,000 x 85) a fit takes 7 Newton iterations against 326 of
-# L-BFGS to the same tolerance (benchmarks/ermi_speed.py).
+# There a fit takes a few Newton iterations where L-BFGS takes hundreds to the same
+# tolerance (benchmarks/ermi_speed.py).
 NEWTON_MAX_PARAMS = 1024
 NEWTON_MAX_BYTES = 256 * 2**20
 # solved points that keep their last Hessian (the tangent start of a later weight)

@@ -67,23 +67,20 @@ __all__ = [
 _CACHE_SIZE = 64  # evaluated points kept (cache and warm-start anchors) ...
 _CACHE_FLOATS = 16_000_000  # ... unless their p x p factors would exceed 128 MB
 # From this many groups on, the adjoint's Jacobian comes from segment sums rather than a
-# one-hot product (n = 2e5, d = 10, CPU: 4.0 vs 8.4 ms at G = 10; 4.7 vs 3.7 ms at G = 2).
+# one-hot product (the one-hot product's cost grows with G, the segment sums' does not).
 _SEGMENT_SUM_MIN_GROUPS = 5
 # A one-group vertex e_g is solved on the rows of group g only (a row-index block of
 # bucketed size: dense X is read through it block by block, GatheredRows, sparse X
 # gathered) when that block is at most a quarter of the padded rows and the data this
-# large: otherwise the extra compilation for the block's shape (0.6-1 s on the first fit)
-# costs more than the passes it saves (n = 160,000, d = 10: about 0.2 s per warm fit at
-# G = 10, 0.03 s at G = 2).
+# large: otherwise the extra compilation for the block's shape costs more than the
+# passes it saves.
 _GROUP_ROWS_MIN_ROWS = 65_536
 _GROUP_ROWS_MAX_SHARE = 0.25
-# From this many rows on, a block of up to half the rows pays too (n = 1e6, d = 20, G = 2:
-# the gather and half-size passes save about two full passes per vertex, and the one
-# compilation is small next to the fit), while a gathered copy (sparse X, a float32 copy
-# of X) stays within _GROUP_ROWS_MAX_BYTES; read through a GatheredRows, the rows take no
-# memory of their own (1e6 x 100, G = 4: 6.1 instead of 7.5 CPU s a warm fit, 13 MiB more
-# at its peak; a cold fit's peak 0.56x -> 0.74x of the input, the vertex kernel compiling
-# beside the first solve).
+# From this many rows on, a block of up to half the rows pays too (the gather and
+# half-size passes save about two full passes per vertex, and the one compilation is
+# small next to the fit), while a gathered copy (sparse X, a float32 copy of X) stays
+# within _GROUP_ROWS_MAX_BYTES; read through a GatheredRows, the rows take no memory of
+# their own (the vertex kernel compiles beside the first solve).
 _GROUP_ROWS_LARGE_ROWS = 500_000
 _GROUP_ROWS_LARGE_SHARE = 0.5
 _GROUP_ROWS_MAX_BYTES = 128 * 2**20
@@ -286,8 +283,7 @@ def row_block_sums(X, make_columns, *row_arrays, block_rows: int | None = None):
     only ever formed block by block.
 
     XLA on CPU runs a product contracting the samples axis of an (n, d) matrix (``c @ X``,
-    ``C.T @ X``) several times slower than a pass over ``X`` needs (n = 1e6, d = 20: about
-    0.1-0.15 s against 0.02-0.03 s summed over 16,384-row blocks), so these products run
+    ``C.T @ X``) several times slower than a pass over ``X`` needs, so these products run
     over row blocks as :func:`~fairest._kernels._glm.weighted_gram` does: the last block
     is clamped to the end of the data, its rows already counted masked out. Traceable;
     ``make_columns`` and ``block_rows`` are static.
@@ -380,10 +376,9 @@ def _adjoint(loss, metric, num_groups, lam, theta, cholesky, problem):
 
 def row_block_sums_t(X, make_rows, *row_arrays, block_rows: int | None = None):
     """:func:`row_block_sums` with ``make_rows`` giving the (k, rows) TRANSPOSE of the
-    columns, each block's product formed as ``C_b X_b`` (k, d): XLA CPU runs that about
-    1.5x faster than ``X_b^T C_b`` (1e6 x 20, 3 columns: 23 vs 36 CPU ms). Returns ``A^T
-    C`` (p, k) as :func:`row_block_sums`; dense ``X`` only. Traceable; ``make_rows`` and
-    ``block_rows`` are static."""
+    columns, each block's product formed as ``C_b X_b`` (k, d): XLA CPU runs that faster
+    than ``X_b^T C_b``. Returns ``A^T C`` (p, k) as :func:`row_block_sums`; dense ``X``
+    only. Traceable; ``make_rows`` and ``block_rows`` are static."""
     block_rows = ADJOINT_BLOCK_ROWS if block_rows is None else block_rows
     n, d = X.shape
     if n <= block_rows:
@@ -457,8 +452,7 @@ def _adjoint_blocked(loss, metric, num_groups, lam, theta, cholesky, problem):
     same values in fewer passes over ``X``: the loss derivatives once, ``[grad_s U,
     M]^T A`` in one :func:`row_block_sums_t` pass and the refinement's exact Hessian-vector
     product in one more (:func:`blocked_hessian_vector_product`, reusing ``l''``), where
-    the plain path recomputes the scores and runs two products per sum (n = 1e6, d = 20:
-    about 140 -> 80 CPU ms a call)."""
+    the plain path recomputes the scores and runs two products per sum."""
     value, grad_s, pointwise, d1, d2, safe = _metric_parts(
         loss, metric, num_groups, theta, problem, with_grad=True
     )

@@ -10,26 +10,21 @@ TEMPERATURE = 1.0  # spec 3.0 (rho there): smoothing of DP / EO / EOdds (referen
 # temperature of 10 makes the smoothed rates close to the hard ones (the scores are
 # logits), and a smooth-max temperature of 50 keeps the smooth maximum within
 # log(G) / 50 of the largest group deviation (spec 3.8: at 1 it adds up to log G, more
-# than the deviations, and barely ranks the models). Measured with the weight cap below
-# on ACSPublicCoverage by race (9 groups, 15 to 14,336 training rows) and KDD census by
-# race (5 groups) at 20,000 training rows (benchmarks/practitioner.py): test demographic
-# parity 0.166 and 0.024 against 0.174 and 0.031 at (1, 50) and logistic regression's
-# 0.281 and 0.051, at its accuracy.
+# than the deviations, and barely ranks the models). Chosen on the many-group tasks of
+# benchmarks/practitioner.py, where they mitigate more than (1, 50) at the same accuracy.
 TEMPERATURE_SIGMOID = 10.0
 TEMPERATURE_MAX = 50.0
 # max_weight_ratio: a group's weight is at most this multiple of its share of the sample
-# weight, so every weighted fit keeps at least n / 5 effective rows. On the whole simplex
-# the smallest unfairness on those tasks lies at a model fitted mostly to a group of 40
-# (or 226) rows: test accuracy 0.619 (0.934) against a majority rate of 0.702 (0.938).
-# 2 to 5 give the same test figures there; at 5 a group of a third of the rows (women on
-# Adult) may still take all the weight, the fairest point of that two-group simplex.
+# weight, so every weighted fit keeps at least n / 5 effective rows. Uncapped, the smallest
+# unfairness on many-group data can lie at a model fitted mostly to a group of a few dozen
+# rows, below the majority rate on test data; at 5 a group of a third of the rows (women
+# on Adult) may still take all the weight, the fairest point of that two-group simplex.
 MAX_WEIGHT_RATIO = 5.0
 INNER_MAX_ITER = 50  # spec 2: Newton steps per lower-level solve inside BADR
 # From this n d^2 on, BADR's Newton steps assemble the Hessian block from float32 row blocks
-# of X (cast on the fly, no copy; a float32 copy before): about 15 % less CPU time per fit
-# on the data of benchmarks/badr_profile.py (n = 160,000, d = 10), minus the adjoint's
-# refinement step (one exact Hessian-vector product per oracle call). The gradient, hence
-# theta*, stays float64; the refined adjoint is float64-accurate.
+# of X (cast on the fly, no copy): below it the blocks' cast and the adjoint's refinement
+# step (one exact Hessian-vector product per oracle call) cost more than they save. The
+# gradient, hence theta*, stays float64; the refined adjoint is float64-accurate.
 FLOAT32_HESSIAN_WORK = 10_000_000
 MAX_ITER = {  # spec 4.4 (SLSQP 500), 4.6 (trust-constr 500), 4.5 (FW 300), 5.5 (1000)
     "slsqp": 500,

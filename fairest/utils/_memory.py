@@ -5,8 +5,8 @@ rises to 32 MiB once large blocks have been freed) in its heaps for later alloca
 the resident set does not shrink when a fit's temporaries (validation copies, row
 arrays, the compiler's working memory) are freed. A fit about to allocate its one large
 buffer (the float32 copy of ``X``) calls :func:`release_free_memory` first, so that the
-pages of what the earlier phases freed are not resident beside it (at 1e6 x 100 about
-170 MiB after a compilation). ``malloc_trim(0)`` only returns free pages; elsewhere
+pages of what the earlier phases freed (a compilation's working memory above all) are not
+resident beside it. ``malloc_trim(0)`` only returns free pages; elsewhere
 than on glibc (macOS, musl) it is absent and nothing happens.
 """
 

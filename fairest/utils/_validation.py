@@ -163,8 +163,8 @@ def _factorize_column(column, position: int | str) -> tuple[np.ndarray, np.ndarr
 def _factorize_integers(column: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Codes and sorted labels (``column``'s dtype) of a boolean or integer numpy column:
     by counting where its values are small non-negative integers (group codes, 0/1: O(n),
-    0.03 ms at 20,000 rows against 0.07 for pandas' factorisation and 0.08 for
-    ``np.unique``, which sorts: 4 ms at 1e5), else by ``pandas.factorize``."""
+    cheaper than pandas' factorisation and than ``np.unique``, which sorts), else by
+    ``pandas.factorize``."""
     if column.size and column.min() >= 0 and column.max() <= 2 * column.size + 1024:
         values = column.astype(np.intp, copy=False)  # bool too: an index, not a mask
         present = np.bincount(values) > 0
