@@ -30,7 +30,7 @@ from fairest.ermi._solvers import (
 )
 from fairest.utils._estimator import validate_fit_data
 from fairest.utils._linear import LinearClassifierMixin
-from fairest.utils._reporting import as_history, log_fit
+from fairest.utils._reporting import as_history, log_fit, store_history
 
 __all__ = ["ERMIClassifier"]
 
@@ -158,8 +158,8 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
         Initial W (the paper: zeros; the authors' code: standard normal).
     dtype : {"float64", "float32"}, default="float64"
         Precision of the feature matrix in the SGDA solver: with ``"float32"`` the two
-        minibatch products (logits and summed theta-gradient) run in float32, about
-        1.3-2x faster on CPU; theta, W, the per-sample terms and the noise stay float64,
+        minibatch products (logits and summed theta-gradient) run in float32, faster on
+        CPU; theta, W, the per-sample terms and the noise stay float64,
         and the random streams are the same, so a seed gives the same model up to
         float32 rounding. The full-batch solver is always float64.
     random_state : int, RandomState instance or None, default=None
@@ -494,6 +494,7 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
                 result.objective,
                 result.grad_norm,
             )
+            store_history(self, None)  # the full-batch solvers record no iterations
         else:
             result = run_sgda(
                 *problem,
@@ -517,12 +518,9 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
                 dtype=self.dtype,
                 record_history=self.record_history or bool(self.verbose),
             )
-            if result.history is not None:
-                record = as_history(result.history)
-                if self.record_history:
-                    self.history_ = record
-                if self.verbose:
-                    self._log_epochs(record, result.n_iter)
+            store_history(self, result.history)
+            if result.history is not None and self.verbose:
+                self._log_epochs(as_history(result.history), result.n_iter)
         self.n_iter_ = result.n_iter
         self.objective_ = result.objective
         self.intercept_ = result.theta[0].copy()

@@ -20,7 +20,7 @@ from fairest.partial._floors import small_groups_message
 from fairest.partial._linear import _LinearClassifierMixin
 from fairest.utils._degenerate import near_constant, plain_label, prediction_figures
 from fairest.utils._estimator import encode_binary_target, validate_fit_data
-from fairest.utils._reporting import as_history, log_fit, report_progress
+from fairest.utils._reporting import log_fit, report_progress, store_history
 from fairest.utils._validation import FairnessWarning
 
 __all__ = ["PartialParityClassifier"]
@@ -486,8 +486,7 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
         self.effective_tolerance_ = result.effective_tolerance
         self.tightening_ = result.tightening
         self.schedule_ = result.schedule
-        if self.record_history:
-            self.history_ = as_history(result.history)
+        store_history(self, result.history)
         self._warn(result, data_in.groups)
         if len(self.groups_) > 1:
             self._warn_constant(X, y01, data_in)

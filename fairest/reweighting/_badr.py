@@ -30,7 +30,7 @@ from fairest.reweighting._common import (
 from fairest.reweighting._solve import SOLVERS, BADRSettings, solve_badr
 from fairest.utils._estimator import encode_binary_target, validate_fit_data
 from fairest.utils._linear import LinearClassifierMixin, LinearRegressorMixin
-from fairest.utils._reporting import as_history, log_fit
+from fairest.utils._reporting import log_fit, store_history
 from fairest.utils._validation import FairnessWarning
 
 __all__ = ["BADRClassifier", "BADRRegressor"]
@@ -136,8 +136,7 @@ class _BADRBase(BaseEstimator):
         self.group_losses_ = result.group_losses
         self.baseline_unfairness_ = result.baseline_unfairness
         self.selected_ = result.selected
-        if self.record_history:
-            self.history_ = as_history(result.history)
+        store_history(self, result.history)
         return self
 
     def _warn_constant(self, data, y_num, result):

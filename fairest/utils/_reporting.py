@@ -35,6 +35,7 @@ import numpy as np
 __all__ = [
     "log_fit",
     "as_history",
+    "store_history",
     "ProgressBar",
     "show_progress",
     "report_progress",
@@ -267,3 +268,21 @@ def as_history(records: Mapping) -> dict[str, np.ndarray]:
         The same records as numpy arrays.
     """
     return {str(key): np.asarray(value) for key, value in dict(records).items()}
+
+
+def store_history(estimator, records) -> None:
+    """Store a fit's ``history_`` the one way: ``as_history(records)`` when the estimator's
+    ``record_history`` is on and there are records, else remove a previous fit's record
+    (a refit never keeps a stale ``history_``).
+
+    Parameters
+    ----------
+    estimator : estimator
+        The estimator being fitted (its ``record_history`` parameter is read).
+    records : mapping of str to array-like or None
+        The fit's per-iteration records.
+    """
+    if getattr(estimator, "record_history", False) and records is not None:
+        estimator.history_ = as_history(records)
+    elif hasattr(estimator, "history_"):
+        del estimator.history_

@@ -1,0 +1,65 @@
+"""A refit stores ``history_`` the one way (``fairest.utils._reporting.store_history``):
+with ``record_history=True`` the new fit's record, without it none, never the previous
+fit's (issue #34: BADR and partial parity kept a stale record while LossGap and Pruned
+cleared theirs)."""
+
+import inspect
+import warnings
+
+import numpy as np
+import pytest
+from _fast_params import fast_instance
+
+import fairest
+from fairest.utils._reporting import store_history
+
+RECORDING = sorted(
+    name
+    for name in fairest.__all__
+    if inspect.isclass(getattr(fairest, name))
+    and "record_history" in inspect.signature(getattr(fairest, name)).parameters
+)
+
+
+def _data(regression: bool):
+    rng = np.random.default_rng(0)
+    g = rng.integers(0, 2, 240)
+    X = rng.normal(size=(240, 3)) + 0.5 * g[:, None]
+    score = X[:, 0] + 0.5 * rng.normal(size=240)
+    return X, (score if regression else (score > 0.3).astype(int)), g
+
+
+def test_every_recording_family_is_covered():
+    assert {"BADRClassifier", "PartialParityClassifier", "LossGapConstrainedClassifier"} <= set(
+        RECORDING
+    )
+
+
+@pytest.mark.parametrize("name", RECORDING)
+def test_a_refit_without_record_history_keeps_no_stale_record(name):
+    cls = getattr(fairest, name)
+    X, y, g = _data("Regressor" in name)
+    estimator = fast_instance(cls).set_params(record_history=True)
+    if name == "ERMIClassifier":  # the stochastic solver records its epochs, full batch none
+        estimator.set_params(solver="sgda", n_epochs=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the cheap settings' convergence and fairness notes
+        estimator.fit(X, y, sensitive_features=g)
+        assert isinstance(estimator.history_, dict) and estimator.history_
+        estimator.set_params(record_history=False).fit(X, y, sensitive_features=g)
+    assert not hasattr(estimator, "history_")
+
+
+def test_store_history_sets_or_clears():
+    class Stub:
+        record_history = True
+
+    stub = Stub()
+    store_history(stub, {"loss": [3.0, 2.0]})
+    np.testing.assert_array_equal(stub.history_["loss"], [3.0, 2.0])
+    stub.record_history = False
+    store_history(stub, {"loss": [1.0]})
+    assert not hasattr(stub, "history_")
+    stub.record_history = True
+    store_history(stub, None)  # a fit that recorded nothing
+    assert not hasattr(stub, "history_")
