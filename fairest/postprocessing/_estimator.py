@@ -241,7 +241,7 @@ class GroupThresholdClassifier(ClassifierMixin, BaseEstimator):
     """
 
     __metadata_request__fit = {"sensitive_features": True}
-    _fairness_path = ("tolerance", "shared_scores")  # knob and strategy of fairest.fairness_path
+    _fairness_path = ("tolerance", "shared_scores")  # fairness_path's knob and strategy
     __metadata_request__predict = {"sensitive_features": True}
     __metadata_request__score = {"sensitive_features": True}
     __metadata_request__decision_function = {"sensitive_features": True}
