@@ -51,7 +51,8 @@ from threadpoolctl import threadpool_limits
 from fairest.certified import CertifiedFairClassifier
 from fairest.constrained import LossGapConstrainedClassifier
 from fairest.ermi import ERMIClassifier
-from fairest.metrics import MetricFrame, demographic_parity_difference, equalized_odds_difference
+from fairest.metrics import MetricFrame
+from fairest.metrics._catalogue import get_metric
 from fairest.metrics._intervals import IntervalWarning
 from fairest.metrics._rates import RATE_METRICS
 from fairest.partial import PartialParityClassifier
@@ -321,6 +322,34 @@ def _rates(*names):
     return {name: dataclasses.replace(RATE_METRICS[name], undefined=0.0) for name in names}
 
 
+# the fairness columns of a classification report: column -> catalogue metric (each a
+# difference of label rates, with a covering interval from its rates' intervals)
+FAIRNESS_COLUMNS = {
+    "demographic parity diff": "demographic_parity_difference",
+    "equalized odds diff": "equalized_odds_difference",
+}
+
+
+def _fairness_columns(y_true01, y_pred01, groups, bootstrap) -> dict:
+    """Every fairness column's value and, with ``bootstrap``, its interval: the worst of
+    the intervals of the metric's rate differences, each at the Bonferroni level."""
+    row, intervals = {}, {}
+    for column, name in FAIRNESS_COLUMNS.items():
+        record = get_metric(name)
+        row[column] = record(y_true01, y_pred01, sensitive_features=groups)
+        if bootstrap is None:
+            continue
+        gaps = MetricFrame(
+            metrics={rate.name: dataclasses.replace(rate, undefined=0.0) for rate in record.rates},
+            y_true=y_true01,
+            y_pred=y_pred01,
+            ci=1 - (1 - CI_LEVEL) / len(record.rates),
+            **bootstrap,
+        ).difference_ci()
+        intervals[ci_column(column)] = _interval(_worst_of(gap for _, gap in gaps.iterrows()))
+    return row, intervals
+
+
 def _interval(interval) -> str:
     """A ``lower`` / ``upper`` pair as the report prints it."""
     return f"[{float(interval['lower']):.4f}, {float(interval['upper']):.4f}]"
@@ -372,33 +401,14 @@ def _score_row(method: Method, estimator, data: CompareData, fit_seconds: float,
     y_true01 = (data.y_test == positive).astype(int)
     y_pred01 = (y_pred == positive).astype(int)
     row["accuracy"] = accuracy_score(data.y_test, y_pred)
-    row["demographic parity diff"] = demographic_parity_difference(
-        y_true01, y_pred01, sensitive_features=groups
-    )
-    row["equalized odds diff"] = equalized_odds_difference(
-        y_true01, y_pred01, sensitive_features=groups
-    )
+    values, intervals = _fairness_columns(y_true01, y_pred01, groups, bootstrap if n_boot else None)
+    row.update(values)
     if n_boot:
         frame = MetricFrame(
-            metrics=_rates("accuracy", "selection_rate"),
-            y_true=y_true01,
-            y_pred=y_pred01,
-            **bootstrap,
+            metrics=_rates("accuracy"), y_true=y_true01, y_pred=y_pred01, **bootstrap
         )
         row[ci_column("accuracy")] = _interval(frame.overall_ci.loc["accuracy"])
-        row[ci_column("demographic parity diff")] = _interval(
-            frame.difference_ci().loc["selection_rate"]
-        )
-        odds = MetricFrame(  # both gaps at once: each at the Bonferroni level
-            metrics=_rates("true_positive_rate", "false_positive_rate"),
-            y_true=y_true01,
-            y_pred=y_pred01,
-            ci=1 - (1 - CI_LEVEL) / 2,
-            **bootstrap,
-        ).difference_ci()
-        row[ci_column("equalized odds diff")] = _interval(
-            _worst_of(row for _, row in odds.iterrows())
-        )
+        row.update(intervals)
     return row
 
 

@@ -4,31 +4,11 @@
 a constrained method's or the post-processor's ``tolerance``, ...), the fitted estimator
 and its train (and validation) accuracy and unfairness, as a :class:`FairnessPath` with a
 ``to_frame()`` that :func:`fairest.plot.plot_pareto_frontier` draws directly. How the
-points are computed depends on the family (``FairnessPath.strategy``):
-
-* ``"continuation"``: :class:`~fairest.ermi.ERMIClassifier` (full-batch solver): Newton's method with the
-  exact FERMI Hessian (one pass over the data builds its Gram and W* coupling parts;
-  BFGS-corrected between exact ones), continued along the sorted ``fairness_weight``
-  values (each started from the previous minimiser moved along the path's tangent: 4
-  to 13 iterations per value on Adult where the refit's L-BFGS runs 130 to 290), to the
-  refit's own stationarity test, so each point is the refit's optimum to the solver
-  tolerance (a value Newton leaves above it is finished by the family's L-BFGS);
-* ``"vmap"`` (the values solved together, in one sweep):
-  :class:`~fairest.constrained.LossGapConstrainedClassifier` (scan solvers; linear or
-  float64): its seeded epoch loop ``vmap``-ped over ``tolerance``, every value on the same
-  initialisation and minibatch draws as its refit (one host loop and one compiled
-  program for all), so each point is the refit's model to float rounding;
-* ``"shared_scores"``: :class:`~fairest.postprocessing.GroupThresholdClassifier`: the
-  wrapped classifier is fitted and scores the data once; the per-group cumulative counts,
-  the range-maximum table and the band starts are built once and only the band ends and
-  their range maxima are computed per ``tolerance``; every point is scored in one
-  vectorised pass (the default demographic parity);
-* ``"refit"``: any other estimator or parameter (``PrunedFairClassifier``'s
-  ``tolerance`` and Stochastic Ghost included, whose stochastic solvers give a
-  different model from a warm start than from their seeded initialisation):
-  ``clone(estimator).set_params(**{param: value}).fit(...)`` per value. Compiled
-  kernels are shared across the values (the knobs are traced), so only the first fit
-  compiles.
+points are computed depends on the family (``FairnessPath.strategy``, declared by the
+estimator's class, see :func:`fairness_path`): Newton ``"continuation"`` along ERMI's
+weights, ``"vmap"``-ped loss-gap solvers, ``"shared_scores"`` of the post-processor's
+wrapped classifier, or one ``"refit"`` per value (compiled kernels shared across the
+values, since the knobs are traced).
 """
 
 from __future__ import annotations
@@ -54,16 +34,13 @@ from fairest.utils._validation import frame_of_mapping
 
 __all__ = ["FairnessPath", "fairness_path"]
 
-DEFAULT_PARAMS = {  # class name -> the knob a path runs over when ``param`` is not given
-    "ERMIClassifier": "fairness_weight",
-    "GroupThresholdClassifier": "tolerance",
-    "LossGapConstrainedClassifier": "tolerance",
-    "PrunedFairClassifier": "tolerance",
-}
-RATE_METRICS = {
-    "demographic_parity": _metrics.demographic_parity_difference,
-    "equal_opportunity": _metrics.equal_opportunity_difference,
-    "equalized_odds": _metrics.equalized_odds_difference,
+STRATEGIES = ("continuation", "vmap", "shared_scores", "refit")
+# an estimator's ``metric`` values that name a difference of the metric catalogue under a
+# family's short name (the post-processor's and ERMI's; judged by fairlearn's metric)
+METRIC_ALIASES = {
+    "demographic_parity": "demographic_parity_difference",
+    "equal_opportunity": "equal_opportunity_difference",
+    "equalized_odds": "equalized_odds_difference",
 }
 
 
@@ -88,8 +65,8 @@ class FairnessPath:
         The same on the validation data (unweighted); ``None`` without ``X_val`` or
         ``cv``; with ``cv``, the means over the folds of the test rows' values.
     unfairness : str
-        The :mod:`fairest.metrics` function that measures the unfairness: the
-        estimator's own ``metric`` (e.g. ``demographic_parity_difference``).
+        The catalogue metric that measures the unfairness: ``metric`` or the
+        estimator's own (e.g. ``demographic_parity_difference``).
     strategy : {"continuation", "vmap", "shared_scores", "refit"}
         How the points were computed (see :func:`fairness_path`).
     method : str
@@ -172,6 +149,7 @@ def fairness_path(
     sensitive_features_val=None,
     sample_weight=None,
     cv=None,
+    metric=None,
 ):
     """Fit ``estimator`` at every value of its fairness knob, faster than refitting.
 
@@ -209,9 +187,9 @@ def fairness_path(
     sensitive_features : array-like of shape (n_samples,) or (n_samples, k)
         Group membership, passed to ``fit`` and to the unfairness metric.
     param : str, default=None
-        The parameter the path runs over; ``None``: the family's knob
-        (``fairness_weight`` for ERMI, ``tolerance`` for the constrained and
-        post-processing families).
+        The parameter the path runs over; ``None``: the knob the estimator's class
+        declares (``fairness_weight`` for ERMI, ``tolerance`` for the constrained and
+        post-processing families; see Notes).
     values : array-like of shape (n_values,)
         Values of ``param`` (numbers), each valid for the estimator; kept in the order
         given.
@@ -235,6 +213,15 @@ def fairness_path(
         n_splits), their means as ``train_*`` / ``val_*``, and ``estimators[i][j]``
         (value ``i``, fold ``j``). The loss-gap lanes run every (fold, value) pair in one
         sweep; the other strategies run one path per fold. Not with ``X_val``.
+    metric : str, default=None
+        The unfairness the points are scored by: a name of the metric catalogue
+        (:func:`fairest.metrics.catalogue`, including metrics added with
+        :func:`fairest.metrics.register_metric`; metrics of labels take ``predict``,
+        of scores ``decision_function`` (else the positive-class probability), of
+        probabilities ``predict_proba``). ``None``: the estimator's own ``metric`` (a
+        catalogue name, or a family's short name such as ``"equalized_odds"``, read as
+        fairlearn's ``*_difference``; the constrained family's loss gaps), else the
+        demographic parity difference.
 
     Returns
     -------
@@ -250,6 +237,15 @@ def fairness_path(
         estimator (scikit-learn's ``InvalidParameterError``), if the validation data is
         incomplete, if ``cv`` comes with ``X_val`` or gives an empty split, or if a group
         or a label is too small for an int ``cv``'s folds.
+
+    Notes
+    -----
+    The path protocol: an estimator class declares its fairness knob and the path
+    strategy for it in a class attribute ``_fairness_path = (param, strategy)``, e.g.
+    ``("tolerance", "shared_scores")``; ``strategy`` is one of ``"continuation"``,
+    ``"vmap"``, ``"shared_scores"`` (each needs the family's path code, so only
+    fairest's own estimators declare them) or ``"refit"``. A class without the attribute
+    needs ``param=`` and is refitted per value.
 
     References
     ----------
@@ -295,12 +291,19 @@ def fairness_path(
                 "every fold's model on the fold's test rows)."
             )
         return _cross_validated_path(
-            estimator, param, values, given, strategy, X, y, fit, cv, start
+            estimator, param, values, given, strategy, X, y, fit, cv, start, metric
         )
+    metric_name, unfairness = _unfairness_metric(estimator, metric)
+    own = metric is None  # the loss-gap lanes score their own metric
     estimators = _fit_points(estimator, param, values, given, strategy, X, y, fit)
-    metric_name, metric = _unfairness_metric(estimator)
-    train = _path_scores(estimators, metric, X, y, sensitive_features, sample_weight, strategy)
-    val = _path_scores(estimators, metric, *validation, None, strategy) if validation else None
+    train = _path_scores(
+        estimators, unfairness, X, y, sensitive_features, sample_weight, strategy, own
+    )
+    val = (
+        _path_scores(estimators, unfairness, *validation, None, strategy, own)
+        if validation
+        else None
+    )
     return FairnessPath(
         param=param,
         values=values,
@@ -335,9 +338,13 @@ def _fit_points(estimator, param, values, given, strategy, X, y, fit) -> list:
 # cross-validation
 
 
-def _cross_validated_path(estimator, param, values, given, strategy, X, y, fit, cv, start):
+def _cross_validated_path(
+    estimator, param, values, given, strategy, X, y, fit, cv, start, metric=None
+):
     """:func:`fairness_path` with ``cv``: every (value, fold) model, its train scores on
     the fold's training rows and its validation scores on the fold's test rows."""
+    metric_name, unfairness = _unfairness_metric(estimator, metric)
+    own = metric is None
     splits = _check_splits(cv, X, y, fit["sensitive_features"])
     if strategy == "vmap":  # every (fold, value) lane in one sweep
         from fairest.constrained._path import _fit_folds
@@ -357,14 +364,13 @@ def _cross_validated_path(estimator, param, values, given, strategy, X, y, fit, 
             for train, _ in splits
         ]
         estimators = [list(points) for points in zip(*per_fold)]
-    metric_name, metric = _unfairness_metric(estimator)
-    if strategy == "vmap" and hasattr(estimators[0][0], "coef_"):  # linear loss-gap lanes
+    if strategy == "vmap" and own and hasattr(estimators[0][0], "coef_"):  # loss-gap lanes
         from fairest.constrained._path import score_linear_folds
 
         groups, weight = fit["sensitive_features"], fit["sample_weight"]
         train, val = score_linear_folds(estimators, X, y, groups, weight, splits, logits)
     else:
-        train, val = _fold_scores(estimators, metric, strategy, X, y, fit, splits)
+        train, val = _fold_scores(estimators, unfairness, strategy, X, y, fit, splits, own)
     train, val = np.asarray(train).transpose(1, 0, 2), np.asarray(val).transpose(1, 0, 2)
     return FairnessPath(
         param=param,
@@ -386,7 +392,7 @@ def _cross_validated_path(estimator, param, values, given, strategy, X, y, fit, 
     )
 
 
-def _fold_scores(estimators, metric, strategy, X, y, fit, splits) -> tuple:
+def _fold_scores(estimators, metric, strategy, X, y, fit, splits, own=True) -> tuple:
     """``(train, val)``: per fold, every point's ``(accuracy, unfairness)`` on the fold's
     training rows (weighted) and test rows (unweighted)."""
     train, val = [], []
@@ -395,9 +401,9 @@ def _fold_scores(estimators, metric, strategy, X, y, fit, splits) -> tuple:
         X_train, y_train, fit_train = _fold_rows(X, y, fit, train_rows)
         X_test, y_test, fit_test = _fold_rows(X, y, fit, test_rows)
         groups, weight = fit_train["sensitive_features"], fit_train["sample_weight"]
-        train.append(_path_scores(points, metric, X_train, y_train, groups, weight, strategy))
+        train.append(_path_scores(points, metric, X_train, y_train, groups, weight, strategy, own))
         groups = fit_test["sensitive_features"]
-        val.append(_path_scores(points, metric, X_test, y_test, groups, None, strategy))
+        val.append(_path_scores(points, metric, X_test, y_test, groups, None, strategy, own))
     return train, val
 
 
@@ -532,7 +538,7 @@ def _resolve_param(estimator, param) -> str:
         )
     names = sorted(estimator.get_params(deep=False))
     if param is None:
-        param = DEFAULT_PARAMS.get(_family(estimator))
+        param = _declared_path(estimator)[0]
         if param is None:
             raise ValueError(
                 f"no default path parameter for {type(estimator).__name__}; pass param= "
@@ -577,26 +583,39 @@ def _check_validation(X_val, y_val, sensitive_features_val):
 # strategies
 
 
-def _family(estimator) -> str | None:
-    """The class name of a fairest estimator (the key of :data:`DEFAULT_PARAMS` and of the
-    strategies); ``None`` for a class of the same name defined outside fairest."""
-    cls = type(estimator)
-    return cls.__name__ if cls.__module__.split(".")[0] == "fairest" else None
+def _declared_path(estimator) -> tuple:
+    """``(knob, strategy)`` that the estimator's class declares in its ``_fairness_path``
+    attribute (the path protocol, see :func:`fairness_path`); ``(None, "refit")`` when
+    it declares none."""
+    declared = getattr(type(estimator), "_fairness_path", None)
+    if declared is None:
+        return None, "refit"
+    param, strategy = declared
+    if strategy not in STRATEGIES:
+        raise ValueError(
+            f"{type(estimator).__name__}._fairness_path names the strategy {strategy!r}; "
+            f"it must be one of {STRATEGIES}."
+        )
+    return param, strategy
 
 
 def _strategy(estimator, param) -> str:
-    name = _family(estimator)
-    if name == "ERMIClassifier" and param == "fairness_weight":
+    """The declared strategy when the path runs over the declared knob and the
+    estimator's settings allow it, else one refit per value."""
+    knob, strategy = _declared_path(estimator)
+    if param != knob:
+        return "refit"
+    if strategy == "continuation":  # Newton continuation of the full-batch solver
         if estimator.dp_epsilon is None and estimator.solver in ("auto", "full-batch"):
-            return "continuation"
-    if name == "GroupThresholdClassifier" and param == "tolerance":
+            return strategy
+    if strategy == "shared_scores":  # thresholds on scores shared by the points
         if estimator.group_estimator is None:
-            return "shared_scores"
-    if name == "LossGapConstrainedClassifier" and param == "tolerance":
+            return strategy
+    if strategy == "vmap":
         from fairest.constrained._path import tolerance_path_supported
 
         if tolerance_path_supported(estimator):
-            return "vmap"
+            return strategy
     return "refit"
 
 
@@ -612,13 +631,30 @@ def _refit(estimator, param, value, X, y, fit):
 # scores
 
 
-def _unfairness_metric(estimator):
-    """``(name, function(estimator, X, y, groups, weight))`` of the estimator's own metric."""
-    metric = getattr(estimator, "metric", None)
-    if isinstance(metric, str) and metric.startswith("loss_"):
-        return "loss_gap", partial(_loss_gap, kind=metric)
-    function = RATE_METRICS.get(metric, _metrics.demographic_parity_difference)
-    return function.__name__, partial(_rate_gap, function=function)
+def _unfairness_metric(estimator, metric=None):
+    """``(name, function(estimator, X, y, y_pred, groups, weight))``: the catalogue metric
+    ``metric``, else the estimator's own ``metric`` (a catalogue name, a short name of
+    :data:`METRIC_ALIASES`, or a loss gap of the constrained family), else the
+    demographic parity difference."""
+    if metric is not None:
+        return _catalogue_unfairness(metric)
+    own = getattr(estimator, "metric", None)
+    if isinstance(own, str) and own.startswith("loss_"):
+        return "loss_gap", partial(_loss_gap, kind=own)
+    from fairest.metrics._catalogue import catalogue
+
+    record = catalogue().get(METRIC_ALIASES.get(own, own) if isinstance(own, str) else None)
+    labels = record is not None and "labels" in record.kinds
+    return _catalogue_unfairness(record.name if labels else "demographic_parity_difference")
+
+
+def _catalogue_unfairness(metric):
+    from fairest.metrics._catalogue import get_metric
+
+    record = get_metric(metric)
+    if "labels" not in record.kinds and {"scores", "probabilities"} & set(record.kinds):
+        return record.name, partial(_score_gap, record=record)
+    return record.name, partial(_rate_gap, function=record.exact)
 
 
 def _predict(estimator, X, groups):
@@ -632,6 +668,22 @@ def _rate_gap(estimator, X, y, y_pred, groups, weight, *, function):
     return function(
         (np.asarray(y) == positive).astype(int),
         (np.asarray(y_pred) == positive).astype(int),
+        sensitive_features=groups,
+        sample_weight=weight,
+    )
+
+
+def _score_gap(estimator, X, y, y_pred, groups, weight, *, record):
+    """A metric of scores (``decision_function``, else the positive-class probability)
+    or of probabilities (``predict_proba``), against 0/1 labels."""
+    positive = estimator.classes_[-1]
+    if "scores" in record.kinds and hasattr(estimator, "decision_function"):
+        output = estimator.decision_function(X)
+    else:
+        output = np.asarray(estimator.predict_proba(X))[:, -1]
+    return record.exact(
+        (np.asarray(y) == positive).astype(int),
+        np.asarray(output, dtype=np.float64).reshape(-1),
         sensitive_features=groups,
         sample_weight=weight,
     )
@@ -713,10 +765,11 @@ def _linear_predictions(estimators, X):
     return predictions
 
 
-def _path_scores(estimators, metric, X, y, groups, weight, strategy):
+def _path_scores(estimators, metric, X, y, groups, weight, strategy, own=True):
     """``(accuracy, unfairness)`` of every point; the post-processor's points share one
-    score computation of their wrapped classifier."""
-    if strategy == "vmap" and hasattr(estimators[0], "coef_"):  # linear loss-gap lanes
+    score computation of their wrapped classifier. ``own``: ``metric`` is the
+    estimator's own (the linear loss-gap lanes score it themselves)."""
+    if strategy == "vmap" and own and hasattr(estimators[0], "coef_"):  # loss-gap lanes
         from fairest.constrained._path import score_linear_points
 
         return score_linear_points(estimators, X, y, groups, weight)

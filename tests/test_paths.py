@@ -449,3 +449,71 @@ def test_a_class_named_like_a_fairest_estimator_gets_no_fairest_strategy():
         GroupThresholdClassifier(), X, y, sensitive_features=groups, param="C", values=[1.0]
     )
     assert path.strategy == "refit"
+
+
+def test_the_path_protocol_is_a_class_attribute_not_a_class_name():
+    """A class declares its knob and strategy in ``_fairness_path``; the name of the class
+    plays no part (a subclass of a fairest estimator keeps its fast strategy; a user class
+    declaring a knob gets it as the default ``param``)."""
+    from sklearn.linear_model import LogisticRegression as Base
+
+    class Declared(Base):
+        _fairness_path = ("C", "refit")
+
+    class Renamed(GroupThresholdClassifier):
+        pass
+
+    X, y, groups = _small_group_data(60)
+    path = fairness_path(Declared(), X, y, sensitive_features=groups, values=[0.5, 1.0])
+    assert path.param == "C" and path.strategy == "refit"
+    path = fairness_path(
+        Renamed(LogisticRegression()), X, y, sensitive_features=groups, values=[0.1, 0.5]
+    )
+    assert path.param == "tolerance" and path.strategy == "shared_scores"
+
+    class Unknown(Base):
+        _fairness_path = ("C", "warp")
+
+    with pytest.raises(ValueError, match="strategy 'warp'.*one of"):
+        fairness_path(Unknown(), X, y, sensitive_features=groups, values=[1.0])
+
+
+def test_path_metric_by_catalogue_name(data):
+    """``metric=`` scores the points by any catalogue metric: labels through
+    ``predict``, scores through ``decision_function``; the estimator's own metric
+    otherwise."""
+    from fairest.metrics import demographic_parity_deviation, equal_opportunity_difference
+
+    X, y, groups, *_ = data
+    estimator = GroupThresholdClassifier(LogisticRegression(), metric="equalized_odds")
+    own = fairness_path(estimator, X, y, sensitive_features=groups, values=[0.1, 0.3])
+    assert own.unfairness == "equalized_odds_difference"
+    path = fairness_path(
+        estimator,
+        X,
+        y,
+        sensitive_features=groups,
+        values=[0.1, 0.3],
+        metric="equal_opportunity_difference",
+    )
+    assert path.unfairness == "equal_opportunity_difference"
+    for point, value in zip(path.estimators, path.train_unfairness):
+        predicted = point.predict(X, sensitive_features=groups)
+        expected = equal_opportunity_difference(y, predicted, sensitive_features=groups)
+        assert value == pytest.approx(expected)
+    lr = fairness_path(
+        LogisticRegression(),
+        X,
+        y,
+        sensitive_features=groups,
+        param="C",
+        values=[0.1, 1.0],
+        metric="demographic_parity_deviation",
+    )
+    for point, value in zip(lr.estimators, lr.train_unfairness):
+        scores = point.decision_function(X)
+        assert value == pytest.approx(
+            demographic_parity_deviation(y, scores, sensitive_features=groups)
+        )
+    with pytest.raises(ValueError, match="unknown fairness metric 'nope'"):
+        fairness_path(estimator, X, y, sensitive_features=groups, values=[0.1], metric="nope")

@@ -15,16 +15,20 @@ All functions are vectorised over groups and rates (arrays of counts and sums).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import special
+
+from fairest.metrics._catalogue import LOG_LOSS_CLIP, LOG_LOSS_MAX
 
 __all__ = [
     "BOUNDS",
     "EXACT_BOUNDS",
     "METRICS",
     "LOG_LOSS_CLIP",
+    "LOG_LOSS_MAX",
     "RateStatistics",
     "MetricInterval",
     "rate_bounds",
@@ -34,39 +38,62 @@ __all__ = [
     "rows_needed",
 ]
 
-# log-loss is clipped at probabilities [LOG_LOSS_CLIP, 1 - LOG_LOSS_CLIP], so it lies in
-# [0, -log(LOG_LOSS_CLIP)] and a bounded-loss bound applies after division by that maximum
-LOG_LOSS_CLIP = 1e-2
-LOG_LOSS_MAX = -np.log(LOG_LOSS_CLIP)
 BOOTSTRAP_RESAMPLES = 1000
 _BOOTSTRAP_CHUNK = 50
 
 
 @dataclass(frozen=True)
 class _MetricSpec:
-    rates: tuple[str, ...]  # "selection", "tpr", "fpr", "error", "log_loss"
+    """What the bounds need of a catalogue metric (:mod:`fairest.metrics._catalogue`)."""
+
+    rates: tuple[str, ...]  # short rate names: "selection", "tpr", "fpr", "error", "log_loss"
     kind: str  # "difference" (smaller is fairer) or "ratio" (larger is fairer)
     needs_proba: bool = False
+    records: tuple = ()  # the RateMetric records of the rates
+    scale: float = 1.0  # the rates' values are the quantity divided by scale
 
 
-METRICS = {
-    "demographic_parity_difference": _MetricSpec(("selection",), "difference"),
-    "demographic_parity_ratio": _MetricSpec(("selection",), "ratio"),
-    "equal_opportunity_difference": _MetricSpec(("tpr",), "difference"),
-    "equal_opportunity_ratio": _MetricSpec(("tpr",), "ratio"),
-    "equalized_odds_difference": _MetricSpec(("tpr", "fpr"), "difference"),
-    "equalized_odds_ratio": _MetricSpec(("tpr", "fpr"), "ratio"),
-    "zero_one_loss_gap": _MetricSpec(("error",), "difference"),
-    "log_loss_gap": _MetricSpec(("log_loss",), "difference", needs_proba=True),
-}
+def _certifiable(record) -> bool:
+    """A comparison of group means of [0, 1] values: rates of 0/1 labels (indicators),
+    or of probabilities with a loss scaled into [0, 1]."""
+    if not record.rates or record.aggregate is None:
+        return False
+    if record.kinds == ("labels",):
+        return all(rate.binary for rate in record.rates)
+    return record.kinds == ("probabilities",) and record.scale != 1.0
 
-_RATE_CONDITION = {
-    "selection": "rows",
-    "tpr": "rows with y = 1",
-    "fpr": "rows with y = 0",
-    "error": "rows",
-    "log_loss": "rows",
-}
+
+class _CatalogueMetrics(Mapping):
+    """The metrics the bounds cover, read from the metric catalogue at every look-up (so
+    a metric registered there is covered at once)."""
+
+    def _records(self) -> dict:
+        from fairest.metrics._catalogue import catalogue
+
+        return {name: record for name, record in catalogue().items() if _certifiable(record)}
+
+    def __getitem__(self, name):
+        record = self._records()[name]
+        return _MetricSpec(
+            rates=record.rate_labels,
+            kind=record.aggregate,
+            needs_proba=record.kinds == ("probabilities",),
+            records=record.rates,
+            scale=record.scale,
+        )
+
+    def __iter__(self):
+        return iter(self._records())
+
+    def __len__(self) -> int:
+        return len(self._records())
+
+    def __repr__(self) -> str:
+        return f"METRICS{tuple(self)}"
+
+
+METRICS = _CatalogueMetrics()
+"""The certifiable metrics of the catalogue by name (a live view)."""
 
 
 # --------------------------------------------------------------------------------------
@@ -253,8 +280,8 @@ def rate_statistics(
     """
     spec = _spec(metric)
     values, masks = [], []
-    for rate in spec.rates:
-        value, mask = _rate_values(rate, y_true01, y_pred01, proba)
+    for rate in spec.records:
+        value, mask = _rate_values(rate, y_true01, proba if spec.needs_proba else y_pred01)
         values.append(value)
         masks.append(mask)
     values, masks = np.stack(values), np.stack(masks)  # (R, n)
@@ -265,23 +292,17 @@ def rate_statistics(
     count = np.bincount(cells, minlength=size).reshape(num_rates, num_groups)
     total = np.bincount(cells, kept, minlength=size).reshape(num_rates, num_groups)
     squares = np.bincount(cells, kept**2, minlength=size).reshape(num_rates, num_groups)
-    binary = "log_loss" not in spec.rates
+    binary = not spec.needs_proba
     return RateStatistics(count.astype(np.float64), total, squares, binary, kept, cells, seed)
 
 
-def _rate_values(rate, y_true01, y_pred01, proba):
-    everyone = np.ones(y_true01.shape, dtype=bool)
-    if rate == "selection":
-        return y_pred01, everyone
-    if rate == "tpr":
-        return y_pred01, y_true01 == 1
-    if rate == "fpr":
-        return y_pred01, y_true01 == 0
-    if rate == "error":
-        return (y_pred01 != y_true01).astype(np.float64), everyone
-    clipped = np.clip(proba, LOG_LOSS_CLIP, 1.0 - LOG_LOSS_CLIP)
-    true_class = np.where(y_true01 == 1, clipped, 1.0 - clipped)
-    return -np.log(true_class) / LOG_LOSS_MAX, everyone
+def _rate_values(rate, y_true01, y_pred):
+    """Per-row values of ``rate`` and the rows it is a mean over."""
+    y_true01 = np.asarray(y_true01, dtype=np.float64)
+    y_pred = np.asarray(y_pred, dtype=np.float64)
+    eligible = rate.eligible(y_true01, y_pred)
+    mask = np.ones(y_true01.shape, dtype=bool) if eligible is None else eligible > 0
+    return np.asarray(rate.hits(y_true01, y_pred), dtype=np.float64), mask
 
 
 def _spec(metric: str) -> _MetricSpec:
@@ -410,7 +431,7 @@ def metric_interval(
         upper = np.clip(estimate + inflation * (upper - estimate), 0.0, 1.0)
         empty = statistics.count == 0
         lower, upper = np.where(empty, 0.0, lower), np.where(empty, 1.0, upper)
-    scale = LOG_LOSS_MAX if "log_loss" in spec.rates else 1.0
+    scale = spec.scale
     low, high, point = _combine(spec.kind, lower, upper, estimate)
     if spec.kind == "difference":
         low, high, point = low * scale, high * scale, point * scale
@@ -515,5 +536,12 @@ def rows_needed(
 
 
 def rate_condition(rate: str) -> str:
-    """Which rows a rate is a mean over, in words (for messages)."""
-    return _RATE_CONDITION[rate]
+    """Which rows a rate is a mean over, in words (for messages); ``rate`` is a short
+    rate name of a certifiable metric (``"tpr"``)."""
+    from fairest.metrics._catalogue import catalogue
+
+    for record in catalogue().values():
+        for rate_record, label in zip(record.rates, record.rate_labels):
+            if label == rate:
+                return rate_record.condition
+    raise ValueError(f"no rate of the metric catalogue is named {rate!r}.")

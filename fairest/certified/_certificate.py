@@ -14,7 +14,6 @@ from sklearn.utils.metadata_routing import MetadataRouter, get_routing_for_objec
 
 from fairest.certified._bounds import (
     BOUNDS,
-    LOG_LOSS_MAX,
     METRICS,
     MetricInterval,
     constraint_delta,
@@ -67,7 +66,7 @@ def check_constraints(constraints) -> list[tuple[str, float]]:
             raise ValueError(
                 f"unknown metric {metric!r} in constraints; use one of {tuple(METRICS)}."
             )
-        largest = LOG_LOSS_MAX if metric == "log_loss_gap" else 1.0
+        largest = METRICS[metric].scale  # the largest value of its rates' quantity
         if not isinstance(tolerance, Real) or not 0.0 <= float(tolerance) <= largest:
             raise ValueError(
                 f"the tolerance of {metric!r} must be a number in [0, {largest:.4g}]; "

@@ -382,6 +382,7 @@ default="loss_parity"
     """
 
     __metadata_request__fit = {"sensitive_features": True}
+    _fairness_path = ("tolerance", "vmap")  # fairness_path's knob and strategy
     __metadata_request__partial_fit = {"sensitive_features": True}
 
     _parameter_constraints: dict = {

@@ -1223,6 +1223,7 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
     """
 
     __metadata_request__fit = {"sensitive_features": True}
+    _fairness_path = ("tolerance", "refit")  # fairness_path's knob and strategy
     __metadata_request__partial_fit = {"sensitive_features": True}
 
     _parameter_constraints: dict = {

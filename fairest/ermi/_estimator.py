@@ -262,6 +262,7 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
     """
 
     __metadata_request__fit = {"sensitive_features": True}
+    _fairness_path = ("fairness_weight", "continuation")  # fairness_path's knob and strategy
     __metadata_request__partial_fit = {"sensitive_features": True}
 
     _parameter_constraints: dict = {

@@ -12,6 +12,10 @@
   ``individual_fairness``, ``disparate_mistreatment``, ``hsic_linear``.
 * Smooth JAX surrogates of the BADR metrics, ``smooth_*``, jitted functions of
   ``(scores, y, group_codes, num_groups)``.
+* The metric catalogue (``catalogue``, ``get_metric``, ``register_metric``,
+  ``rate_metric``): one record per fairness metric (its exact function, the group rates it
+  compares, its smooth surrogate, the kinds of predictions it takes), read by the frame,
+  the scorers, ``fairness_path``, the certified bounds and the post-processor.
 * ``MetricFrame``: any metrics per group and overall, differences and ratios, bootstrap
   confidence intervals (fairlearn-compatible).
 * ``group_report``: per-group table of counts, rates and losses (a view of the frame).
@@ -35,6 +39,14 @@ __getattr__, __dir__, __all__ = lazy_exports(
             "selection_rate",
             "true_negative_rate",
             "true_positive_rate",
+        ],
+        "_catalogue": [
+            "FairnessMetric",
+            "catalogue",
+            "get_metric",
+            "rate_metric",
+            "register_metric",
+            "unregister_metric",
         ],
         "_constrained": [
             "excess_accuracy_gaps",

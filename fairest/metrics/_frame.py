@@ -56,7 +56,7 @@ from fairest.metrics._frame_eval import (
 from fairest.metrics._group_stats import group_totals
 from fairest.metrics._rates import RATE_METRICS, RateMetric, is_binary_coded
 
-__all__ = ["MetricFrame", "RATE_METRICS", "RateMetric", "group_index"]
+__all__ = ["MetricFrame", "RATE_METRICS", "RateMetric", "certified_difference", "group_index"]
 
 _COMPARE_METHODS = ("between_groups", "to_overall")
 _ERRORS = ("raise", "coerce")
@@ -668,13 +668,14 @@ class MetricFrame:
     def difference_certified(self, *, delta=0.05, bound="clopper-pearson") -> pd.DataFrame:
         """Certified (finite-sample) interval of the between-groups :meth:`difference`.
 
-        For the rate metrics whose difference is a fairness metric of
-        :func:`fairest.certified.fairness_interval` (``selection_rate``: demographic
-        parity difference; ``true_positive_rate``: equal opportunity difference;
-        ``accuracy``: the 0-1 loss gap), on unweighted binary labels; NaN for the other
-        metrics. Every row holds with probability at least ``1 - delta``, all rows at
-        once (``delta`` is split equally over them), provided the rows are an i.i.d.
-        sample not used to fit or choose the model.
+        For the rate metrics whose difference is a fairness metric of the catalogue that
+        :func:`fairest.certified.fairness_interval` bounds (``selection_rate``:
+        demographic parity difference; ``true_positive_rate``: equal opportunity
+        difference; ``accuracy``: the 0-1 loss gap; a registered difference of one rate),
+        on unweighted binary labels; NaN for the other metrics. Every row holds with
+        probability at least ``1 - delta``, all rows at once (``delta`` is split
+        equally over them), provided the rows are an i.i.d. sample not used to fit or
+        choose the model.
 
         Parameters
         ----------
@@ -707,7 +708,7 @@ default="clopper-pearson"
             raise ValueError("difference_certified needs a frame without control_features.")
         binary = is_binary_coded(y_true) and is_binary_coded(y_pred)
         bounded = {
-            name: _CERTIFIED_DIFFERENCES.get(metric.rate.name)
+            name: certified_difference(metric.rate.name)
             for name, metric in self._metrics.items()
             if metric.rate is not None and binary
         }
@@ -737,9 +738,18 @@ default="clopper-pearson"
         return f"MetricFrame(metrics={self._names}, groups={len(self._row_index)})"
 
 
-# the between-groups difference of these rates is a metric fairest.certified bounds
-_CERTIFIED_DIFFERENCES = {
-    "selection_rate": "demographic_parity_difference",
-    "true_positive_rate": "equal_opportunity_difference",
-    "accuracy": "zero_one_loss_gap",
-}
+def certified_difference(rate_name: str) -> str | None:
+    """The catalogue metric whose value is the between-groups difference of the rate
+    ``rate_name`` (or of its complement) and which :mod:`fairest.certified` bounds: a
+    difference of one rate of labels; None when there is none."""
+    from fairest.certified._bounds import METRICS
+
+    complement = None
+    for name, spec in METRICS.items():
+        if spec.kind != "difference" or len(spec.records) != 1 or spec.needs_proba:
+            continue
+        if spec.records[0].name == rate_name:
+            return name
+        if complement is None and spec.records[0].complement == rate_name:
+            complement = name
+    return complement

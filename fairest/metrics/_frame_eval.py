@@ -21,7 +21,6 @@ from fairest.metrics._bootstrap import (
     replicate_segments,
 )
 from fairest.metrics._checks import (
-    check_option,
     check_sample_weight,
     encode_sensitive_features,
 )
@@ -43,8 +42,9 @@ def _metric_name(metric, position: int) -> str:
 
 
 def _as_metric_dict(metrics) -> dict[str, Callable]:
-    """``metrics`` (a callable, a name of :data:`RATE_METRICS`, or a dict / list of
-    them) as an ordered dict name -> callable."""
+    """``metrics`` (a callable, a name of :data:`RATE_METRICS` or of a comparison of one
+    rate in the metric catalogue, or a dict / list of them) as an ordered dict name ->
+    callable."""
     if callable(metrics) or isinstance(metrics, str):
         metrics = [metrics]
     if isinstance(metrics, Mapping):
@@ -63,14 +63,37 @@ def _as_metric_dict(metrics) -> dict[str, Callable]:
     result = {}
     for name, metric in items:
         if isinstance(metric, str):
-            check_option(metric, "a metric name", RATE_METRICS)
-            metric = RATE_METRICS[metric]
+            metric = _named_rate(metric)
         if not callable(metric):
             raise TypeError(f"metric {name!r} is not callable; got {type(metric).__name__}.")
         if name in result:
             raise ValueError(f"two metrics are named {name!r}; pass a dict to name them.")
         result[name] = metric
     return result
+
+
+def _named_rate(name: str) -> RateMetric:
+    """The rate a frame evaluates per group for ``name``: a built-in rate, or the one
+    rate a catalogue metric compares (its ``difference()`` / ``ratio()`` is then the
+    metric)."""
+    if name in RATE_METRICS:
+        return RATE_METRICS[name]
+    from fairest.metrics._catalogue import catalogue
+
+    records = catalogue()
+    record = records.get(name)
+    if record is not None and len(record.rates) == 1 and record.scale == 1.0:
+        return record.rates[0]
+    if record is not None and record.rates:
+        raise ValueError(
+            f"{name!r} compares several rates {record.rate_labels}; a frame column holds "
+            f"one rate per group: pass {[rate.name for rate in record.rates]} as metrics."
+        )
+    single = [key for key, value in records.items() if len(value.rates) == 1 and value.scale == 1]
+    raise ValueError(
+        f"a metric name must be one of {(*RATE_METRICS, *single)}; got {name!r}"
+        + (" (a metric of the whole data, not of group rates)." if record else ".")
+    )
 
 
 def _accepts_sample_weight(metric) -> bool:

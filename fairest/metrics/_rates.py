@@ -50,6 +50,9 @@ class RateMetric:
     eligible: Callable[[np.ndarray, np.ndarray], np.ndarray | None] = _all_rows
     undefined: float = np.nan
     binary: bool = True  # needs labels coded {0, 1} or {-1, 1}
+    label: str = ""  # short name in messages and tables (``"tpr"``); ``name`` when empty
+    condition: str = "rows"  # the eligible rows, in words (for messages)
+    complement: str | None = None  # a rate equal to 1 - this one on the same rows
 
     def terms(self, y_true, y_pred, weights):
         """Per-row numerator and denominator terms ``(w e h, w e)``."""
@@ -74,20 +77,39 @@ RATE_METRICS: dict[str, RateMetric] = {
     metric.name: metric
     for metric in (
         RateMetric("base_rate", lambda y, p: _positives(y)),
-        RateMetric("selection_rate", lambda y, p: _positives(p)),
-        RateMetric("true_positive_rate", lambda y, p: _positives(p), lambda y, p: _positives(y)),
+        RateMetric("selection_rate", lambda y, p: _positives(p), label="selection"),
         RateMetric(
-            "false_positive_rate", lambda y, p: _positives(p), lambda y, p: 1.0 - _positives(y)
+            "true_positive_rate",
+            lambda y, p: _positives(p),
+            lambda y, p: _positives(y),
+            label="tpr",
+            condition="rows with y = 1",
         ),
         RateMetric(
-            "false_negative_rate", lambda y, p: 1.0 - _positives(p), lambda y, p: _positives(y)
+            "false_positive_rate",
+            lambda y, p: _positives(p),
+            lambda y, p: 1.0 - _positives(y),
+            label="fpr",
+            condition="rows with y = 0",
+        ),
+        RateMetric(
+            "false_negative_rate",
+            lambda y, p: 1.0 - _positives(p),
+            lambda y, p: _positives(y),
+            label="fnr",
+            condition="rows with y = 1",
         ),
         RateMetric(
             "true_negative_rate",
             lambda y, p: 1.0 - _positives(p),
             lambda y, p: 1.0 - _positives(y),
+            label="tnr",
+            condition="rows with y = 0",
         ),
         RateMetric("accuracy", _equal),
+        RateMetric(
+            "zero_one_loss", lambda y, p: 1.0 - _equal(y, p), label="error", complement="accuracy"
+        ),
         RateMetric("mean_target", lambda y, p: y, binary=False),
         RateMetric("mean_prediction", lambda y, p: p, binary=False),
         RateMetric("mean_squared_error", lambda y, p: (p - y) ** 2, binary=False),

@@ -10,29 +10,35 @@ from fairest import metrics as _metrics
 
 __all__ = ["make_fairness_scorer", "constrained_refit"]
 
-_SCORE_METRICS = {  # metrics of decision scores rather than hard predictions
-    "demographic_parity_deviation",
-    "equal_opportunity_range",
-    "equalized_odds_range",
-    "group_loss_variance",
-    "individual_fairness",
-    "disparate_mistreatment",
-    "hsic_linear",
-}
+
+def _response(kinds) -> str | tuple[str, ...]:
+    """The estimator method whose output a metric of these kinds takes."""
+    if "labels" in kinds:
+        return "predict"
+    if "scores" in kinds:
+        return ("decision_function", "predict")
+    if "probabilities" in kinds:
+        return "predict_proba"
+    return "predict"  # regression outputs
 
 
 def _resolve_metric(metric):
     if callable(metric):
         return metric, "predict"
+    from fairest.metrics._catalogue import catalogue
+
+    record = catalogue().get(metric) if isinstance(metric, str) else None
+    if record is not None:
+        return record.exact, _response(record.kinds)
+    # the other metrics of fairest.metrics (family metrics, base rates): hard predictions
     function = getattr(_metrics, metric, None) if isinstance(metric, str) else None
     if function is None or metric.startswith("smooth_") or metric == "group_report":
         raise ValueError(
-            f"unknown fairness metric {metric!r}; use a name from fairest.metrics "
-            "(e.g. 'demographic_parity_difference') or a callable "
+            f"unknown fairness metric {metric!r}; use a name of the metric catalogue "
+            f"{tuple(catalogue())} or another function of fairest.metrics, or a callable "
             "f(y_true, y_pred, *, sensitive_features, ...)."
         )
-    response = ("decision_function", "predict") if metric in _SCORE_METRICS else "predict"
-    return function, response
+    return function, "predict"
 
 
 def make_fairness_scorer(metric, *, response_method=None, **kwargs):
@@ -47,13 +53,17 @@ def make_fairness_scorer(metric, *, response_method=None, **kwargs):
     Parameters
     ----------
     metric : str or callable
-        Name of an exact metric of :mod:`fairest.metrics` (e.g.
+        Name of a metric of the catalogue (:func:`fairest.metrics.catalogue`, e.g.
         ``"demographic_parity_difference"``, ``"equalized_odds_difference"``,
-        ``"demographic_parity_deviation"``), or a callable
+        ``"demographic_parity_deviation"``, or one added with
+        :func:`fairest.metrics.register_metric`) or of another exact metric of
+        :mod:`fairest.metrics`, or a callable
         ``f(y_true, y_pred, *, sensitive_features, **kwargs)``.
     response_method : str or tuple of str, default=None
-        Which estimator method feeds the metric; default ``"predict"`` for metrics of hard
-        predictions and ``("decision_function", "predict")`` for metrics of scores.
+        Which estimator method feeds the metric; by default from the catalogue record's
+        kinds: ``"predict"`` for metrics of labels (and for other names),
+        ``("decision_function", "predict")`` for metrics of scores, ``"predict_proba"``
+        for metrics of probabilities only.
     **kwargs
         Extra keyword arguments of the metric (e.g. ``method="to_overall"``).
 

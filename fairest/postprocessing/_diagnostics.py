@@ -32,7 +32,11 @@ from fairest.utils._degenerate import NEAR_CONSTANT_SHARE
 from fairest.utils._validation import FairnessWarning
 
 __all__ = [
+    "METRIC_ALIASES",
+    "THRESHOLD_RATES",
     "check_not_regressor",
+    "threshold_metric",
+    "threshold_rule",
     "check_predicted_labels",
     "finite_thresholds",
     "warn_undefined_rates",
@@ -52,6 +56,22 @@ UNCERTAINTY_LEVEL = 0.95  # confidence level of the groups' rate intervals
 EDGE_GRID = 1000  # band edges scanned when looking for the groups that force a result
 SHOWN = 5  # labels or groups quoted in a message
 SHOWN_GROUPS = 8  # per-group rates listed in a warning
+# the post-processor's short metric names: fairlearn's differences of the catalogue
+METRIC_ALIASES = {
+    "demographic_parity": "demographic_parity_difference",
+    "equal_opportunity": "equal_opportunity_difference",
+    "equalized_odds": "equalized_odds_difference",
+}
+# the catalogue's label rates that group thresholds move, by the thresholds' rate they
+# equal or complement on the same rows (FNR = 1 - TPR, TNR = 1 - FPR: the same
+# between-group difference wherever the group has eligible rows)
+THRESHOLD_RATES = {
+    "selection_rate": "selection",
+    "true_positive_rate": "tpr",
+    "false_negative_rate": "tpr",
+    "false_positive_rate": "fpr",
+    "true_negative_rate": "fpr",
+}
 RATE_WORDS = {
     "selection": "selection rate",
     "tpr": "true positive rate",
@@ -120,12 +140,53 @@ def finite_thresholds(thresholds, low: float, high: float) -> np.ndarray:
     )
 
 
+def _rule_of(record) -> str | None:
+    """The thresholds' rule (a key of ``METRIC_RATES``) of a catalogue record, or None
+    when group thresholds cannot take it."""
+    if record.aggregate != "difference" or "labels" not in record.kinds:
+        return None
+    if any(rate.name not in THRESHOLD_RATES for rate in record.rates):
+        return None
+    moved = {THRESHOLD_RATES[rate.name] for rate in record.rates}
+    return next((rule for rule, rates in METRIC_RATES.items() if set(rates) == moved), None)
+
+
+def threshold_metric(metric: str):
+    """The catalogue record of the post-processor's ``metric`` (a short name of
+    :data:`METRIC_ALIASES` or a catalogue name); ``ValueError`` naming the metrics it
+    takes otherwise."""
+    from fairest.metrics._catalogue import catalogue
+
+    records = catalogue()
+    record = records.get(METRIC_ALIASES.get(metric, metric)) if isinstance(metric, str) else None
+    if record is None or _rule_of(record) is None:
+        taken = [*METRIC_ALIASES, *(n for n, r in records.items() if _rule_of(r) is not None)]
+        why = (
+            f" ({record.name!r} is a {record.aggregate or 'non-rate'} metric of "
+            f"{'/'.join(record.kinds)})"
+            if record is not None
+            else ""
+        )
+        raise ValueError(
+            f"GroupThresholdClassifier cannot take metric={metric!r}{why}: group thresholds "
+            "hold between-group differences of label rates they move (selection, true / "
+            f"false positive and negative rates). Use one of {tuple(taken)}."
+        )
+    return record
+
+
+def threshold_rule(metric: str) -> str:
+    """The thresholds' rule (``"demographic_parity"``, ``"equal_opportunity"``,
+    ``"equalized_odds"``: which of their rates must agree) of ``metric``."""
+    return _rule_of(threshold_metric(metric))
+
+
 def undefined_rates(y01, sample_weight, codes, num_groups, metric) -> dict:
     """``rate name -> group codes`` where the rate of ``metric`` has no row to be a mean
     over (TPR: no positive; FPR: no negative)."""
     masks = {"tpr": y01, "fpr": 1.0 - y01}
     undefined = {}
-    for name in METRIC_RATES[metric]:
+    for name in METRIC_RATES[threshold_rule(metric)]:
         if name in masks:
             mass = np.bincount(codes, sample_weight * masks[name], minlength=num_groups)
             present = np.bincount(codes, sample_weight, minlength=num_groups) > 0
@@ -165,7 +226,7 @@ def blocking_counts(points: GroupPoints, metric: str, tolerance: float) -> np.nd
     undefined rate stuck at 0)."""
     counts = np.zeros(points.num_groups)
     offsets = 2.0 * np.arange(points.num_groups)  # as _thresholds._sorted_key
-    for name in METRIC_RATES[metric]:
+    for name in METRIC_RATES[threshold_rule(metric)]:
         rates = points.rates[name]
         edges = _edge_grid(rates, EDGE_GRID)  # rates some group reaches (a subset if many)
         edges = edges[
@@ -284,7 +345,7 @@ def group_uncertainty(positive, y01, sample_weight, codes, group_labels, metric,
     masks = {"selection": np.ones_like(y01), "tpr": y01, "fpr": 1.0 - y01}
     num_groups = len(group_labels)
     frames = []
-    for name in METRIC_RATES[metric]:
+    for name in METRIC_RATES[threshold_rule(metric)]:
         w = sample_weight * masks[name]
         mass = np.bincount(codes, w, minlength=num_groups)
         rows = effective_size(mass, np.bincount(codes, w * w, minlength=num_groups))

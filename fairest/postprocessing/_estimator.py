@@ -11,14 +11,13 @@ from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context, clone
 from sklearn.exceptions import UndefinedMetricWarning
 from sklearn.metrics import accuracy_score
 from sklearn.utils import check_random_state, get_tags
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils._param_validation import HasMethods, Interval
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import (
     _num_samples,
     check_is_fitted,
 )
 
-from fairest import metrics as _metrics
 from fairest.postprocessing._diagnostics import (
     NEAR_CONSTANT_MESSAGE,
     NEAR_CONSTANT_SHARE,
@@ -28,6 +27,8 @@ from fairest.postprocessing._diagnostics import (
     finite_thresholds,
     group_uncertainty,
     score_range,
+    threshold_metric,
+    threshold_rule,
     undefined_rates,
     warn_if_near_constant,
     warn_small_groups,
@@ -52,11 +53,6 @@ from fairest.utils._validation import FairnessWarning, encode_groups
 
 __all__ = ["GroupThresholdClassifier"]
 
-TRAIN_METRICS = {
-    "demographic_parity": _metrics.demographic_parity_difference,
-    "equal_opportunity": _metrics.equal_opportunity_difference,
-    "equalized_odds": _metrics.equalized_odds_difference,
-}
 # internal tolerances on the inferred groups tried by the group-blind mode (times 1, and
 # absolute values), the most accurate one whose true-group unfairness fits is kept
 BLIND_TOLERANCE_FACTORS = (0.0, 0.5, 1.0, 2.0)
@@ -142,9 +138,14 @@ class GroupThresholdClassifier(ClassifierMixin, BaseEstimator):
     estimator : classifier
         A binary scikit-learn classifier with ``predict_proba``, ``decision_function`` or
         ``predict``. Cloned and fitted in ``fit`` unless ``prefit=True``.
-    metric : {"demographic_parity", "equal_opportunity", "equalized_odds"}, \
-default="demographic_parity"
-        The group rates that must agree.
+    metric : str, default="demographic_parity"
+        The group rates that must agree: ``"demographic_parity"``,
+        ``"equal_opportunity"`` or ``"equalized_odds"`` (fairlearn's
+        ``*_difference``), or the name of a between-group difference of label rates in
+        the metric catalogue (:func:`fairest.metrics.catalogue`; its rates must be
+        selection, true / false positive or negative rates: a false negative rate moves
+        with the true positive rate, a true negative rate with the false positive rate).
+        Ratios and metrics of scores raise ``ValueError`` at ``fit``.
     tolerance : float, default=0.02
         Largest allowed between-group difference of the rate(s) on the fit data. The
         default keeps the rates within 2 points, which thresholds reach at little cost in
@@ -240,13 +241,14 @@ default="demographic_parity"
     """
 
     __metadata_request__fit = {"sensitive_features": True}
+    _fairness_path = ("tolerance", "shared_scores")  # fairness_path's knob and strategy
     __metadata_request__predict = {"sensitive_features": True}
     __metadata_request__score = {"sensitive_features": True}
     __metadata_request__decision_function = {"sensitive_features": True}
 
     _parameter_constraints: dict = {
         "estimator": [HasMethods(["fit"])],
-        "metric": [StrOptions(set(METRIC_RATES))],
+        "metric": [str],  # a name of threshold_metric, checked in fit
         "tolerance": [Interval(Real, 0, 1, closed="both")],
         "prefit": ["boolean"],
         "randomized": ["boolean"],
@@ -300,6 +302,7 @@ default="demographic_parity"
             The fitted estimator.
         """
         data = validate_passthrough_fit_data(self, X, y, sensitive_features, sample_weight)
+        threshold_metric(self.metric)
         check_not_regressor(self.estimator, "estimator")
         if self.group_estimator is not None:
             check_not_regressor(self.group_estimator, "group_estimator")
@@ -338,7 +341,7 @@ default="demographic_parity"
             warn_small_groups(self.group_uncertainty_, self.tolerance, stacklevel=4)
         if self.train_unfairness_ > self.tolerance + ROUNDING_SLACK:
             warnings.warn(
-                f"the training {self.metric} difference of the fitted thresholds is "
+                f"the training {threshold_metric(self.metric).name} of the fitted thresholds is "
                 f"{self.train_unfairness_:.4g} > tolerance={self.tolerance:.4g}: the "
                 "group-blind thresholds cannot reach the tolerance on the true groups; "
                 "the fairest ones found are kept. Raise tolerance or use the groups at "
@@ -371,7 +374,7 @@ default="demographic_parity"
             scores, y01, data.sample_weight, data.groups, int(data.groups.max()) + 1
         )
         solutions = threshold_path(
-            points, self.metric, [float(t) for t in tolerances], self.randomized
+            points, threshold_rule(self.metric), [float(t) for t in tolerances], self.randomized
         )
         path = []
         for tolerance, solution in zip(tolerances, solutions):
@@ -407,7 +410,7 @@ default="demographic_parity"
 
     def _solve(self, scores, y01, sample_weight, codes, tolerance):
         points = group_points(scores, y01, sample_weight, codes, int(codes.max()) + 1)
-        return solve_thresholds(points, self.metric, tolerance, self.randomized)
+        return solve_thresholds(points, threshold_rule(self.metric), tolerance, self.randomized)
 
     def _fit_group_blind(self, X, scores, y01, data, weighted):
         """Thresholds per inferred group, whose true-group unfairness is checked."""
@@ -456,7 +459,7 @@ default="demographic_parity"
         """
         codes, w = data.groups, data.sample_weight
         masks = {"selection": np.ones_like(y01), "tpr": y01, "fpr": 1.0 - y01}
-        names = METRIC_RATES[self.metric]
+        names = METRIC_RATES[threshold_rule(self.metric)]
         num_groups = len(self.groups_)
         mass = {name: np.bincount(codes, w * masks[name], minlength=num_groups) for name in names}
         multipliers = {name: np.zeros(num_groups) for name in names}
@@ -544,7 +547,7 @@ default="demographic_parity"
     def _expected_unfairness(self, y01, positive, codes, sample_weight, mixed=None):
         """The fairest.metrics value of the expected predictions: each row enters as a
         positive with weight ``w p`` and a negative with weight ``w (1 - p)``."""
-        metric = TRAIN_METRICS[self.metric]
+        metric = threshold_metric(self.metric).exact
         if not (self.randomized if mixed is None else mixed):
             y_pred = (positive > 0.5).astype(np.float64)
             y_true, codes_all, weights = y01, codes, sample_weight
