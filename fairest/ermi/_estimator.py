@@ -28,6 +28,7 @@ from fairest.ermi._solvers import (
     run_sgda,
     sgda_iterations,
 )
+from fairest.ermi._strata import strata_constants, strata_from_mass
 from fairest.utils._estimator import validate_fit_data
 from fairest.utils._linear import LinearClassifierMixin
 from fairest.utils._reporting import as_history, log_fit, store_history
@@ -413,7 +414,7 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
         equalized_odds = self.metric == "equalized_odds"
         strata_codes = y_codes.astype(np.int32) if equalized_odds else np.zeros(n, np.int32)
         n_strata = n_classes if equalized_odds else 1
-        strata, omega, rho_data = _strata_constants(
+        strata, omega, rho_data = strata_constants(
             strata_codes, data.groups, weight, n_strata, n_groups, self.eo_weighting
         )
         auto = None
@@ -628,7 +629,7 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
         ).reshape(n_strata, n_groups)
         counts = state.running_totals("group_count", np.bincount(cell, minlength=size))
         counts = counts.reshape(n_strata, n_groups)
-        strata, _ = _strata_from_mass(mass, self.eo_weighting)
+        strata, _ = strata_from_mass(mass, self.eo_weighting)
         if first:
             state.solver = {"seed": int(check_random_state(self.random_state).randint(2**31))}
             if state.warm:  # partial_fit after fit: continue from the fitted model
@@ -714,7 +715,7 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
                 "every privatised group count is below 1: the data set is too small for "
                 f"dp_epsilon={self.dp_epsilon}."
             )
-        strata, omega = _strata_from_mass(noisy, self.eo_weighting)
+        strata, omega = strata_from_mass(noisy, self.eo_weighting)
         privacy = calibrate_accounted(
             n,
             batch_size,
@@ -766,34 +767,3 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
         tags.input_tags.sparse = True  # scipy sparse X is never densified (_kernels._sparse)
         tags.non_deterministic = self.solver == "sgda" and self.random_state is None
         return tags
-
-
-def _strata_constants(strata_codes, groups, weight, n_strata, n_groups, eo_weighting):
-    """``Strata`` constants (numpy), the stratum weights and the data's minority fraction rho.
-
-    ``p_S|t(r)`` is the weighted frequency of group r in stratum t; rho is the smallest
-    ``(n_tr - 1) / n_t`` over non-empty cells (unweighted counts, spec 6.3).
-    """
-    cell = strata_codes * n_groups + groups
-    mass = np.bincount(cell, weights=weight, minlength=n_strata * n_groups).reshape(
-        n_strata, n_groups
-    )
-    counts = np.bincount(cell, minlength=n_strata * n_groups).reshape(n_strata, n_groups)
-    strata, omega = _strata_from_mass(mass, eo_weighting)
-    n_t = counts.sum(axis=1, keepdims=True)
-    fractions = np.divide(counts - 1, n_t, out=np.full(counts.shape, np.inf), where=counts > 0)
-    return strata, omega, float(np.min(fractions))
-
-
-def _strata_from_mass(mass, eo_weighting):
-    """``Strata`` constants and stratum weights from the (stratum, group) mass table."""
-    n_strata = mass.shape[0]
-    totals = mass.sum(axis=1, keepdims=True)
-    p = np.divide(mass, totals, out=np.zeros_like(mass), where=totals > 0)
-    inv_sqrt_p = np.divide(1.0, np.sqrt(p), out=np.zeros_like(p), where=p > 0)
-    mask = (p > 0).astype(np.float64)
-    if eo_weighting == "uniform" and n_strata > 1:
-        omega = mass.sum() / np.maximum(totals[:, 0], np.finfo(float).tiny)
-    else:
-        omega = np.ones(n_strata)
-    return (inv_sqrt_p, omega, mask), omega

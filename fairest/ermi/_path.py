@@ -31,7 +31,6 @@ def fit_weight_path(estimator, param, values, X, y, fit):
     (:func:`~fairest.ermi._solvers.full_batch_solve`) from there.
     """
     from fairest._kernels._buckets import pad_rows
-    from fairest.ermi._estimator import _strata_constants
     from fairest.ermi._newton import newton_path
     from fairest.ermi._solvers import (
         _device_strata,
@@ -39,6 +38,7 @@ def fit_weight_path(estimator, param, values, X, y, fit):
         fitted_w,
         full_batch_solve,
     )
+    from fairest.ermi._strata import strata_constants
     from fairest.utils._devices import place_rows
     from fairest.utils._estimator import validate_fit_data
 
@@ -56,7 +56,7 @@ def fit_weight_path(estimator, param, values, X, y, fit):
     weight = data.sample_weight / data.sample_weight.mean()
     eo = estimator.metric == "equalized_odds"
     strata_codes = y_codes if eo else np.zeros(n, np.int32)
-    strata, _, _ = _strata_constants(
+    strata, _, _ = strata_constants(
         strata_codes, data.groups, weight, n_classes if eo else 1, n_groups, estimator.eo_weighting
     )
     lams = values if sensitive_features is not None else np.zeros_like(values)

@@ -18,10 +18,8 @@ call before the loop (threefry inside a scan is a small while loop per call); th
 per-sample constants (labels, cells, 1/sqrt(p), ||(1, x_i)||^2) are packed into one float
 and one int table gathered once per step; the minibatch gathers skip bounds handling;
 the theta-gradient is ``A^T X_b`` (a fast GEMV orientation on CPU); ``X`` may be float32.
-The uniform m-subset sampler draws one 32-bit word per candidate index (Lemire's
-multiply-shift with rejection, no integer division) and about m + m^2/(2n) candidates
-per step instead of 2m + 16 (the three integer remainders per draw of
-``jax.random.randint`` were most of the sampler's time).
+The minibatches are uniform m-subsets drawn without sorting or integer division
+(:mod:`fairest.ermi._sampling`).
 """
 
 from __future__ import annotations
@@ -49,13 +47,12 @@ from fairest.ermi._kernels import (
     probabilities,
     saddle_logit_grad,
 )
+from fairest.ermi._sampling import uniform_subset
 from fairest.utils._devices import place_rows
 
 __all__ = [
     "ERMIResult",
     "SGDAHyper",
-    "draw_below",
-    "draws_per_round",
     "device_scalar",
     "fitted_w",
     "full_batch_solve",
@@ -66,7 +63,6 @@ __all__ = [
     "run_sgda",
     "sgda_iterations",
     "sgda_solve",
-    "uniform_subset",
 ]
 
 HISTORY_KEYS = ("batch_loss", "batch_saddle", "w_norm")  # the per-iteration SGDA records
@@ -196,80 +192,6 @@ def project_ball(W, radius):
     """Project every block ``W[t]`` on the Frobenius ball of the given radius (spec 5.3.6)."""
     norms = jnp.sqrt(jnp.sum(W * W, axis=(1, 2), keepdims=True))
     return W * jnp.minimum(1.0, radius / jnp.maximum(norms, jnp.finfo(W.dtype).tiny))
-
-
-def draws_per_round(n: int, m: int) -> int:
-    """Draws per round of :func:`uniform_subset`: enough for m distinct values of range(n).
-
-    The number of uniform draws until m distinct values are seen has mean
-    ``sum_i n / (n - i)`` and variance ``sum_i (i / n) / (1 - i / n)^2`` (i < m, coupon
-    collector); a round draws the mean plus 6 standard deviations, over the fraction of draws
-    :func:`draw_below` accepts, plus 16, so a second round is practically never needed
-    (m = 1024 of n = 50 000: 1 071 draws, where a round of ``2m + 16`` would draw 2 064).
-    """
-    new = (n - np.arange(m, dtype=np.float64)) / n  # probability that a draw is new
-    mean = float(np.sum(1.0 / new))
-    spread = float(np.sqrt(np.sum((1.0 - new) / new**2)))
-    accepted = 1.0 - (2**32 % n) / 2**32
-    return int(np.ceil((mean + 6.0 * spread) / accepted)) + 16
-
-
-def draw_below(key, shape, n: int):
-    """Integers uniform on ``range(n)`` from one 32-bit draw each, and which draws are usable.
-
-    Lemire's multiply-shift: for x uniform on [0, 2^32) and ``p = x n``, ``p >> 32`` is
-    exactly uniform on range(n) once the draws whose low word ``p mod 2^32`` is below
-    ``2^32 mod n`` are rejected (probability < n / 2^32). No integer division: the two
-    32-bit draws and three remainders per value of ``jax.random.randint`` were most of the
-    sampler's time on CPU. Returns ``(values int32, usable bool)``; needs 64-bit integers
-    (``jax.enable_x64``), as the estimator's solvers run.
-    """
-    if jax.dtypes.canonicalize_dtype(jnp.uint64) != jnp.uint64:
-        raise RuntimeError("draw_below needs jax.enable_x64(True) (a 64-bit product).")
-    bits = jax.random.bits(key, shape, jnp.uint32)
-    product = bits.astype(jnp.uint64) * np.uint64(n)
-    usable = product.astype(jnp.uint32) >= np.uint32(2**32 % n)
-    return (product >> np.uint64(32)).astype(jnp.int32), usable
-
-
-def uniform_subset(key, owner, n: int, m: int, round0_key=None):
-    """m distinct indices drawn uniformly from ``range(n)`` (an exactly uniform m-subset).
-
-    Sequential uniform draws that skip repeats give a uniformly random ordered m-tuple of
-    distinct values; they are made in rounds of :func:`draws_per_round` vectorised draws
-    (round r draws ``draw_below(fold_in(key, r), ...)``; rejected draws are skipped like
-    repeats; further rounds, practically never needed, run in a ``while_loop``). Repeats
-    are found by scatter-min into ``owner``, an int32 scratch array of length n filled with
-    a sentinel and carried between calls (reset on the touched entries), so a call costs
-    O(m), never O(n), and needs no sort. ``round0_key`` (``fold_in(key, 0)``, precomputed
-    for all steps in one vectorised call) spares the in-loop key derivation of round 0.
-    """
-    n_draws = draws_per_round(n, m)
-    sentinel = jnp.iinfo(jnp.int32).max
-    order = jnp.arange(n_draws, dtype=jnp.int32)
-
-    def draw_round(state, draws, usable):
-        owner, chosen, round_, count = state
-        stamp = jnp.where(usable, round_ * n_draws + order, sentinel)  # rejected draws mark nothing
-        owner = owner.at[draws].min(stamp)
-        first = (owner[draws] == stamp) & usable
-        rank = count + jnp.cumsum(first, dtype=jnp.int32) - 1
-        keep = first & (rank < m)
-        chosen = chosen.at[jnp.where(keep, rank, m)].set(draws)
-        # first occurrences beyond m are not kept: clear their marks now
-        owner = owner.at[jnp.where(first & ~keep, draws, n)].set(sentinel, mode="drop")
-        return owner, chosen, round_ + 1, jnp.minimum(count + jnp.sum(first, dtype=jnp.int32), m)
-
-    def later_round(state):
-        return draw_round(state, *draw_below(jax.random.fold_in(key, state[2]), (n_draws,), n))
-
-    if round0_key is None:
-        round0_key = jax.random.fold_in(key, 0)
-    state = (owner, jnp.zeros(m + 1, jnp.int32), jnp.int32(0), jnp.int32(0))
-    state = draw_round(state, *draw_below(round0_key, (n_draws,), n))
-    owner, chosen, _, _ = jax.lax.while_loop(lambda st: st[3] < m, later_round, state)
-    chosen = chosen[:m]
-    return chosen, owner.at[chosen].set(sentinel)
 
 
 def _batch_constants(X, y, s, t, weight, strata: Strata):

@@ -262,12 +262,13 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
     the last half of every IDCA run (each is nearly feasible, and IDCA stopped there is
     the run with fewer outer iterations) or the output of direct SSG; the most accurate
     one (smallest ``objective_``) whose exact metric meets ``tolerance`` is returned.
-    While no candidate of the last solve meets it, the problem is solved again from the
-    constant start, at most 3 more times (``fairest.partial._defaults.TIGHTEN_ROUNDS``),
+    While no candidate of the last solve meets it, the problem is solved again (the
+    smoothed ALM from the last solve's model when that run converged, otherwise from the
+    constant start), at most 3 more times (``fairest.partial._defaults.TIGHTEN_ROUNDS``),
     with the internal tolerance lowered by the measured excess (by at least 10 % and at
     most 75 % a round), half the surrogate width (smaller gaps ``e``) and pSP levels from
-    ``alpha`` to ``beta - c`` inclusive (which also constrain the bottom of the band).
-    When no
+    ``alpha`` to ``beta - c`` inclusive (which also constrain the bottom of the band);
+    the rounds stop early when one ends no fairer than an earlier solve. When no
     candidate meets it, the fairest final model is returned with a ``FairnessWarning``:
     with short runs or bands of a few samples the exact metric may not come down. When
     the first solve meets ``tolerance`` its final iterate, the paper's model, is

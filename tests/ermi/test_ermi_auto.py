@@ -11,8 +11,8 @@ from fairlearn.metrics import demographic_parity_difference, equalized_odds_diff
 from fairest.datasets import make_grouped_classification
 from fairest.ermi import ERMIClassifier
 from fairest.ermi._auto import GAP_SHARE, parity_gap
-from fairest.ermi._estimator import _strata_constants
 from fairest.ermi._solvers import _device_strata, _place_padded, device_scalar, full_batch_solve
+from fairest.ermi._strata import strata_constants
 from fairest.utils import FairnessWarning
 
 SMALL = (120, 150, 200)
@@ -98,7 +98,7 @@ def test_a_number_keeps_its_meaning(fits):
     assert model.fairness_weight_ == 2.0 and not hasattr(model, "auto_gaps_")
     n = X.shape[0]
     codes = g.astype(np.int32)
-    strata, _, _ = _strata_constants(np.zeros(n, np.int32), codes, np.ones(n), 1, 12, "uniform")
+    strata, _, _ = strata_constants(np.zeros(n, np.int32), codes, np.ones(n), 1, 12, "uniform")
     with jax.enable_x64(True):
         rows = _place_padded(X, y.astype(np.int32), codes, np.zeros(n, np.int32), np.ones(n))
         theta, objective, *_ = full_batch_solve(

@@ -8,8 +8,8 @@ from sklearn.utils import check_random_state
 
 from fairest.ermi import ERMIClassifier
 from fairest.ermi._dp import calibrate_privacy, dp_fermi_noise
-from fairest.ermi._estimator import _strata_constants
 from fairest.ermi._solvers import run_full_batch, run_sgda, sgda_iterations
+from fairest.ermi._strata import strata_constants
 
 
 def _data(n=400, seed=0):
@@ -23,7 +23,7 @@ def _data(n=400, seed=0):
 def _problem(X, y, s):
     t = np.zeros(X.shape[0], np.int32)
     weight = np.ones(X.shape[0])
-    strata, _, rho = _strata_constants(t, s, weight, 1, 2, "label_prior")
+    strata, _, rho = strata_constants(t, s, weight, 1, 2, "label_prior")
     return (X, y, s, t, weight, strata), rho
 
 

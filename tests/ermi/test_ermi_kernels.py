@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from fairest._kernels import scores
-from fairest.ermi._estimator import _strata_constants
 from fairest.ermi._kernels import (
     Strata,
     closed_form_w,
@@ -21,6 +20,7 @@ from fairest.ermi._kernels import (
     theta_gradient,
     w_gradient,
 )
+from fairest.ermi._strata import strata_constants
 from fairest.metrics import conditional_ermi, ermi
 
 
@@ -40,7 +40,7 @@ def _problem(n=40, d=3, k=3, l=3, eo=False, seed=0):
     t = y if eo else np.zeros(n, np.int32)
     n_strata = l if eo else 1
     weight = np.ones(n)
-    (inv, omega, mask), _, _ = _strata_constants(t, s, weight, n_strata, k, "label_prior")
+    (inv, omega, mask), _, _ = strata_constants(t, s, weight, n_strata, k, "label_prior")
     strata = Strata(jnp.asarray(inv), jnp.asarray(omega), jnp.asarray(mask))
     q = 1 if l == 2 else l
     theta = jnp.asarray(rng.normal(size=(d + 1, q)))
@@ -99,7 +99,7 @@ def test_hand_example_and_independence():
     y_hat = np.array([1, 1, 1, 0, 1, 0, 0, 0])
     F = jnp.asarray(np.eye(2)[y_hat])
     t = np.zeros(8, np.int32)
-    (inv, omega, mask), _, _ = _strata_constants(t, s, np.ones(8), 1, 2, "label_prior")
+    (inv, omega, mask), _, _ = strata_constants(t, s, np.ones(8), 1, 2, "label_prior")
     strata = Strata(jnp.asarray(inv), jnp.asarray(omega), jnp.asarray(mask))
     W = closed_form_w(F, s, t, jnp.ones(8), strata)[0]
     np.testing.assert_allclose(W, [[0.353553, 1.060660], [1.060660, 0.353553]], atol=1e-6)

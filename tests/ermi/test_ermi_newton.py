@@ -6,7 +6,6 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from fairest.ermi._estimator import _strata_constants
 from fairest.ermi._kernels import Strata, fermi_hessian
 from fairest.ermi._newton import newton_path
 from fairest.ermi._solvers import (
@@ -14,6 +13,7 @@ from fairest.ermi._solvers import (
     fermi_value_and_grad,
     full_batch_solve,
 )
+from fairest.ermi._strata import strata_constants
 
 
 def _problem(binary, equalized_odds, n=240, d=3, k=3, seed=0):
@@ -27,7 +27,7 @@ def _problem(binary, equalized_odds, n=240, d=3, k=3, seed=0):
     weight = rng.uniform(0.5, 2.0, n)
     weight = weight / weight.mean()
     t = y if equalized_odds else np.zeros(n, int)
-    strata, _, _ = _strata_constants(
+    strata, _, _ = strata_constants(
         t, s, weight, n_classes if equalized_odds else 1, k, "label_prior"
     )
     rows = tuple(jnp.asarray(a) for a in (X, y.astype(np.int32), s, t, weight))

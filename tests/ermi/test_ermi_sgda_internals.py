@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from fairest.ermi import ERMIClassifier
-from fairest.ermi._solvers import draw_below, draws_per_round, uniform_subset
+from fairest.ermi._sampling import draw_below, draws_per_round, uniform_subset
 
 
 @pytest.mark.parametrize("n", [7, 33_916, 70_001, 2**31 - 1])
@@ -43,7 +43,7 @@ def test_draw_below_rejects_the_biased_low_words():
 
 
 def test_draws_per_round():
-    assert draws_per_round(50_000, 1024) < 1100  # half the former 2m + 16 = 2064
+    assert draws_per_round(50_000, 1024) < 1100  # about m + m^2 / (2n) + margin, not 2m + 16 = 2064
     assert draws_per_round(50, 8) >= 8 + 16
     assert draws_per_round(300, 299) > 299
 

@@ -22,9 +22,9 @@ from fairest.ermi._dp import (
     joint_noise_multiplier,
     stream_sensitivities,
 )
-from fairest.ermi._estimator import _strata_from_mass
 from fairest.ermi._kernels import Strata
 from fairest.ermi._solvers import SGDAHyper, _batch_constants, _sgda_step
+from fairest.ermi._strata import strata_from_mass
 
 N, D, K, R, C = 48, 4, 3, 2.0, 0.7
 _step = jax.jit(_sgda_step, static_argnums=(10, 11))
@@ -37,7 +37,7 @@ def _setup(n_classes, metric, seed):
     s = rng.integers(0, K, N)
     n_strata = n_classes if metric == "equalized_odds" else 1
     mass = rng.uniform(0.05, 1.0, size=(n_strata, K)) * N  # public (privatised) counts
-    strata, omega = _strata_from_mass(mass, "uniform")
+    strata, omega = strata_from_mass(mass, "uniform")
     q = 1 if n_classes == 2 else n_classes
     theta = rng.normal(size=(D + 1, q))
     W = rng.normal(size=(n_strata, K, n_classes))

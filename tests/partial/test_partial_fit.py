@@ -74,6 +74,38 @@ def test_tighten_follows_the_documented_rule():
     np.testing.assert_allclose([w for _, w in calls], [0.5, 0.25, 0.125])
 
 
+def test_tighten_stops_when_a_round_is_no_fairer_than_an_earlier_solve():
+    """KDD census by race (top 10 %): exact 0.188, then 0.112 and 0.133 at tighter
+    internal tolerances; the third round is not run (it gave 0.168)."""
+    excess = iter([0.112, 0.133, 0.168])
+
+    def solve(cfg, data, x0, tolerance):
+        return _measured(_solve([0.9, 0.5], [0.0, next(excess)], tolerance, 0.5, 1))
+
+    solves = [_measured(_solve([0.9, 0.4], [0.0, 0.188], 0.1, 1.0, 1))]
+    tighten(solves, lambda tolerance, width: (None, None, None), solve, lambda cfg: False)
+    assert [sol["exact"][-1] for sol in solves] == [0.188, 0.112, 0.133]
+
+
+def test_tighten_warm_starts_only_after_a_converged_run():
+    """A smoothed round starts at the last solve's final model when that run converged,
+    from the constant start (``rebuild``'s ``x0``) after a run that stalled."""
+    excess = iter([(0.08, False), (0.06, True), (0.055, True)])
+    starts = []
+
+    def solve(cfg, data, x0, tolerance):
+        starts.append(x0)
+        exact, converged = next(excess)
+        sol = _measured(_solve([0.9, 0.5], [0.0, exact], tolerance, 0.5, 1))
+        return {**sol, "converged": converged, "feasible_only": 1e-3}
+
+    first = {**_measured(_solve([0.9, 0.4], [0.0, 0.1], 0.05, 1.0, 1)), "converged": True}
+    solves = [first]
+    tighten(solves, lambda tolerance, width: (None, None, "cold"), solve, lambda cfg: True)
+    assert len(solves) == 1 + _defaults.TIGHTEN_ROUNDS
+    assert [x0 if isinstance(x0, str) else float(x0[0]) for x0 in starts] == [1.0, "cold", 1.0]
+
+
 def test_tighten_stops_when_a_candidate_meets_tolerance():
     solves = [_measured(_solve([0.9, 0.5, 0.4], [0.0, 0.04, 0.1], 0.05, 1.0, 1))]
     tighten(solves, None, None, lambda cfg: False)

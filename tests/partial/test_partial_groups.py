@@ -241,3 +241,35 @@ def test_sparse_many_groups_fit_equals_dense():
     sparse = PartialParityClassifier(**params).fit(sp.csr_matrix(X), y, sensitive_features=g)
     np.testing.assert_allclose(sparse.coef_, dense.coef_, atol=1e-6)
     assert sparse.train_unfairness_ == pytest.approx(dense.train_unfairness_, abs=1e-6)
+
+
+def test_auto_interval_model_solved_by_newton_cg_to_a_loose_gradient(monkeypatch):
+    """The unconstrained model behind ``interval="auto"`` is solved by Newton-CG to a
+    gradient norm of 1e-6 (the shape-chosen L-BFGS ran 1,000 iterations on one-hot rows
+    collinear with the intercept); its scores are those of the tight default solve."""
+    from fairest._solvers._newton import solve_weighted_glm
+
+    rng = np.random.default_rng(0)
+    levels = rng.integers(0, 6, size=(2000, 4))
+    X = sp.csr_matrix(
+        (
+            np.ones(levels.size),
+            (np.repeat(np.arange(2000), 4), (levels + 6 * np.arange(4)).ravel()),
+        ),
+        shape=(2000, 24),
+    )
+    y = (levels[:, 0] + levels[:, 1] + rng.normal(size=2000) > 5).astype(float)
+    weight = np.ones(2000)
+    calls = []
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs)
+        return solve_weighted_glm(*args, **kwargs)
+
+    monkeypatch.setattr(_fit, "solve_weighted_glm", spy)
+    with jax.enable_x64(True):
+        loose = _fit.unconstrained_scores(X, y, weight, 0.0)
+        tight = solve_weighted_glm("logistic", X, y, weight / weight.sum(), 1e-6)
+    assert calls == [{"tol": 1e-6, "solver": "newton-cg"}]
+    scores = X @ tight["theta"][1:] + tight["theta"][0]
+    np.testing.assert_allclose(loose, scores, atol=1e-4)
