@@ -15,10 +15,9 @@ fitted classifier (one score computation for all tolerances). Methods marked
 :class:`~sklearn.exceptions.UndefinedMetricWarning` of its scoring (a tiny group without
 positives in the test split) becomes a one-line note of the method instead of a warning.
 
-Speed (default ``fairest compare`` on Adult, about a minute of CPU): the preprocessing is
-fitted once and shared, frozen, by every pipeline; the fits run with OpenMP / BLAS
-limited to one thread (spinning worker threads cost ten times the work on a busy 2-core
-machine); a method that ``reuses`` another wraps its fitted model (the thresholds around
+Speed: the preprocessing is fitted once and shared, frozen, by every pipeline; the fits
+run with OpenMP / BLAS limited to one thread (spinning worker threads cost more than they
+save on these small solves); a method that ``reuses`` another wraps its fitted model (the thresholds around
 logistic regression); rows whose settings are cheaper than their estimator's defaults
 say so in ``Method.settings``, printed under *Settings* in the terminal and the report,
 and ``run_comparison(params=...)`` (the CLI's ``--set METHOD.PARAM=VALUE``) changes them.

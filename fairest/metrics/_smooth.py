@@ -449,8 +449,8 @@ def _affine_prefix_scan(decay, values):
     Hillis-Steele doubling: ``ceil(log2 n)`` steps of a ``lax.fori_loop``, each composing
     every map with the one ``2**step`` rows earlier, fully parallel within a step. This is
     the associative scan of spec 3.9; it is written as a loop rather than with
-    ``lax.associative_scan``, whose unrolled recursion compiled 4-7x slower on CPU (and
-    ran no faster) for n = 1e3..1e5, and whose compile time grows with log(n).
+    ``lax.associative_scan``, whose unrolled recursion compiles slower on CPU, runs no
+    faster, and whose compile time grows with log(n).
     """
     n_rows = decay.shape[0]
     n_steps = max(1, (n_rows - 1).bit_length())

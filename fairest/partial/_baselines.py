@@ -721,8 +721,8 @@ class _PairwiseConstrainedClassifier(_LinearClassifierMixin, BaseEstimator):
         self.classes_, y01 = encode_binary_target(type(self).__name__, fit_data.y)
         X, codes, sw = fit_data.X, fit_data.groups, fit_data.sample_weight
         G = len(fit_data.group_labels)
-        # p x p solves and n x p products: one BLAS thread is fastest, and several
-        # threads on a busy machine were 15x slower (a9a, p = 247)
+        # p x p solves and n x p products: too small for BLAS threads to pay for
+        # their synchronisation
         with threadpool_limits(limits=1, user_api="blas"):
             project = (
                 self._projector(self._quadratic_forms(X, y01, codes, sw, G)) if (G >= 2) else None
@@ -815,8 +815,8 @@ _PAIRWISE_DOC = r"""    Parameters
         How each projection onto the constraints is computed: ``"exact"`` maximises its
         Lagrange dual by projected Newton (one ``d x d`` Cholesky solve per dual step,
         feasibility to 1e-12 relative); ``"clarabel"`` solves the QCQP with cvxpy +
-        Clarabel at tolerance 1e-6 (the spec's reference path; 30x slower on bank
-        marketing, d = 123, and 150x on a9a, d = 247, for 100 PGD steps).
+        Clarabel at tolerance 1e-6 (the spec's reference path, much slower; see
+        benchmarks/results/partial_speed.md).
 
     Attributes
     ----------

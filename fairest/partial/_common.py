@@ -77,8 +77,7 @@ ELL_DENSITY = 0.25
 # much as OUTER_GRAM_COST flops of a dense GEMM (fairest._kernels._sparse), so its rows
 # stay ELL only where ``OUTER_GRAM_COST k^2 < d^2`` (k slots a row); otherwise a dense
 # float32 copy, at most OUTER_GRAM_COST^(1/2) / 3 (about 3.3) times the ELL form's bytes,
-# is the faster store (20,000 one-hot rows, d = 85, k = 24: a Gauss-Newton pass 19 ms
-# against 163 ms, the loss Hessian 11 ms against 234 ms).
+# is the faster store.
 SMOOTH_DENSE_COST = OUTER_GRAM_COST
 
 

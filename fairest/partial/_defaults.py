@@ -25,9 +25,8 @@ DC_SPLIT = "minimal"
 # Starting model ([default], spec section 5.1 has the paper's h = 0, "zero"): "auto" takes
 # the best constant model h = logit(share of positives) for pDP, whose in-band terms are
 # flat around the surrogate rate 1/2 of h = 0 when 1/2 lies outside the interval (IDCA then
-# stops at a poor critical point: law school pDP accuracy 0.75 vs 0.89), and h = 0 for pSP,
-# where the constant-model start led to near-constant scores with a poorer test pSP (law
-# school kappa = 0.1: 0.80 vs 0.91 fairness at equal accuracy);
+# stops at a poor critical point), and h = 0 for pSP, where the constant-model start leads
+# to near-constant scores with a poorer test pSP;
 # benchmarks/results/partial_idca_diagnosis.md.
 INIT = "auto"
 
@@ -37,29 +36,23 @@ INNER_TOL = 1e-3  # SSG infeasibility tolerance / Polyak target epsilon
 INNER_MAX_ITER = 200  # SSG iterations T per subproblem
 MAX_ITER = 200  # IDCA outer iterations K
 # Cap on the iterations of the ALM inner solver ([default], not in the paper): it stops at
-# convergence, after 50-400 Newton steps and multiplier updates on the a9a subproblems.
+# convergence well before this on the subproblems of the reference tests.
 ALM_MAX_ITER = 1000
 # Solver (not in the paper): "smooth_alm", an augmented Lagrangian on the smoothed
 # problem (fairest/partial/_smooth.py) whose rounds are damped Gauss-Newton steps, the
 # whole run (rounds, smoothing stages, steps, line searches) in one jitted
 # lax.while_loop in float32 (fairest/partial/_fast.py), stopping on the convergence test
-# TOL. Full Adult (32,561 x 105, sex, pSP top 20 %, kappa = 0.05; 2-core box under load
-# 15-21): a warm fit 3.5 s CPU (two solves: 10 + 5 rounds, about 170 Gauss-Newton
-# steps), objective 0.3535, exact train pSP 0.047, test accuracy 0.826, against 60-115 s
-# for the earlier SciPy L-BFGS-B rounds (860 value_and_grad calls of 35 ms, float64;
-# objective 0.3535, train pSP 0.046, test accuracy 0.826) and 830 s for IDCA + SSG
-# (objective 0.393, test accuracy 0.8125); benchmarks/results/partial_speed.md.
-# On small bands (2,000 Adult rows, top 20 %: about 130 women in the band) a violated
-# smoothed constraint can be flat (no score on the ramp of its level) and the run stalls;
-# when no candidate of its solves meets ``tolerance``, the fit runs the paper's IDCA
-# (solver="idca", with its own tightening rounds) and keeps the best candidate of both
-# (pSP kappa = 0.05 on those rows: 0.072 after the smoothed solves, 0.046 with IDCA).
+# TOL. It is the default because it reaches the objective of the paper's IDCA + SSG or a
+# lower one at a fraction of its cost (benchmarks/results/partial_speed.md).
+# On small bands a violated smoothed constraint can be flat (no score on the ramp of its
+# level) and the run stalls; when no candidate of its solves meets ``tolerance``, the fit
+# runs the paper's IDCA (solver="idca", with its own tightening rounds) and keeps the
+# best candidate of both.
 SOLVER = "smooth_alm"
 # The IDCA fallback costs max_iter * T SSG passes over the rows a solve (40,000 at the
-# defaults), about 100 times a smoothed solve: 2,000 Adult rows ~10 s a solve, 20,000
-# one-hot ACSPublicCoverage rows (9 groups) 95-127 s a solve, three solves with its
-# tightening rounds. It runs only where rows * max_iter * T is at most this (5,000 rows
-# at the defaults); larger fits that miss the tolerance warn with the achieved value.
+# defaults), about 100 times a smoothed solve, so it runs only where rows * max_iter * T
+# is at most this (5,000 rows at the defaults); larger fits that miss the tolerance warn
+# with the achieved value.
 FALLBACK_ROW_PASSES = 5_000 * 200 * 200
 TOL = 1e-5  # relative change of f_0 over an augmented-Lagrangian round that stops it
 PROXIMAL_STRENGTH = 0.0  # strong-convexity add-on mu (spec section 4.4, [default] 0)
@@ -128,22 +121,19 @@ PENALTY_WEIGHT = 0.3  # lambda of (114)/(119); inside the sweeps of spec section
 # Solver of the penalty baseline: L-BFGS on the smoothed objective through the
 # continuation PENALTY_SMOOTHING of (delta, tau) stages (ramp / min width, log-sum-exp
 # temperature of the max), or the paper's subgradient descent ("subgradient", spec 8.6).
-# On Adult (top 20 %, lambda 0.3) the smoothed run reaches an exact penalised objective
-# of 0.366 in 0.5 s warm / 4 s cold, the subgradient run 0.396 after 76,000 steps (250 s)
-# (benchmarks/results/partial_speed.md, "penalty" rows).
+# L-BFGS is the default because it reaches a lower exact penalised objective in far fewer
+# passes (benchmarks/results/partial_speed.md, "penalty" rows).
 PENALTY_SOLVER = "lbfgs"
 PENALTY_SMOOTHING = ((0.05, 1e-2), (0.01, 2e-3), (2e-3, 5e-4))
 PENALTY_MEMORY = 20  # L-BFGS memory
 PENALTY_GTOL = 1e-5  # sup-norm of the smoothed gradient that ends a stage (float32)
 # Rows x features from which a fit frees the smoothed run's memory (gc.collect and
-# malloc_trim, ~0.1 s) before the exact evaluation of its candidates: 2**24 cells (64 MiB
-# of float32 X); below, the collection would cost more than it saves.
+# malloc_trim) before the exact evaluation of its candidates: 2**24 cells (64 MiB of
+# float32 X); below, the collection costs more than it saves.
 PENALTY_COLLECT_CELLS = 2**24
 # Convergence test: "lbfgs": a stage ends when one step lowered the smoothed objective by
-# at most PENALTY_TOL (relative; 1e-5 ends Adult's stages 0.2 % higher, 1e-7 no lower);
-# "subgradient": the lowest penalised objective of a window of PENALTY_WINDOW steps is
-# at most PENALTY_TOL (relative) below that of the previous window (on Adult at the
-# default step 1e-3 the window test at 1e-4 stops at 76,000 of 80,000 steps: small
-# steps, not the step count, make that method slow).
+# at most PENALTY_TOL (relative; a looser value ends stages visibly higher, a tighter one
+# no lower); "subgradient": the lowest penalised objective of a window of PENALTY_WINDOW
+# steps is at most PENALTY_TOL (relative) below that of the previous window.
 PENALTY_TOL = 1e-6
 PENALTY_WINDOW = 1000

@@ -70,10 +70,9 @@ __all__ = [
 ]
 
 FAST_DELTAS = (0.05, 0.01, 2e-3)  # smoothing widths (ramp: units of tau; pDP min: rates)
-# Precision of the solve: on XLA CPU a float32 pass over the rows costs a third to a tenth
-# of a float64 one (Adult 32,561 x 105: X w 0.55 vs 5.1 ms, Gram 14 vs 43 ms), and the
-# float32 run took fewer steps (114 vs 182) to the same objective (0.34620 vs 0.34620);
-# the exact training metric and the returned model are float64.
+# Precision of the solve: float32, whose passes over the rows cost a fraction of float64's
+# on XLA CPU and reach the same objective; the exact training metric and the returned
+# model are float64.
 SOLVER_DTYPE = jnp.float32
 NEWTON_STEPS = 20  # Gauss-Newton steps of a round at most
 _RHO0 = 10.0

@@ -40,9 +40,9 @@ ROW_BLOCKS = 8
 
 def _blocked(n_rows: int, dtype) -> bool:
     """Float64 sums only: the float32 paths (the default fast solver) keep XLA's own
-    reduction, whose rounding their tuned stopping rules were measured with (a blocked
-    float32 order moved a 2,000-row fit onto a worse DC stationary point and a 60x slower
-    IDCA fallback; their device equivalence is documented to 1e-3 anyway)."""
+    reduction, whose rounding their stopping rules were tuned with (another summation
+    order can move a fit onto another DC stationary point; their device equivalence is
+    documented to 1e-3)."""
     return jnp.dtype(dtype) == jnp.float64 and n_rows >= ROW_BLOCKS and n_rows % ROW_BLOCKS == 0
 
 
