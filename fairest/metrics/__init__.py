@@ -23,6 +23,9 @@
   (``partial_*``), ERMI and the DP-FERMI violations (``ermi``, ``conditional_ermi``,
   ``*_violation``), pruning excess accuracy gaps, independence / separation /
   sufficiency gaps, group loss gap and ``prediction_wasserstein``.
+* Regression metrics: distances between the groups' prediction distributions
+  (``prediction_ks_distance``, ``prediction_w1_distance``) and group loss gaps
+  (``mean_squared_error_gap``, ``mean_absolute_error_gap``; bounded group loss).
 """
 
 from fairest.utils._lazy import lazy_exports
@@ -89,6 +92,12 @@ __getattr__, __dir__, __all__ = lazy_exports(
             "partial_statistical_parity",
             "rank_curve",
             "suggest_interval",
+        ],
+        "_regression": [
+            "mean_absolute_error_gap",
+            "mean_squared_error_gap",
+            "prediction_ks_distance",
+            "prediction_w1_distance",
         ],
         "_report": ["group_report"],
         "_smooth": [

@@ -273,7 +273,10 @@ def _built_in() -> dict[str, FairnessMetric]:
         fairlearn_rate(name)
         for name in ("selection_rate", "true_positive_rate", "false_positive_rate")
     )
+    from fairest.metrics._regression import ABSOLUTE_ERROR, SQUARED_ERROR
+
     parity = "fairest.metrics._parity:"
+    regression = "fairest.metrics._regression:"
     exact = "fairest.metrics._exact:"
     smooth = "fairest.metrics._smooth:"
     records = [
@@ -397,6 +400,36 @@ def _built_in() -> dict[str, FairnessMetric]:
             "BADR: HSIC between the group variable and the scores, linear kernels",
             ("scores", "regression"),
             surrogate=smooth + "smooth_hsic_linear",
+        ),
+        FairnessMetric(
+            "prediction_ks_distance",
+            regression + "prediction_ks_distance",
+            "largest between-group Kolmogorov-Smirnov distance of the prediction "
+            "distributions (demographic parity of a regressor)",
+            ("regression",),
+        ),
+        FairnessMetric(
+            "prediction_w1_distance",
+            regression + "prediction_w1_distance",
+            "largest between-group Wasserstein-1 distance of the prediction distributions, "
+            "in the target's units",
+            ("regression",),
+        ),
+        FairnessMetric(
+            "mean_squared_error_gap",
+            regression + "mean_squared_error_gap",
+            "largest between-group difference of the mean squared errors (bounded group loss)",
+            ("regression",),
+            (SQUARED_ERROR,),
+            "difference",
+        ),
+        FairnessMetric(
+            "mean_absolute_error_gap",
+            regression + "mean_absolute_error_gap",
+            "largest between-group difference of the mean absolute errors (bounded group loss)",
+            ("regression",),
+            (ABSOLUTE_ERROR,),
+            "difference",
         ),
     ]
     return {record.name: record for record in records}
