@@ -4,7 +4,8 @@
 import jax.numpy as jnp
 import numpy as np
 
-from fairest.constrained._engine import _Ctx, weighted_mean
+from fairest.constrained._engine import weighted_mean
+from fairest.constrained._engine._contract import _Ctx
 
 #: run_solver options of a deterministic full-batch run (iterations set by max_iter)
 FULL_BATCH = dict(batch_size=None, constraint_batch_size=None, n_epochs=None)

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from fairest import LossGapConstrainedClassifier
-from fairest.constrained import _engine
+from fairest.constrained import _mlp
+from fairest.constrained._engine import _driver, _solvers
 
 
 def _data(n=1000, d=6, seed=0):
@@ -17,15 +18,15 @@ def _data(n=1000, d=6, seed=0):
 
 def _fit_params(monkeypatch, block_rows, weighted):
     X, y, g, sw = _data()
-    monkeypatch.setattr(_engine, "FULL_STEP_BLOCK_ROWS", block_rows)
-    _engine._final_function.cache_clear()  # traced with the block size
+    monkeypatch.setattr(_solvers, "FULL_STEP_BLOCK_ROWS", block_rows)
+    _driver._final_function.cache_clear()  # traced with the block size
     try:
         est = LossGapConstrainedClassifier(
             solver="ssl_alm", dtype="float64", max_iter=40, random_state=0, tolerance=0.01
         )
         est.fit(X, y, sensitive_features=g, sample_weight=sw if weighted else None)
     finally:
-        _engine._final_function.cache_clear()
+        _driver._final_function.cache_clear()
     return np.concatenate([np.ravel(a) for layer in est.params_ for a in layer])
 
 
@@ -47,18 +48,18 @@ def test_blocked_host_forward_equals_whole(monkeypatch):
         (rng.normal(size=(6, 5)), rng.normal(size=5)),
         (rng.normal(size=(5, 2)), rng.normal(size=2)),
     ]
-    whole = _engine.numpy_forward(params, X)
-    monkeypatch.setattr(_engine, "FORWARD_BLOCK_ROWS", 64)
-    np.testing.assert_allclose(_engine.numpy_forward(params, X), whole, rtol=1e-12, atol=1e-12)
+    whole = _mlp.numpy_forward(params, X)
+    monkeypatch.setattr(_mlp, "FORWARD_BLOCK_ROWS", 64)
+    np.testing.assert_allclose(_mlp.numpy_forward(params, X), whole, rtol=1e-12, atol=1e-12)
     relu = np.maximum(X @ params[0][0] + params[0][1], 0.0)
     np.testing.assert_allclose(whole, relu @ params[1][0] + params[1][1], rtol=1e-12)
 
 
 def test_padded_design_is_one_aligned_cast_copy():
     X = np.arange(30.0).reshape(10, 3)
-    out = _engine.padded_design(X, 16, np.float32)
+    out = _driver.padded_design(X, 16, np.float32)
     assert out.dtype == np.float32 and out.shape == (16, 3)
     assert out.ctypes.data % 64 == 0
     np.testing.assert_array_equal(out[:10], X.astype(np.float32))
     np.testing.assert_array_equal(out[10:], 0.0)
-    assert _engine.padded_design(X, 10, np.float64) is X  # nothing to do: no copy
+    assert _driver.padded_design(X, 10, np.float64) is X  # nothing to do: no copy

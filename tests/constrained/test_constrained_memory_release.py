@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from fairest import LossGapConstrainedClassifier
-from fairest.constrained import _engine
+from fairest.constrained._engine import _driver, _sampling, _solvers
 
-_FINAL_FUNCTION = _engine._final_function  # the cached one (the tests spy on it)
+_FINAL_FUNCTION = _driver._final_function  # the cached one (the tests spy on it)
 
 
 def _take_by_iteration(stream, L):
@@ -33,15 +33,15 @@ def _sampler(kind, seed):
     rng = np.random.default_rng(seed)
     if kind == "balanced":
         groups = np.random.default_rng(9).integers(0, 3, 50)
-        return _engine._BalancedEpochSampler(groups, 3, 6, rng)
+        return _sampling._BalancedEpochSampler(groups, 3, 6, rng)
     n, batch = {"epochs": (37, 5), "full": (10, None), "one": (12, 12)}[kind]
-    return _engine.EpochSampler(n, batch, rng)
+    return _sampling.EpochSampler(n, batch, rng)
 
 
 @pytest.mark.parametrize("kind", ["epochs", "full", "one", "balanced"])
 def test_take_slices_equal_the_iteration_stream(kind):
-    sliced = _engine._ObjectiveStream(_sampler(kind, 0))
-    reference = _engine._ObjectiveStream(_sampler(kind, 0))
+    sliced = _sampling._ObjectiveStream(_sampler(kind, 0))
+    reference = _sampling._ObjectiveStream(_sampler(kind, 0))
     for L in (3, 20, 7, 64, 8, 1):  # chunks ending inside, at and across epoch ends
         got, want = sliced.take(L), _take_by_iteration(reference, L)
         for a, b in zip(got, want):
@@ -71,8 +71,8 @@ def _final_step_temporaries(monkeypatch, block_rows, n=2**16, d=12):
 
         return run
 
-    monkeypatch.setattr(_engine, "FULL_STEP_BLOCK_ROWS", block_rows)
-    monkeypatch.setattr(_engine, "_final_function", spied)
+    monkeypatch.setattr(_solvers, "FULL_STEP_BLOCK_ROWS", block_rows)
+    monkeypatch.setattr(_driver, "_final_function", spied)
     final_function.cache_clear()  # traced with the block size
     try:
         LossGapConstrainedClassifier(max_iter=2, random_state=0).fit(X, y, sensitive_features=g)
@@ -86,7 +86,7 @@ def test_final_step_temporaries_are_one_block(monkeypatch):
     """Blocks four times smaller hold about a quarter of the temporaries: they are the
     block's, not the data's (1e6 x 100, float32: 97 MiB with 65,536-row blocks, 24 MiB
     with the 16,384 rows of ``FULL_STEP_BLOCK_ROWS``)."""
-    block = _engine.FULL_STEP_BLOCK_ROWS
+    block = _solvers.FULL_STEP_BLOCK_ROWS
     small = _final_step_temporaries(monkeypatch, block // 4)
     large = _final_step_temporaries(monkeypatch, block)
     assert small <= 0.4 * large

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from _constrained_helpers import DenseModel, assert_same_layers, bce, mse
 
-from fairest.constrained import PrunedFairClassifier, _engine
+from fairest.constrained import PrunedFairClassifier, _ghost
 from fairest.constrained._engine import (
     MLP,
     EpochSampler,
@@ -383,7 +383,7 @@ def test_constrained_ghost_mlmc_combination_is_exact(monkeypatch, x64):
     def fixed(g, c, J, **kw):
         return d_star.copy(), 0.0, False
 
-    monkeypatch.setattr(_engine, "ghost_subproblem", fixed)
+    monkeypatch.setattr(_ghost, "ghost_subproblem", fixed)
 
     def con(x, batch, aux):
         return jnp.array([x @ x - 1.0])

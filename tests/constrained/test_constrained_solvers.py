@@ -13,14 +13,13 @@ from scipy.optimize import linprog
 
 from fairest.constrained._engine import (
     GenericProblem,
-    _step_ssl_alm,
-    _step_ssw,
     ghost_kappa,
     ghost_subproblem,
     run_solver,
     spawn_rngs,
     weighted_mean,
 )
+from fairest.constrained._engine._solvers import _step_ssl_alm, _step_ssw
 
 # ------------------------------------------------------------------------------------------
 # oracle 22: convex norm-ball problem with a known solution

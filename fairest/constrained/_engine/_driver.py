@@ -1,0 +1,717 @@
+"""The one driver of the constrained engine: the iteration loop of every solver.
+
+:func:`run_solver` places the data, draws the iterations' inputs on the host and runs the
+jitted chunks of a guarded ``lax.scan`` (:func:`guarded_scan`: the divergence flag stays on
+the device), within the budget (epochs, iterations, seconds), with the history, the final
+full-data step and the lanes of :mod:`._lanes`; host-loop solvers run :func:`_run_host`.
+:func:`solve` and :func:`refit_on_divergence` refit a diverged run with smaller steps.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+import warnings
+from collections.abc import Callable
+from functools import lru_cache, partial
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import scipy.sparse as sp
+from jax import lax
+from sklearn.exceptions import ConvergenceWarning
+
+from fairest._kernels import bucket_size
+from fairest._kernels._buckets import aligned_empty
+from fairest.constrained import _defaults
+from fairest.constrained._engine._contract import RunResult, _Ctx
+from fairest.constrained._engine._sampling import (
+    GroupSampler,
+    _chunk_inputs,
+    _objective_sampler,
+    _ObjectiveStream,
+    loss_scales,
+    spawn_rngs,
+)
+from fairest.constrained._engine._solvers import SOLVERS
+from fairest.constrained._sparse import largest_magnitude, place_with_design
+from fairest.utils._compilation_cache import compile_in_background
+from fairest.utils._memory import release_free_memory
+from fairest.utils._reporting import as_history
+
+__all__ = [
+    "all_finite",
+    "guard_block",
+    "guarded_scan",
+    "padded_design",
+    "run_solver",
+    "solve",
+    "refit_on_divergence",
+    "scaled_step_sizes",
+]
+
+
+def all_finite(tree):
+    """On device: whether every floating-point leaf of ``tree`` is finite (a bool scalar)."""
+    leaves = [
+        jnp.all(jnp.isfinite(leaf))
+        for leaf in jax.tree_util.tree_leaves(tree)
+        if jnp.issubdtype(jnp.result_type(leaf), jnp.inexact)
+    ]
+    return jnp.all(jnp.stack(leaves)) if leaves else jnp.asarray(True)
+
+
+def guard_block(length: int) -> int:
+    """Iterations between two finiteness checks of :func:`guarded_scan`: the largest
+    divisor of ``length`` up to ``_defaults.NONFINITE_CHECK_EVERY``."""
+    block = max(1, min(_defaults.NONFINITE_CHECK_EVERY, length))
+    while length % block:
+        block -= 1
+    return block
+
+
+def guarded_scan(body, state, bad, inputs, *, parameters, iteration):
+    """``lax.scan`` of ``body(state, inp, bad) -> (state, out)`` with a divergence guard.
+
+    ``bad`` (an int32 scalar carried on device) is -1 while the parameters were finite at
+    every check; the parameters (``parameters(state)``) are checked with one ``isfinite``
+    reduction every :func:`guard_block` iterations (on CPU a reduction over a few
+    thousand parameters costs a few percent of a small model's step), and on the first
+    failure ``bad`` becomes ``iteration(state, inputs of the block)``, the block's last
+    iteration.
+    ``body`` reads ``bad`` to skip the iterations after it. Nothing leaves the device.
+    Returns ``((state, bad), outputs)``, the outputs stacked as by ``lax.scan``.
+    """
+    n = jax.tree_util.tree_leaves(inputs)[0].shape[0]
+    block = guard_block(n)
+
+    def run_block(carry, inputs_block):
+        st, bad = carry
+        st, out = lax.scan(lambda s, inp: body(s, inp, bad), st, inputs_block)
+        diverged = jnp.logical_and(bad < 0, ~all_finite(parameters(st)))
+        return (st, jnp.where(diverged, iteration(st, inputs_block), bad)), out
+
+    blocks = jax.tree_util.tree_map(lambda a: a.reshape((n // block, block) + a.shape[1:]), inputs)
+    carry, out = lax.scan(run_block, (state, bad), blocks)
+    return carry, jax.tree_util.tree_map(lambda a: a.reshape((n,) + a.shape[2:]), out)
+
+
+@lru_cache(maxsize=64)
+def _chunk_function(
+    name: str,
+    static: tuple,
+    problem,
+    obj_full: bool,
+    con_full: bool,
+    eval_every: int,
+    log_keys: tuple | None = None,
+    lanes: tuple = (),
+    fold_axes: tuple = (),
+):
+    """Jitted ``scan`` over one chunk of iterations of solver ``name``; cached on the
+    static configuration. ``log_keys`` (``None`` = all) are the per-iteration log entries
+    the scan returns. ``lanes`` (``(key, axis)`` of every ``aux`` entry, axis 0 or
+    ``None``): the chunk ``vmap``-ped over the lanes of the state, the divergence flag and
+    the ``aux`` entries of axis 0, every lane on the same data and draws. ``fold_axes``
+    (``(key, axis)`` of every ``data`` entry, :func:`run_fold_lanes`): that vmapped chunk
+    ``vmap``-ped again over folds, each with its own draws (``inputs``, fold axis 1) and
+    the ``data`` entries of axis 0 (its rows' weights).
+    """
+    step = SOLVERS[name].step
+    if static:
+        step = partial(step, **dict(static))
+    if log_keys is not None:
+        full_step = step
+
+        def step(state, inp, ctx):
+            state, log = full_step(state, inp, ctx)
+            return state, {key: log[key] for key in log_keys}
+
+    def chunk(carry, data, aux, hyper, inputs):
+        """``carry = (state, bad)``: ``bad`` is -1 while the parameters were finite, else
+        the iteration by which they were not (:func:`guarded_scan`); the iterations after
+        it are skipped."""
+        ctx = _Ctx(problem, data, aux, hyper, obj_full, con_full)
+        first = jax.tree_util.tree_map(lambda a: a[0], inputs)
+        log_shape = jax.eval_shape(lambda s, i: step(s, i, ctx)[1], carry[0], first)
+
+        def body(st, inp, bad):
+            def skip(s):
+                return s, jax.tree_util.tree_map(lambda a: jnp.zeros(a.shape, a.dtype), log_shape)
+
+            # skip after a divergence; vmapped lanes only skip the inactive iterations
+            # (a per-lane predicate would run both branches; a diverged lane is refitted)
+            run = inp["active"] if lanes else jnp.logical_and(inp["active"], bad < 0)
+            st, log = lax.cond(run, lambda s: step(s, inp, ctx), skip, st)
+            if eval_every:
+
+                def evaluate(x):
+                    return (ctx.f(x, ctx.full_obj_batch()), ctx.c(x, ctx.full_con_batch()))
+
+                def no_eval(x):
+                    shapes = jax.eval_shape(evaluate, x)
+                    return jax.tree_util.tree_map(
+                        lambda a: jnp.full(a.shape, jnp.nan, a.dtype), shapes
+                    )
+
+                do_eval = jnp.logical_and(inp["active"], (inp["it"] + 1) % eval_every == 0)
+                log = {**log, "full": lax.cond(do_eval, evaluate, no_eval, st["x"])}
+            return st, log
+
+        # divergence guard on the parameters (the rest of the state follows them within
+        # an iteration; the driver checks all of it at the end); reported iteration: the
+        # last active one of the block
+        return guarded_scan(
+            body,
+            *carry,
+            inputs,
+            parameters=lambda st: st["x"],
+            iteration=lambda st, inp: jnp.max(jnp.where(inp["active"], inp["it"], 0)),
+        )
+
+    def fold_chunk(carry, data, aux, hyper, inputs):
+        """One fold's chunk (inside the vmap over folds): a plain scan, the inactive
+        iterations (a fold shorter than another's) masked; ``bad`` marks a lane whose
+        parameters are not finite at the chunk's end (such a lane is refitted)."""
+        ctx = _Ctx(problem, data, aux, hyper, obj_full, con_full)
+
+        def body(st, inp):
+            new, log = step(st, inp, ctx)
+            keep = inp["active"]
+            return jax.tree_util.tree_map(lambda a, b: jnp.where(keep, a, b), new, st), log
+
+        state, bad = carry
+        state, logs = lax.scan(body, state, inputs)
+        diverged = jnp.logical_and(bad < 0, ~all_finite(state["x"]))
+        last = jnp.max(jnp.where(inputs["active"], inputs["it"], 0))
+        return (state, jnp.where(diverged, last, bad)), logs
+
+    if fold_axes:
+        by_lane = jax.vmap(fold_chunk, in_axes=((0, 0), None, dict(lanes), None, None))
+        return jax.jit(jax.vmap(by_lane, in_axes=((0, 0), dict(fold_axes), None, None, 1)))
+    if lanes:
+        return jax.jit(jax.vmap(chunk, in_axes=((0, 0), None, dict(lanes), None, None)))
+    return jax.jit(chunk)
+
+
+@lru_cache(maxsize=16)
+def _final_function(name: str, problem, lanes: tuple = (), fold_axes: tuple = ()):
+    def final(state, data, aux, hyper):
+        return SOLVERS[name].final_step(state, _Ctx(problem, data, aux, hyper, True, True))
+
+    if fold_axes:
+        by_lane = jax.vmap(final, in_axes=(0, None, dict(lanes), None))
+        return jax.jit(jax.vmap(by_lane, in_axes=(0, dict(fold_axes), None, None)))
+    if lanes:
+        return jax.jit(jax.vmap(final, in_axes=(0, None, dict(lanes), None)))
+    return jax.jit(final)
+
+
+def _device_data(X, y, groups, cells, dtype, loss_scale=None, cell_scale=None):
+    """Pad rows to a bucket (weight 0) so nearby n share compiled code, and place them
+    on the configured devices (:func:`fairest.utils._devices.place_rows`).
+
+    ``loss_scale`` / ``cell_scale`` (``None`` for unweighted data) are the per-row loss
+    scales of objective batches and constraint draws (see :class:`Batch`).
+    """
+    n = X.shape[0]
+    n_pad = bucket_size(n)
+    pad = n_pad - n
+
+    def padded(a, fill=0):
+        if not pad:
+            return a
+        return np.concatenate([a, np.full((pad,) + a.shape[1:], fill, dtype=a.dtype)])
+
+    real = np.dtype(dtype)
+    rows = {
+        "y": padded(np.asarray(y).astype(np.int32)),
+        "groups": padded(groups.astype(np.int32)),
+        "cells": padded(np.maximum(cells, 0).astype(np.int32)),
+        "w": padded(np.ones(n, dtype=real)),
+        "cw": padded((cells >= 0).astype(real)),
+    }
+    if loss_scale is not None:
+        rows["s"] = padded(np.asarray(loss_scale, dtype=real))
+        rows["cs"] = padded(np.asarray(cell_scale, dtype=real))
+    # sharded by rows over the configured devices (more zero-weight padding rows, never
+    # drawn by the samplers); one default device otherwise. Sparse X stays sparse
+    # (fairest.constrained._sparse), its empty padding rows added there.
+    if not sp.issparse(X):
+        release_free_memory()  # validation's freed pages: not resident beside the copy
+        X = padded_design(X, n_pad, real)
+    return place_with_design(X, rows, dtype)
+
+
+def padded_design(X, length: int, dtype) -> np.ndarray:
+    """Dense ``X`` in ``dtype`` with zero rows up to ``length`` rows, as ONE array: cast
+    and padded straight into a 64-byte aligned buffer (which ``jax.device_put`` on a CPU
+    device shares instead of copying), never a cast copy and a padded copy of it. ``X``
+    already in ``dtype`` and ``length`` rows long is returned as it is."""
+    X = np.asarray(X)
+    dtype = np.dtype(dtype)
+    n = X.shape[0]
+    if n == length and X.dtype == dtype and X.flags.c_contiguous:
+        return X
+    out = aligned_empty((length,) + X.shape[1:], dtype)
+    out[:n] = X  # cast in numpy's buffered chunks: no whole-size temporary
+    out[n:] = 0
+    return out
+
+
+def _record_period(record_history) -> int:
+    """Recording period of ``record_history`` (True -> 1, an int k -> k); 0 is off."""
+    if record_history is True:
+        return 1
+    if not record_history:
+        return 0
+    return int(record_history)
+
+
+class _RunSettings(NamedTuple):
+    """How :func:`run_solver` runs a solver (everything but the problem and the data)."""
+
+    batch_size: int | None
+    constraint_batch_size: int | None
+    constraint_sampler: str
+    n_epochs: float | None
+    max_iter: int | None
+    max_time: float | None
+    period: int
+    eval_every: int
+    names: list
+    dtype: object
+    progress: Callable | None
+    initial_state: dict | None = None  # resume from this state (partial_fit), not init
+    start_iter: int = 0  # iterations run before (the iteration counter continues)
+    lanes: tuple = ()  # (key, axis) of every aux entry: vmapped lanes (run_lanes)
+
+
+def run_solver(
+    solver: str,
+    problem,
+    X,
+    y,
+    groups,
+    cells,
+    x0,
+    *,
+    hyper: dict,
+    aux: dict | None = None,
+    batch_size: int | None = 8,
+    constraint_batch_size: int | None = 8,
+    constraint_sampler: str = "reshuffle",
+    n_epochs: float | None = 5,
+    max_iter: int | None = None,
+    max_time: float | None = None,
+    rngs: list | None = None,
+    record_history: bool | int = True,
+    eval_every: int | None = None,
+    constraint_names: list | None = None,
+    dtype=jnp.float32,
+    sample_weight=None,
+    progress: Callable | None = None,
+    initial_state: dict | None = None,
+    start_iter: int = 0,
+    weight_totals=None,
+    lanes: tuple = (),
+) -> RunResult:
+    """Run solver ``solver`` (a key of :data:`SOLVERS`) on ``(X, y)`` with objective groups
+    ``groups`` and constraint cells ``cells`` (``-1`` = row not in any constraint cell).
+
+    ``x0`` is the flat initial parameter vector; ``hyper`` the solver's parameters (traced
+    numbers and static option strings). Stops on the first of ``n_epochs`` (epochs of the
+    objective sampler), ``max_iter`` and ``max_time`` (checked between jitted chunks); a
+    host-loop solver (``Solver.host``) counts iterations only (``max_iter``, else
+    ``hyper["max_iter"]``). ``record_history`` (True, or an int k for every k-th
+    iteration) fills ``RunResult.history`` (a dict of numpy arrays; ``None`` when off);
+    ``eval_every`` adds full-training-set values to it. ``sample_weight`` scales every
+    row's loss (:func:`loss_scales`; the problem reads ``batch.s``); group-balanced
+    objective batches when ``hyper["balanced_batches"]``. ``progress(n_iter, n_epochs)``
+    is called after every chunk of iterations.
+
+    Streaming (``partial_fit``): ``initial_state`` (a previous run's
+    ``extras["resume_state"]``) replaces ``Solver.init``, ``start_iter`` continues the
+    iteration counter (schedules that read it), and ``weight_totals`` (see
+    :func:`loss_scales`) gives the running population means of the loss scales.
+
+    ``lanes`` (set by :func:`run_lanes`): the scan ``vmap``-ped over lanes; returns a list
+    of results, one per lane.
+    """
+    aux = {} if aux is None else aux
+    rngs = spawn_rngs(None) if rngs is None else rngs
+    period = _record_period(record_history)
+    if eval_every and not period:
+        raise ValueError("eval_every adds values to the history: it needs record_history.")
+    X = X if sp.issparse(X) else np.asarray(X)
+    groups, cells = np.asarray(groups), np.asarray(cells)
+    balanced = bool(hyper.get("balanced_batches", False))
+    loss_scale, cell_scale = loss_scales(
+        sample_weight, groups, cells, problem.n_cells, by_group=balanced, totals=weight_totals
+    )
+    data = _device_data(X, np.asarray(y), groups, cells, dtype, loss_scale, cell_scale)
+    settings = _RunSettings(
+        batch_size,
+        constraint_batch_size,
+        constraint_sampler,
+        n_epochs,
+        max_iter,
+        max_time,
+        period,
+        int(eval_every or 0),
+        constraint_names or [str(i) for i in range(problem.m)],
+        dtype,
+        progress,
+        initial_state,
+        int(start_iter),
+        lanes,
+    )
+    run = _run_host if SOLVERS[solver].host else _run_scan
+    ctx = _Ctx(problem, data, aux, hyper, True, True, rngs=rngs, n_rows=X.shape[0])
+    return run(solver, ctx, np.asarray(x0, dtype=np.dtype(dtype)), groups, cells, settings)
+
+
+def _takes_final_step(spec, hyper) -> bool:
+    """Whether a run of solver ``spec`` ends with its final full-data step."""
+    return spec.final_step is not None and bool(hyper.get("final_full_step", False))
+
+
+def _run_scan(name, ctx, x0, groups, cells, run: _RunSettings) -> RunResult:
+    """The driver of the scan solvers: jitted chunks of a guarded ``lax.scan``."""
+    spec, problem, data, aux, hyper = SOLVERS[name], ctx.problem, ctx.data, ctx.aux, ctx.hyper
+    dtype = run.dtype
+    balanced = bool(hyper.get("balanced_batches", False))
+    obj_sampler = _objective_sampler(groups, run.batch_size, balanced, ctx.rngs[1])
+    con_sampler = GroupSampler(
+        cells, problem.n_cells, run.constraint_batch_size, ctx.rngs[2], run.constraint_sampler
+    )
+    solver_rng = ctx.rngs[3]
+    T = obj_sampler.iters_per_epoch
+    budget = np.inf
+    if run.n_epochs is not None:
+        budget = min(budget, int(np.ceil(run.n_epochs * T)))
+    if run.max_iter is not None:
+        budget = min(budget, run.max_iter)
+    if not np.isfinite(budget) and run.max_time is None:
+        raise ValueError("one of n_epochs, max_iter or max_time must be set.")
+    L = bucket_size(max(T, _defaults.MIN_CHUNK))
+
+    static = tuple(spec.options(hyper).items())
+    n_draws = spec.constraint_draws(hyper) if problem.m > 0 else 0
+    real = np.dtype(dtype)  # chunk inputs are cast on the host: no eager device program
+    traced = {
+        k: np.asarray(v, dtype=real)
+        for k, v in hyper.items()
+        if isinstance(v, (int, float)) and not isinstance(v, bool)
+    }
+    # without a history only what the diagnostics read leaves the device
+    log_keys = None if run.period else spec.device_logs
+    chunk_fn = _chunk_function(
+        name,
+        static,
+        problem,
+        obj_sampler.full,
+        con_sampler.full,
+        run.eval_every,
+        log_keys,
+        run.lanes,
+    )
+    if run.initial_state is not None:
+        state = {key: np.asarray(value) for key, value in run.initial_state.items()}
+    elif run.lanes:
+        state = _lane_states(spec, x0, ctx, run.lanes)
+    else:
+        state = spec.init(x0, ctx)
+    stream = _ObjectiveStream(obj_sampler)
+    offset = run.start_iter
+    final_fn = _final_function(name, problem, run.lanes) if _takes_final_step(spec, hyper) else None
+    final_compiled = None  # the thread compiling final_fn, if one was started
+
+    logs, done, start = [], 0, time.perf_counter()
+    chunk_start = 0.0
+    # first non-finite iteration (-1: none), on device; one per lane
+    bad = np.full(_lane_shape(ctx.aux, run.lanes), -1, np.int32)
+    keep = (slice(None),) * bool(run.lanes)  # the lane axis of the logs
+    previous_bad = None
+    while done < budget:
+        if run.max_time is not None and time.perf_counter() - start >= run.max_time:
+            break
+        # stop one chunk after a divergence: the previous chunk's flag is read while the
+        # device runs the current one (no extra wait on the device)
+        if previous_bad is not None and np.all(np.asarray(previous_bad) >= 0):
+            break
+        n_active = int(min(L, budget - done))
+        inputs, epoch, t = _chunk_inputs(
+            stream, con_sampler, solver_rng, L, n_active, offset + done, n_draws, real
+        )
+        previous_bad = bad
+        (state, bad), log = chunk_fn((state, bad), data, aux, traced, inputs)
+        if final_fn is not None and not done:  # compiled while the chunks run
+            final_compiled = compile_in_background(final_fn, (state, data, aux, traced))
+        # the device holds its copy of the draws: the host's are not kept beside the
+        # next chunk's (1e6 rows, batch 8: 42 MiB a chunk), and once the first call has
+        # compiled the chunk, the compiler's freed pages go back to the system
+        del inputs
+        if not done:
+            release_free_memory()
+        if run.period:
+            log = jax.tree_util.tree_map(np.asarray, log)  # one host sync per chunk
+            now = time.perf_counter() - start
+            frac = np.arange(1, n_active + 1) / n_active
+            log = jax.tree_util.tree_map(lambda a, k=n_active: a[:k], log)
+            log["time"] = chunk_start + frac * (now - chunk_start)
+            log["epoch"] = epoch[:n_active] + (t[:n_active] + 1) / T
+            log["iter"] = np.arange(done, done + n_active)
+            chunk_start = now
+        else:  # device arrays, read once after the loop
+            log = {key: value[(*keep, slice(n_active))] for key, value in log.items()}
+            if run.max_time is not None:  # the clock must see the chunk's work
+                jax.block_until_ready(state)
+        logs.append(log)
+        done += n_active
+        if run.progress is not None:
+            run.progress(done, done / T)
+
+    if final_compiled is not None:
+        final_compiled.join()
+    if run.lanes:
+        final = final_fn if done > 0 else None
+        return _lane_results(name, ctx, state, bad, logs, (done, T), final, traced)
+    nonfinite = int(bad)
+    resume_state = {k: np.asarray(v) for k, v in state.items()}  # before the final step
+    del stream  # its pre-drawn epoch, and the freed draws' pages: not beside the final step
+    release_free_memory()  # and the compiler's freed working memory
+    if final_fn is not None and done > 0 and nonfinite < 0:
+        state = final_fn(state, data, aux, traced)
+    x = spec.parameters(state, hyper)
+    state_np = {k: np.asarray(v) for k, v in state.items()}
+    if nonfinite < 0 and not all(
+        np.all(np.isfinite(v)) for v in state_np.values() if np.issubdtype(v.dtype, np.inexact)
+    ):
+        nonfinite = max(done - 1, 0)  # the multipliers or slacks of the last iteration,
+        #                               or the final full step
+    extras = {
+        **spec.diagnostics(state_np, logs, hyper),
+        "nonfinite_iter": nonfinite if nonfinite >= 0 else None,
+        "resume_state": resume_state,
+    }
+    history = None
+    if run.period:
+        rows_f = obj_sampler.batch_width
+        rows_c = (
+            con_sampler.width
+            if not con_sampler.full
+            else sum(mm.size for mm in con_sampler.members)
+        )
+        history = _history_dict(spec, logs, run.names, run.period, (rows_f, rows_c, n_draws))
+    return RunResult(np.asarray(x), state_np, history, done, done / T, extras)
+
+
+def _lane_shape(aux, lanes) -> tuple:
+    """``(n_lanes,)`` of the lanes' ``aux`` entries (axis 0), ``()`` without lanes."""
+    return next((aux[key].shape[:1] for key, axis in lanes if axis == 0), ())
+
+
+def _lane_aux(aux, lanes, lane: int) -> dict:
+    return {key: aux[key][lane] if axis == 0 else aux[key] for key, axis in lanes}
+
+
+def _lane_states(spec, x0, ctx, lanes) -> dict:
+    """Every lane's ``Solver.init`` (on the host: an init may read full-data values),
+    stacked along a leading lane axis as numpy arrays."""
+    states = []
+    for lane in range(_lane_shape(ctx.aux, lanes)[0]):
+        lane_ctx = copy.copy(ctx)
+        lane_ctx.aux = _lane_aux(ctx.aux, lanes, lane)
+        states.append(spec.init(x0, lane_ctx))
+    return {key: np.stack([np.asarray(st[key]) for st in states]) for key in states[0]}
+
+
+def _lane_results(name, ctx, state, bad, logs, iterations, final_fn, traced) -> list:
+    """One :class:`RunResult` per lane of a vmapped scan (the tail of :func:`_run_scan`
+    per lane; no history): the final full step (``final_fn``, ``None``: none) where a
+    lane stayed finite. ``iterations``: ``(iterations run, iterations per epoch)``."""
+    spec, hyper = SOLVERS[name], ctx.hyper
+    resume = {key: np.asarray(value) for key, value in state.items()}
+    final = resume
+    if final_fn is not None:
+        final_state = final_fn(state, ctx.data, ctx.aux, traced)
+        final = {key: np.asarray(value) for key, value in final_state.items()}
+    logs = [{key: np.asarray(value) for key, value in lg.items()} for lg in logs]
+    return _split_lanes(spec, hyper, final, resume, np.asarray(bad), logs, iterations)
+
+
+def _split_lanes(spec, hyper, final, resume, bad, logs, iterations) -> list:
+    """:class:`RunResult` of every lane from the host copies of the lanes' final and
+    resume states, divergence flags and logs (lane axis first)."""
+    n_iter, per_epoch = iterations
+    results = []
+    for lane, lane_bad in enumerate(bad.tolist()):
+        lane_state = {key: (final if lane_bad < 0 else resume)[key][lane] for key in resume}
+        x = np.asarray(spec.parameters(lane_state, hyper))
+        if lane_bad < 0 and not all(
+            np.all(np.isfinite(v))
+            for v in lane_state.values()
+            if np.issubdtype(v.dtype, np.inexact)
+        ):
+            lane_bad = max(n_iter - 1, 0)
+        lane_logs = [{key: value[lane] for key, value in lg.items()} for lg in logs]
+        extras = {
+            **spec.diagnostics(lane_state, lane_logs, hyper),
+            "nonfinite_iter": lane_bad if lane_bad >= 0 else None,
+            "resume_state": {key: value[lane] for key, value in resume.items()},
+        }
+        results.append(RunResult(x, lane_state, None, n_iter, n_iter / per_epoch, extras))
+    return results
+
+
+def _history_dict(spec, logs, names, period, rows):
+    """``history_`` of a scan solver: every ``period``-th iteration, dict of numpy arrays;
+    ``rows``: objective batch rows, constraint draw rows, constraint draws (for
+    ``n_samples``)."""
+    if not logs:
+        return as_history({"iter": np.zeros(0, int)})
+    merged = {k: np.concatenate([lg[k] for lg in logs]) for k in logs[0] if k != "full"}
+    per_iter = spec.samples(merged, *rows)
+    keep = merged["iter"] % period == 0
+    cols = {
+        "iter": merged["iter"][keep],
+        "epoch": merged["epoch"][keep],
+        "time": merged["time"][keep],
+        "n_samples": np.cumsum(np.broadcast_to(per_iter, merged["iter"].shape))[keep],
+        "objective": merged["objective"][keep],
+    }
+    for key, prefix in (("c", "c_"), ("lambda", "lambda_"), ("slack", "slack_")):
+        if key in merged:
+            for j, name in enumerate(names):
+                cols[prefix + name] = merged[key][keep, j]
+    cols["step_size"] = merged["step_size"][keep]
+    cols.update({key: value[keep] for key, value in spec.columns(merged).items()})
+    if "full" in logs[0]:
+        full_f = np.concatenate([lg["full"][0] for lg in logs])[keep]
+        full_c = np.concatenate([lg["full"][1] for lg in logs])[keep]
+        cols["full_objective"] = full_f
+        for j, name in enumerate(names):
+            cols["full_c_" + name] = full_c[:, j]
+    return as_history(cols)
+
+
+def _run_host(name, ctx, x0, groups, cells, run: _RunSettings) -> RunResult:
+    """The driver of the host-loop solvers (Stochastic Ghost): one ``step`` per iteration
+    on the host, a finiteness check after each; ``max_iter`` (else ``hyper["max_iter"]``)
+    iterations or ``max_time`` seconds."""
+    spec, hyper = SOLVERS[name], ctx.hyper
+    iters = hyper["max_iter"] if run.max_iter is None else run.max_iter
+    state = spec.init(x0, ctx)
+    rows, start, k, nonfinite = [], time.perf_counter(), 0, None
+    while k < iters:
+        if run.max_time is not None and time.perf_counter() - start >= run.max_time:
+            break
+        state, log = spec.step(state, ctx)
+        if not np.all(np.isfinite(spec.parameters(state, hyper))):
+            nonfinite = k  # divergence guard: stop at the first non-finite iterate
+            k += 1
+            break
+        if run.period and k % run.period == 0:
+            row = {
+                "iter": k,
+                "epoch": np.nan,
+                "time": time.perf_counter() - start,
+                "n_samples": state["n_samples"],
+                "objective": float(log["objective"]),
+            }
+            for j, cname in enumerate(run.names):
+                row["c_" + cname] = float(log["c"][j])
+            row.update({key: v for key, v in log.items() if key not in ("objective", "c")})
+            rows.append(row)
+        k += 1
+        if run.progress is not None and (k % 100 == 0 or k == iters):
+            run.progress(k, np.nan)
+    history = None
+    if run.period:
+        history = as_history(
+            {key: [row[key] for row in rows] for key in rows[0]}
+            if rows
+            else {"iter": np.zeros(0, int)}
+        )
+    x = spec.parameters(state, hyper)
+    x_out = x.astype(np.dtype(run.dtype))
+    if nonfinite is None and not np.all(np.isfinite(x_out)):
+        nonfinite = max(k - 1, 0)  # finite in float64, beyond the range of dtype
+    extras = {**spec.diagnostics(state, rows, hyper), "nonfinite_iter": nonfinite}
+    return RunResult(x_out, {"x": x}, history, k, np.nan, extras)
+
+
+def scaled_step_sizes(name: str, hyper: dict, factor: float) -> dict:
+    """``hyper`` with the step sizes of solver ``name`` (``Solver.step_sizes``) times
+    ``factor``."""
+    if factor == 1.0:
+        return dict(hyper)
+    return {**hyper, **{key: factor * hyper[key] for key in SOLVERS[name].step_sizes}}
+
+
+def solve(solver: str, problem, X, *args, hyper: dict, rngs, owner: str, **options):
+    """:func:`run_solver` with the divergence refits of :func:`refit_on_divergence`.
+
+    Every refit starts again from the same initialisation and random streams (``rngs``
+    is copied) with the solver's step sizes scaled. ``owner`` names the estimator in the
+    messages. Returns ``(RunResult, factor)``.
+    """
+
+    def attempt(factor):
+        result = run_solver(
+            solver,
+            problem,
+            X,
+            *args,
+            hyper=scaled_step_sizes(solver, hyper, factor),
+            rngs=copy.deepcopy(rngs),  # every refit draws the same streams
+            **options,
+        )
+        bad = result.extras.get("nonfinite_iter")
+        if bad is None and not np.all(np.isfinite(result.x)):
+            bad = result.n_iter  # defensive: never return a non-finite model
+        return result, bad
+
+    remedy = " / ".join(f'solver_params["{key}"]' for key in SOLVERS[solver].step_sizes)
+    return refit_on_divergence(owner, attempt, remedy=remedy, X=X)
+
+
+def refit_on_divergence(owner: str, attempt, *, remedy: str, X, phase: str = ""):
+    """Run ``attempt(factor) -> (output, nonfinite_iter)`` until its iterates stay finite.
+
+    ``attempt`` runs a solver from its initialisation with every step size multiplied by
+    ``factor`` and returns the first iteration whose iterates were not finite, or
+    ``None``. The first run uses ``factor=1``; a diverged run is repeated with the factor
+    multiplied by ``_defaults.NONFINITE_STEP_FACTOR``, up to
+    ``_defaults.NONFINITE_RETRIES`` times (with a :class:`ConvergenceWarning` when a refit
+    succeeds); when the last one diverges too, a ``ValueError`` names the cause and the
+    remedy (``remedy``: the parameters that set the step sizes). ``owner`` names the
+    estimator; ``phase`` is appended to the iteration (e.g. ``" of the dense
+    pre-training"``). Returns ``(output, factor)``.
+    """
+    factor, first = 1.0, None
+    for retry in range(_defaults.NONFINITE_RETRIES + 1):
+        output, bad = attempt(factor)
+        if bad is None:
+            if retry:
+                warnings.warn(
+                    f"{owner}: the iterates became non-finite (NaN/inf) by iteration "
+                    f"{first}{phase}; refitted from the initialisation with the step sizes "
+                    f"multiplied by {factor:g}. Scale the features (e.g. StandardScaler) or "
+                    f"lower {remedy} to fit with the given step sizes.",
+                    ConvergenceWarning,
+                    stacklevel=4,
+                )
+            return output, factor
+        first = bad if first is None else first
+        factor *= _defaults.NONFINITE_STEP_FACTOR
+    largest = largest_magnitude(X)
+    raise ValueError(
+        f"{owner}: the iterates became non-finite (NaN/inf) by iteration {first}{phase}, "
+        f"also in {_defaults.NONFINITE_RETRIES} refits with the step sizes halved: scale "
+        f"the features (e.g. StandardScaler; the largest feature magnitude is "
+        f"{largest:.3g}) or lower {remedy}."
+    )
