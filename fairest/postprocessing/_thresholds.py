@@ -51,7 +51,7 @@ class GroupPoints(NamedTuple):
 
     group: np.ndarray  # (M,) group code of the point
     threshold: np.ndarray  # (M,) predict positive where score > threshold
-    rates: dict  # name -> (M,) rate of the point ("selection", "tpr", "fpr")
+    rates: dict  # name -> (M,) rate of the point ("selection", "tpr", "fpr", "precision")
     correct: np.ndarray  # (M,) weighted number of correct decisions in the group
     num_groups: int
 
@@ -113,6 +113,8 @@ def group_points(scores, y01, sample_weight, codes, num_groups, bonus=None) -> G
         "selection": _safe_divide(point_tp + point_fp, pos + neg),
         "tpr": _safe_divide(point_tp, pos),  # 0 where a group has no positive (as the metrics)
         "fpr": _safe_divide(point_fp, neg),
+        # 0 where nobody is selected (scikit-learn's zero_division default, as the metrics)
+        "precision": _safe_divide(point_tp, point_tp + point_fp),
     }
     rates = {name: np.minimum(rate, 1.0) for name, rate in rates.items()}
     correct = point_tp + (neg - point_fp)
