@@ -24,7 +24,8 @@
   ``*_violation``), pruning excess accuracy gaps, independence / separation /
   sufficiency gaps, group loss gap and ``prediction_wasserstein``.
 * Regression metrics: distances between the groups' prediction distributions
-  (``prediction_ks_distance``, ``prediction_w1_distance``) and group loss gaps
+  (``prediction_ks_distance``, ``prediction_w1_distance``,
+  ``prediction_w2_unfairness``) and group loss gaps
   (``mean_squared_error_gap``, ``mean_absolute_error_gap``; bounded group loss).
 """
 
@@ -98,6 +99,7 @@ __getattr__, __dir__, __all__ = lazy_exports(
             "mean_squared_error_gap",
             "prediction_ks_distance",
             "prediction_w1_distance",
+            "prediction_w2_unfairness",
         ],
         "_report": ["group_report"],
         "_smooth": [

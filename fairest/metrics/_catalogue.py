@@ -416,6 +416,13 @@ def _built_in() -> dict[str, FairnessMetric]:
             ("regression",),
         ),
         FairnessMetric(
+            "prediction_w2_unfairness",
+            regression + "prediction_w2_unfairness",
+            "share-weighted mean squared Wasserstein-2 distance of the groups' prediction "
+            "distributions to their barycenter (Chzhen and Schreuder's unfairness)",
+            ("regression",),
+        ),
+        FairnessMetric(
             "mean_squared_error_gap",
             regression + "mean_squared_error_gap",
             "largest between-group difference of the mean squared errors (bounded group loss)",

@@ -5,6 +5,10 @@ distributions and gaps between the groups' losses.
   (weighted) empirical prediction distributions, the largest over pairs of groups
   (demographic parity for regression in the sense of Agarwal et al. 2019);
 * :func:`prediction_w1_distance`: the Wasserstein-1 distance between them;
+* :func:`prediction_w2_unfairness`: the weighted mean squared Wasserstein-2 distance of
+  the groups' prediction distributions to their barycenter, the unfairness of Chzhen and
+  Schreuder (2022) whose exact trade-off with the risk
+  :class:`~fairest.postprocessing.WassersteinParityRegressor` follows;
 * :func:`mean_squared_error_gap`, :func:`mean_absolute_error_gap`: the between-group
   difference of the groups' mean squared / absolute errors (bounded group loss).
 
@@ -29,6 +33,9 @@ __all__ = [
     "mean_squared_error_gap",
     "prediction_ks_distance",
     "prediction_w1_distance",
+    "prediction_w2_unfairness",
+    "quantile_tables",
+    "barycenter_quantiles",
 ]
 
 METHODS = ("between_groups", "to_overall")
@@ -211,6 +218,129 @@ def prediction_w1_distance(
             for a in range(num_groups - 1):
                 totals[a, a + 1 :] += np.abs(groups[a + 1 :] - groups[a]) @ widths
     return float(totals.max()) if totals.size else 0.0
+
+
+def quantile_tables(values, codes, weights, num_groups):
+    """Every group's (weighted) empirical distribution as its support and CDF levels.
+
+    Parameters
+    ----------
+    values : ndarray of shape (n,)
+        Finite predictions.
+    codes : ndarray of shape (n,)
+        Group codes ``0..num_groups-1``, every group present with a positive weight.
+    weights : ndarray of shape (n,)
+        Non-negative weights.
+    num_groups : int
+        Number of groups.
+
+    Returns
+    -------
+    list of (ndarray, ndarray) or None
+        Per group, its distinct values ``v`` (increasing) and ``F(v)`` (its CDF at them,
+        the last one exactly 1); its quantile function is
+        ``Q(u) = v[searchsorted(F, u, "left")]``, left-continuous. ``None`` for a group
+        without rows of positive weight.
+    """
+    tables = []
+    for group in range(num_groups):
+        mask = codes == group
+        points, index = np.unique(values[mask], return_inverse=True)
+        mass = np.bincount(index, weights[mask], minlength=points.size)
+        keep = mass > 0  # zero-weight rows are not in the distribution
+        if not keep.any():
+            tables.append(None)
+            continue
+        points, levels = points[keep], np.cumsum(mass[keep])
+        levels = levels / levels[-1]
+        levels[-1] = 1.0
+        tables.append((points, levels))
+    return tables
+
+
+def barycenter_quantiles(tables, proportions):
+    """The Wasserstein-2 barycenter of the groups' distributions, as a quantile function.
+
+    On the line the barycenter's quantile function is the proportion-weighted mean of
+    the groups' quantile functions (Agueh and Carlier 2011); for empirical distributions
+    it is a step function, constant on every interval between consecutive CDF levels of
+    any group.
+
+    Parameters
+    ----------
+    tables : list of (ndarray, ndarray)
+        The groups' supports and CDF levels (:func:`quantile_tables`).
+    proportions : ndarray of shape (num_groups,)
+        Weights of the groups (summing to 1).
+
+    Returns
+    -------
+    levels : ndarray of shape (m,)
+        Increasing levels in (0, 1], the last one 1.
+    group_values : ndarray of shape (num_groups, m)
+        ``Q_s(u)`` of every group on ``(levels[j - 1], levels[j]]``.
+    values : ndarray of shape (m,)
+        The barycenter's quantile function there, ``sum_s proportions[s] Q_s``.
+    """
+    levels = np.unique(np.concatenate([table[1] for table in tables]))
+    group_values = np.stack(
+        [
+            points[np.minimum(np.searchsorted(cdf, levels, "left"), points.size - 1)]
+            for points, cdf in tables
+        ]
+    )
+    return levels, group_values, np.asarray(proportions) @ group_values
+
+
+def prediction_w2_unfairness(y_true, y_pred, *, sensitive_features, sample_weight=None) -> float:
+    r"""Weighted mean squared Wasserstein-2 distance of the groups' prediction
+    distributions to their barycenter.
+
+    ``U(f) = min_nu sum_s p_s W_2^2(law(f | S = s), nu) = sum_s p_s \int_0^1 (Q_s(u) -
+    Q(u))^2 du``, with ``p_s`` the groups' (weighted) shares, ``Q_s`` their quantile
+    functions and ``Q = sum_s p_s Q_s`` the barycenter's. 0 exactly when the groups'
+    prediction distributions are equal; the least mean squared change of the predictions
+    that equalises them (Chzhen et al. 2020), and the unfairness that the risk trades off
+    against along the interpolation of Chzhen and Schreuder (2022). In squared units of
+    the predictions; exact (a sum over the merged CDF levels).
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,) or None
+        Ignored (fairlearn's signature).
+    y_pred : array-like of shape (n_samples,)
+        Predictions (finite numbers).
+    sensitive_features : array-like of shape (n_samples,) or (n_samples, k)
+        Group membership.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Weights of the empirical distributions and of the group shares.
+
+    Returns
+    -------
+    float
+        The unfairness (non-negative); 0 with one group.
+
+    References
+    ----------
+    .. [1] E. Chzhen, N. Schreuder. "A minimax framework for quantifying risk-fairness
+       trade-off in regression". Annals of Statistics 50(4), 2022.
+    .. [2] E. Chzhen, C. Denis, M. Hebiri, L. Oneto, M. Pontil. "Fair Regression with
+       Wasserstein Barycenters". NeurIPS 2020.
+
+    Examples
+    --------
+    >>> from fairest.metrics import prediction_w2_unfairness
+    >>> prediction_w2_unfairness(None, [0, 2, 2, 4], sensitive_features=list("aabb"))
+    1.0
+    """
+    inputs = _inputs(y_true, y_pred, sensitive_features, sample_weight, "between_groups")
+    num_groups = inputs.num_groups
+    mass = np.bincount(inputs.codes, inputs.weights, minlength=num_groups)
+    proportions = mass / mass.sum()
+    tables = quantile_tables(inputs.y_pred, inputs.codes, inputs.weights, num_groups)
+    levels, group_values, values = barycenter_quantiles(tables, proportions)
+    widths = np.diff(levels, prepend=0.0)
+    return float(proportions @ ((group_values - values) ** 2 @ widths))
 
 
 def _loss_gap(inputs, rate, method) -> float:
