@@ -7,6 +7,8 @@
 * :func:`fairness_interval`: simultaneous confidence intervals of the fairness metrics
   and their group rates (exact Clopper-Pearson, Hoeffding, empirical Bernstein;
   approximate Student-t and bootstrap); :func:`rows_needed`.
+* :class:`DemographicShift`: the declared deployment distribution of a demographic
+  attribute, for certificates that hold after a change of population (``shift=``).
 * Scorers of model selection: :func:`no_solution_scorer`, :func:`certified_bound_scorer`.
 """
 
@@ -25,5 +27,6 @@ __getattr__, __dir__, __all__ = lazy_exports(
         ],
         "_estimator": ["CertifiedFairClassifier", "NoSolutionFoundError"],
         "_scorers": ["certified_bound_scorer", "no_solution_scorer"],
+        "_shift": ["DemographicShift"],
     },
 )

@@ -26,6 +26,12 @@ from fairest.certified._checks import (
     model_classes,
     warn_if_near_constant,
 )
+from fairest.certified._shift import (
+    DemographicShift,
+    encode_shift_features,
+    shift_interval,
+    shift_statistics,
+)
 from fairest.metrics._checks import check_labels, check_same_length, encode_sensitive_features
 
 __all__ = [
@@ -124,6 +130,9 @@ class ConstraintResult:
         Observed group rates and their bounds.
     group_count : ndarray of shape (R, G)
         Rows behind each group rate.
+    shift_reason : str or None
+        Under a demographic shift: why the interval is vacuous (a value of the shift
+        attribute the deployment may hold with no held-out row), else ``None``.
     """
 
     metric: str
@@ -143,6 +152,7 @@ class ConstraintResult:
     group_lower: np.ndarray
     group_upper: np.ndarray
     group_count: np.ndarray
+    shift_reason: str | None = None
 
     @property
     def relation(self) -> str:
@@ -210,6 +220,12 @@ class FairnessCertificate:
         Seed of the split (and of the bootstrap).
     selection : str
         How the model was chosen, in words.
+    shift : DemographicShift or None
+        The declared deployment distribution of the shift attribute: the promise is then
+        about every population with ``P(X, Y, S | T)`` unchanged and the shares of ``T``
+        in that set, not about the held-out rows' population.
+    shift_attribute : str
+        The name of ``T`` in the sentence.
     """
 
     constraints: list = field(default_factory=list)
@@ -220,6 +236,25 @@ class FairnessCertificate:
     n_candidate: int | None = None
     random_state: int | None = None
     selection: str = "post hoc: a fitted model tested on data it never saw"
+    shift: DemographicShift | None = None
+    shift_attribute: str = "T"
+
+    @property
+    def reason(self) -> str | None:
+        """Why the certificate failed, in words ("no solution found" and its cause), or
+        ``None`` when it passed."""
+        if self.passed:
+            return None
+        failed = [r for r in self.constraints if not r.passed]
+        for result in failed:
+            if result.shift_reason:
+                return f"no solution found: {result.shift_reason}"
+        causes = "; ".join(
+            f"{r.metric} is bounded only {'below' if r.kind == 'difference' else 'above'} "
+            f"{r.certified_bound:.4g} (tolerance {r.tolerance:g}, estimate {r.estimate:.4g})"
+            for r in failed
+        )
+        return f"no solution found: {causes}"
 
     @property
     def passed(self) -> bool:
@@ -248,9 +283,19 @@ class FairnessCertificate:
             if self.n_comparisons == 1
             else f", delta divided over {self.n_comparisons} compared models"
         )
+        if self.shift is None:
+            population = "on the population they were drawn from"
+        else:
+            shares = "shares" if self.shift.exact else "shares within"
+            population = (
+                f"on every deployed population whose distribution of {self.shift_attribute} "
+                f"has {shares} {self.shift.describe()}, assuming the distribution of "
+                f"features, label and groups given {self.shift_attribute} (P(X, Y, S | "
+                f"{self.shift_attribute})) is that of the population the rows were drawn from"
+            )
         return (
             f"With probability at least {level} over the draw of the {self.n_certification:,} "
-            f"held-out rows{comparisons}{kind}, on the population they were drawn from this "
+            f"held-out rows{comparisons}{kind}, {population}, this "
             f"model's {clauses}, so {verdicts}."
         )
 
@@ -412,15 +457,40 @@ def certify_outcomes(
     inflation=1.0,
     seed=None,
     count_scale=None,
+    shift=None,
+    t_codes=None,
 ) -> list[ConstraintResult]:
     """The constraint results of 0/1 outcomes: each constraint at its delta share.
 
     ``count_scale`` (a float) evaluates the bound as if every group had that many times
     its rows, and ``inflation`` widens it: the predicted bound of candidate selection.
+    With a ``shift`` (and the rows' codes ``t_codes`` of its values) the intervals cover
+    every deployed distribution of the shift's set (see :mod:`fairest.certified._shift`).
     """
     share = constraint_delta(delta, len(constraints), n_comparisons)
     results = []
     for metric, tolerance in constraints:
+        if shift is not None:
+            predicted = proba if METRICS[metric].needs_proba else pred01
+            statistics = shift_statistics(
+                metric,
+                y01,
+                predicted,
+                codes,
+                len(group_labels),
+                t_codes,
+                len(shift.values),
+                seed=seed,
+            )
+            if count_scale is not None:
+                statistics = statistics.scaled_to(np.round(statistics.count * count_scale))
+            shifted = shift_interval(statistics, metric, share, bound, shift, inflation=inflation)
+            result = _result(shifted.interval, tolerance, group_labels)
+            result.shift_reason = shifted.reason
+            if shifted.reason is not None:
+                result.passed = False
+            results.append(result)
+            continue
         statistics = rate_statistics(
             metric, y01, pred01, codes, len(group_labels), proba=proba, seed=seed
         )
@@ -568,6 +638,8 @@ def certify_fairness(
     bound="clopper-pearson",
     n_comparisons=1,
     random_state=None,
+    shift=None,
+    shift_features=None,
 ) -> FairnessCertificate:
     """Certify the fairness of any fitted binary classifier on held-out data.
 
@@ -605,11 +677,26 @@ def certify_fairness(
         certificates multiplies the risk up to ``k`` times.
     random_state : int, default=None
         Seed of the bootstrap; recorded in the certificate.
+    shift : DemographicShift, default=None
+        Certify the deployed population instead: the distribution of a demographic
+        attribute ``T`` (``shift_features``) changes to known shares or to any shares in
+        a box, while ``P(X, Y, S | T)`` stays that of the held-out rows' population.
+        Each group rate is bounded from one-sided bounds of its per-(T, S) parts
+        (``delta`` split over ``4 R G K`` of them, ``K`` the values of ``T`` the
+        deployment may hold) and maximised over the shares exactly (a linear-fractional
+        program); each group's rate is bounded over the shares separately (valid for
+        every distribution of the set, and conservative). A value of ``T`` with no
+        held-out row while its share may be positive fails the certificate with that
+        reason (``certificate.reason``).
+    shift_features : array-like of shape (n_samples,) or str, default=None
+        The value of ``T`` of every held-out row, or the name of a column of ``X``; may
+        differ from ``sensitive_features``. Required with ``shift``.
 
     Returns
     -------
     FairnessCertificate
-        The bounds and verdict of every constraint; ``repr`` states the promise.
+        The bounds and verdict of every constraint; ``repr`` states the promise (and,
+        under a shift, its assumption).
 
     Raises
     ------
@@ -629,6 +716,7 @@ def certify_fairness(
     ----------
     .. [1] Thomas, P. S. et al. "Preventing undesirable behavior of intelligent
        machines", Science 366 (2019).
+    .. [2] Giguere, S. et al. "Fairness guarantees under demographic shift", ICLR 2022.
 
     Examples
     --------
@@ -645,11 +733,19 @@ def certify_fairness(
     """
     checked = check_constraints(constraints)
     check_delta_and_bound(delta, bound, n_comparisons)
+    if shift is None and shift_features is not None:
+        raise ValueError(
+            "shift_features is given without shift; pass shift=DemographicShift(...) with "
+            "the deployed shares of T, or drop shift_features."
+        )
     needs_proba = any(METRICS[metric].needs_proba for metric, _ in checked)
     y01, pred01, proba, classes = binary_outcomes(
         fitted_model, X, y, needs_proba, sensitive_features=sensitive_features
     )
     codes, groups = encode_sensitive_features(sensitive_features, y01.shape[0], reference="y")
+    t_codes = (
+        None if shift is None else encode_shift_features(shift_features, shift, y01.shape[0], X=X)
+    )
     warn_if_near_constant(
         pred01, codes, groups, classes, who="certify_fairness: fitted_model", rows="held-out rows"
     )
@@ -664,6 +760,8 @@ def certify_fairness(
         bound=bound,
         n_comparisons=int(n_comparisons),
         seed=random_state,
+        shift=shift,
+        t_codes=t_codes,
     )
     return FairnessCertificate(
         constraints=results,
@@ -676,4 +774,14 @@ def certify_fairness(
             "post hoc: a fitted model tested on held-out data"
             + ("" if n_comparisons == 1 else f", the kept one of {n_comparisons} compared models")
         ),
+        shift=shift,
+        shift_attribute=shift_name(shift_features),
     )
+
+
+def shift_name(shift_features) -> str:
+    """The shift attribute's name in the sentence: the column's name, else ``T``."""
+    if isinstance(shift_features, str):
+        return shift_features
+    name = getattr(shift_features, "name", None)
+    return str(name) if isinstance(name, str) and name else "T"

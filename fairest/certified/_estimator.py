@@ -23,6 +23,7 @@ from fairest.certified._certificate import (
     certify_outcomes,
     check_constraints,
     check_delta_and_bound,
+    shift_name,
     takes_groups,
 )
 from fairest.certified._checks import check_not_regressor, label_key, warn_if_near_constant
@@ -32,6 +33,7 @@ from fairest.certified._selection import (
     seed_of,
     stratified_safety_split,
 )
+from fairest.certified._shift import DemographicShift, encode_shift_features
 from fairest.postprocessing._diagnostics import SMALL_GROUPS_MESSAGE
 from fairest.utils._estimator import (
     check_passthrough_X,
@@ -151,6 +153,12 @@ default="clopper-pearson"
         the first failure; every candidate that passed is certified at once and the most
         accurate is kept (no Bonferroni factor). Suited to a knob that orders the
         candidates, e.g. the ``tolerance`` path of a post-processor.
+    shift : DemographicShift, default=None
+        Certify for a deployed population whose distribution of a demographic attribute
+        ``T`` (the ``shift_features`` of ``fit``) has the declared shares, or any shares
+        in the declared box, with ``P(X, Y, S | T)`` unchanged (see
+        :func:`certify_fairness`). Candidates are chosen by the shift-aware predicted
+        bound, and the safety test is shift-aware.
     verbose : int, default=0
         1 logs the chosen candidate and the safety test.
 
@@ -229,6 +237,7 @@ default="clopper-pearson"
         "random_state": ["random_state"],
         "on_no_solution": [StrOptions({"raise", "constant"})],
         "selection": [StrOptions({"predicted", "fixed_sequence"})],
+        "shift": [DemographicShift, None],
         "verbose": ["verbose"],
     }
 
@@ -246,6 +255,7 @@ default="clopper-pearson"
         random_state=None,
         on_no_solution="raise",
         selection="predicted",
+        shift=None,
         verbose=0,
     ):
         self.estimator = estimator
@@ -259,12 +269,13 @@ default="clopper-pearson"
         self.random_state = random_state
         self.on_no_solution = on_no_solution
         self.selection = selection
+        self.shift = shift
         self.verbose = verbose
 
     # ----------------------------------------------------------------------------------
     # fit
 
-    def fit(self, X, y, *, sensitive_features=None, sample_weight=None):
+    def fit(self, X, y, *, sensitive_features=None, sample_weight=None, shift_features=None):
         """Fit the candidates, choose one and run the safety test.
 
         Parameters
@@ -280,6 +291,9 @@ default="clopper-pearson"
             Passed to the candidates' fits (when they take it) and to the candidate
             accuracy; the safety test counts rows unweighted, since the guarantee is about
             the population the rows are drawn from.
+        shift_features : array-like of shape (n_samples,) or str, default=None
+            With ``shift``: the value of the shift attribute ``T`` of every row, or the
+            name of a column of ``X``.
 
         Returns
         -------
@@ -305,6 +319,16 @@ default="clopper-pearson"
                 f"({', '.join(repr(c) for c in self.classes_.tolist()[:5])})."
             )
         self.groups_ = data.group_labels
+        if self.shift is None and shift_features is not None:
+            raise ValueError(
+                "shift_features is given but shift is None; set shift=DemographicShift(...) "
+                "with the deployed shares of T, or drop shift_features."
+            )
+        t_codes = (
+            None
+            if self.shift is None
+            else encode_shift_features(shift_features, self.shift, data.y.shape[0], X=X)
+        )
         self.majority_class_ = self.classes_[np.argmax(np.bincount(y_codes))]
         seed = seed_of(self.random_state)
         strata = data.groups * 2 + y_codes
@@ -313,7 +337,9 @@ default="clopper-pearson"
         n_safety, n_candidate = int(safety.sum()), int((~safety).sum())
         candidate = ~safety
         needs_proba = any(METRICS[metric].needs_proba for metric, _ in constraints)
-        results = self._fit_candidates(data, candidate, constraints, needs_proba, seed, n_safety)
+        results = self._fit_candidates(
+            data, candidate, constraints, needs_proba, seed, n_safety, t_codes
+        )
         estimators, outcomes = results.pop("estimators"), results.pop("outcomes")
         fit_warnings = results.pop("fit_warnings")
 
@@ -343,6 +369,8 @@ default="clopper-pearson"
                 bound=self.bound,
                 n_comparisons=int(self.n_comparisons),
                 seed=seed,
+                shift=self.shift,
+                t_codes=None if t_codes is None else t_codes[safety],
             )
 
         if self.selection == "predicted":
@@ -374,6 +402,8 @@ default="clopper-pearson"
             n_candidate=n_candidate,
             random_state=self.random_state if isinstance(self.random_state, int) else None,
             selection=how,
+            shift=self.shift,
+            shift_attribute=shift_name(shift_features),
         )
         self.certified_ = self.certificate_.passed
         for caught in fit_warnings[self.best_index_]:
@@ -405,7 +435,9 @@ default="clopper-pearson"
         )
         return self
 
-    def _fit_candidates(self, data, candidate, constraints, needs_proba, seed, n_safety):
+    def _fit_candidates(
+        self, data, candidate, constraints, needs_proba, seed, n_safety, t_codes=None
+    ):
         grid = self._candidate_grid()
         X, y = _safe_indexing(data.X, np.flatnonzero(candidate)), data.y[candidate]
         codes, weights = data.groups[candidate], data.sample_weight[candidate]
@@ -461,6 +493,8 @@ default="clopper-pearson"
                 inflation=float(self.inflation),
                 seed=seed,
                 count_scale=scale,
+                shift=self.shift,
+                t_codes=None if t_codes is None else t_codes[candidate],
             )
             estimators.append(fitted)
             outcomes.append(outcome)
@@ -587,6 +621,9 @@ default="clopper-pearson"
         share = self.certificate_.constraints[0].delta_share
         failed = [r for r in self.certificate_.constraints if not r.passed]
         for result in failed:
+            if result.shift_reason:
+                return result.shift_reason, None
+        for result in failed:
             for i, rate in enumerate(result.rate_names):
                 empty = np.flatnonzero(result.group_count[i] == 0)
                 if empty.size:
@@ -596,7 +633,8 @@ default="clopper-pearson"
                         "more data for it or merge it with another group.",
                         None,
                     )
-        for result in failed:
+        # rows_needed is the i.i.d. count; under a shift more rows are needed
+        for result in failed if self.shift is None else []:
             if METRICS[result.metric].needs_proba:
                 continue
             counts = result.group_count
