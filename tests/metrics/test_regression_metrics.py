@@ -28,6 +28,7 @@ from fairest.metrics import (
 NAMES = (
     "prediction_ks_distance",
     "prediction_w1_distance",
+    "prediction_w2_unfairness",
     "mean_squared_error_gap",
     "mean_absolute_error_gap",
 )
@@ -226,3 +227,25 @@ def test_badr_regressor_reports_the_regression_metrics_through_the_catalogue():
     assert ks == pytest.approx(ks_2samp(f, m).statistic)
     w1 = get_metric("prediction_w1_distance")(y, y_pred, sensitive_features=groups)
     assert w1 == pytest.approx(wasserstein_distance(f, m))
+
+
+def test_w2_unfairness_equals_the_quantile_integral_by_hand():
+    """Groups of 30 and 45 rows: every quantile function is constant on the intervals
+    ((j - 1) / 90, j / 90], so the midpoints give the integral exactly."""
+    rng = np.random.default_rng(8)
+    a, b = rng.normal(size=30), rng.exponential(size=45) + 0.5
+    values, groups = np.concatenate([a, b]), np.repeat(["a", "b"], [30, 45])
+    u = (np.arange(90) + 0.5) / 90
+    qa, qb = np.sort(a)[(u * 30).astype(int)], np.sort(b)[(u * 45).astype(int)]
+    shares = np.array([30, 45]) / 75
+    bary = shares[0] * qa + shares[1] * qb
+    expected = shares[0] * np.mean((qa - bary) ** 2) + shares[1] * np.mean((qb - bary) ** 2)
+    value = get_metric("prediction_w2_unfairness")(None, values, sensitive_features=groups)
+    assert value == pytest.approx(expected, rel=1e-12)
+    # equal shares: a quarter of the squared W2 distance of sorted samples
+    c = rng.normal(size=30) * 2
+    pair = np.concatenate([a, c])
+    w2 = np.mean((np.sort(a) - np.sort(c)) ** 2)
+    assert get_metric("prediction_w2_unfairness")(
+        None, pair, sensitive_features=["a"] * 30 + ["b"] * 30
+    ) == pytest.approx(w2 / 4, rel=1e-12)
