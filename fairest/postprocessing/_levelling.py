@@ -267,8 +267,8 @@ class LevellingUpClassifier(GroupThresholdClassifier):
     .. [1] E. Delaney, Z. Fu, S. Wachter, B. Mittelstadt, C. Russell. "OxonFair: A
        Flexible Toolkit for Algorithmic Fairness". NeurIPS 2024.
     .. [2] B. Mittelstadt, S. Wachter, C. Russell. "The Unfairness of Fair Machine
-       Learning: Levelling down and strict egalitarianism by default". Michigan
-       Technology Law Review, 2024.
+       Learning: Levelling down and strict egalitarianism by default". arXiv
+       preprint, 2023.
 
     Examples
     --------
