@@ -282,10 +282,18 @@ class FairnessMonitor:
                     "row, e.g. df['sex'].astype(str) + '|' + df['race'].astype(str)."
                 )
             sensitive_features = sensitive_features.iloc[:, 0]
+        if isinstance(sensitive_features, (pd.Series, pd.Index)) and isinstance(
+            sensitive_features.dtype, pd.CategoricalDtype
+        ):
+            sensitive_features = pd.Categorical(sensitive_features)
+        if isinstance(sensitive_features, pd.Categorical) and self.groups_ is not None:
+            codes = self._categorical_codes(sensitive_features, n_rows)
+            if codes is not None:
+                return codes
         labels = (
-            sensitive_features.to_numpy()
-            if isinstance(sensitive_features, (pd.Series, pd.Index))
-            else np.asarray(sensitive_features)
+            np.asarray(sensitive_features)
+            if not isinstance(sensitive_features, (pd.Series, pd.Index))
+            else sensitive_features.to_numpy()
         )
         if labels.ndim != 1:
             raise ValueError(
@@ -307,6 +315,19 @@ class FairnessMonitor:
         if first:
             self._start(self._vocabulary.labels_)
         return codes
+
+    def _categorical_codes(self, categorical, n_rows: int):
+        """Codes of a pandas Categorical through its categories (one small lookup), or
+        ``None`` when a row's label is missing or unseen (the general path then raises)."""
+        if len(categorical) != n_rows:
+            return None
+        categories = np.asarray(categorical.categories)
+        known = self.groups_
+        position = np.clip(np.searchsorted(known, categories), 0, known.size - 1)
+        mapping = np.where(known[position] == categories, position, -1)
+        codes = mapping[categorical.codes] if categories.size else np.full(n_rows, -1)
+        codes = np.where(categorical.codes < 0, -1, codes)
+        return None if (codes < 0).any() else codes
 
     def _start(self, labels):
         self.groups_ = labels

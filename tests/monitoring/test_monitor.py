@@ -213,6 +213,12 @@ def test_string_and_integer_groups_give_the_same_report():
     by_name = FairnessMonitor().update(y_pred, np.array(list("wxyz"))[codes])
     np.testing.assert_array_equal(by_code.report().to_numpy(), by_name.report().to_numpy())
     assert by_name.groups_.tolist() == ["w", "x", "y", "z"]
+    # pandas categoricals (categories in any order, unused ones) take their codes' path
+    labels = pd.Categorical(np.array(list("wxyz"))[codes], categories=list("zyxwv"))
+    by_category = FairnessMonitor(groups=list("wxyz")).update(y_pred, pd.Series(labels))
+    pd.testing.assert_frame_equal(by_category.report(), by_name.report())
+    with pytest.raises(ValueError, match=r"\['v'\] were not in the groups"):
+        by_category.update([1], pd.Categorical(["v"], categories=list("vw")))
 
 
 def test_alarm_certified_and_first_alarm():
