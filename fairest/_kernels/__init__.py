@@ -1,5 +1,6 @@
-"""Jitted JAX building blocks shared by every family (losses, per-group sums, Hessians,
-projections, row buckets). Pure functions; hyper-parameters are traced arguments."""
+"""Jitted JAX building blocks shared by every family (losses, the MLP forward pass,
+per-group sums, Hessians, projections, row buckets). Pure functions; hyper-parameters are
+traced arguments."""
 
 from fairest._kernels._buckets import bucket_size, pad_rows, pad_rows_to, padded_rows
 from fairest._kernels._glm import (
@@ -20,9 +21,14 @@ from fairest._kernels._losses import (
     PENALTY_SCALE,
     cross_entropy,
     cross_entropy_grad,
+    cross_entropy_host,
+    cross_entropy_stats,
+    group_means,
     loss_derivatives,
     pointwise_loss,
+    weighted_mean,
 )
+from fairest._kernels._mlp import host_matmul, mlp_forward, mlp_forward_host
 from fairest._kernels._projections import clip_by_norm, project_simplex
 from fairest._kernels._sparse import SparseRows, is_sparse, sparse_rows
 
@@ -36,11 +42,17 @@ __all__ = [
     "clip_by_norm",
     "cross_entropy",
     "cross_entropy_grad",
+    "cross_entropy_host",
+    "cross_entropy_stats",
+    "group_means",
     "group_sums",
     "group_to_sample_weights",
     "hessian_vector_product",
+    "host_matmul",
     "is_sparse",
     "loss_derivatives",
+    "mlp_forward",
+    "mlp_forward_host",
     "objective",
     "pad_rows",
     "pad_rows_to",
@@ -53,4 +65,5 @@ __all__ = [
     "value_and_grad",
     "value_grad_hessian",
     "weighted_gram",
+    "weighted_mean",
 ]

@@ -1,4 +1,5 @@
-"""Pointwise losses of linear scores and their first two derivatives in the score.
+"""Pointwise losses of scores, their first two derivatives in the score, and their
+(group) means: the logistic / cross-entropy loss is written here once.
 
 Every loss is a function of a score ``s`` and a target ``y``; the derivatives are taken
 with respect to ``s``. Binary losses take ``y`` in {0, 1}. The ``loss`` name is a static
@@ -9,12 +10,17 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 __all__ = [
     "LOSSES",
     "PENALTY_SCALE",
     "cross_entropy",
     "cross_entropy_grad",
+    "cross_entropy_host",
+    "cross_entropy_stats",
+    "group_means",
+    "weighted_mean",
     "pointwise_loss",
     "loss_derivatives",
 ]
@@ -50,6 +56,53 @@ def cross_entropy_grad(S, y):
     return jax.nn.softmax(S, axis=1) - jax.nn.one_hot(y, S.shape[1], dtype=S.dtype)
 
 
+def cross_entropy_stats(S, y):
+    """Per-sample :func:`cross_entropy`, correctness (0/1) and probability of the true class.
+
+    ``S`` of shape (n, 1): binary logits (BCE-with-logits) with ``y`` in {0, 1}; (n, K):
+    class scores with integer ``y`` (softmax cross-entropy).
+    """
+    if S.shape[-1] == 1:
+        z = S[:, 0]
+        yf = y.astype(z.dtype)
+        correct = ((z > 0) == (yf > 0.5)).astype(z.dtype)
+        p = jax.nn.sigmoid(z)
+        return cross_entropy(z, yf), correct, yf * p + (1.0 - yf) * (1.0 - p)
+    yi = y.astype(jnp.int32)
+    lse = jax.nn.logsumexp(S, axis=1)
+    z_true = jnp.take_along_axis(S, yi[:, None], axis=1)[:, 0]
+    correct = (jnp.argmax(S, axis=1) == yi).astype(S.dtype)
+    return cross_entropy(S, yi), correct, jnp.exp(z_true - lse)
+
+
+def cross_entropy_host(S, y):
+    """:func:`cross_entropy` on the host in float64 for logits ``S`` of shape (n, 1) (binary,
+    ``y`` in {0, 1}) or (n, K) (integer ``y``)."""
+    if S.shape[1] == 1:
+        z = S[:, 0]
+        return np.logaddexp(0.0, z) - y * z
+    zmax = S.max(axis=1)
+    lse = zmax + np.log(np.exp(S - zmax[:, None]).sum(axis=1))
+    return lse - S[np.arange(len(y)), y]
+
+
+def group_means(values, g, w, num_groups: int):
+    """Weighted per-group means of per-sample ``values`` (n,), the counts and ``present``.
+
+    Groups without weight get mean 0 and ``present = False``.
+    """
+    gid = jnp.clip(g, 0, num_groups - 1)
+    counts = jax.ops.segment_sum(w, gid, num_segments=num_groups)
+    sums = jax.ops.segment_sum(w * values, gid, num_segments=num_groups)
+    present = counts > 0
+    return jnp.where(present, sums / jnp.where(present, counts, 1.0), 0.0), counts, present
+
+
+def weighted_mean(values, w):
+    """``sum(w values) / sum(w)`` (0 when every weight is 0)."""
+    return jnp.sum(w * values) / jnp.maximum(jnp.sum(w), jnp.finfo(values.dtype).tiny)
+
+
 def pointwise_loss(loss: str, s, y):
     """Per-sample loss ``l(s, y)``.
 
@@ -69,8 +122,7 @@ def loss_derivatives(loss: str, s, y):
     _check_loss(loss)
     if loss == "logistic":
         # one exponential for all three: e = exp(-|s|), softplus(s) = max(s, 0) + log1p(e),
-        # sigmoid(s) = 1/(1+e) or e/(1+e), sigmoid' = e/(1+e)^2 (no cancellation in p(1-p));
-        # (faster than sigmoid and logaddexp evaluated apart on XLA CPU)
+        # sigmoid(s) = 1/(1+e) or e/(1+e), sigmoid' = e/(1+e)^2 (no cancellation in p(1-p))
         e = jnp.exp(-jnp.abs(s))
         inverse = 1.0 / (1.0 + e)
         p = jnp.where(s >= 0, inverse, e * inverse)
