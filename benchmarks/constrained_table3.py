@@ -247,8 +247,8 @@ def warm_up(methods, data, ghost_backend):
 
             from fairest.constrained._common import ModelProblem, ravel_params
             from fairest.constrained._engine import MLP
-            from fairest.constrained._engine._driver import _device_data
-            from fairest.constrained._ghost import _ghost_derivatives
+            from fairest.constrained._engine._ghost_solver import _ghost_derivatives
+            from fairest.constrained._engine._runtime import _device_data
 
             model = MLP(Xtr.shape[1], (64, 32), 1)
             problem = ModelProblem(model, 2, 2, 2)

@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from fairest.constrained._engine import MLP, group_means, per_sample_stats, weighted_mean
+from fairest._kernels._losses import cross_entropy_stats, group_means, weighted_mean
+from fairest.constrained._mlp import MLP
 from fairest.constrained._sparse import as_csr
 from fairest.utils._estimator import in_stream_chunk, validate_fit_data
 
@@ -154,7 +155,7 @@ class ModelProblem:
 
     def losses(self, x, batch):
         """Per-row losses, times the rows' sample-weight scales ``batch.s`` if any."""
-        loss, _, _ = per_sample_stats(self.logits(x, batch.X), batch.y)
+        loss, _, _ = cross_entropy_stats(self.logits(x, batch.X), batch.y)
         return loss if batch.s is None else loss * batch.s
 
     def objective(self, x, batch, aux):
@@ -167,7 +168,7 @@ class ModelProblem:
         return aux["A"] @ self.cell_losses(x, batch) - aux["delta"]
 
     def penalty(self, x, batch, aux):
-        _, _, p_true = per_sample_stats(self.logits(x, batch.X), batch.y)
+        _, _, p_true = cross_entropy_stats(self.logits(x, batch.X), batch.y)
         w = batch.w if batch.s is None else batch.w * batch.s  # weighted soft accuracies
         acc_g, _, present = group_means(p_true, batch.g, w, self.n_groups)
         acc = weighted_mean(p_true, w)

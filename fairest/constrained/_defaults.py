@@ -10,7 +10,7 @@ CONSTRAINT_BATCH_SIZE = 8  # rows per group per constraint draw [C] (spec 3.4)
 N_EPOCHS = 5  # spec 4.2; n_epochs="auto" under preset "paper" / "release"
 HIDDEN_LAYER_SIZES = (64, 32)  # 9 -> 64 -> 32 -> 1 MLP [P] (spec 3.3)
 FEASIBILITY_TOL = 1e-3  # is_feasible_ threshold (spec 4.2)
-MIN_CHUNK = 256  # [F] iterations per jitted scan chunk (at least); see _engine._run_scan
+MIN_CHUNK = 256  # [F] iterations per jitted scan chunk (at least); see _engine._driver._run_scan
 
 # Objective batch size used for batch_size="auto" (spec 4.2): 8, 16 for SSw [C].
 AUTO_BATCH_SIZE = {"ssw": 16}

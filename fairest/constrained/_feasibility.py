@@ -29,7 +29,7 @@ from jax import lax
 from fairest.constrained import _defaults
 from fairest.constrained._engine import loss_scales
 from fairest.constrained._engine._contract import _Ctx
-from fairest.constrained._engine._driver import _device_data
+from fairest.constrained._engine._runtime import _device_data
 from fairest.constrained._engine._solvers import _block_of, _full_step_blocks
 from fairest.utils._degenerate import NEAR_CONSTANT_SHARE
 from fairest.utils._validation import FairnessWarning

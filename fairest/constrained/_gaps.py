@@ -2,8 +2,8 @@
 
 ``C = A @ L_cells - tolerance <= 0``: the matrix ``A`` of the compared pairs of groups
 (or of (group, label) cells), the constraint cell of every row, the scale the
-augmented-Lagrangian solvers run on, and the per-row losses the exact train values are
-measured with.
+augmented-Lagrangian solvers run on. The per-row losses the exact train values are
+measured with are :func:`fairest._kernels.cross_entropy_host`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ __all__ = [
     "constraint_matrix",
     "constraint_scale",
     "loss_gap_constraints",
-    "sample_losses",
     "unscale_history",
 ]
 
@@ -178,13 +177,3 @@ def loss_gap_constraints(
     A, names = constraint_matrix(metric, pairs, labels, n_groups)
     scale = constraint_scale(solver, pairs, n_groups)
     return LossGapConstraints(A, names, cells, n_cells, n_groups, scale)
-
-
-def sample_losses(logits, y_codes):
-    """Per-sample cross-entropy in float64 (BCE-with-logits for one output column)."""
-    if logits.shape[1] == 1:
-        z = logits[:, 0]
-        return np.logaddexp(0.0, z) - y_codes * z
-    zmax = logits.max(axis=1)
-    lse = zmax + np.log(np.exp(logits - zmax[:, None]).sum(axis=1))
-    return lse - logits[np.arange(len(y_codes)), y_codes]

@@ -1,17 +1,11 @@
-"""Stochastic Ghost (constrained spec 3.7): the relaxation ``kappa`` (an LP, closed forms for
-one constraint and for the two sides of one gap), the direction QP (a dual solve, cvxpy as
-the fallback) and the solver's host-loop ``init`` / ``step`` / ``diagnostics`` for the
-engine's table (:data:`fairest.constrained._engine.SOLVERS`)."""
+"""The subproblems of Stochastic Ghost (constrained spec 3.7): the relaxation ``kappa`` (an
+LP, closed forms for one constraint and for the two sides of one gap) and the direction QP
+(a dual solve, cvxpy as the fallback), on host arrays. The solver's host-loop ``init`` /
+``step`` / ``diagnostics`` are in :mod:`fairest.constrained._engine._ghost_solver`."""
 
 from __future__ import annotations
 
-from functools import lru_cache
-
-import jax
-import jax.numpy as jnp
 import numpy as np
-
-from fairest.constrained._engine._contract import Batch, _Ctx, _rows
 
 __all__ = ["ghost_kappa", "ghost_subproblem"]
 
@@ -136,132 +130,3 @@ def ghost_subproblem(g, c, J, *, tau, box, kappa_lambda, kappa_box, backend="dua
         except Exception:
             continue
     return np.zeros_like(g), kappa, True
-
-
-@lru_cache(maxsize=16)
-def _ghost_derivatives(problem):
-    def derivs(x, data, aux, obj_idx, con_idx):
-        d = data
-        bf = Batch(
-            d["X"][obj_idx],
-            d["y"][obj_idx],
-            d["groups"][obj_idx],
-            jnp.ones(obj_idx.shape, x.dtype),
-            _rows(d.get("s"), obj_idx),
-        )
-        bc = Batch(
-            d["X"][con_idx],
-            d["y"][con_idx],
-            d["cells"][con_idx],
-            jnp.ones(con_idx.shape, x.dtype),
-            _rows(d.get("cs"), con_idx),
-        )
-        f, g = jax.value_and_grad(problem.objective)(x, bf, aux)
-        c = problem.constraints(x, bc, aux)
-        J = jax.jacrev(problem.constraints)(x, bc, aux)
-        return f, g, c, J
-
-    def full(x, data, aux):
-        ctx = _Ctx(problem, data, aux, {}, True, True)
-        f, g = jax.value_and_grad(ctx.f)(x, ctx.full_obj_batch())
-        c = ctx.c(x, ctx.full_con_batch())
-        J = jax.jacrev(ctx.c)(x, ctx.full_con_batch())
-        return f, g, c, J
-
-    return jax.jit(derivs), jax.jit(full)
-
-
-def _init_ghost(x0, ctx):
-    """Host state of Stochastic Ghost: the iterate in float64 and the step size."""
-    n = ctx.n_rows
-    cells = np.asarray(ctx.data["cells"])[:n]
-    cw = np.asarray(ctx.data["cw"])[:n]
-    members = [np.flatnonzero((cells == c) & (cw > 0)) for c in range(ctx.problem.n_cells)]
-    return {
-        "x": np.asarray(x0, dtype=np.float64),
-        "dtype": x0.dtype,
-        "k": 0,
-        "gamma": ctx.hyper["learning_rate"],
-        "failures": 0,
-        "n_samples": 0,
-        "members": members,
-        "constraint_rows": int(cw.sum()),
-    }
-
-
-def _ghost_direction(state, ctx, f_g_c_J):
-    """Direction, relaxation and constraint values of the subproblem at ``f_g_c_J``."""
-    h = ctx.hyper
-    _, g, c, J = (np.asarray(a, dtype=np.float64) for a in f_g_c_J)
-    d, kappa, failed = ghost_subproblem(
-        g,
-        c,
-        J.reshape(c.size, -1),
-        backend=h["qp_backend"],
-        tau=h["proximal_strength"],
-        box=h["trust_radius"],
-        kappa_lambda=h["relaxation_weight"],
-        kappa_box=h["relaxation_radius"],
-    )
-    state["failures"] += int(failed)
-    return d, kappa, c
-
-
-def _step_ghost(state, ctx):
-    """One Stochastic Ghost iteration (spec 3.7) on the host; ``hyper`` holds the public
-    ``solver_params`` names, mapped here to the spec's symbols (p0, gamma_0, zeta_gamma,
-    tau, beta, lambda_kappa, rho_kappa). Draw order: the MLMC level ``N`` (solver
-    stream), then ``2^(N+1)`` objective rows and rows of every cell, then one of each."""
-    h, k = ctx.hyper, state["k"]
-    state = dict(state)
-    derivs, full = _ghost_derivatives(ctx.problem)
-    obj_rng, con_rng, solver_rng = ctx.rngs[1], ctx.rngs[2], ctx.rngs[3]
-    xj = jnp.asarray(state["x"], dtype=state["dtype"])
-    step0, decay = h["learning_rate"], h["learning_rate_decay_rate"]
-    if h["learning_rate_rule"] == "inv_iter":
-        state["gamma"] = step0 / (k + 1) ** decay
-    elif k > 0:
-        state["gamma"] = state["gamma"] * (1.0 - decay * state["gamma"])
-    if h["sampling"] == "full":
-        f_val, *_ = out = full(xj, ctx.data, ctx.aux)
-        d_k, kappa, c_used = _ghost_direction(state, ctx, out)
-        N = -1
-        state["n_samples"] += ctx.n_rows + state["constraint_rows"]
-    else:
-        p0, members, n = h["mlmc_probability"], state["members"], ctx.n_rows
-        largest = max(mm.size for mm in members)
-        N = int(solver_rng.geometric(p0)) - 1
-        while 2 ** (N + 1) > largest:
-            N = int(solver_rng.geometric(p0)) - 1
-        size = 2 ** (N + 1)
-        obj_big = obj_rng.integers(n, size=size)
-        con_big = np.stack([mm[con_rng.integers(mm.size, size=size)] for mm in members])
-        obj_one = obj_rng.integers(n, size=1)
-        con_one = np.stack([mm[con_rng.integers(mm.size, size=1)] for mm in members])
-
-        def at(obj, con):
-            return derivs(
-                xj,
-                ctx.data,
-                ctx.aux,
-                jnp.asarray(obj, jnp.int32),
-                jnp.asarray(con.reshape(-1), jnp.int32),
-            )
-
-        out1 = at(obj_one, con_one)
-        f_val = out1[0]
-        d1, kappa, c_used = _ghost_direction(state, ctx, out1)
-        d_big, _, _ = _ghost_direction(state, ctx, at(obj_big, con_big))
-        d_odd, _, _ = _ghost_direction(state, ctx, at(obj_big[0::2], con_big[:, 0::2]))
-        d_even, _, _ = _ghost_direction(state, ctx, at(obj_big[1::2], con_big[:, 1::2]))
-        weight = p0 * (1.0 - p0) ** N
-        d_k = d1 + (d_big - 0.5 * d_odd - 0.5 * d_even) / weight
-        state["n_samples"] += 3 * (1 + size)
-    state["x"] = state["x"] + state["gamma"] * d_k
-    state["k"] = k + 1
-    log = {"objective": f_val, "c": c_used, "step_size": state["gamma"], "kappa": kappa}
-    return state, {**log, "N_geom": N}
-
-
-def _ghost_diagnostics(state, logs, hyper):
-    return {"n_qp_failures": state["failures"]}

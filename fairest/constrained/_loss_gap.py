@@ -8,37 +8,23 @@ unconstrained SGD and fairness-penalised SGD baselines.
 
 from __future__ import annotations
 
-import copy
 from numbers import Integral, Real
-from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import validate_data
 
+from fairest._kernels._losses import cross_entropy_host
 from fairest.constrained import _defaults
 from fairest.constrained._common import (
     ModelProblem,
     prepare_predict,
-    split_sensitive_columns,
-    unravel_params,
     validate_constrained_fit,
     validate_hidden,
 )
-from fairest.constrained._engine import (
-    MLP,
-    SOLVERS,
-    numpy_forward,
-    population_totals,
-    refit_on_divergence,
-    run_solver,
-    scaled_step_sizes,
-    solve,
-    spawn_rngs,
-)
+from fairest.constrained._engine import MLP, SOLVERS, numpy_forward, solve, spawn_rngs
 from fairest.constrained._feasibility import (
     near_constant_figures,
     plain_label,
@@ -50,9 +36,9 @@ from fairest.constrained._gaps import (  # noqa: F401 (constraint_matrix: a publ
     LossGapConstraints,
     constraint_matrix,
     loss_gap_constraints,
-    sample_losses,
     unscale_history,
 )
+from fairest.constrained._loss_gap_fit import FitSetup, host_layers, host_ravel, partial_fit_chunk
 from fairest.constrained._presets import (
     ALIASES,
     SOLVER_NAMES,
@@ -68,51 +54,6 @@ from fairest.utils._reporting import log_fit, wants_progress
 __all__ = [
     "LossGapConstrainedClassifier",
 ]
-
-
-def host_ravel(layers, dtype) -> np.ndarray:
-    """Flat parameters of host ``(W, b)`` layers in ``dtype`` (``ravel_params`` order)."""
-    real = np.dtype(dtype)
-    return np.concatenate(
-        [np.concatenate([np.ravel(W), np.ravel(b)]).astype(real) for W, b in layers]
-    )
-
-
-def host_layers(model: MLP, x, dtype) -> list:
-    """``(W, b)`` host copies of every layer of the flat parameters ``x`` in ``dtype``."""
-    x = np.asarray(x, dtype=np.dtype(dtype))
-    return [(W.copy(), b.copy()) for W, b in unravel_params(model, x)]
-
-
-class FitSetup(NamedTuple):
-    """What :meth:`LossGapConstrainedClassifier.fit` prepares before the solver runs
-    (``weight``: the sample weights, ``None`` when they are all 1)."""
-
-    solver: str
-    hidden: tuple
-    hyper: dict
-    X: object
-    y_codes: np.ndarray
-    classes: np.ndarray
-    groups: np.ndarray
-    labels: np.ndarray
-    weight: np.ndarray | None
-    gaps: LossGapConstraints
-    model: MLP
-    problem: ModelProblem
-    batch_size: int | None
-    dtype: object
-    rngs: list
-    x0: np.ndarray
-    n_epochs: float | None  # n_epochs with "auto" resolved
-    feasibility_steps: int  # steps of the final feasibility phase (0: none)
-
-    def solver_args(self) -> tuple[tuple, dict]:
-        """``(args, kwargs)`` of the solver call (:func:`~fairest.constrained._engine.
-        solve`, :func:`~fairest.constrained._engine.run_lanes`): solver, problem, data,
-        cells and initial parameters; ``hyper`` and ``rngs``."""
-        args = (self.solver, self.problem, self.X, self.y_codes, self.groups, self.gaps.cells)
-        return (*args, self.x0), {"hyper": self.hyper, "rngs": self.rngs}
 
 
 class LossGapConstrainedClassifier(ScoreClassifierMixin, BaseEstimator):
@@ -724,143 +665,15 @@ list of str or None, default=None
         self : LossGapConstrainedClassifier
             The estimator, updated.
         """
-        from fairest.io import (
-            chunk_of_a_stream,
-            encode_stream_chunk,
-            start_or_continue_stream,
-        )
-
-        solver = self._solver_name()
-        if SOLVERS[solver].host:
-            raise ValueError(
-                "partial_fit: solver='ghost' runs a host loop that counts iterations, not "
-                "epochs; it has no streaming form. Use another solver or fit."
-            )
-        hidden = validate_hidden(self.hidden_layer_sizes)
-        hyper = resolve_solver_params(solver, self.preset, self.solver_params)
-        if self.eval_every is not None and not self.record_history:
-            raise ValueError("eval_every needs record_history=True (or an int).")
-        stream, first = start_or_continue_stream(self, classes, groups)
-        X, sensitive_features, _ = split_sensitive_columns(X, sensitive_features)
-        if not first or stream.warm:
-            validate_data(self, X, reset=False, skip_check_array=True)  # features, names
-        with chunk_of_a_stream(sensitive_features):
-            X, y_chunk, chunk_classes, chunk_groups, chunk_labels, sample_weight = (
-                validate_constrained_fit(self, X, y, sensitive_features, sample_weight)
-            )
-        y_codes, groups_ = encode_stream_chunk(
-            stream, chunk_classes[y_chunk], chunk_groups, chunk_labels, type(self).__name__
-        )
-        labels, classes_ = stream.vocabulary.labels_, stream.classes
-        try:
-            gaps = loss_gap_constraints(
-                self.metric,
-                self.constraint_pairs,
-                solver,
-                labels,
-                groups_,
-                y_codes,
-                classes_.size,
-                sample_weight,
-            )
-        except ValueError as error:
-            raise ValueError(
-                f"partial_fit: {error} Every chunk needs rows of every group (cell): use "
-                "larger or stratified chunks."
-            ) from None
-        model = MLP(X.shape[1], hidden, 1 if classes_.size == 2 else classes_.size)
-        problem = ModelProblem(model, gaps.n_cells, gaps.A.shape[0], labels.size)
-        batch_size = resolve_batch_size(self.batch_size, solver, self.preset)
-        balanced = bool(hyper.get("balanced_batches", False))
-        objective_population = groups_ if balanced else np.zeros(groups_.size, np.int64)
-        totals = (
-            stream.running_totals(
-                "objective_totals",
-                population_totals(
-                    sample_weight, objective_population, labels.size if balanced else 1
-                ),
-            ),
-            stream.running_totals(
-                "cell_totals", population_totals(sample_weight, gaps.cells, gaps.n_cells)
-            ),
-        )
-        unit = bool(np.all(sample_weight == 1.0)) and not getattr(stream, "weighted", False)
-        stream.weighted = not unit
-        dtype = jnp.float64 if self.dtype == "float64" else jnp.float32
-        if first:
-            stream.solver = {"rngs": spawn_rngs(self.random_state), "iters": 0, "factor": 1.0}
-            if stream.warm:  # partial_fit after fit: the solver starts at the fitted model
-                stream.solver.update(start=self.params_, iters=self.n_iter_)
-        solver_state = stream.solver
-
-        with jax.enable_x64(self.dtype == "float64"):
-            if "start" in solver_state:
-                x0 = host_ravel(solver_state["start"], dtype)
-            else:
-                x0 = model.init_flat(copy.deepcopy(solver_state["rngs"][0]), dtype)
-
-            def attempt(factor):
-                rngs = copy.deepcopy(solver_state["rngs"])
-                result = run_solver(
-                    solver,
-                    problem,
-                    X,
-                    y_codes,
-                    groups_,
-                    gaps.cells,
-                    x0,
-                    hyper=scaled_step_sizes(solver, hyper, factor * solver_state["factor"]),
-                    rngs=rngs,
-                    n_epochs=1,
-                    **self._run_options(gaps, batch_size, dtype, None if unit else sample_weight),
-                    initial_state=solver_state.get("state"),
-                    start_iter=solver_state["iters"],
-                    weight_totals=None if unit else totals,
-                )
-                return (result, rngs), result.extras.get("nonfinite_iter")
-
-            remedy = " / ".join(f'solver_params["{key}"]' for key in SOLVERS[solver].step_sizes)
-            (result, rngs), factor = refit_on_divergence(
-                type(self).__name__, attempt, remedy=remedy, X=X
-            )
-        solver_state.update(
-            rngs=rngs,
-            state=result.extras["resume_state"],
-            iters=solver_state["iters"] + result.n_iter,
-            factor=factor * solver_state["factor"],
-        )
-        stream.n_calls += 1
-        self._stream_state = stream
-        self.step_size_factor_ = solver_state["factor"]
-        self.classes_, self.groups_ = classes_, labels
-        # the chunk's model, as fit returns its model (the next call resumes from the
-        # solver's state, before the final feasibility phase)
-        setup = FitSetup(
-            solver,
-            hidden,
-            hyper,
+        return partial_fit_chunk(
+            self,
             X,
-            y_codes,
-            classes_,
-            groups_,
-            labels,
-            None if unit else sample_weight,
-            gaps,
-            model,
-            problem,
-            batch_size,
-            dtype,
-            None,
-            None,
-            1.0,
-            resolve_feasibility_steps(self.feasibility_steps, solver, self.preset),
+            y,
+            sensitive_features=sensitive_features,
+            sample_weight=sample_weight,
+            classes=classes,
+            groups=groups,
         )
-        self._finish_model(setup, result.x)
-        self._store_run(result, gaps, hidden)
-        self.n_iter_ = solver_state["iters"]
-        previous = 0.0 if first and not stream.warm else self.n_epochs_done_
-        self.n_epochs_done_ = previous + result.n_epochs
-        return self
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -872,7 +685,7 @@ list of str or None, default=None
         in float64 (``sample_weight=None``: unweighted; ``logits``: ``params_``'s logits
         on ``X`` if already computed); returns the logits."""
         logits = numpy_forward(self.params_, X) if logits is None else logits
-        loss = sample_losses(logits, y_codes)
+        loss = cross_entropy_host(logits, y_codes)
         cell_losses, group_losses = gaps.mean_losses(loss, groups, sample_weight)
         c_full = gaps.A @ cell_losses - self.tolerance
         self.constraint_names_ = gaps.names

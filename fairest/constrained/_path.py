@@ -14,10 +14,9 @@ A lane whose iterates became non-finite is fitted again by the estimator's own `
 
 :func:`score_linear_points` gives :func:`fairest.fairness_path` the train and validation
 accuracy and loss gap of every linear point from one product of ``X`` with all their
-weights (scoring point by point cost as much as the sweep). The scan is most of a
-point's cost; vmap already folds the lanes into one ``(B, d) @ (d, n_lanes)`` product
-per batch, and a hand-written linear-lane SSL-ALM step (explicit gradients, one-hot cell
-sums) was no faster, so the lanes keep the solvers' own step.
+weights, not one pass over ``X`` per point. The lanes keep the solvers' own step: vmap
+folds them into one ``(B, d) @ (d, n_lanes)`` product per batch, so a lane needs no step
+of its own.
 
 With ``cv`` (:func:`_fit_folds`), every (fold, value) pair is a lane of one sweep over the
 shared rows, and every lane's logits on all the rows are one host product, which serves
@@ -41,6 +40,7 @@ from sklearn.base import clone
 from sklearn.utils import _safe_indexing
 from sklearn.utils.validation import validate_data
 
+from fairest._kernels._mlp import host_matmul
 from fairest._solvers._lbfgs import single_threaded_blas
 from fairest.constrained._common import (
     _column_names,
@@ -49,7 +49,6 @@ from fairest.constrained._common import (
     unravel_params,
 )
 from fairest.constrained._engine import SOLVERS, FoldRun, run_fold_lanes, run_lanes
-from fairest.constrained._sparse import host_matmul
 from fairest.utils._validation import frame_of_mapping
 
 __all__ = [

@@ -7,8 +7,7 @@ in for the dense ``X`` in the two places the solvers touch it:
 
 - ``X @ W`` (full-batch passes: the first layer of the MLP on every row) runs over row
   blocks, each gathered as below: ``SparseRows @ W`` would hold an (nnz, fan_out)
-  temporary (231 MB for a9a and 64 hidden units; peak RSS 481 MB above the input against
-  310 MB for the dense fit);
+  temporary, larger than the dense fit's copy of ``X`` for a wide hidden layer;
 - ``X[idx]`` (minibatches, constraint draws) gathers each drawn row's entries through the
   row pointer (``SparseRows.row_slots``) into a padded ``(b, width)`` block of values and
   columns (:class:`GatheredRows`, an ELL block), whose ``@ W`` is one gather of ``W``'s rows and
@@ -30,7 +29,7 @@ import scipy.sparse as sp
 from fairest._kernels._sparse import SparseRows, sparse_rows
 from fairest.utils._devices import place_replicated, place_rows
 
-__all__ = ["GatheredRows", "SparseDesign", "as_csr", "host_matmul", "largest_magnitude"]
+__all__ = ["GatheredRows", "SparseDesign", "as_csr", "largest_magnitude"]
 
 # Floats of the (block, width, fan_out) temporary of one row block of a full pass (16 MiB
 # in float64).
@@ -123,14 +122,6 @@ def largest_magnitude(X) -> float:
     if sp.issparse(X):
         return float(abs(X).max()) if X.nnz else 0.0
     return float(np.max(np.abs(X))) if np.size(X) else 0.0
-
-
-def host_matmul(X, W) -> np.ndarray:
-    """``X @ W`` in float64 on the host for dense or scipy sparse ``X`` (a dense result)."""
-    W = np.asarray(W, dtype=np.float64)
-    if sp.issparse(X):
-        return np.asarray(X.astype(np.float64) @ W)
-    return np.asarray(X, dtype=np.float64) @ W
 
 
 def place_with_design(X, rows: dict, dtype) -> dict:

@@ -5,7 +5,7 @@ import pytest
 
 from fairest import LossGapConstrainedClassifier
 from fairest.constrained import _mlp
-from fairest.constrained._engine import _driver, _solvers
+from fairest.constrained._engine import _driver, _runtime, _solvers
 
 
 def _data(n=1000, d=6, seed=0):
@@ -57,9 +57,9 @@ def test_blocked_host_forward_equals_whole(monkeypatch):
 
 def test_padded_design_is_one_aligned_cast_copy():
     X = np.arange(30.0).reshape(10, 3)
-    out = _driver.padded_design(X, 16, np.float32)
+    out = _runtime.padded_design(X, 16, np.float32)
     assert out.dtype == np.float32 and out.shape == (16, 3)
     assert out.ctypes.data % 64 == 0
     np.testing.assert_array_equal(out[:10], X.astype(np.float32))
     np.testing.assert_array_equal(out[10:], 0.0)
-    assert _driver.padded_design(X, 10, np.float64) is X  # nothing to do: no copy
+    assert _runtime.padded_design(X, 10, np.float64) is X  # nothing to do: no copy

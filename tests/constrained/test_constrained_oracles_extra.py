@@ -19,16 +19,17 @@ import numpy as np
 import pytest
 from _constrained_helpers import DenseModel, assert_same_layers, bce, mse
 
-from fairest.constrained import PrunedFairClassifier, _ghost
+from fairest.constrained import PrunedFairClassifier
 from fairest.constrained._engine import (
     MLP,
     EpochSampler,
     GenericProblem,
+    _ghost_solver,
     group_means,
     run_solver,
     spawn_rngs,
 )
-from fairest.constrained._pruned import _epoch_fn, initial_state
+from fairest.constrained._pruned_epoch import _epoch_fn, initial_state
 
 # oracles of the solvers' mechanics on small data, whose fits often miss the tolerance and
 # warn; the warnings themselves: tests/constrained/test_constrained_defaults.py
@@ -383,7 +384,7 @@ def test_constrained_ghost_mlmc_combination_is_exact(monkeypatch, x64):
     def fixed(g, c, J, **kw):
         return d_star.copy(), 0.0, False
 
-    monkeypatch.setattr(_ghost, "ghost_subproblem", fixed)
+    monkeypatch.setattr(_ghost_solver, "ghost_subproblem", fixed)
 
     def con(x, batch, aux):
         return jnp.array([x @ x - 1.0])

@@ -11,7 +11,8 @@ import pytest
 from _constrained_helpers import DenseModel, assert_same_layers
 
 from fairest.constrained import PrunedFairClassifier
-from fairest.constrained._pruned import buffer_means, buffer_push, gmp_schedule, prune_layer
+from fairest.constrained._pruned import buffer_push, gmp_schedule, prune_layer
+from fairest.constrained._pruned_epoch import buffer_means
 
 
 def _data(n=800, seed=0):

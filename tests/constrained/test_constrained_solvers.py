@@ -19,7 +19,7 @@ from fairest.constrained._engine import (
     spawn_rngs,
     weighted_mean,
 )
-from fairest.constrained._engine._solvers import _step_ssl_alm, _step_ssw
+from fairest.constrained._engine._solvers import AlmState, SswState, _step_ssl_alm, _step_ssw
 
 # ------------------------------------------------------------------------------------------
 # oracle 22: convex norm-ball problem with a known solution
@@ -176,13 +176,13 @@ def _run_small(solver, hyper, delta, seed, **options):
 def _alm_state(x):
     """An SSL-ALM state at ``x``: one positive and one zero slack, multipliers of both
     signs, anchors away from the iterate."""
-    return {
-        "x": x,
-        "s": jnp.asarray([0.3, 0.0]),
-        "y": jnp.asarray([0.2, -0.1]),
-        "z_x": x + 0.1,
-        "z_s": jnp.asarray([0.1, 0.2]),
-    }
+    return AlmState(
+        x=x,
+        s=jnp.asarray([0.3, 0.0]),
+        y=jnp.asarray([0.2, -0.1]),
+        z_x=x + 0.1,
+        z_s=jnp.asarray([0.1, 0.2]),
+    )
 
 
 def _ssl_alm_context():
@@ -238,7 +238,7 @@ def test_constrained_ssl_alm_step_invariants(x64):
     assert np.all(np.asarray(new["s"]) >= 0)
 
     # safeguard: ||y + eta h1|| >= M_y stores exactly 0
-    big = {**state, "y": jnp.asarray([9.99, 0.5])}
+    big = state._replace(y=jnp.asarray([9.99, 0.5]))
     assert np.linalg.norm(big["y"] + hyper["dual_learning_rate"] * h1) >= 10.0
     new_big, _ = _step_ssl_alm(big, inp, ctx)
     assert np.all(np.asarray(new_big["y"]) == 0.0)
@@ -479,7 +479,7 @@ def test_constrained_ssw_shared_draw_steps_on_the_tested_draw(x64):
     }
     x = jnp.asarray(rng.normal(size=4))
     zero = jnp.zeros((), jnp.int32)
-    state = {"x": x, "n_f": zero, "n_c": zero, "x_out": x, "w_total": jnp.zeros(())}
+    state = SswState(x=x, n_f=zero, n_c=zero, x_out=x, w_total=jnp.zeros(()))
     new, log = _step_ssw(
         state, inp, ctx, f_rule="const", c_rule="const", reset=True, shared_draw=True
     )

@@ -147,8 +147,8 @@ def test_device_copy_holds_the_stored_entries_only(monkeypatch):
         return placed
 
     monkeypatch.setattr(sparse_module, "place_with_design", spy)
-    import fairest.constrained._engine._driver as engine
-    import fairest.constrained._pruned as pruned
+    import fairest.constrained._engine._runtime as engine
+    import fairest.constrained._pruned_fit as pruned
 
     monkeypatch.setattr(engine, "place_with_design", spy)
     monkeypatch.setattr(pruned, "place_with_design", spy)

@@ -8,17 +8,22 @@
   runs as one jitted ``lax.scan`` without host synchronisation;
 * :mod:`._solvers`: the steps and the one table :data:`SOLVERS`: ``sgd``, ``penalty``,
   ``ssw``, ``ssl-alm`` / ``alm``, ``gda`` (generic proxy GDA) run as jitted scans;
-  Stochastic Ghost (``ghost``, :mod:`fairest.constrained._ghost`) needs a QP per sample
-  and runs a host loop over jitted derivative kernels;
+  Stochastic Ghost (``ghost``, :mod:`._ghost_solver`, its QP in
+  :mod:`fairest.constrained._ghost`) needs a QP per sample and runs a host loop over
+  jitted derivative kernels;
 * :mod:`._driver`: one driver (:func:`run_solver`) for all of them: samplers, guarded
   scans, finiteness checks, history, budget; :func:`solve` adds the refits after a
   divergence;
+* :mod:`._runtime`: the runtime apart from the algorithms: bucket padding and placement
+  of the data, and the hooks the driver calls around the chunks (memory release,
+  background compilation of the final step);
 * :mod:`._lanes`: :func:`run_lanes` runs a scan solver ``vmap``-ped over several values
   of its traced problem data (a tolerance path: one host loop and one set of draws for
   every value), :func:`run_fold_lanes` over folds too.
 
-The model (:class:`~fairest.constrained._mlp.MLP`) and its per-sample loss statistics live
-in :mod:`fairest.constrained._mlp`.
+The model (:class:`~fairest.constrained._mlp.MLP`) lives in :mod:`fairest.constrained._mlp`;
+its forward pass and the per-sample loss statistics (``per_sample_stats``:
+:func:`fairest._kernels.cross_entropy_stats`) in :mod:`fairest._kernels`.
 
 Problems are objects with ``objective(x, batch, aux) -> scalar`` (mean over the weighted
 rows of ``batch``) and ``constraints(x, batch, aux) -> (m,)`` (written ``C(x) <= 0``);
@@ -38,6 +43,8 @@ reports the iteration as ``RunResult.extras["nonfinite_iter"]``; :func:`solve` (
 smaller steps or raises.
 """
 
+from fairest._kernels._losses import cross_entropy_stats as per_sample_stats
+from fairest._kernels._losses import group_means, weighted_mean
 from fairest.constrained._engine._contract import (
     Batch,
     GenericProblem,
@@ -50,13 +57,13 @@ from fairest.constrained._engine._driver import (
     all_finite,
     guard_block,
     guarded_scan,
-    padded_design,
     refit_on_divergence,
     run_solver,
     scaled_step_sizes,
     solve,
 )
 from fairest.constrained._engine._lanes import FoldRun, run_fold_lanes, run_lanes
+from fairest.constrained._engine._runtime import padded_design
 from fairest.constrained._engine._sampling import (
     EpochSampler,
     GroupSampler,
@@ -66,13 +73,7 @@ from fairest.constrained._engine._sampling import (
 )
 from fairest.constrained._engine._solvers import SOLVERS
 from fairest.constrained._ghost import ghost_kappa, ghost_subproblem
-from fairest.constrained._mlp import (
-    MLP,
-    group_means,
-    numpy_forward,
-    per_sample_stats,
-    weighted_mean,
-)
+from fairest.constrained._mlp import MLP, numpy_forward
 
 __all__ = [
     "Batch",

@@ -18,7 +18,26 @@ from typing import NamedTuple
 import jax
 import numpy as np
 
-__all__ = ["Batch", "GenericProblem", "RunResult", "Solver", "solver", "full_values"]
+__all__ = [
+    "Batch",
+    "GenericProblem",
+    "RunResult",
+    "Solver",
+    "solver",
+    "solver_state",
+    "full_values",
+]
+
+
+def _field(self, key):
+    return getattr(self, key) if isinstance(key, str) else tuple.__getitem__(self, key)
+
+
+def solver_state(cls):
+    """Mark the NamedTuple ``cls`` as a solver state: a JAX pytree of arrays whose fields
+    also read by name (``state["x"]``), as the host records of a run are read."""
+    cls.__getitem__ = _field
+    return cls
 
 
 class Batch(NamedTuple):
@@ -65,7 +84,7 @@ class RunResult(NamedTuple):
     finite (``None`` when every iterate was finite)."""
 
     x: np.ndarray
-    state: dict
+    state: tuple  # the solver's final state (host arrays; fields read by name)
     history: dict | None  # dict of numpy arrays; None without record_history
     n_iter: int
     n_epochs: float
@@ -121,7 +140,8 @@ class _Ctx:
 
 
 class Solver(NamedTuple):
-    """One solver of the engine: pure functions over a state dict (a row of ``SOLVERS``).
+    """One solver of the engine: pure functions over its state, a NamedTuple of arrays
+    (:func:`solver_state`; a row of ``SOLVERS``).
 
     The driver (:func:`run_solver`) owns everything else, once for every solver: sampling,
     the jitted chunks of a guarded ``lax.scan``, the finiteness checks, the history, the
@@ -179,7 +199,7 @@ class Solver(NamedTuple):
 
 
 def _iterate(state, hyper):
-    return state["x"]
+    return state.x
 
 
 def _no_diagnostics(state, logs, hyper):

@@ -23,10 +23,14 @@ import scipy.sparse as sp
 from jax import lax
 from sklearn.exceptions import ConvergenceWarning
 
-from fairest._kernels import bucket_size
-from fairest._kernels._buckets import aligned_empty
 from fairest.constrained import _defaults
 from fairest.constrained._engine._contract import RunResult, _Ctx
+from fairest.constrained._engine._runtime import (
+    HOOKS,
+    _device_data,
+    chunk_length,
+    padded_design,
+)
 from fairest.constrained._engine._sampling import (
     GroupSampler,
     _chunk_inputs,
@@ -36,9 +40,7 @@ from fairest.constrained._engine._sampling import (
     spawn_rngs,
 )
 from fairest.constrained._engine._solvers import SOLVERS
-from fairest.constrained._sparse import largest_magnitude, place_with_design
-from fairest.utils._compilation_cache import compile_in_background
-from fairest.utils._memory import release_free_memory
+from fairest.constrained._sparse import largest_magnitude
 from fairest.utils._reporting import as_history
 
 __all__ = [
@@ -51,6 +53,30 @@ __all__ = [
     "refit_on_divergence",
     "scaled_step_sizes",
 ]
+
+
+def _host(state):
+    """Host (numpy) copy of a solver state."""
+    return jax.tree_util.tree_map(np.asarray, state)
+
+
+def _at(state, index):
+    """Entry ``index`` of every array of a host state (one lane, one fold)."""
+    return jax.tree_util.tree_map(lambda a: a[index], state)
+
+
+def _stacked(states):
+    """Host states stacked along a new leading axis (lanes, folds)."""
+    return jax.tree_util.tree_map(lambda *a: np.stack([np.asarray(v) for v in a]), *states)
+
+
+def _host_finite(state) -> bool:
+    """Whether every floating-point array of a host state is finite."""
+    return all(
+        np.all(np.isfinite(v))
+        for v in jax.tree_util.tree_leaves(state)
+        if np.issubdtype(np.asarray(v).dtype, np.inexact)
+    )
 
 
 def all_finite(tree):
@@ -77,8 +103,7 @@ def guarded_scan(body, state, bad, inputs, *, parameters, iteration):
 
     ``bad`` (an int32 scalar carried on device) is -1 while the parameters were finite at
     every check; the parameters (``parameters(state)``) are checked with one ``isfinite``
-    reduction every :func:`guard_block` iterations (on CPU a reduction over a few
-    thousand parameters costs a few percent of a small model's step), and on the first
+    reduction every :func:`guard_block` iterations (not one per iteration), and on the first
     failure ``bad`` becomes ``iteration(state, inputs of the block)``, the block's last
     iteration.
     ``body`` reads ``bad`` to skip the iterations after it. Nothing leaves the device.
@@ -157,7 +182,7 @@ def _chunk_function(
                     )
 
                 do_eval = jnp.logical_and(inp["active"], (inp["it"] + 1) % eval_every == 0)
-                log = {**log, "full": lax.cond(do_eval, evaluate, no_eval, st["x"])}
+                log = {**log, "full": lax.cond(do_eval, evaluate, no_eval, st.x)}
             return st, log
 
         # divergence guard on the parameters (the rest of the state follows them within
@@ -167,7 +192,7 @@ def _chunk_function(
             body,
             *carry,
             inputs,
-            parameters=lambda st: st["x"],
+            parameters=lambda st: st.x,
             iteration=lambda st, inp: jnp.max(jnp.where(inp["active"], inp["it"], 0)),
         )
 
@@ -184,7 +209,7 @@ def _chunk_function(
 
         state, bad = carry
         state, logs = lax.scan(body, state, inputs)
-        diverged = jnp.logical_and(bad < 0, ~all_finite(state["x"]))
+        diverged = jnp.logical_and(bad < 0, ~all_finite(state.x))
         last = jnp.max(jnp.where(inputs["active"], inputs["it"], 0))
         return (state, jnp.where(diverged, last, bad)), logs
 
@@ -207,58 +232,6 @@ def _final_function(name: str, problem, lanes: tuple = (), fold_axes: tuple = ()
     if lanes:
         return jax.jit(jax.vmap(final, in_axes=(0, None, dict(lanes), None)))
     return jax.jit(final)
-
-
-def _device_data(X, y, groups, cells, dtype, loss_scale=None, cell_scale=None):
-    """Pad rows to a bucket (weight 0) so nearby n share compiled code, and place them
-    on the configured devices (:func:`fairest.utils._devices.place_rows`).
-
-    ``loss_scale`` / ``cell_scale`` (``None`` for unweighted data) are the per-row loss
-    scales of objective batches and constraint draws (see :class:`Batch`).
-    """
-    n = X.shape[0]
-    n_pad = bucket_size(n)
-    pad = n_pad - n
-
-    def padded(a, fill=0):
-        if not pad:
-            return a
-        return np.concatenate([a, np.full((pad,) + a.shape[1:], fill, dtype=a.dtype)])
-
-    real = np.dtype(dtype)
-    rows = {
-        "y": padded(np.asarray(y).astype(np.int32)),
-        "groups": padded(groups.astype(np.int32)),
-        "cells": padded(np.maximum(cells, 0).astype(np.int32)),
-        "w": padded(np.ones(n, dtype=real)),
-        "cw": padded((cells >= 0).astype(real)),
-    }
-    if loss_scale is not None:
-        rows["s"] = padded(np.asarray(loss_scale, dtype=real))
-        rows["cs"] = padded(np.asarray(cell_scale, dtype=real))
-    # sharded by rows over the configured devices (more zero-weight padding rows, never
-    # drawn by the samplers); one default device otherwise. Sparse X stays sparse
-    # (fairest.constrained._sparse), its empty padding rows added there.
-    if not sp.issparse(X):
-        release_free_memory()  # validation's freed pages: not resident beside the copy
-        X = padded_design(X, n_pad, real)
-    return place_with_design(X, rows, dtype)
-
-
-def padded_design(X, length: int, dtype) -> np.ndarray:
-    """Dense ``X`` in ``dtype`` with zero rows up to ``length`` rows, as ONE array: cast
-    and padded straight into a 64-byte aligned buffer (which ``jax.device_put`` on a CPU
-    device shares instead of copying), never a cast copy and a padded copy of it. ``X``
-    already in ``dtype`` and ``length`` rows long is returned as it is."""
-    X = np.asarray(X)
-    dtype = np.dtype(dtype)
-    n = X.shape[0]
-    if n == length and X.dtype == dtype and X.flags.c_contiguous:
-        return X
-    out = aligned_empty((length,) + X.shape[1:], dtype)
-    out[:n] = X  # cast in numpy's buffered chunks: no whole-size temporary
-    out[n:] = 0
-    return out
 
 
 def _record_period(record_history) -> int:
@@ -284,7 +257,7 @@ class _RunSettings(NamedTuple):
     names: list
     dtype: object
     progress: Callable | None
-    initial_state: dict | None = None  # resume from this state (partial_fit), not init
+    initial_state: tuple | None = None  # resume from this state (partial_fit), not init
     start_iter: int = 0  # iterations run before (the iteration counter continues)
     lanes: tuple = ()  # (key, axis) of every aux entry: vmapped lanes (run_lanes)
 
@@ -313,7 +286,7 @@ def run_solver(
     dtype=jnp.float32,
     sample_weight=None,
     progress: Callable | None = None,
-    initial_state: dict | None = None,
+    initial_state: tuple | None = None,
     start_iter: int = 0,
     weight_totals=None,
     lanes: tuple = (),
@@ -396,7 +369,7 @@ def _run_scan(name, ctx, x0, groups, cells, run: _RunSettings) -> RunResult:
         budget = min(budget, run.max_iter)
     if not np.isfinite(budget) and run.max_time is None:
         raise ValueError("one of n_epochs, max_iter or max_time must be set.")
-    L = bucket_size(max(T, _defaults.MIN_CHUNK))
+    L = chunk_length(T)
 
     static = tuple(spec.options(hyper).items())
     n_draws = spec.constraint_draws(hyper) if problem.m > 0 else 0
@@ -419,7 +392,7 @@ def _run_scan(name, ctx, x0, groups, cells, run: _RunSettings) -> RunResult:
         run.lanes,
     )
     if run.initial_state is not None:
-        state = {key: np.asarray(value) for key, value in run.initial_state.items()}
+        state = _host(run.initial_state)
     elif run.lanes:
         state = _lane_states(spec, x0, ctx, run.lanes)
     else:
@@ -449,13 +422,13 @@ def _run_scan(name, ctx, x0, groups, cells, run: _RunSettings) -> RunResult:
         previous_bad = bad
         (state, bad), log = chunk_fn((state, bad), data, aux, traced, inputs)
         if final_fn is not None and not done:  # compiled while the chunks run
-            final_compiled = compile_in_background(final_fn, (state, data, aux, traced))
+            final_compiled = HOOKS.precompile(final_fn, (state, data, aux, traced))
         # the device holds its copy of the draws: the host's are not kept beside the
-        # next chunk's (1e6 rows, batch 8: 42 MiB a chunk), and once the first call has
+        # next chunk's, and once the first call has
         # compiled the chunk, the compiler's freed pages go back to the system
         del inputs
         if not done:
-            release_free_memory()
+            HOOKS.release_memory()
         if run.period:
             log = jax.tree_util.tree_map(np.asarray, log)  # one host sync per chunk
             now = time.perf_counter() - start
@@ -480,16 +453,14 @@ def _run_scan(name, ctx, x0, groups, cells, run: _RunSettings) -> RunResult:
         final = final_fn if done > 0 else None
         return _lane_results(name, ctx, state, bad, logs, (done, T), final, traced)
     nonfinite = int(bad)
-    resume_state = {k: np.asarray(v) for k, v in state.items()}  # before the final step
+    resume_state = _host(state)  # before the final step
     del stream  # its pre-drawn epoch, and the freed draws' pages: not beside the final step
-    release_free_memory()  # and the compiler's freed working memory
+    HOOKS.release_memory()  # and the compiler's freed working memory
     if final_fn is not None and done > 0 and nonfinite < 0:
         state = final_fn(state, data, aux, traced)
     x = spec.parameters(state, hyper)
-    state_np = {k: np.asarray(v) for k, v in state.items()}
-    if nonfinite < 0 and not all(
-        np.all(np.isfinite(v)) for v in state_np.values() if np.issubdtype(v.dtype, np.inexact)
-    ):
+    state_np = _host(state)
+    if nonfinite < 0 and not _host_finite(state_np):
         nonfinite = max(done - 1, 0)  # the multipliers or slacks of the last iteration,
         #                               or the final full step
     extras = {
@@ -526,7 +497,7 @@ def _lane_states(spec, x0, ctx, lanes) -> dict:
         lane_ctx = copy.copy(ctx)
         lane_ctx.aux = _lane_aux(ctx.aux, lanes, lane)
         states.append(spec.init(x0, lane_ctx))
-    return {key: np.stack([np.asarray(st[key]) for st in states]) for key in states[0]}
+    return _stacked(states)
 
 
 def _lane_results(name, ctx, state, bad, logs, iterations, final_fn, traced) -> list:
@@ -534,11 +505,10 @@ def _lane_results(name, ctx, state, bad, logs, iterations, final_fn, traced) -> 
     per lane; no history): the final full step (``final_fn``, ``None``: none) where a
     lane stayed finite. ``iterations``: ``(iterations run, iterations per epoch)``."""
     spec, hyper = SOLVERS[name], ctx.hyper
-    resume = {key: np.asarray(value) for key, value in state.items()}
+    resume = _host(state)
     final = resume
     if final_fn is not None:
-        final_state = final_fn(state, ctx.data, ctx.aux, traced)
-        final = {key: np.asarray(value) for key, value in final_state.items()}
+        final = _host(final_fn(state, ctx.data, ctx.aux, traced))
     logs = [{key: np.asarray(value) for key, value in lg.items()} for lg in logs]
     return _split_lanes(spec, hyper, final, resume, np.asarray(bad), logs, iterations)
 
@@ -549,19 +519,15 @@ def _split_lanes(spec, hyper, final, resume, bad, logs, iterations) -> list:
     n_iter, per_epoch = iterations
     results = []
     for lane, lane_bad in enumerate(bad.tolist()):
-        lane_state = {key: (final if lane_bad < 0 else resume)[key][lane] for key in resume}
+        lane_state = _at(final if lane_bad < 0 else resume, lane)
         x = np.asarray(spec.parameters(lane_state, hyper))
-        if lane_bad < 0 and not all(
-            np.all(np.isfinite(v))
-            for v in lane_state.values()
-            if np.issubdtype(v.dtype, np.inexact)
-        ):
+        if lane_bad < 0 and not _host_finite(lane_state):
             lane_bad = max(n_iter - 1, 0)
         lane_logs = [{key: value[lane] for key, value in lg.items()} for lg in logs]
         extras = {
             **spec.diagnostics(lane_state, lane_logs, hyper),
             "nonfinite_iter": lane_bad if lane_bad >= 0 else None,
-            "resume_state": {key: value[lane] for key, value in resume.items()},
+            "resume_state": _at(resume, lane),
         }
         results.append(RunResult(x, lane_state, None, n_iter, n_iter / per_epoch, extras))
     return results
@@ -619,7 +585,7 @@ def _run_host(name, ctx, x0, groups, cells, run: _RunSettings) -> RunResult:
                 "iter": k,
                 "epoch": np.nan,
                 "time": time.perf_counter() - start,
-                "n_samples": state["n_samples"],
+                "n_samples": state.n_samples,
                 "objective": float(log["objective"]),
             }
             for j, cname in enumerate(run.names):
@@ -641,7 +607,7 @@ def _run_host(name, ctx, x0, groups, cells, run: _RunSettings) -> RunResult:
     if nonfinite is None and not np.all(np.isfinite(x_out)):
         nonfinite = max(k - 1, 0)  # finite in float64, beyond the range of dtype
     extras = {**spec.diagnostics(state, rows, hyper), "nonfinite_iter": nonfinite}
-    return RunResult(x_out, {"x": x}, history, k, np.nan, extras)
+    return RunResult(x_out, state, history, k, np.nan, extras)
 
 
 def scaled_step_sizes(name: str, hyper: dict, factor: float) -> dict:

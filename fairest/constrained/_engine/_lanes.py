@@ -10,19 +10,20 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fairest._kernels import bucket_size
-from fairest.constrained import _defaults
 from fairest.constrained._engine._contract import _Ctx
 from fairest.constrained._engine._driver import (
+    _at,
     _chunk_function,
-    _device_data,
     _final_function,
+    _host,
     _lane_shape,
     _lane_states,
     _split_lanes,
+    _stacked,
     _takes_final_step,
     run_solver,
 )
+from fairest.constrained._engine._runtime import HOOKS, _device_data, chunk_length
 from fairest.constrained._engine._sampling import (
     GroupSampler,
     _objective_sampler,
@@ -30,7 +31,6 @@ from fairest.constrained._engine._sampling import (
     loss_scales,
 )
 from fairest.constrained._engine._solvers import SOLVERS
-from fairest.utils._compilation_cache import compile_in_background
 
 __all__ = ["FoldRun", "run_lanes", "run_fold_lanes"]
 
@@ -150,14 +150,14 @@ def run_fold_lanes(
         previous_bad = bad
         (state, bad), log = chunk_fn((state, bad), data, aux, traced, window)
         if c == 0 and final_fn is not None:  # compiled while the chunks run
-            final_compiled = compile_in_background(final_fn, (state, data, aux, traced))
+            final_compiled = HOOKS.precompile(final_fn, (state, data, aux, traced))
         logs.append(log)
-    resume = {key: np.asarray(value) for key, value in state.items()}
+    resume = _host(state)
     final = resume
     if final_fn is not None:
         if final_compiled is not None:
             final_compiled.join()
-        final = {key: np.asarray(v) for key, v in final_fn(state, data, aux, traced).items()}
+        final = _host(final_fn(state, data, aux, traced))
     logs = [{key: np.asarray(value) for key, value in lg.items()} for lg in logs]
     results = []
     for f, d in enumerate(draws):
@@ -166,8 +166,8 @@ def run_fold_lanes(
             _split_lanes(
                 spec,
                 hyper,
-                {key: value[f] for key, value in final.items()},
-                {key: value[f] for key, value in resume.items()},
+                _at(final, f),
+                _at(resume, f),
                 np.asarray(bad)[f],
                 fold_logs if logs and logs[0] else [],
                 (d["budget"], d["per_epoch"]),
@@ -204,7 +204,7 @@ def _fold_draws(fold, problem, settings, balanced, n_draws, real, hyper) -> dict
         budget = min(budget, max_iter)
     if not np.isfinite(budget):
         raise ValueError("one of n_epochs or max_iter must be set.")
-    L = bucket_size(max(T, _defaults.MIN_CHUNK))
+    L = chunk_length(T)
     stream, rows = _ObjectiveStream(obj_sampler), np.asarray(fold.rows)
     pieces, done = [], 0
     while done < budget:
@@ -295,4 +295,4 @@ def _fold_states(spec, problem, folds, data, aux, hyper, lanes) -> dict:
             problem, fold_data, aux, hyper, True, True, rngs=fold.rngs, n_rows=fold.rows.size
         )
         per_fold.append(_lane_states(spec, fold.x0, ctx, lanes))
-    return {key: np.stack([st[key] for st in per_fold]) for key in per_fold[0]}
+    return _stacked(per_fold)

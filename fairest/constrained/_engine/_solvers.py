@@ -1,9 +1,11 @@
 """The solvers of the constrained engine: pure ``step(state, inp, ctx, **options) ->
 (state, log)`` functions, their ``init`` / ``parameters`` / ``diagnostics``, and the one
 table :data:`SOLVERS` (adding a solver adds one row). Stochastic Ghost's host-loop
-functions live in :mod:`fairest.constrained._ghost`."""
+functions live in :mod:`._ghost_solver`."""
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -18,16 +20,61 @@ from fairest.constrained._engine._contract import (
     _one_draw,
     full_values,
     solver,
+    solver_state,
 )
-from fairest.constrained._ghost import _ghost_diagnostics, _init_ghost, _step_ghost
+from fairest.constrained._engine._ghost_solver import _ghost_diagnostics, _init_ghost, _step_ghost
 
-__all__ = ["SOLVERS", "FULL_STEP_BLOCK_ROWS"]
+__all__ = ["SOLVERS", "FULL_STEP_BLOCK_ROWS", "PrimalState", "SswState", "AlmState", "GdaState"]
+
+
+# ------------------------------------------------------------------------------------------
+# states: NamedTuples of arrays (initial states are host arrays: no eager device program,
+# the jitted chunk places them)
+# ------------------------------------------------------------------------------------------
+
+
+@solver_state
+class PrimalState(NamedTuple):
+    """``sgd`` and ``penalty``: the flat parameters."""
+
+    x: jax.Array
+
+
+@solver_state
+class SswState(NamedTuple):
+    """``ssw``: parameters, objective / constraint step counters (reset each epoch with
+    ``reset_each_epoch``), the reservoir draw of ``output="random"`` and its total weight."""
+
+    x: jax.Array
+    n_f: jax.Array
+    n_c: jax.Array
+    x_out: jax.Array
+    w_total: jax.Array
+
+
+@solver_state
+class AlmState(NamedTuple):
+    """``ssl-alm`` / ``alm``: parameters, slacks, multipliers and the proximal anchors."""
+
+    x: jax.Array
+    s: jax.Array
+    y: jax.Array
+    z_x: jax.Array
+    z_s: jax.Array
+
+
+@solver_state
+class GdaState(NamedTuple):
+    """``gda``: parameters and multipliers."""
+
+    x: jax.Array
+    lam: jax.Array
 
 
 def _step_sgd(state, inp, ctx):
     lr = ctx.hyper["learning_rate"]
-    f, g = jax.value_and_grad(ctx.f)(state["x"], ctx.obj_batch(inp))
-    return {"x": state["x"] - lr * g}, {"objective": f, "step_size": lr}
+    f, g = jax.value_and_grad(ctx.f)(state.x, ctx.obj_batch(inp))
+    return PrimalState(state.x - lr * g), {"objective": f, "step_size": lr}
 
 
 def _step_penalty(state, inp, ctx):
@@ -39,19 +86,19 @@ def _step_penalty(state, inp, ctx):
         f = ctx.f(x, batch)
         return f + weight * ctx.problem.penalty(x, batch, ctx.aux), f
 
-    (_, f), g = jax.value_and_grad(loss, has_aux=True)(state["x"])
-    return {"x": state["x"] - lr * g}, {"objective": f, "step_size": lr}
+    (_, f), g = jax.value_and_grad(loss, has_aux=True)(state.x)
+    return PrimalState(state.x - lr * g), {"objective": f, "step_size": lr}
 
 
 def _step_ssw(state, inp, ctx, *, f_rule: str, c_rule: str, reset: bool, shared_draw: bool = False):
     """One SSw iteration (spec 3.6); ``shared_draw`` [F] takes the constraint step on the
     draw of the switching test instead of an independent one."""
     h = ctx.hyper
-    x = state["x"]
+    x = state.x
     counter_index = inp["t"] if reset else inp["it"]
     new_epoch = jnp.logical_and(reset, inp["t"] == 0)
-    n_f = jnp.where(new_epoch, 0, state["n_f"])
-    n_c = jnp.where(new_epoch, 0, state["n_c"])
+    n_f = jnp.where(new_epoch, 0, state.n_f)
+    n_c = jnp.where(new_epoch, 0, state.n_c)
     # tolerance eps_t = eps_0 * decay^max(0, t - start + 1) (spec 3.6 step 1)
     exponent = jnp.maximum(counter_index - h["constraint_tol_decay_start"] + 1, 0).astype(x.dtype)
     eps = h["constraint_tol"] * h["constraint_tol_decay"] ** exponent
@@ -82,15 +129,15 @@ def _step_ssw(state, inp, ctx, *, f_rule: str, c_rule: str, reset: bool, shared_
     # random output (spec 3.6 step 6): weighted reservoir over k >= k0, weights eta^f_k
     eligible = inp["it"] >= h["output_start"]
     weight = jnp.where(eligible, f_lr, 0.0)
-    total = state["w_total"] + weight
+    total = state.w_total + weight
     replace = jnp.logical_and(eligible, inp["u"] * total < weight)
-    state = {
-        "x": x_new,
-        "n_f": n_f + jnp.where(take_constraint, 0, 1),
-        "n_c": n_c + jnp.where(take_constraint, 1, 0),
-        "x_out": jnp.where(replace, x, state["x_out"]),
-        "w_total": total,
-    }
+    state = SswState(
+        x=x_new,
+        n_f=n_f + jnp.where(take_constraint, 0, 1),
+        n_c=n_c + jnp.where(take_constraint, 1, 0),
+        x_out=jnp.where(replace, x, state.x_out),
+        w_total=total,
+    )
     log = {
         "objective": f,
         "c": c1,
@@ -116,7 +163,7 @@ def _step_ssl_alm(state, inp, ctx, *, shared_draw: bool = False):
     instead of an independent zeta2 (``constraint_draw="shared"``).
     """
     h = ctx.hyper
-    x, s, y, z_x, z_s = state["x"], state["s"], state["y"], state["z_x"], state["z_s"]
+    x, s, y, z_x, z_s = state.x, state.s, state.y, state.z_x, state.z_s
     f, f_grad = jax.value_and_grad(ctx.f)(x, ctx.obj_batch(inp))
     batch1 = ctx.con_batch(inp, 1)
     c1, c_vjp = jax.vjp(lambda z: ctx.c(z, batch1), x)
@@ -124,13 +171,13 @@ def _step_ssl_alm(state, inp, ctx, *, shared_draw: bool = False):
     y_new = jnp.where(jnp.linalg.norm(y_new) >= h["dual_radius"], 0.0, y_new)
     h2 = (c1 if shared_draw else ctx.c(x, ctx.con_batch(inp, 2))) + s
     G_x, G_s = _alm_direction(x, s, y_new, z_x, z_s, f_grad, c_vjp, h2, h)
-    state = {
-        "x": x - h["learning_rate"] * G_x,
-        "s": jnp.maximum(s - h["learning_rate"] * G_s, 0.0),
-        "y": y_new,
-        "z_x": z_x + h["anchor_rate"] * (x - z_x),
-        "z_s": z_s + h["anchor_rate"] * (s - z_s),
-    }
+    state = AlmState(
+        x=x - h["learning_rate"] * G_x,
+        s=jnp.maximum(s - h["learning_rate"] * G_s, 0.0),
+        y=y_new,
+        z_x=z_x + h["anchor_rate"] * (x - z_x),
+        z_s=z_s + h["anchor_rate"] * (s - z_s),
+    )
     log = {"objective": f, "c": c1, "lambda": y_new, "slack": s, "step_size": h["learning_rate"]}
     return state, log
 
@@ -168,7 +215,7 @@ def _blocked_final_direction(state, ctx, n_blocks: int):
     (objective = weighted mean loss, constraints = ``A @ cell means - delta``), summed
     over row blocks: the same values up to float rounding, at one block's memory."""
     h, problem, aux = ctx.hyper, ctx.problem, ctx.aux
-    x, s, y = state["x"], state["s"], state["y"]
+    x, s, y = state.x, state.s, state.y
     obj, con = ctx.full_obj_batch(), ctx.full_con_batch()
     n_cells = problem.n_cells
     total_w = jnp.maximum(jnp.sum(obj.w), jnp.finfo(x.dtype).tiny)
@@ -197,8 +244,8 @@ def _blocked_final_direction(state, ctx, n_blocks: int):
         return total + jax.grad(block_value)(x, k)
 
     grad = lax.fori_loop(0, n_blocks, add_grad, jnp.zeros_like(x))
-    G_x = grad + h["proximal_strength"] * (x - state["z_x"])
-    G_s = w + h["proximal_strength"] * (s - state["z_s"])
+    G_x = grad + h["proximal_strength"] * (x - state.z_x)
+    G_s = w + h["proximal_strength"] * (s - state.z_s)
     return G_x, G_s
 
 
@@ -206,29 +253,27 @@ def _ssl_alm_final_step(state, ctx):
     """Final primal step with y, z frozen on the full data (spec 3.5, finalisation); on
     large data of a problem of per-row losses, summed over row blocks."""
     h = ctx.hyper
-    x, s = state["x"], state["s"]
+    x, s = state.x, state.s
     lr = h["learning_rate"]
     n_blocks = _full_step_blocks(ctx)
     if n_blocks:
         G_x, G_s = _blocked_final_direction(state, ctx, n_blocks)
-        return {**state, "x": x - lr * G_x, "s": jnp.maximum(s - lr * G_s, 0.0)}
+        return state._replace(x=x - lr * G_x, s=jnp.maximum(s - lr * G_s, 0.0))
     f_grad = jax.grad(ctx.f)(x, ctx.full_obj_batch())
     full = ctx.full_con_batch()
     c_full, c_vjp = jax.vjp(lambda z: ctx.c(z, full), x)
-    G_x, G_s = _alm_direction(
-        x, s, state["y"], state["z_x"], state["z_s"], f_grad, c_vjp, c_full + s, h
-    )
-    return {**state, "x": x - lr * G_x, "s": jnp.maximum(s - lr * G_s, 0.0)}
+    G_x, G_s = _alm_direction(x, s, state.y, state.z_x, state.z_s, f_grad, c_vjp, c_full + s, h)
+    return state._replace(x=x - lr * G_x, s=jnp.maximum(s - lr * G_s, 0.0))
 
 
 def _step_gda(state, inp, ctx):
     """Generic alternating proxy GDA (spec 1.5): dual ascent on the true constraint value,
     projected to >= 0, then a primal step on f + lambda^T surrogate with the new lambda."""
     h = ctx.hyper
-    x = state["x"]
+    x = state.x
     batch_c = ctx.con_batch(inp, 1)
     c_val = ctx.c(x, batch_c)
-    lam = jnp.maximum(state["lam"] + h["dual_learning_rate"] * c_val, 0.0)
+    lam = jnp.maximum(state.lam + h["dual_learning_rate"] * c_val, 0.0)
     surrogate = ctx.problem.surrogate_or_value()
     batch_f = ctx.obj_batch(inp)
 
@@ -238,20 +283,17 @@ def _step_gda(state, inp, ctx):
 
     (_, f), g = jax.value_and_grad(lagrangian, has_aux=True)(x)
     lr = h["learning_rate"]
-    state = {"x": x - lr * g, "lam": lam}
+    state = GdaState(x - lr * g, lam)
     return state, {"objective": f, "c": c_val, "lambda": lam, "step_size": lr}
 
 
 def _init_primal(x0, ctx):
-    return {"x": x0}
-
-
-# initial states are host arrays (no eager device program; the jitted chunk places them)
+    return PrimalState(x0)
 
 
 def _init_ssw(x0, ctx):
     zero = np.zeros((), np.int32)
-    return {"x": x0, "n_f": zero, "n_c": zero, "x_out": x0, "w_total": np.zeros((), x0.dtype)}
+    return SswState(x0, zero, zero, x0, np.zeros((), x0.dtype))
 
 
 def _init_alm(x0, ctx):
@@ -260,11 +302,11 @@ def _init_alm(x0, ctx):
     if ctx.hyper.get("slack_init", "zero") == "feasible":
         _, c0 = full_values(ctx.problem, x0, ctx.data, ctx.aux)
         s0 = np.maximum(-np.asarray(c0, dtype=x0.dtype), 0.0)
-    return {"x": x0, "s": s0, "y": np.zeros(ctx.problem.m, dtype=x0.dtype), "z_x": x0, "z_s": s0}
+    return AlmState(x0, s0, np.zeros(ctx.problem.m, dtype=x0.dtype), x0, s0)
 
 
 def _init_gda(x0, ctx):
-    return {"x": x0, "lam": np.zeros(ctx.problem.m, dtype=x0.dtype)}
+    return GdaState(x0, np.zeros(ctx.problem.m, dtype=x0.dtype))
 
 
 def _ssw_options(hyper):
@@ -278,9 +320,9 @@ def _ssw_options(hyper):
 
 def _ssw_output(state, hyper):
     """The last iterate, or the reservoir draw with ``output="random"`` (spec 3.6 step 6)."""
-    if hyper.get("output", "last") == "random" and float(state["w_total"]) > 0:
-        return state["x_out"]
-    return state["x"]
+    if hyper.get("output", "last") == "random" and float(state.w_total) > 0:
+        return state.x_out
+    return state.x
 
 
 def _ssw_diagnostics(state, logs, hyper):
@@ -304,7 +346,7 @@ def _ssw_columns(logs):
 
 
 def _alm_diagnostics(state, logs, hyper):
-    return {"multipliers": np.asarray(state["y"]), "slacks": np.asarray(state["s"])}
+    return {"multipliers": np.asarray(state.y), "slacks": np.asarray(state.s)}
 
 
 # ------------------------------------------------------------------------------------------

@@ -1,0 +1,105 @@
+"""The runtime of the constrained engine, apart from its algorithms: where the data lives and
+what the driver does around a run's chunks.
+
+* :func:`_device_data` pads a fit's rows to a bucket (weight 0), so that nearby row counts
+  share compiled code, and places them on the configured devices
+  (:func:`fairest.constrained._sparse.place_with_design`); :func:`padded_design` casts and
+  pads a dense ``X`` into one aligned buffer;
+* :func:`chunk_length`: iterations per jitted chunk, a bucket of at least
+  ``_defaults.MIN_CHUNK``;
+* :data:`HOOKS`: the services the driver calls and no solver does: handing freed memory
+  back to the system (:func:`fairest.utils._memory.release_free_memory`) and compiling the
+  final full-data step in a thread while the chunks run
+  (:func:`fairest.utils._compilation_cache.compile_in_background`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import numpy as np
+import scipy.sparse as sp
+
+from fairest._kernels import bucket_size
+from fairest._kernels._buckets import aligned_empty
+from fairest.constrained import _defaults
+from fairest.constrained._sparse import place_with_design
+from fairest.utils._compilation_cache import compile_in_background
+from fairest.utils._memory import release_free_memory
+
+__all__ = ["HOOKS", "RuntimeHooks", "chunk_length", "padded_design"]
+
+
+class RuntimeHooks(NamedTuple):
+    """The runtime services of a run, called by the driver only.
+
+    ``release_memory()`` returns freed host memory to the system (after the first chunk
+    has compiled, before the final step, before the copy of ``X``); ``precompile(fn,
+    args)`` starts compiling ``fn`` for ``args`` and returns a handle whose ``join()``
+    waits for it.
+    """
+
+    release_memory: Callable[[], object]
+    precompile: Callable
+
+
+HOOKS = RuntimeHooks(release_free_memory, compile_in_background)
+
+
+def chunk_length(iters_per_epoch: int) -> int:
+    """Iterations of one jitted chunk: the bucket of ``max(iters_per_epoch, MIN_CHUNK)``,
+    so that nearby epoch lengths share the compiled chunk."""
+    return bucket_size(max(iters_per_epoch, _defaults.MIN_CHUNK))
+
+
+def _device_data(X, y, groups, cells, dtype, loss_scale=None, cell_scale=None):
+    """Pad rows to a bucket (weight 0) so nearby n share compiled code, and place them
+    on the configured devices (:func:`fairest.utils._devices.place_rows`).
+
+    ``loss_scale`` / ``cell_scale`` (``None`` for unweighted data) are the per-row loss
+    scales of objective batches and constraint draws (see :class:`Batch`).
+    """
+    n = X.shape[0]
+    n_pad = bucket_size(n)
+    pad = n_pad - n
+
+    def padded(a, fill=0):
+        if not pad:
+            return a
+        return np.concatenate([a, np.full((pad,) + a.shape[1:], fill, dtype=a.dtype)])
+
+    real = np.dtype(dtype)
+    rows = {
+        "y": padded(np.asarray(y).astype(np.int32)),
+        "groups": padded(groups.astype(np.int32)),
+        "cells": padded(np.maximum(cells, 0).astype(np.int32)),
+        "w": padded(np.ones(n, dtype=real)),
+        "cw": padded((cells >= 0).astype(real)),
+    }
+    if loss_scale is not None:
+        rows["s"] = padded(np.asarray(loss_scale, dtype=real))
+        rows["cs"] = padded(np.asarray(cell_scale, dtype=real))
+    # sharded by rows over the configured devices (more zero-weight padding rows, never
+    # drawn by the samplers); one default device otherwise. Sparse X stays sparse
+    # (fairest.constrained._sparse), its empty padding rows added there.
+    if not sp.issparse(X):
+        HOOKS.release_memory()  # validation's freed pages: not resident beside the copy
+        X = padded_design(X, n_pad, real)
+    return place_with_design(X, rows, dtype)
+
+
+def padded_design(X, length: int, dtype) -> np.ndarray:
+    """Dense ``X`` in ``dtype`` with zero rows up to ``length`` rows, as ONE array: cast
+    and padded straight into a 64-byte aligned buffer (which ``jax.device_put`` on a CPU
+    device shares instead of copying), never a cast copy and a padded copy of it. ``X``
+    already in ``dtype`` and ``length`` rows long is returned as it is."""
+    X = np.asarray(X)
+    dtype = np.dtype(dtype)
+    n = X.shape[0]
+    if n == length and X.dtype == dtype and X.flags.c_contiguous:
+        return X
+    out = aligned_empty((length,) + X.shape[1:], dtype)
+    out[:n] = X  # cast in numpy's buffered chunks: no whole-size temporary
+    out[n:] = 0
+    return out

@@ -1,0 +1,227 @@
+"""Pieces of :class:`~fairest.constrained.LossGapConstrainedClassifier`'s fits: the host
+layouts of its parameters, the record of one fit's resolved inputs (:class:`FitSetup`) and
+the streaming epoch of ``partial_fit`` (:func:`partial_fit_chunk`), which resumes the
+solver's state (``RunResult.extras["resume_state"]``) chunk after chunk.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from sklearn.utils.validation import validate_data
+
+from fairest.constrained._common import (
+    ModelProblem,
+    split_sensitive_columns,
+    unravel_params,
+    validate_constrained_fit,
+    validate_hidden,
+)
+from fairest.constrained._engine import (
+    MLP,
+    SOLVERS,
+    population_totals,
+    refit_on_divergence,
+    run_solver,
+    scaled_step_sizes,
+    spawn_rngs,
+)
+from fairest.constrained._gaps import LossGapConstraints, loss_gap_constraints
+from fairest.constrained._presets import (
+    resolve_batch_size,
+    resolve_feasibility_steps,
+    resolve_solver_params,
+)
+
+__all__ = ["FitSetup", "host_layers", "host_ravel", "partial_fit_chunk"]
+
+
+def host_ravel(layers, dtype) -> np.ndarray:
+    """Flat parameters of host ``(W, b)`` layers in ``dtype`` (``ravel_params`` order)."""
+    real = np.dtype(dtype)
+    return np.concatenate(
+        [np.concatenate([np.ravel(W), np.ravel(b)]).astype(real) for W, b in layers]
+    )
+
+
+def host_layers(model: MLP, x, dtype) -> list:
+    """``(W, b)`` host copies of every layer of the flat parameters ``x`` in ``dtype``."""
+    x = np.asarray(x, dtype=np.dtype(dtype))
+    return [(W.copy(), b.copy()) for W, b in unravel_params(model, x)]
+
+
+class FitSetup(NamedTuple):
+    """What :meth:`LossGapConstrainedClassifier.fit` prepares before the solver runs
+    (``weight``: the sample weights, ``None`` when they are all 1)."""
+
+    solver: str
+    hidden: tuple
+    hyper: dict
+    X: object
+    y_codes: np.ndarray
+    classes: np.ndarray
+    groups: np.ndarray
+    labels: np.ndarray
+    weight: np.ndarray | None
+    gaps: LossGapConstraints
+    model: MLP
+    problem: ModelProblem
+    batch_size: int | None
+    dtype: object
+    rngs: list
+    x0: np.ndarray
+    n_epochs: float | None  # n_epochs with "auto" resolved
+    feasibility_steps: int  # steps of the final feasibility phase (0: none)
+
+    def solver_args(self) -> tuple[tuple, dict]:
+        """``(args, kwargs)`` of the solver call (:func:`~fairest.constrained._engine.
+        solve`, :func:`~fairest.constrained._engine.run_lanes`): solver, problem, data,
+        cells and initial parameters; ``hyper`` and ``rngs``."""
+        args = (self.solver, self.problem, self.X, self.y_codes, self.groups, self.gaps.cells)
+        return (*args, self.x0), {"hyper": self.hyper, "rngs": self.rngs}
+
+
+def partial_fit_chunk(
+    estimator, X, y, *, sensitive_features=None, sample_weight=None, classes=None, groups=None
+):
+    """:meth:`LossGapConstrainedClassifier.partial_fit` on ``estimator``: one epoch of its
+    solver over the chunk ``(X, y)``, resuming the stream's solver state."""
+    from fairest.io import (
+        chunk_of_a_stream,
+        encode_stream_chunk,
+        start_or_continue_stream,
+    )
+
+    solver = estimator._solver_name()
+    if SOLVERS[solver].host:
+        raise ValueError(
+            "partial_fit: solver='ghost' runs a host loop that counts iterations, not "
+            "epochs; it has no streaming form. Use another solver or fit."
+        )
+    hidden = validate_hidden(estimator.hidden_layer_sizes)
+    hyper = resolve_solver_params(solver, estimator.preset, estimator.solver_params)
+    if estimator.eval_every is not None and not estimator.record_history:
+        raise ValueError("eval_every needs record_history=True (or an int).")
+    stream, first = start_or_continue_stream(estimator, classes, groups)
+    X, sensitive_features, _ = split_sensitive_columns(X, sensitive_features)
+    if not first or stream.warm:
+        validate_data(estimator, X, reset=False, skip_check_array=True)  # features, names
+    with chunk_of_a_stream(sensitive_features):
+        X, y_chunk, chunk_classes, chunk_groups, chunk_labels, sample_weight = (
+            validate_constrained_fit(estimator, X, y, sensitive_features, sample_weight)
+        )
+    y_codes, groups_ = encode_stream_chunk(
+        stream, chunk_classes[y_chunk], chunk_groups, chunk_labels, type(estimator).__name__
+    )
+    labels, classes_ = stream.vocabulary.labels_, stream.classes
+    try:
+        gaps = loss_gap_constraints(
+            estimator.metric,
+            estimator.constraint_pairs,
+            solver,
+            labels,
+            groups_,
+            y_codes,
+            classes_.size,
+            sample_weight,
+        )
+    except ValueError as error:
+        raise ValueError(
+            f"partial_fit: {error} Every chunk needs rows of every group (cell): use "
+            "larger or stratified chunks."
+        ) from None
+    model = MLP(X.shape[1], hidden, 1 if classes_.size == 2 else classes_.size)
+    problem = ModelProblem(model, gaps.n_cells, gaps.A.shape[0], labels.size)
+    batch_size = resolve_batch_size(estimator.batch_size, solver, estimator.preset)
+    balanced = bool(hyper.get("balanced_batches", False))
+    objective_population = groups_ if balanced else np.zeros(groups_.size, np.int64)
+    totals = (
+        stream.running_totals(
+            "objective_totals",
+            population_totals(sample_weight, objective_population, labels.size if balanced else 1),
+        ),
+        stream.running_totals(
+            "cell_totals", population_totals(sample_weight, gaps.cells, gaps.n_cells)
+        ),
+    )
+    unit = bool(np.all(sample_weight == 1.0)) and not getattr(stream, "weighted", False)
+    stream.weighted = not unit
+    dtype = jnp.float64 if estimator.dtype == "float64" else jnp.float32
+    if first:
+        stream.solver = {"rngs": spawn_rngs(estimator.random_state), "iters": 0, "factor": 1.0}
+        if stream.warm:  # partial_fit after fit: the solver starts at the fitted model
+            stream.solver.update(start=estimator.params_, iters=estimator.n_iter_)
+    solver_state = stream.solver
+
+    with jax.enable_x64(estimator.dtype == "float64"):
+        if "start" in solver_state:
+            x0 = host_ravel(solver_state["start"], dtype)
+        else:
+            x0 = model.init_flat(copy.deepcopy(solver_state["rngs"][0]), dtype)
+
+        def attempt(factor):
+            rngs = copy.deepcopy(solver_state["rngs"])
+            result = run_solver(
+                solver,
+                problem,
+                X,
+                y_codes,
+                groups_,
+                gaps.cells,
+                x0,
+                hyper=scaled_step_sizes(solver, hyper, factor * solver_state["factor"]),
+                rngs=rngs,
+                n_epochs=1,
+                **estimator._run_options(gaps, batch_size, dtype, None if unit else sample_weight),
+                initial_state=solver_state.get("state"),
+                start_iter=solver_state["iters"],
+                weight_totals=None if unit else totals,
+            )
+            return (result, rngs), result.extras.get("nonfinite_iter")
+
+        remedy = " / ".join(f'solver_params["{key}"]' for key in SOLVERS[solver].step_sizes)
+        (result, rngs), factor = refit_on_divergence(
+            type(estimator).__name__, attempt, remedy=remedy, X=X
+        )
+    solver_state.update(
+        rngs=rngs,
+        state=result.extras["resume_state"],
+        iters=solver_state["iters"] + result.n_iter,
+        factor=factor * solver_state["factor"],
+    )
+    stream.n_calls += 1
+    estimator._stream_state = stream
+    estimator.step_size_factor_ = solver_state["factor"]
+    estimator.classes_, estimator.groups_ = classes_, labels
+    # the chunk's model, as fit returns its model (the next call resumes from the
+    # solver's state, before the final feasibility phase)
+    setup = FitSetup(
+        solver,
+        hidden,
+        hyper,
+        X,
+        y_codes,
+        classes_,
+        groups_,
+        labels,
+        None if unit else sample_weight,
+        gaps,
+        model,
+        problem,
+        batch_size,
+        dtype,
+        None,
+        None,
+        1.0,
+        resolve_feasibility_steps(estimator.feasibility_steps, solver, estimator.preset),
+    )
+    estimator._finish_model(setup, result.x)
+    estimator._store_run(result, gaps, hidden)
+    estimator.n_iter_ = solver_state["iters"]
+    previous = 0.0 if first and not stream.warm else estimator.n_epochs_done_
+    estimator.n_epochs_done_ = previous + result.n_epochs
+    return estimator

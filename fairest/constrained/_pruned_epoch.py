@@ -1,0 +1,405 @@
+"""The training step of :class:`~fairest.constrained.PrunedFairClassifier` (constrained spec
+2.3-2.7): the gradual magnitude pruning schedule, the replay buffers of the dual estimates,
+the optax optimisers of both players, and one jitted epoch (a guarded ``lax.scan`` of
+steps) per static configuration.
+
+One jitted ``scan`` step serves every phase: the constrained phase is a traced flag, so
+the multipliers stay exactly 0 and the buffers empty before it (the phases share one
+compilation).
+"""
+
+from __future__ import annotations
+
+import math
+from functools import partial
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from jax import lax
+
+from fairest._kernels._losses import cross_entropy_stats, group_means, weighted_mean
+from fairest.constrained import _defaults
+from fairest.constrained._common import unravel_params
+from fairest.constrained._engine import MLP, guarded_scan
+from fairest.constrained._engine._contract import solver_state
+
+__all__ = [
+    "gmp_schedule",
+    "prune_layer",
+    "buffer_push",
+    "buffer_means",
+    "primal_optimizer",
+    "dual_optimizer",
+    "initial_state",
+]
+
+
+# ------------------------------------------------------------------------------------------
+# gradual magnitude pruning (spec 2.6 step 3)
+# ------------------------------------------------------------------------------------------
+
+
+def gmp_schedule(epoch: int, initial: float, final: float, end: int, start: int = 0) -> float:
+    """Cubic GMP sparsity ``s_f + (s_i - s_f)(1 - (t - t0)/(T_end - t0))^3``, clamped.
+
+    Parameters
+    ----------
+    epoch : int
+        Current epoch ``t``.
+    initial : float
+        Initial sparsity ``s_i``, returned for ``epoch <= start``.
+    final : float
+        Final sparsity ``s_f``, returned for ``epoch >= end``.
+    end : int
+        Epoch ``T_end`` at which the final sparsity is reached.
+    start : int, default=0
+        Epoch ``t0`` at which the schedule starts.
+
+    Returns
+    -------
+    sparsity : float
+        Target sparsity of the pruning event at ``epoch``.
+    """
+    if epoch >= end:
+        return final
+    if epoch <= start:
+        return initial
+    return final + (initial - final) * (1.0 - (epoch - start) / (end - start)) ** 3
+
+
+def prune_layer(W: np.ndarray, mask: np.ndarray, sparsity: float) -> np.ndarray:
+    """Mask keeping the ``N - ceil(s N)`` largest ``|W * mask|`` entries (layer-wise).
+
+    Parameters
+    ----------
+    W : ndarray
+        Weight matrix of the layer (``N`` entries).
+    mask : ndarray of the shape of ``W``
+        Current binary mask (1 = active); pruned entries stay pruned.
+    sparsity : float
+        Target fraction ``s`` of zeros in the layer, in [0, 1].
+
+    Returns
+    -------
+    mask : ndarray of the shape of ``W``
+        New binary mask with exactly ``ceil(s N)`` zeros (ties broken stably).
+    """
+    N = W.size
+    n_zero = min(N, math.ceil(sparsity * N - 1e-9))
+    magnitude = np.abs(W * mask).ravel()
+    order = np.argsort(magnitude, kind="stable")
+    new = np.ones(N)
+    new[order[:n_zero]] = 0.0
+    return (new.reshape(W.shape) * mask).astype(mask.dtype)
+
+
+# ------------------------------------------------------------------------------------------
+# replay buffers (spec 2.5): ring buffers of shape (G, k) with push counters
+# ------------------------------------------------------------------------------------------
+
+
+@partial(jax.jit, static_argnames="num_groups")
+def buffer_push(buf, count, values, g, valid, num_groups: int):
+    """Append ``values`` of valid rows to their group's FIFO in batch order (keep last k).
+
+    Rows of a group beyond its last k in the batch are not written, so every slot is
+    written at most once per push (no scatter collisions).
+
+    Parameters
+    ----------
+    buf : jax.Array of shape (num_groups, k)
+        Ring buffers, one row per group.
+    count : jax.Array of shape (num_groups,)
+        Number of values pushed so far to every group (the write position is
+        ``count % k``).
+    values : jax.Array of shape (batch_size,)
+        Values to push (correctness or per-sample losses).
+    g : jax.Array of shape (batch_size,)
+        Integer group id of every row.
+    valid : jax.Array of shape (batch_size,)
+        Boolean flags; padding rows (``False``) are not pushed.
+    num_groups : int
+        Number of groups (static).
+
+    Returns
+    -------
+    buf : jax.Array of shape (num_groups, k)
+        Updated ring buffers.
+    count : jax.Array of shape (num_groups,)
+        Updated push counters.
+    """
+    k = buf.shape[1]
+    onehot = jax.nn.one_hot(g, num_groups, dtype=jnp.int32) * valid[:, None].astype(jnp.int32)
+    rank = jnp.sum((jnp.cumsum(onehot, axis=0) - onehot) * onehot, axis=1)  # earlier rows of g
+    per_group = jnp.sum(onehot, axis=0, dtype=count.dtype)
+    keep = valid & (rank >= per_group[g] - k)
+    slot = (count[g] + rank) % k
+    rows = jnp.where(keep, g, num_groups)  # out-of-range rows are dropped
+    buf = buf.at[rows, slot].set(values.astype(buf.dtype), mode="drop")
+    return buf, (count + per_group).astype(count.dtype)
+
+
+@jax.jit
+def buffer_means(buf, count):
+    """Means of full buffers and the ``full`` flags."""
+    full = count >= buf.shape[1]
+    return jnp.where(full, jnp.mean(buf, axis=1), 0.0), full
+
+
+# ------------------------------------------------------------------------------------------
+# one training step (spec 2.3, 2.4, 2.7): optax optimisers for both players
+# ------------------------------------------------------------------------------------------
+
+
+def primal_optimizer(learning_rate, momentum, nesterov: bool):
+    """SGD with momentum ``v <- momentum v + g`` (no dampening; Nesterov: the step is
+    ``g + momentum v``) of the primal player, as ``torch.optim.SGD`` in the paper."""
+    return optax.sgd(learning_rate, momentum=momentum, nesterov=nesterov)
+
+
+def dual_optimizer(kind: str, learning_rate):
+    """The multipliers' step (``"sgd"`` or ``"adam"``), as a descent transform: it is
+    fed the negated ascent direction, so that ``lambda + update`` ascends."""
+    if kind == "adam":
+        b1, b2 = _defaults.ADAM_BETAS
+        return optax.adam(learning_rate, b1=b1, b2=b2, eps=_defaults.ADAM_EPS)
+    return optax.sgd(learning_rate)
+
+
+@solver_state
+class PrunedState(NamedTuple):
+    """Training state of one pruning fit (a NamedTuple of arrays, fields also read by name)."""
+
+    x: jax.Array  # flat parameters (masked weights are 0)
+    primal: tuple  # the primal optimiser's state
+    lam: jax.Array  # one multiplier per group
+    dual: tuple  # the multipliers' optimiser state
+    buf: jax.Array  # replay buffers, (G, buffer_size)
+    count: jax.Array  # pushes into every group's buffer
+    it: jax.Array  # steps taken
+    bad: jax.Array  # -1, or the step by which the parameters were not finite
+
+
+@partial(jax.jit, static_argnames=("num_groups", "buffer_size", "dual"))
+def initial_state(x, num_groups: int, buffer_size: int, dual: str) -> PrunedState:
+    """Training state at the flat parameters ``x``: optimiser states, multipliers 0,
+    empty replay buffers, step counter and divergence flag (see :func:`_make_epoch_fn`).
+    Jitted: one executable instead of an eager one per array it creates."""
+    zeros_g = jnp.zeros(num_groups, x.dtype)
+    return PrunedState(
+        x=x,
+        primal=primal_optimizer(0.0, 0.0, False).init(x),
+        lam=zeros_g,
+        dual=dual_optimizer(dual, 0.0).init(zeros_g),
+        buf=jnp.zeros((num_groups, buffer_size), x.dtype),
+        count=jnp.zeros(num_groups, jnp.int32),
+        it=jnp.asarray(0, jnp.int32),
+        bad=jnp.asarray(-1, jnp.int32),
+    )
+
+
+def _for_eligible(new, old, eligible):
+    """``new`` on the eligible groups' entries (scalars: when any group is), else ``old``."""
+
+    def pick(a, b):
+        flags = eligible if a.shape == eligible.shape else jnp.any(eligible)
+        return jnp.where(flags, a, b)
+
+    return jax.tree_util.tree_map(pick, new, old)
+
+
+def _make_epoch_fn(
+    model: MLP,
+    num_groups: int,
+    metric,
+    use_buffer: bool,
+    balanced: bool,
+    absolute_gaps: bool,
+    dual_opt: str,
+    nesterovs_momentum: bool,
+    record: bool = True,
+):
+    """Jitted epoch (a ``lax.scan`` of steps) for one static configuration.
+
+    ``metric`` is a public metric name or ``None`` (no mitigation); ``record`` makes the
+    scan also return the per-step log (objective, multipliers, dual estimates, full
+    buffers), which is otherwise neither computed nor transferred. The state is that of
+    :func:`initial_state`; ``hyper`` holds the traced ``momentum``, ``alpha``,
+    ``tolerance`` and ``dual_learning_rate``, ``inputs`` the batches and the learning rate
+    of every step.
+    """
+    accuracy_gaps = metric == "excess_accuracy_gap"
+    loss_parity = metric == "loss_parity"
+
+    def step(state, inp, data, ref, hyper, flags):
+        x, lam = state.x, state.lam
+        mask = data["mask"]
+        idx, w = inp["idx"], inp["w"]
+        Xb, yb, gb = data["X"][idx], data["y"][idx], data["groups"][idx]
+        constrained = flags["constrained"]
+        # sample weights: per-row scales of the overall and of the group means (absent
+        # for uniform weights, which keeps the unweighted step exactly)
+        if "row_scale" in data:
+            r_all, r_grp = data["row_scale"][idx], data["group_row_scale"][idx]
+        else:
+            r_all = r_grp = None
+
+        def overall_mean(values):
+            return weighted_mean(values if r_all is None else r_all * values, w)
+
+        def group_mean(values):
+            return group_means(values if r_grp is None else r_grp * values, gb, w, num_groups)
+
+        logits = MLP.apply(unravel_params(model, x * mask), Xb)
+        loss_i, correct_i, _ = cross_entropy_stats(logits, yb)
+        valid = w > 0
+        acc_g_batch, _, present = group_mean(correct_i)
+        loss_g_batch, _, _ = group_mean(loss_i)
+        loss_batch = overall_mean(loss_i)
+        acc_batch = overall_mean(correct_i)
+
+        buf, count = state.buf, state.count
+        if metric is not None and use_buffer:
+            pushed = correct_i if accuracy_gaps else loss_i
+            if r_grp is not None:
+                pushed = r_grp * pushed
+            new_buf, new_count = buffer_push(
+                buf, count, lax.stop_gradient(pushed), gb, valid, num_groups
+            )
+            buf = jnp.where(constrained, new_buf, buf)
+            count = jnp.where(constrained, new_count, count)
+
+        # dual estimates on eligible groups
+        if metric is None:
+            estimate = jnp.zeros(num_groups, x.dtype)
+            eligible = jnp.zeros(num_groups, bool)
+        else:
+            if use_buffer:
+                stat_g, eligible = buffer_means(buf, count)
+                n_full = jnp.sum(eligible)
+                if balanced or loss_parity:
+                    overall = jnp.sum(stat_g) / jnp.maximum(n_full, 1)
+                else:
+                    pi = jnp.where(eligible, ref["pi"], 0.0)
+                    overall = jnp.sum(pi * stat_g) / jnp.maximum(jnp.sum(pi), 1e-30)
+            else:
+                eligible = present
+                if accuracy_gaps:
+                    stat_g, overall = acc_g_batch, acc_batch
+                else:
+                    stat_g, overall = loss_g_batch, loss_batch
+            if accuracy_gaps:  # psi_g = (Ad_g - A_g) - (Ad - A)
+                estimate = (ref["acc_g"] - stat_g) - (ref["acc"] - overall)
+            elif metric == "excess_loss_gap":  # (L_g - Ld_g) - (L - Ld)
+                estimate = (stat_g - ref["loss_g"]) - (overall - ref["loss"])
+            else:  # loss parity (equalized loss) h_g = L_g - L
+                estimate = stat_g - overall
+                if absolute_gaps:
+                    estimate = jnp.abs(estimate)
+            eligible = eligible & constrained
+            estimate = jnp.where(eligible, estimate, 0.0)
+
+        # dual step first (spec 2.4 step 3): ascent on the eligible groups' multipliers
+        ascent = estimate if loss_parity else estimate - hyper["tolerance"]
+        dual = dual_optimizer(dual_opt, hyper["dual_learning_rate"])
+        lam_step, dual_state = dual.update(-ascent, state.dual)
+        lam_new = lam + lam_step
+        if not loss_parity:
+            lam_new = jnp.maximum(lam_new, 0.0)
+        lam = jnp.where(eligible, lam_new, lam)
+        dual_state = _for_eligible(dual_state, state.dual, eligible)
+
+        # primal step with the updated multipliers (spec 2.3 / 2.7)
+        def lagrangian(z):
+            lg = MLP.apply(unravel_params(model, z * mask), Xb)
+            li, _, _ = cross_entropy_stats(lg, yb)
+            L_B = overall_mean(li)
+            value = L_B + 0.5 * hyper["alpha"] * jnp.sum((z * mask) ** 2)
+            if metric is None:
+                return value, L_B
+            L_g, _, pres = group_mean(li)
+            if loss_parity:
+                term = L_g - L_B
+                if absolute_gaps:
+                    term = jnp.abs(term)
+            else:  # excess loss gap surrogate; dense constants only shift the value
+                term = (L_g - ref["loss_g"]) - (L_B - ref["loss"])
+            return value + jnp.sum(jnp.where(pres, lam * term, 0.0)), L_B
+
+        (_, objective), grad = jax.value_and_grad(lagrangian, has_aux=True)(x)
+        primal = primal_optimizer(inp["learning_rate"], hyper["momentum"], nesterovs_momentum)
+        x_step, primal_state = primal.update(grad, state.primal)
+        new_state = state._replace(
+            x=optax.apply_updates(x, x_step) * mask,
+            primal=primal_state,
+            lam=lam,
+            dual=dual_state,
+            buf=buf,
+            count=count,
+        )
+        if not record:
+            return new_state, None
+        log = {
+            "objective": objective,
+            "lam": lam,
+            "psi_hat": estimate,
+            "buffer_full": count >= buf.shape[1],
+        }
+        return new_state, log
+
+    def epoch(state, data, ref, hyper, flags, inputs):
+        """``lax.scan`` of the steps of one epoch with the divergence guard: ``state.bad``
+        is -1 while the parameters were finite, else the step (counted in ``state.it``)
+        by which they were not (:func:`fairest.constrained._engine.guarded_scan`).
+
+        ``inputs["active"]`` flags the epoch's real steps: the scan runs a bucketed number
+        of steps (:func:`epoch_inputs`) and the padding ones leave the state as it is."""
+
+        def run(st, inp):
+            st, log = step(st, inp, data, ref, hyper, flags)
+            return st._replace(it=st.it + 1), log
+
+        def body(st, inp, bad):
+            log_shape = jax.eval_shape(run, st, inp)[1]
+
+            def skip(s, inp):
+                zeros = jax.tree_util.tree_map(lambda a: jnp.zeros(a.shape, a.dtype), log_shape)
+                return s, zeros
+
+            return lax.cond(inp["active"], run, skip, st, inp)
+
+        # the guard carries the flag; the state's own ``bad`` is set from it at the end
+        (state, bad), log = guarded_scan(
+            body,
+            state,
+            state.bad,
+            inputs,
+            parameters=lambda st: st.x,
+            iteration=lambda st, inp: st.it - 1,
+        )
+        return state._replace(bad=bad), log
+
+    return jax.jit(epoch)
+
+
+_EPOCH_CACHE: dict = {}
+
+
+def _epoch_fn(*key):
+    if key not in _EPOCH_CACHE:
+        _EPOCH_CACHE[key] = _make_epoch_fn(*key)
+    return _EPOCH_CACHE[key]
+
+
+def _learning_rate_at(
+    epoch: int, learning_rate: float, milestones, decay: float, total: int
+) -> float:
+    """Step decay: ``learning_rate`` times ``decay`` per milestone passed (fractions of
+    ``total`` epochs). Computed on the host in float64 and fed per step (an optax
+    ``piecewise_constant_schedule`` multiplies the factors in the working precision,
+    which in float32 is one unit in the last place off)."""
+    passed = sum(epoch >= int(frac * total) for frac in milestones)
+    return learning_rate * decay**passed
