@@ -124,9 +124,9 @@ class FairnessMonitor:
         Every group label of the stream. Default: the labels of the first batch (a later
         batch with another label raises ``ValueError``).
     rates : sequence of str, optional
-        Rates of :data:`fairest.metrics._rates.RATE_METRICS` to track per group besides the
-        metric's own. Default: selection, true positive and false positive rates. Every
-        tracked rate costs a share of ``delta``.
+        Names of binary rates of the catalogue to track per group besides the metric's own
+        (e.g. ``"true_negative_rate"``, ``"accuracy"``). Default: selection, true positive
+        and false positive rates. Every tracked rate costs a share of ``delta``.
     boundary : {"beta-binomial", "normal-mixture"}, default="beta-binomial"
         Confidence sequence of every group rate (see
         :func:`fairest.monitoring.bernoulli_confidence_sequence`).
@@ -137,6 +137,8 @@ class FairnessMonitor:
     ----------
     groups_ : ndarray
         The group labels, sorted.
+    tolerance_ : float
+        The tolerance in use (``tolerance`` or its default).
     rates_ : tuple of str
         The tracked rates; the metric's come first.
     n_predictions_ : int
@@ -242,7 +244,7 @@ class FairnessMonitor:
             raise ValueError(
                 f"tolerance must lie in [0, 1] for {self._record.name!r}; got {tolerance!r}."
             )
-        self._tolerance = float(tolerance)
+        self.tolerance_ = float(tolerance)
         if not isinstance(self.delta, numbers.Real) or not 0 < self.delta < 1:
             raise ValueError(f"delta must be a probability in (0, 1); got {self.delta!r}.")
         if self.boundary not in BOUNDARIES:
@@ -306,6 +308,11 @@ class FairnessMonitor:
                 "pass one group label per prediction."
             )
         first = self.groups_ is None
+        if first and labels.size == 0:
+            raise ValueError(
+                "the first batch is empty, so the stream's groups are unknown; pass every "
+                "group label with groups= or start with a non-empty batch."
+            )
         if labels.dtype.kind in "iu" and not first and self._integer_codes:
             # labels 0..G-1 are their own codes: one range check instead of a search
             if labels.size and (labels.min() < 0 or labels.max() >= self.groups_.size):
@@ -511,13 +518,13 @@ class FairnessMonitor:
         value, low, high = self._metric_bounds(estimate, lower, upper)
         if self._record.aggregate == "difference":
             self.alarm_, self.certified_ = (
-                bool(low > self._tolerance),
-                bool(high <= self._tolerance),
+                bool(low > self.tolerance_),
+                bool(high <= self.tolerance_),
             )
         else:
             self.alarm_, self.certified_ = (
-                bool(high < self._tolerance),
-                bool(low >= self._tolerance),
+                bool(high < self.tolerance_),
+                bool(low >= self.tolerance_),
             )
         if self.alarm_ and self.first_alarm_at_ is None:
             self.first_alarm_at_ = self.n_predictions_
@@ -640,7 +647,7 @@ class FairnessMonitor:
                 label=f"{100 * (1 - self.delta):g}% confidence sequence",
             )
             ax.step(x, history["estimate"], where="post", label="estimate")
-            ax.axhline(self._tolerance, color="black", linestyle="--", label="tolerance")
+            ax.axhline(self.tolerance_, color="black", linestyle="--", label="tolerance")
             if self.first_alarm_at_ is not None:
                 ax.axvline(self.first_alarm_at_, color="red", linestyle=":", label="first alarm")
             ax.set_ylabel(self._record.name)

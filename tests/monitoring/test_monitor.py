@@ -239,7 +239,7 @@ def test_alarm_certified_and_first_alarm():
     ratio = FairnessMonitor("demographic_parity_ratio", tolerance=0.8).update(unfair, group)
     assert ratio.alarm_ and ratio.report().loc[("demographic_parity_ratio", "all"), "upper"] < 0.8
     ratio = FairnessMonitor("demographic_parity_ratio").update(fair, group)
-    assert ratio.certified_ and ratio._tolerance == 0.8
+    assert ratio.certified_ and ratio.tolerance_ == 0.8
 
 
 def test_update_stream_with_io_chunks():
@@ -316,6 +316,8 @@ def test_bad_batches():
         monitor.update([0, 1], pd.DataFrame({"s": ["a", "b"], "r": [1, 2]}))
     with pytest.raises(ValueError, match="seen no batch"):
         monitor.report()
+    with pytest.raises(ValueError, match="first batch is empty"):
+        FairnessMonitor().update([], [])
     with pytest.raises(ValueError, match="update_labels before any update"):
         FairnessMonitor().update_labels([1], [1], ["a"])
     integer = FairnessMonitor(groups=[0, 1])
