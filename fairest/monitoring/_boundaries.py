@@ -32,10 +32,14 @@ _NEWTON_STEPS = 5
 _FLOOR = 1e-300
 
 
-def _check_alpha(alpha) -> float:
-    if not isinstance(alpha, (int, float, np.floating)) or not 0 < alpha < 1:
-        raise ValueError(f"alpha must be a number in (0, 1); got {alpha!r}.")
-    return float(alpha)
+def _check_alpha(alpha) -> np.ndarray:
+    try:
+        values = np.asarray(alpha, dtype=np.float64)
+    except (TypeError, ValueError):
+        values = None
+    if values is None or not np.all((values > 0) & (values < 1)):
+        raise ValueError(f"alpha must be a number in (0, 1) (or an array of them); got {alpha!r}.")
+    return values
 
 
 def _beta_binomial(successes, trials, alpha, prior):
@@ -134,8 +138,9 @@ def bernoulli_confidence_sequence(
     trials : array-like of int
         Number of observations so far, per sequence (broadcast with ``successes``). A
         sequence with no observation gets the interval [0, 1].
-    alpha : float, default=0.05
-        Error probability of each sequence over its whole (unbounded) run.
+    alpha : float or array-like of float, default=0.05
+        Error probability of each sequence over its whole (unbounded) run (broadcast with
+        ``successes``: one per sequence where they differ).
     boundary : {"beta-binomial", "normal-mixture"}, default="beta-binomial"
         ``"beta-binomial"``: the inversion of Robbins' beta-binomial mixture of
         likelihood ratios (prior ``Beta(prior)``); its width follows ``sqrt(p (1 - p))``,
@@ -190,8 +195,8 @@ def bernoulli_confidence_sequence(
     alpha = _check_alpha(alpha)
     if boundary not in BOUNDARIES:
         raise ValueError(f"boundary must be one of {BOUNDARIES}; got {boundary!r}.")
-    successes, trials = np.broadcast_arrays(
-        np.asarray(successes, dtype=np.float64), np.asarray(trials, dtype=np.float64)
+    successes, trials, alpha = np.broadcast_arrays(
+        np.asarray(successes, dtype=np.float64), np.asarray(trials, dtype=np.float64), alpha
     )
     if np.any(trials < 0) or np.any(successes < 0) or np.any(successes > trials):
         raise ValueError(
@@ -205,7 +210,7 @@ def bernoulli_confidence_sequence(
     a, b = (float(value) for value in prior)
     if not (a > 0 and b > 0):
         raise ValueError(f"prior must be two positive numbers (a, b); got {prior!r}.")
-    lower, upper = _beta_binomial(successes.ravel(), trials.ravel(), alpha, (a, b))
+    lower, upper = _beta_binomial(successes.ravel(), trials.ravel(), alpha.ravel(), (a, b))
     lower, upper = lower.reshape(trials.shape), upper.reshape(trials.shape)
     empty = trials == 0
     return np.where(empty, 0.0, lower), np.where(empty, 1.0, upper)

@@ -25,6 +25,8 @@ __all__ = ["FairnessMonitor"]
 
 # rates reported beside the metric's own when ``rates=None``
 DEFAULT_RATES = ("selection_rate", "true_positive_rate", "false_positive_rate")
+# window starts kept per doubling of their age (restarts=True) is 2 ** WINDOW_DENSITY_BITS
+WINDOW_DENSITY_BITS = 3
 # tolerance when none is given: at most 0.1 apart (differences), the four-fifths rule (ratios)
 DEFAULT_TOLERANCE = {"difference": 0.1, "ratio": 0.8}
 
@@ -96,6 +98,52 @@ def _binary(values, name: str, *, allow_missing: bool) -> tuple[np.ndarray, np.n
     return values.astype(np.uint8, copy=False), present
 
 
+def metric_box_bounds(aggregate, estimate, lower, upper):
+    """The metric over the box of group-rate intervals, for arrays (..., G, R).
+
+    Returns ``(estimate, lower, upper)`` of shape (...): for a difference, the worst over
+    the rates of ``max_g - min_g`` (interval ``[max(0, max_g L - min_g U), max_g U -
+    min_g L]``); for a ratio, the worst of ``min_g / max_g`` (interval
+    ``[min_g L / max_g U, min(1, min_g U / max_g L)]``). ``estimate`` may be ``None``.
+    """
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rates: no estimate yet
+        if aggregate == "difference":
+            low = np.maximum(lower.max(-2) - upper.min(-2), 0.0).max(-1)
+            high = (upper.max(-2) - lower.min(-2)).max(-1)
+            value = None
+            if estimate is not None:
+                value = (np.nanmax(estimate, -2) - np.nanmin(estimate, -2)).max(-1)
+            return value, low, high
+        top, bottom = upper.max(-2), lower.max(-2)
+        low = np.divide(lower.min(-2), top, out=np.zeros(top.shape), where=top > 0).min(-1)
+        high = np.divide(upper.min(-2), bottom, out=np.ones(top.shape), where=bottom > 0)
+        high = np.minimum(high.min(-1), 1.0)
+        value = None
+        if estimate is not None:
+            value = (np.nanmin(estimate, -2) / np.nanmax(estimate, -2)).min(-1)
+        return value, low, high
+
+
+def window_alpha(starts, delta, n_sequences):
+    """Error share of each group-rate sequence of the window after check ``k >= 1``:
+    ``(delta / 2) / (k (k + 1)) / n_sequences`` (over all ``k`` they sum to ``delta / 2``)."""
+    starts = np.asarray(starts, dtype=np.float64)
+    return (delta / 2.0) / (starts * (starts + 1.0)) / n_sequences
+
+
+def retained_starts(starts, n_checks):
+    """The window starts kept after ``n_checks`` checks: a start ``k`` of age
+    ``n_checks - k`` is kept when ``k`` is a multiple of
+    ``2 ** max(0, floor(log2(age)) - WINDOW_DENSITY_BITS)``, so about
+    ``2 ** WINDOW_DENSITY_BITS`` starts per doubling of the age; the spacing only grows
+    with age, so a start once dropped is never needed again."""
+    starts = np.asarray(starts, dtype=np.int64)
+    age = np.maximum(n_checks - starts, 1)
+    spacing = 2 ** np.maximum(np.floor(np.log2(age)).astype(np.int64) - WINDOW_DENSITY_BITS, 0)
+    return starts[(starts >= 1) & (starts % spacing == 0)]
+
+
 class FairnessMonitor:
     """Anytime-valid monitor of a classifier's fairness over a stream of predictions.
 
@@ -130,6 +178,14 @@ class FairnessMonitor:
     boundary : {"beta-binomial", "normal-mixture"}, default="beta-binomial"
         Confidence sequence of every group rate (see
         :func:`fairest.monitoring.bernoulli_confidence_sequence`).
+    restarts : bool, default=False
+        Also test the windows of the stream that start after earlier checks, so that a
+        change shows within a few checks of happening rather than once it dominates the
+        running average. ``delta`` is then split: ``delta / 2`` for the reported
+        (cumulative) intervals and ``delta / 2`` for the windows, the window after check
+        ``k`` getting ``(delta / 2) / (k (k + 1))``. Window starts are kept at a spacing
+        that grows with their age (about 8 per doubling), so a check costs time and memory
+        in the logarithm of the number of checks.
     record_history : bool, default=True
         Keep the intervals of every check in ``history_`` (for :meth:`plot`).
 
@@ -149,12 +205,17 @@ class FairnessMonitor:
         Batches seen (every batch is a check).
     alarm_ : bool
         The constraint is violated with confidence at the latest check: the metric's lower
-        bound exceeds ``tolerance`` (difference) or its upper bound is below it (ratio).
+        bound exceeds ``tolerance`` (difference) or its upper bound is below it (ratio),
+        on the whole stream or (``restarts=True``) on a window of it.
     certified_ : bool
         Compliance so far is certified at the latest check: the upper bound is at most
         ``tolerance`` (difference) or the lower bound at least ``tolerance`` (ratio).
     first_alarm_at_ : int or None
         ``n_predictions_`` at the first check that raised the alarm.
+    alarm_window_ : tuple of (int, int) or None
+        The rows ``(start, end)`` (counted in predictions) whose intervals raised the latest
+        alarm: ``(0, n_predictions_)`` for the whole stream, a later start for a window
+        (``restarts=True``); ``None`` without an alarm.
     history_ : dict of ndarray
         Per check: ``"n_predictions"`` (n_checks,), ``"estimate"``, ``"lower"``,
         ``"upper"`` of the metric (n_checks,), and ``"rate_estimate"``, ``"rate_lower"``,
@@ -169,7 +230,12 @@ class FairnessMonitor:
     ``[max(0, max_g L_g - min_g U_g), max_g U_g - min_g L_g]``, the worst over the
     metric's rates), so it holds whenever they do. An interval covers the average of the
     rows' conditional rates so far (the rate itself when the stream is stationary): an
-    alarm says that the predictions so far, as a whole, violated the constraint.
+    alarm says that the predictions so far, as a whole, violated the constraint. With
+    ``restarts=True``, the window after check ``k`` has its own sequences, at
+    ``(delta / 2) / (k (k + 1) G R)`` each, covering its rows' average; all windows and the
+    cumulative sequences hold together with probability at least ``1 - delta``, so a
+    stream whose every window complies (e.g. constant rates within tolerance) raises a
+    false alarm with probability at most ``delta``.
 
     Assumptions: a group's rows may depend on the past only through their conditional
     mean (i.i.d. rows are the simplest case); a missing or late label is missing
@@ -209,6 +275,7 @@ class FairnessMonitor:
         groups=None,
         rates=None,
         boundary="beta-binomial",
+        restarts=False,
         record_history=True,
     ):
         self.metric = metric
@@ -217,6 +284,7 @@ class FairnessMonitor:
         self.groups = groups
         self.rates = rates
         self.boundary = boundary
+        self.restarts = restarts
         self.record_history = record_history
         self._validate()
         self._vocabulary = GroupVocabulary(groups)
@@ -227,6 +295,8 @@ class FairnessMonitor:
         self.alarm_ = False
         self.certified_ = False
         self.first_alarm_at_ = None
+        self.alarm_window_ = None
+        self._snapshots = {}  # window starts (restarts=True): check -> (n, counts, counts)
         self._prediction_counts = None  # (G, 2): rows by prediction
         self._label_counts = None  # (G, 4): labelled rows by cell 2 * y + y_pred
         self._history = []
@@ -249,6 +319,8 @@ class FairnessMonitor:
             raise ValueError(f"delta must be a probability in (0, 1); got {self.delta!r}.")
         if self.boundary not in BOUNDARIES:
             raise ValueError(f"boundary must be one of {BOUNDARIES}; got {self.boundary!r}.")
+        if not isinstance(self.restarts, (bool, np.bool_)):
+            raise TypeError(f"restarts must be True or False; got {self.restarts!r}.")
         extra = DEFAULT_RATES if self.rates is None else tuple(self.rates)
         unknown = [name for name in extra if name not in RATE_METRICS]
         if unknown:
@@ -344,8 +416,10 @@ class FairnessMonitor:
         )
         self._prediction_counts = np.zeros((n_groups, 2), np.int64)
         self._label_counts = np.zeros((n_groups, 4), np.int64)
-        # one share of delta per group-rate sequence (union bound)
-        self._alpha = self.delta / (n_groups * len(self.rates_))
+        # one share of delta per group-rate sequence (union bound); with restarts, half of
+        # delta goes to the windows (window_alpha)
+        share = self.delta / 2 if self.restarts else self.delta
+        self._alpha = share / (n_groups * len(self.rates_))
         if n_groups == 1:
             warnings.warn(
                 f"the monitor sees a single group ({labels[0]!r}): the gap is 0 by "
@@ -476,15 +550,21 @@ class FairnessMonitor:
         return self
 
     # ---------------------------------------------------------------- bounds
-    def _rate_statistics(self):
-        """Successes, trials, estimates and interval ends, each (G, R)."""
-        counts_p = self._prediction_counts.astype(np.float64)
-        counts_l = self._label_counts.astype(np.float64)
+    def _successes_trials(self, prediction_counts, label_counts):
+        """Successes and trials of every tracked rate, shape (..., G, R), from counts of
+        shape (..., G, 2) and (..., G, 4)."""
+        counts_p = prediction_counts.astype(np.float64)
+        counts_l = label_counts.astype(np.float64)
         # label-free rates read every prediction (cells y = 0); the others labelled rows
         free = counts_p @ self._numerator_cells[:2], counts_p @ self._denominator_cells[:2]
         labelled = counts_l @ self._numerator_cells, counts_l @ self._denominator_cells
         successes = np.where(self._needs_labels, labelled[0], free[0])
         trials = np.where(self._needs_labels, labelled[1], free[1])
+        return successes, trials
+
+    def _rate_statistics(self):
+        """Successes, trials, estimates and interval ends, each (G, R)."""
+        successes, trials = self._successes_trials(self._prediction_counts, self._label_counts)
         lower, upper = bernoulli_confidence_sequence(
             successes, trials, self._alpha, boundary=self.boundary
         )
@@ -495,37 +575,70 @@ class FairnessMonitor:
     def _metric_bounds(self, estimate, lower, upper):
         """The metric's estimate and interval over the box of its rates' intervals."""
         rows = self._metric_rates
-        estimate, lower, upper = estimate[:, rows], lower[:, rows], upper[:, rows]
-        with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rates: no estimate yet
-            if self._record.aggregate == "difference":
-                value = np.nanmax(estimate, 0) - np.nanmin(estimate, 0)
-                low = np.maximum(lower.max(0) - upper.min(0), 0.0)
-                high = upper.max(0) - lower.min(0)
-                return np.max(value), np.max(low), np.max(high)
-            value = np.nanmin(estimate, 0) / np.nanmax(estimate, 0)
-            low = np.divide(
-                lower.min(0), upper.max(0), out=np.zeros(rows.size), where=upper.max(0) > 0
+        value, low, high = metric_box_bounds(
+            self._record.aggregate, estimate[:, rows], lower[:, rows], upper[:, rows]
+        )
+        return value[()], low[()], high[()]
+
+    def _violated(self, low, high):
+        """Alarm (violated with confidence) from the metric's interval ends."""
+        if self._record.aggregate == "difference":
+            return low > self.tolerance_
+        return high < self.tolerance_
+
+    def _window_check(self):
+        """Whether a window since an earlier check violates the constraint with confidence.
+
+        The window after check ``k`` has its own confidence sequences at
+        ``window_alpha(k, ...)``; a window is read only while its start is retained."""
+        starts = np.array(sorted(self._snapshots), dtype=np.int64)
+        alarm = False
+        if starts.size:
+            snapshots = [self._snapshots[k] for k in starts]
+            predictions = self._prediction_counts - np.stack([p for _, p, _ in snapshots])
+            labels = self._label_counts - np.stack([lab for _, _, lab in snapshots])
+            successes, trials = self._successes_trials(predictions, labels)
+            rows = self._metric_rates
+            alpha = window_alpha(starts, self.delta, self.groups_.size * len(self.rates_))
+            lower, upper = bernoulli_confidence_sequence(
+                successes[..., rows],
+                trials[..., rows],
+                alpha[:, None, None],
+                boundary=self.boundary,
             )
-            high = np.divide(
-                upper.min(0), lower.max(0), out=np.ones(rows.size), where=lower.max(0) > 0
-            )
-            return np.min(value), np.min(low), np.minimum(np.min(high), 1.0)
+            _, low, high = metric_box_bounds(self._record.aggregate, None, lower, upper)
+            violated = self._violated(low, high)
+            if violated.any():
+                alarm = True
+                worst = (
+                    np.argmax(low) if self._record.aggregate == "difference" else np.argmin(high)
+                )
+                self.alarm_window_ = (int(snapshots[worst][0]), self.n_predictions_)
+        k = self.n_checks_
+        self._snapshots[k] = (
+            self.n_predictions_,
+            self._prediction_counts.copy(),
+            self._label_counts.copy(),
+        )
+        kept = retained_starts(np.array(sorted(self._snapshots)), k + 1)
+        self._snapshots = {start: self._snapshots[start] for start in kept}
+        return alarm
 
     def _check(self):
         self.n_checks_ += 1
         estimate, lower, upper, trials = self._rate_statistics()
         value, low, high = self._metric_bounds(estimate, lower, upper)
+        self.alarm_window_ = None
+        self.alarm_ = bool(self._violated(low, high))
+        if self.alarm_:
+            self.alarm_window_ = (0, self.n_predictions_)
+        if self.restarts:
+            window_alarm = self._window_check()
+            self.alarm_ = self.alarm_ or window_alarm
         if self._record.aggregate == "difference":
-            self.alarm_, self.certified_ = (
-                bool(low > self.tolerance_),
-                bool(high <= self.tolerance_),
-            )
+            self.certified_ = bool(high <= self.tolerance_)
         else:
-            self.alarm_, self.certified_ = (
-                bool(high < self.tolerance_),
-                bool(low >= self.tolerance_),
-            )
+            self.certified_ = bool(low >= self.tolerance_)
         if self.alarm_ and self.first_alarm_at_ is None:
             self.first_alarm_at_ = self.n_predictions_
         self._latest = (estimate, lower, upper, trials, value, low, high)

@@ -17,6 +17,7 @@ import pytest
 from scipy.stats import binom, norm
 
 from fairest.monitoring import FairnessMonitor, bernoulli_confidence_sequence
+from fairest.monitoring._monitor import retained_starts, window_alpha
 from fairest.utils import FairnessWarning
 
 N_STREAMS = 1000
@@ -293,6 +294,7 @@ def test_history_and_plot():
         ({"boundary": "bootstrap"}, "boundary must be one of"),
         ({"rates": ["recall"]}, "not known rates"),
         ({"rates": ["mean_prediction"]}, "binary rates only"),
+        ({"restarts": "yes"}, "restarts must be True or False"),
     ],
 )
 def test_bad_parameters(kwargs, match):
@@ -329,3 +331,86 @@ def test_bad_batches():
 def test_a_single_group_warns():
     with pytest.warns(FairnessWarning, match="single group"):
         FairnessMonitor().update([0, 1, 1], ["a", "a", "a"])
+
+
+def restart_alarms(successes, trials, n_sequences, delta=DELTA):
+    """Alarms of ``FairnessMonitor(restarts=True)`` from cumulative counts (streams, checks,
+    G), built from the monitor's own pieces: cumulative sequences at ``delta / 2`` shared
+    by ``n_sequences``, and every retained window after check ``k`` at ``window_alpha``."""
+    lower, upper = bernoulli_confidence_sequence(successes, trials, delta / 2 / n_sequences)
+    alarms = np.maximum(lower.max(-1) - upper.min(-1), 0.0) > TOLERANCE
+    starts = np.zeros(0, np.int64)
+    for t in range(1, trials.shape[1] + 1):
+        if starts.size:
+            window = successes[:, [t - 1]] - successes[:, starts - 1]
+            rows = trials[:, [t - 1]] - trials[:, starts - 1]
+            alpha = window_alpha(starts, delta, n_sequences)[None, :, None]
+            lower, upper = bernoulli_confidence_sequence(window, rows, alpha)
+            low = np.maximum(lower.max(-1) - upper.min(-1), 0.0)
+            alarms[:, t - 1] |= (low > TOLERANCE).any(1)
+        starts = retained_starts(np.r_[starts, t], t + 1)
+    return alarms
+
+
+def windowed_fixed_sample_alarms(successes, trials):
+    """The broken variant of restarts: the same windows, each tested after every batch
+    with the one-sided normal test at level ``delta``."""
+    alarms = np.zeros(trials.shape[:2], bool)
+    starts = np.zeros(0, np.int64)
+    for t in range(1, trials.shape[1] + 1):
+        if starts.size:
+            window = successes[:, [t - 1]] - successes[:, starts - 1]
+            rows = trials[:, [t - 1]] - trials[:, starts - 1]
+            alarms[:, t - 1] = repeated_fixed_sample_alarm(window, rows).any(1)
+        starts = retained_starts(np.r_[starts, t], t + 1)
+    return alarms
+
+
+def test_restarts_keep_false_alarms_at_most_delta():
+    rng = np.random.default_rng(10)
+    successes, trials = simulate_selections(rng, [0.30, 0.35])
+    alarms = restart_alarms(successes, trials, n_sequences=2)
+    assert alarms.any(1).mean() <= FAIL_LIMIT
+    broken = windowed_fixed_sample_alarms(successes, trials).any(1).mean()
+    assert broken > FAIL_LIMIT, broken  # the check has power against per-window tests
+
+
+def test_restarts_detect_a_change_within_a_few_batches():
+    """Gap 0 for 5e5 predictions, then 0.10 (tolerance 0.05): with restarts every stream
+    alarms within 1e5 predictions of the change; the running average needs over 4e5."""
+    rng = np.random.default_rng(11)
+    change = 50
+    rates = np.where(np.arange(N_BATCHES)[:, None] < change, [0.30, 0.30], [0.30, 0.40])
+    successes, trials = simulate_selections(rng, rates, n_streams=200)
+    alarms = restart_alarms(successes, trials, n_sequences=2)
+    assert alarms.any(1).all() and not alarms[:, :change].any()
+    delay = (alarms.argmax(1) - change + 1) * BATCH
+    assert delay.max() <= 100_000, delay.max()
+    cumulative = gap_lower_bound(successes, trials, DELTA / 2) > TOLERANCE
+    cumulative_delay = (
+        np.where(cumulative.any(1), cumulative.argmax(1), N_BATCHES) - change + 1
+    ) * BATCH
+    assert cumulative_delay.min() > 400_000
+
+
+def test_restarts_of_the_monitor_fed_rows_match_the_oracle():
+    rng = np.random.default_rng(12)
+    rates = np.where(np.arange(40)[:, None] < 25, [0.30, 0.33], [0.30, 0.45])
+    monitor = FairnessMonitor(tolerance=TOLERANCE, rates=(), restarts=True)
+    counts, alarms, windows = [], [], []
+    for batch_rates in rates:
+        group = rng.integers(0, 2, 5000)
+        y_pred = rng.random(5000) < batch_rates[group]
+        monitor.update(y_pred, group)
+        counts.append(
+            [np.bincount(group, weights=y_pred, minlength=2), np.bincount(group, minlength=2)]
+        )
+        alarms.append(monitor.alarm_)
+        windows.append(monitor.alarm_window_)
+    counts = np.cumsum(counts, 0)
+    expected = restart_alarms(counts[None, :, 0], counts[None, :, 1], n_sequences=2)[0]
+    np.testing.assert_array_equal(alarms, expected)
+    assert expected[-1] and not expected[:25].any()
+    start, end = windows[-1]
+    assert end == 40 * 5000 and start >= 25 * 5000  # the alarm comes from a recent window
+    assert len(monitor._snapshots) < 40  # old starts thinned out
