@@ -133,16 +133,49 @@ def _check_feasible(lower, upper, sizes, k, groups) -> None:
         )
 
 
-def _bounded_selection(order, codes_in_order, lower, upper, k, n_groups) -> np.ndarray:
-    """Indices (in score order) of the optimum under ``lower <= counts <= upper``."""
-    rank = _ranks_within(codes_in_order, n_groups)
-    mandatory = rank < lower[codes_in_order]
-    eligible = ~mandatory & (rank < upper[codes_in_order])
+def _best_first(values: np.ndarray, count: int) -> np.ndarray:
+    """Indices of the ``count`` best scores, best first, ties by position (earlier first)."""
+    n = values.shape[0]
+    if count >= n // 4:
+        return np.argsort(-values, kind="stable")[:count]
+    cut = -np.partition(-values, count - 1)[count - 1]  # the count-th best score
+    candidates = np.flatnonzero(values >= cut)  # every row tied at the cut, in row order
+    return candidates[np.argsort(-values[candidates], kind="stable")][:count]
+
+
+def _bounded_selection(values, codes, lower, upper, k, n_groups) -> np.ndarray:
+    """Indices (best first) of the optimum under ``lower <= counts <= upper``.
+
+    The greedy of :func:`select_top_k` reads the rows in score order, so it runs on a
+    prefix of that order: a prefix is enough once it holds the ``k - sum(lower)`` fill
+    seats; the mandatory seats of a group with fewer than ``lower`` rows in the prefix are
+    that group's best rows after it. The prefix starts at ``2 k`` rows and doubles.
+    """
+    n = values.shape[0]
     extra = k - int(lower.sum())
-    fill = np.flatnonzero(eligible)[:extra]
+    length = min(n, 2 * k)
+    while True:
+        order = _best_first(values, length)
+        codes_in_order = codes[order]
+        rank = _ranks_within(codes_in_order, n_groups)
+        mandatory = rank < lower[codes_in_order]
+        eligible = np.flatnonzero(~mandatory & (rank < upper[codes_in_order]))
+        if eligible.shape[0] >= extra or length == n:
+            break
+        length = min(n, 2 * length)
     keep = mandatory
-    keep[fill] = True
-    return order[keep]
+    keep[eligible[:extra]] = True
+    chosen = order[keep]
+    missing = lower - np.bincount(codes_in_order, minlength=n_groups)
+    if length < n and np.any(missing > 0):
+        in_prefix = np.zeros(n, dtype=bool)
+        in_prefix[order] = True
+        rest = np.flatnonzero(~in_prefix & (missing[codes] > 0))
+        rest = rest[np.argsort(-values[rest], kind="stable")]
+        rest = rest[_ranks_within(codes[rest], n_groups) < missing[codes[rest]]]
+        chosen = np.concatenate((chosen, rest))
+        chosen = chosen[np.lexsort((chosen, -values[chosen]))]
+    return chosen
 
 
 def _strata_selection(order, codes, strata_codes, n_groups, n_strata, k) -> np.ndarray:
@@ -283,7 +316,6 @@ def select_top_k(
             FairnessWarning,
             stacklevel=2,
         )
-    order = np.argsort(-values, kind="stable")
     n_groups = len(groups)
     if strata is not None:
         if min_share is not None or max_share is not None:
@@ -297,6 +329,7 @@ def select_top_k(
                 "its stratum."
             )
         strata_codes, _ = encode_groups(strata, n_samples=n, reference="scores")
+        order = np.argsort(-values, kind="stable")
         chosen = _strata_selection(
             order, codes, strata_codes, n_groups, int(strata_codes.max()) + 1, k
         )
@@ -305,7 +338,7 @@ def select_top_k(
         lower = _bound_counts(min_share, "min_share", groups, k, 0)
         upper = np.minimum(_bound_counts(max_share, "max_share", groups, k, k), sizes)
         _check_feasible(lower, upper, sizes, k, groups)
-        chosen = _bounded_selection(order, codes[order], lower, upper, k, n_groups)
+        chosen = _bounded_selection(values, codes, lower, upper, k, n_groups)
     if return_indices:
         return chosen
     mask = np.zeros(n, dtype=bool)

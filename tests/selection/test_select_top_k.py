@@ -46,13 +46,23 @@ def test_bounds_match_brute_force(seed):
     assert scores[mask].sum() == best
 
 
-def test_bounds_match_milp():
+@pytest.mark.parametrize(
+    ("n", "k", "lower", "upper"),
+    [
+        (300, 60, [20, 0, 5, 0, 0], [25, 30, 10, 30, 8]),
+        # k small against n: the greedy runs on a prefix of the score order; group 0 (the
+        # lowest scores) has too few rows in it, the caps make the prefix double
+        (3000, 40, [15, 0, 0, 0, 0], [40, 2, 3, 40, 40]),
+        (3000, 40, [0, 10, 0, 0, 0], [40, 40, 40, 3, 1]),
+        (3000, 40, [0, 0, 0, 0, 0], [40, 40, 40, 40, 40]),
+    ],
+)
+def test_bounds_match_milp(n, k, lower, upper):
     rng = np.random.default_rng(7)
-    n, n_groups, k = 300, 5, 60
+    n_groups = 5
     codes = rng.integers(0, n_groups, n)
-    scores = rng.normal(size=n) + 0.5 * codes
-    lower = np.array([20, 0, 5, 0, 0])
-    upper = np.array([25, 30, 10, 30, 8])
+    scores = rng.normal(size=n) + 1.5 * codes
+    lower, upper = np.array(lower), np.array(upper)
     onehot = (codes[None, :] == np.arange(n_groups)[:, None]).astype(float)
     result = milp(
         -scores,
@@ -72,6 +82,25 @@ def test_bounds_match_milp():
     )
     assert scores[mask].sum() == pytest.approx(-result.fun, abs=1e-9)
     assert np.array_equal(mask, result.x > 0.5)  # continuous scores: a unique optimum
+    indices = select_top_k(
+        scores,
+        codes,
+        k,
+        min_share=dict(enumerate(lower.tolist())),
+        max_share=dict(enumerate(upper.tolist())),
+        return_indices=True,
+    )
+    assert np.array_equal(np.sort(indices), np.flatnonzero(mask))
+    assert np.all(np.diff(scores[indices]) <= 0)  # best first
+
+
+def test_ties_at_the_prefix_cut_prefer_earlier_rows():
+    scores = np.zeros(1000)
+    scores[[5, 900]] = 1.0
+    group = np.arange(1000) % 2
+    indices = select_top_k(scores, group, 4, min_share={1: 1}, return_indices=True)
+    assert indices.tolist() == [5, 900, 0, 1]
+    assert select_top_k(scores, group, 0).sum() == 0
 
 
 def test_unconstrained_is_the_top_k_and_ties_prefer_earlier_rows():
