@@ -27,6 +27,9 @@ __all__ = ["fair_ranking", "fair_ranking_table", "is_ranked_group_fair"]
 
 # bisection steps of the adjusted significance: alpha_c is then within alpha * 2**-40
 _BISECTION_STEPS = 40
+# the failure probability follows the protected count up to this many standard deviations
+# above its mean (see _failure_probability)
+_TAIL_SIGMAS = 14
 
 
 def _check_p_alpha(p, alpha) -> None:
@@ -49,20 +52,26 @@ def _failure_probability(minimum: np.ndarray, p: float) -> float:
     The protected count ``T_i`` of the prefixes is a random walk with ``Bin(1, p)`` steps;
     ``survive[c]`` is the probability that ``T_i = c`` and no prefix up to ``i`` failed.
     Counts below ``minimum[i - 1]`` are dead, and ``minimum`` never decreases, so only the
-    live range is updated.
+    live range is updated. Counts more than ``_TAIL_SIGMAS`` standard deviations (plus
+    ``_TAIL_SIGMAS``) above the mean ``i p`` have probability below ``1e-30`` (Bernstein's
+    inequality); the walk is followed up to there, and mass that passes it is counted as
+    surviving, which moves the result by less than ``k * 1e-30``.
     """
     k = minimum.shape[0]
-    survive = np.zeros(k + 1)
+    survive = np.zeros(k + 2)
     survive[0] = 1.0
-    low = 0
+    low = high = 0  # the live counts are low..high
     for i in range(1, k + 1):
-        step = survive[low:i] * p
-        survive[low : i + 1] *= 1.0 - p
-        survive[low + 1 : i + 1] += step
+        top = min(i, int(i * p + _TAIL_SIGMAS * np.sqrt(i * p * (1 - p)) + _TAIL_SIGMAS))
+        step = survive[low : high + 1] * p
+        survive[low : high + 1] *= 1.0 - p
+        survive[low + 1 : high + 2] += step
+        high = min(high + 1, top)  # survive[top + 1] keeps the escaped mass, never read
         new_low = int(minimum[i - 1])
         survive[low:new_low] = 0.0
         low = max(low, new_low)
-    return float(max(0.0, 1.0 - survive.sum()))
+    escaped = survive[high + 1 :].sum()
+    return float(min(1.0, max(0.0, 1.0 - survive[: high + 1].sum() - escaped)))
 
 
 @functools.lru_cache(maxsize=64)
