@@ -119,7 +119,9 @@ def _check_feasible(lower, upper, sizes, k, groups) -> None:
         j = crossed[0]
         raise ValueError(
             f"group {name(j)}: min_share asks for {lower[j]} seats but max_share allows "
-            f"{upper[j]}; raise max_share or lower min_share for it."
+            f"{upper[j]}; raise max_share or lower min_share for it (a minimum share rounds "
+            "up and a maximum share down: for proportional bounds pass the counts "
+            "floor(k * share) and ceil(k * share))."
         )
     if lower.sum() > k:
         raise ValueError(
