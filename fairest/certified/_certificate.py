@@ -241,8 +241,7 @@ class FairnessCertificate:
 
     @property
     def reason(self) -> str | None:
-        """Why the certificate failed, in words ("no solution found" and its cause), or
-        ``None`` when it passed."""
+        """Why the certificate failed ("no solution found: ..."); ``None`` if it passed."""
         if self.passed:
             return None
         failed = [r for r in self.constraints if not r.passed]
