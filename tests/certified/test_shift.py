@@ -355,3 +355,45 @@ def test_oracle_shift_aware_certificates_hold_and_iid_ones_do_not():
     # and the shift-aware certificate is not vacuous: most fair models are certified
     assert shift_aware[fair].mean() > 0.5
     assert not np.any(gaps[fair] > TOLERANCE)
+
+
+def test_delta_is_split_over_four_bounds_per_rate_group_and_possible_value():
+    from fairest.certified._shift import shift_interval, shift_statistics
+
+    t, s, pred = _rows()
+    t_codes = np.searchsorted(["middle", "old", "young"], t)
+    s_codes = (s == "m").astype(np.int64)
+    statistics = shift_statistics(
+        "equalized_odds_difference", pred.astype(float), pred.astype(float), s_codes, 2, t_codes, 3
+    )
+    box = DemographicShift(
+        low={"middle": 0.0, "old": 0.0, "young": 0.0},
+        high={"middle": 1.0, "old": 0.0, "young": 1.0},  # "old" absent: not tested
+    )
+    result = shift_interval(statistics, "equalized_odds_difference", 0.05, "clopper-pearson", box)
+    assert result.tested == 4 * 2 * 2 * 2
+    assert result.interval.delta_per_bound == pytest.approx(0.05 / 32)
+
+
+def test_bounded_losses_under_shift_need_a_bounded_value_bound():
+    t, s, _ = _rows(3000)
+    rng = np.random.default_rng(4)
+    X = np.c_[rng.normal(size=t.size) + (t == "old"), rng.normal(size=t.size)]
+    y = (X[:, 0] + rng.normal(size=t.size) > 0.5).astype(int)
+    model = LogisticRegression().fit(X, y)
+    shift = DemographicShift.around({"young": 0.3, "middle": 0.3, "old": 0.4}, 0.05)
+    kwargs = dict(sensitive_features=s, shift=shift, shift_features=t)
+    result = certify_fairness(
+        model, X, y, constraints={"log_loss_gap": 2.0}, bound="hoeffding", **kwargs
+    ).constraints[0]
+    assert 0.0 <= result.lower_bound <= result.estimate <= result.upper_bound
+    with pytest.raises(ValueError, match="exact for 0/1 outcomes only"):
+        certify_fairness(model, X, y, constraints={"log_loss_gap": 2.0}, **kwargs)
+
+
+def test_estimator_refuses_a_shift_that_is_not_a_demographic_shift():
+    X, y, s, t = _population(500, 13)
+    with pytest.raises(ValueError, match="'shift' parameter of CertifiedFairClassifier"):
+        CertifiedFairClassifier(LogisticRegression(), shift={"a": 1.0}).fit(
+            X, y, sensitive_features=s, shift_features=t
+        )
