@@ -135,3 +135,30 @@ def test_errors_and_warnings():
         is_ranked_group_fair([0, 2], p=0.5)
     with pytest.warns(FairnessWarning, match="every candidate is protected"):
         assert fair_ranking(scores, ["b"] * 3, protected="b", p=0.5).tolist() == [0, 1, 2]
+
+
+# fairsearchcore 1.0.4's adjusted tables (Fair(k, p, alpha).create_adjusted_mtable(), run in
+# its own environment); its bisection stops at a coarse step, so two of them fail a fair
+# ranking with probability above alpha, where fairest's table stays at most alpha
+FAIRSEARCHCORE_TABLES = {
+    (20, 0.3, 0.1): "0 0 0 0 0 0 0 1 1 1 1 1 1 2 2 2 2 2 3 3",
+    (60, 0.4, 0.1): "0 0 0 0 0 0 0 1 1 1 1 2 2 2 3 3 3 3 4 4 4 5 5 5 5 6 6 6 7 7 7 8 8 8 9 9 9 "
+    "10 10 10 11 11 11 12 12 12 13 13 13 14 14 14 15 15 15 16 16 16 17 17",
+    (10, 0.5, 0.1): "0 0 0 1 1 1 2 2 2 3",
+    (50, 0.5, 0.05): "0 0 0 0 0 0 1 1 1 2 2 2 3 3 3 4 4 4 5 5 6 6 6 7 7 7 8 8 9 9 9 10 10 11 11 "
+    "12 12 12 13 13 14 14 14 15 15 16 16 16 17 17",
+}
+
+
+@pytest.mark.parametrize("case", list(FAIRSEARCHCORE_TABLES))
+def test_adjusted_tables_against_fairsearchcore(case):
+    k, p, alpha = case
+    theirs = np.array(FAIRSEARCHCORE_TABLES[case].split(), dtype=int)
+    assert theirs.shape == (k,)
+    ours, _ = fair_ranking_table(k, p, alpha)
+    assert _failure_probability(ours, p) <= alpha
+    if _failure_probability(theirs, p) <= alpha:
+        assert ours.tolist() == theirs.tolist()
+    else:  # theirs overshoots alpha: ours is smaller, and the largest that does not
+        assert np.all(ours <= theirs)
+        assert case in {(10, 0.5, 0.1), (50, 0.5, 0.05)}
