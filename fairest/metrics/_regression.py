@@ -293,8 +293,7 @@ def barycenter_quantiles(tables, proportions):
 
 
 def prediction_w2_unfairness(y_true, y_pred, *, sensitive_features, sample_weight=None) -> float:
-    r"""Weighted mean squared Wasserstein-2 distance of the groups' prediction
-    distributions to their barycenter.
+    r"""Mean squared Wasserstein-2 distance of the groups' predictions to their barycenter.
 
     ``U(f) = min_nu sum_s p_s W_2^2(law(f | S = s), nu) = sum_s p_s \int_0^1 (Q_s(u) -
     Q(u))^2 du``, with ``p_s`` the groups' (weighted) shares, ``Q_s`` their quantile

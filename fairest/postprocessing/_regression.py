@@ -48,10 +48,10 @@ def _label_key(value):
 
 
 class WassersteinParityRegressor(RegressorMixin, BaseEstimator):
-    """Demographic parity for any regressor: each group's predictions mapped onto the
-    Wasserstein-2 barycenter of the groups' prediction distributions.
+    """Demographic parity for any regressor, through the Wasserstein-2 barycenter.
 
-    Post-processing (Chzhen et al. 2020; Le Gouic et al. 2020): the wrapped regressor
+    Each group's predictions are mapped onto the Wasserstein-2 barycenter of the groups'
+    prediction distributions. Post-processing (Chzhen et al. 2020; Le Gouic et al. 2020): the wrapped regressor
     ``estimator`` predicts ``f(x)``; in group ``s`` with (weighted) empirical CDF ``F_s``
     of the fit predictions, the fair prediction is ``T_s(f) = Q(F_s(f))``, where ``Q =
     sum_s p_s Q_s`` is the quantile function of the barycenter (``p_s``: the groups'
@@ -435,7 +435,7 @@ class WassersteinParityRegressor(RegressorMixin, BaseEstimator):
         return mapping[codes]
 
     def predict(self, X, *, sensitive_features=None):
-        """Predictions moved towards the barycenter of the groups' distributions.
+        """Predict, moving each group's predictions towards the barycenter.
 
         Parameters
         ----------
