@@ -118,6 +118,12 @@ def fair_ranking_table(k, p, alpha=0.1, *, adjust_alpha=True):
     alpha_adjusted : float
         The significance ``alpha_c`` of every prefix test.
 
+    Notes
+    -----
+    The adjustment runs 40 bisection steps, each a pass over the ``k`` prefixes that
+    updates about ``28 sqrt(k p (1 - p))`` counts: milliseconds at ``k = 100``, seconds at
+    ``k = 10,000``. Tables are cached per ``(k, p, alpha, adjust_alpha)``.
+
     References
     ----------
     .. [1] M. Zehlike, F. Bonchi, C. Castillo, S. Hajian, M. Megahed, R. Baeza-Yates.

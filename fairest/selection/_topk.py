@@ -3,7 +3,7 @@
 The selection maximises the sum of the selected scores. Under per-group bounds
 ``L_g <= c_g <= U_g`` with ``sum_g c_g = k`` the objective is separable and concave in the
 counts (``F_g(c)``, the sum of group ``g``'s ``c`` best scores, has non-increasing
-increments), so one global sort decides everything: every group keeps its ``L_g`` best
+increments), so the score order decides everything: every group keeps its ``L_g`` best
 scores and the remaining seats go to the best remaining scores of the groups still below
 their cap. See :func:`select_top_k` for the proof.
 """
@@ -237,7 +237,10 @@ def select_top_k(
     when ``b``'s next, no larger by concavity, was available) and keeps the bounds, so the
     new optimum agrees with ``t + 1`` seats. In score terms: every group keeps its ``L_g``
     best scores, and the other ``k - sum L`` seats go to the best of the remaining scores
-    whose rank within their group is below ``U_g``. One global sort gives both.
+    whose rank within their group is below ``U_g``. Both are read off the score order,
+    sorted only as far as needed: the best ``2 k`` scores (a partial sort), more when the
+    caps leave fewer than ``k - sum L`` seats to fill there, and a group's best rows past
+    them when it has fewer than ``L_g`` in them; ``O(n + k log k)`` in general.
 
     **Strata.** With ``strata``, the number of seats of every stratum is what the
     unconstrained top ``k`` gives it (the strata are the qualification levels the scores
