@@ -68,14 +68,14 @@ class Probe:
     def __init__(self):
         import jax
 
-        from fairest.reweighting import _bilevel, _solve
+        from fairest.reweighting import _bilevel, _oracle, _solve
 
         self.jax, self.bilevel = jax, _bilevel
         self.reset()
         self._wrap(_bilevel, "lower_level", "lower_s", block=True)
         self._wrap(_bilevel, "_lower_on_rows", "lower_s", block=True)  # one-group vertices
         self._wrap(_bilevel, "upper_level", "adjoint_s", block=True)
-        self._wrap(_bilevel.ImplicitOracle, "evaluate", "oracle_s", miss_only=True)
+        self._wrap(_oracle.ImplicitOracle, "evaluate", "oracle_s", miss_only=True)
         self._wrap(_solve, "evaluate_baselines", "baselines_s")
         self._wrap(_solve, "run_solver", "solver_s", runs=True)
 
@@ -213,17 +213,17 @@ class OracleCounter:
     """The last ImplicitOracle built (its counters are read after a fit)."""
 
     def __init__(self):
-        from fairest.reweighting import _bilevel
+        from fairest.reweighting import _oracle
 
         self.last = None
-        original = _bilevel.ImplicitOracle.__init__
+        original = _oracle.ImplicitOracle.__init__
         counter = self
 
         def init(orc, *args, **kwargs):
             original(orc, *args, **kwargs)
             counter.last = orc
 
-        _bilevel.ImplicitOracle.__init__ = init
+        _oracle.ImplicitOracle.__init__ = init
 
 
 class CallRecorder:
@@ -233,11 +233,11 @@ class CallRecorder:
     ends with a device-to-host copy, so it is synchronous)."""
 
     def __init__(self):
-        from fairest.reweighting import _bilevel, _solve
+        from fairest.reweighting import _oracle, _solve
 
         self.calls, self.phase = [], "fit"
         recorder = self
-        solve, add_gradient = _bilevel.ImplicitOracle._solve, _bilevel.ImplicitOracle._add_gradient
+        solve, add_gradient = _oracle.ImplicitOracle._solve, _oracle.ImplicitOracle._add_gradient
 
         def timed_solve(orc, lam, tol, with_grad=True):
             steps, cpu = orc.inner_iter, time.process_time()
@@ -269,8 +269,8 @@ class CallRecorder:
             )
             return out
 
-        _bilevel.ImplicitOracle._solve = timed_solve
-        _bilevel.ImplicitOracle._add_gradient = timed_gradient
+        _oracle.ImplicitOracle._solve = timed_solve
+        _oracle.ImplicitOracle._add_gradient = timed_gradient
         for name, phase in (("evaluate_baselines", "baselines"), ("run_solver", "solver")):
             setattr(_solve, name, self._in_phase(getattr(_solve, name), phase))
 

@@ -83,7 +83,7 @@ def _families():
             [1e-4, 1e-3, 1e-2, 1e-1],
         ),
         "badr": (
-            lambda: fairest.BADRClassifier(metric="demographic_parity"),
+            lambda: fairest.BADRClassifier(metric="demographic_parity_deviation"),
             "alpha",
             [1e-4, 1e-3, 1e-2, 1e-1],
         ),

@@ -8,7 +8,7 @@ with ``alpha = 1e-3`` and uniform group weights (each group's mean loss weighted
   weights ``c_i = (1/4) / n_g`` (sum one): the same objective as fairest's ERM.
 - ``erm``: ``GroupWeightedClassifier(weights="uniform")`` (default tol 1e-10), and
   ``erm tol=1e-4`` at scikit-learn's tolerance (both stop on the gradient's inf-norm).
-- ``badr``: ``BADRClassifier(metric="demographic_parity")`` (SLSQP, safeguard on).
+- ``badr``: ``BADRClassifier(metric="demographic_parity_deviation")`` (SLSQP, safeguard on).
 
 Columns: ``cold (s)`` is the first fit in a fresh process including the imports of the
 estimator's library (data generation excluded); ``warm (s)`` the median of the later fits
@@ -91,7 +91,7 @@ def _estimator(method: str):
     from fairest.reweighting import BADRClassifier, GroupWeightedClassifier
 
     if method == "badr":
-        return BADRClassifier(metric="demographic_parity", alpha=ALPHA)
+        return BADRClassifier(metric="demographic_parity_deviation", alpha=ALPHA)
     tol = 1e-4 if method == "erm tol=1e-4" else 1e-10
     return GroupWeightedClassifier(weights="uniform", alpha=ALPHA, tol=tol)
 
@@ -341,7 +341,9 @@ def _fairest_fit(family: str, data: dict):
     if family == "badr":
         from fairest.reweighting import BADRClassifier
 
-        return lambda: BADRClassifier(metric="demographic_parity").fit(X, y, sensitive_features=g)
+        return lambda: BADRClassifier(metric="demographic_parity_deviation").fit(
+            X, y, sensitive_features=g
+        )
     if family == "ermi":
         from ermi_speed import _model
 
@@ -808,7 +810,7 @@ every measure is on the train split (2,000 / 20,000 / 200,000 rows).
   ``LogisticRegression(C=1 / alpha, tol=1e-4)`` fitted with the sample weights
   ``(1 / G) / n_g``: the same objective (achieved: its value) at scikit-learn's default
   tolerance; fairest's default tol 1e-10 and larger shapes are in ``speed_table.md``.
-- badr: ``BADRClassifier(metric="demographic_parity")`` vs ``badr`` 0.1.2 (GPL, in its own
+- badr: ``BADRClassifier(metric="demographic_parity_deviation")`` vs ``badr`` 0.1.2 (GPL, in its own
   venv through ``badr_reference_runner.py``; its cold is the whole process, one fit, its
   JAX compilation included; no warm figure: one fit per process).
 - ermi: ``ERMIClassifier`` DP-FERMI (``ermi_speed._model``: lambda 1, epsilon 1, SGDA,

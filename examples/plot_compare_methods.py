@@ -58,7 +58,7 @@ Z_test = preprocess.transform(X_test)
 candidates = [
     ("logistic regression", "pooled", GroupWeightedClassifier(weights="pooled")),
     ("logistic regression", "balanced", GroupWeightedClassifier(weights="balanced")),
-    ("BADR", "DP", BADRClassifier(metric="demographic_parity")),
+    ("BADR", "DP", BADRClassifier(metric="demographic_parity_deviation")),
 ]
 candidates += [
     (

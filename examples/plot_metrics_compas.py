@@ -104,5 +104,5 @@ plt.show()
 # The model flags African-American defendants who do not reoffend more often than
 # Caucasian ones (a higher false positive rate), the disparity at the centre of the
 # ProPublica analysis. A mitigation would target equalized odds, e.g.
-# ``BADRClassifier(metric="equalized_odds")`` or ``ERMIClassifier(metric="equalized_odds")``;
+# ``BADRClassifier(metric="equalized_odds_range")`` or ``ERMIClassifier(metric="equalized_odds")``;
 # see :doc:`../user_guide/metrics` for every metric.

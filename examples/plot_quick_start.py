@@ -41,7 +41,7 @@ print(pd.crosstab(groups, y, rownames=["group"], colnames=["label"]))
 # parity gap (the spread of the groups' positive rates) is as small as the weights allow.
 models = {
     "logistic regression": GroupWeightedClassifier(),
-    "BADR (demographic parity)": BADRClassifier(metric="demographic_parity"),
+    "BADR (demographic parity)": BADRClassifier(metric="demographic_parity_deviation"),
 }
 for model in models.values():
     model.fit(X_train, y_train, sensitive_features=g_train)

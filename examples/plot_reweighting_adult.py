@@ -57,7 +57,7 @@ models = {
     "ERM (pooled)": GroupWeightedClassifier(weights="pooled"),
     "uniform": GroupWeightedClassifier(weights="uniform"),
     "balanced": GroupWeightedClassifier(weights="balanced"),
-    "BADR": BADRClassifier(metric="demographic_parity"),
+    "BADR": BADRClassifier(metric="demographic_parity_deviation"),
 }
 rows = {}
 for name, model in models.items():

@@ -18,6 +18,8 @@ CHECK_PARAMS = {
         "estimator": LogisticRegression(),
         "group_estimator": LogisticRegression(),
     },
+    # group-blind mode, so that the shared tests' group-free predict(X) applies
+    "WassersteinParityRegressor": {"group_estimator": LogisticRegression()},
     "PartialParityClassifier": {"max_iter": 10, "inner_max_iter": 100},
     "PartialParityPenaltyClassifier": {"max_iter": 300, "learning_rate": 0.5},
     "GroupAUCConstrainedClassifier": {"max_iter": 100},

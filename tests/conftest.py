@@ -80,3 +80,18 @@ def release_compiled_code():
     import jax
 
     jax.clear_caches()
+
+
+@pytest.fixture
+def oracle_tuning():
+    """Set fields of BADR's ``ORACLE_TUNING`` for one test: ``oracle_tuning(name=value)``.
+
+    The changes are undone at the test's end (``Tuning.override``), so a small problem can
+    take the large-data code path without patching module attributes.
+    """
+    import contextlib
+
+    from fairest.reweighting._defaults import ORACLE_TUNING
+
+    with contextlib.ExitStack() as stack:
+        yield lambda **changes: stack.enter_context(ORACLE_TUNING.override(**changes))

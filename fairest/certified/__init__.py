@@ -9,6 +9,8 @@
   approximate Student-t and bootstrap); :func:`rows_needed`.
 * :class:`DemographicShift`: the declared deployment distribution of a demographic
   attribute, for certificates that hold after a change of population (``shift=``).
+* :func:`certify_ks_gap`: simultaneous bounds of a regressor's KS gap between the groups'
+  prediction distributions (per-group DKW bands), a :class:`KSGapCertificate`.
 * Scorers of model selection: :func:`no_solution_scorer`, :func:`certified_bound_scorer`.
 """
 
@@ -26,6 +28,7 @@ __getattr__, __dir__, __all__ = lazy_exports(
             "fairness_interval",
         ],
         "_estimator": ["CertifiedFairClassifier", "NoSolutionFoundError"],
+        "_ks": ["KSGapCertificate", "certify_ks_gap"],
         "_scorers": ["certified_bound_scorer", "no_solution_scorer"],
         "_shift": ["DemographicShift"],
     },

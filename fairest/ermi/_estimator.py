@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 from numbers import Integral, Real
+from typing import NamedTuple
 
 import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
@@ -31,9 +32,19 @@ from fairest.ermi._solvers import (
 from fairest.ermi._strata import strata_constants, strata_from_mass
 from fairest.utils._estimator import validate_fit_data
 from fairest.utils._linear import LinearClassifierMixin
-from fairest.utils._reporting import as_history, log_fit, store_history
+from fairest.utils._reporting import as_history, log_fit, store_result
 
 __all__ = ["ERMIClassifier"]
+
+
+class _Built(NamedTuple):
+    """``(X, y_codes, groups, strata_codes, weight, strata)``, the strata's weight bound,
+    the data's smallest group fraction and the number of strata."""
+
+    problem: tuple
+    omega: np.ndarray
+    rho_data: float
+    n_strata: int
 
 
 class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
@@ -384,6 +395,18 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
         """
         data = validate_fit_data(self, X, y, sensitive_features, sample_weight, accept_sparse=True)
         self.__dict__.pop("_stream_state", None)  # a fit starts a new stream
+        solver, private, y_codes, weight = self._validate(data)
+        built, lam, auto = self._build(data, y_codes, weight, sensitive_features, private)
+        privacy, root_seed, radius, problem = self._privacy(built, lam, private)
+        result = self._solve(problem, lam, auto, solver, privacy, root_seed, radius)
+        self._store(result, lam, auto, full_batch=solver != "sgda")
+        if sensitive_features is not None:
+            warn_degenerate(self, data, y_codes, problem[3], result.theta, auto, stacklevel=3)
+        return self
+
+    def _validate(self, data):
+        """Checks beyond ``validate_fit_data`` (sets ``classes_``, ``groups_``); returns the
+        solver, whether the fit is private, the class codes and the weights (mean 1)."""
         private = self.dp_epsilon is not None
         solver = self.solver
         if solver == "auto":
@@ -401,31 +424,30 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
                 f"data contains only one class: {self.classes_[0]!r}."
             )
         self.groups_ = data.group_labels
-        n = data.X.shape[0]
-        n_classes, n_groups = self.classes_.size, len(self.groups_)
         weight = data.sample_weight
         if private and not np.all(weight == weight[0]):
             raise ValueError(
                 "sample_weight is not supported with dp_epsilon (it changes the sensitivity)."
             )
-        weight = weight / weight.mean()
-        lam = self._weight(sensitive_features is not None, private, stream=False)
+        return solver, private, y_codes, weight / weight.mean()
 
+    def _build(self, data, y_codes, weight, sensitive_features, private):
+        """The problem (:class:`_Built`) and the fairness weight; ``fairness_weight="auto"``
+        runs the full-batch search here, returned as ``auto`` (its model at that weight)."""
+        n_classes, n_groups = self.classes_.size, len(self.groups_)
+        lam = self._weight(sensitive_features is not None, private, stream=False)
         equalized_odds = self.metric == "equalized_odds"
+        n = data.X.shape[0]
         strata_codes = y_codes.astype(np.int32) if equalized_odds else np.zeros(n, np.int32)
         n_strata = n_classes if equalized_odds else 1
         strata, omega, rho_data = strata_constants(
             strata_codes, data.groups, weight, n_strata, n_groups, self.eo_weighting
         )
+        problem = (data.X, y_codes, data.groups, strata_codes, weight, strata)
         auto = None
         if lam == "auto":  # non-private: the full-batch search, whatever the solver
             auto = run_full_batch(
-                data.X,
-                y_codes,
-                data.groups,
-                strata_codes,
-                weight,
-                strata,
+                *problem,
                 n_classes=n_classes,
                 fairness_weight="auto",
                 alpha=self.alpha,
@@ -433,16 +455,25 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
                 max_iter=self.max_iter,
             )
             lam = auto.fairness_weight
-        m, n_iter = sgda_iterations(n, self.batch_size, self.n_epochs)
+        return _Built(problem, omega, rho_data, n_strata), lam, auto
+
+    def _privacy(self, built, lam, private):
+        """Calibrate the noise (or record there is none; sets the privacy attributes); the
+        problem comes back because the accounted calibration may change its strata."""
+        problem, omega, rho_data = built.problem, built.omega, built.rho_data
+        X, _, groups, strata_codes, _, _ = problem
+        n_classes, n_groups = self.classes_.size, len(self.groups_)
+        m, n_iter = sgda_iterations(X.shape[0], self.batch_size, self.n_epochs)
         root_seed = int(check_random_state(self.random_state).randint(2**31))
         radius = resolve_dual_radius(self.dual_radius, n_classes)
         if private and self.accounting == "rdp":
             strata, omega, privacy = self._calibrate_accounted(
-                strata_codes, data.groups, n_strata, n_groups, m, n_iter, lam, root_seed, radius
+                strata_codes, groups, built.n_strata, n_groups, m, n_iter, lam, root_seed, radius
             )
+            problem = (*problem[:5], strata)
         else:
             privacy = calibrate_privacy(
-                data.X,
+                X,
                 m,
                 n_iter,
                 epsilon=self.dp_epsilon,
@@ -459,48 +490,22 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
                 dual_radius=radius,
                 noise_scaling=self.noise_scaling,
                 accounting=self.accounting,
-                stacklevel=4,
+                stacklevel=5,
             )
-        self.min_group_fraction_ = privacy.min_group_fraction
-        self.delta_ = privacy.delta
+        self.min_group_fraction_, self.delta_ = privacy.min_group_fraction, privacy.delta
         self.epsilon_spent_ = privacy.epsilon_spent
         self.sigma_theta_, self.sigma_w_ = privacy.sigma_theta, privacy.sigma_w
         self.noise_multipliers_ = privacy.noise_multipliers
         self.privacy_report_ = privacy.report or closed_form_report(self, private)
+        return privacy, root_seed, radius, problem
 
-        problem = (data.X, y_codes, data.groups, strata_codes, weight, strata)
-        if solver == "full-batch":
-            result = auto or run_full_batch(
+    def _solve(self, problem, lam, auto, solver, privacy, root_seed, radius):
+        """Run the solver at fairness weight ``lam`` (the full-batch solvers: ``auto``'s
+        model when the search already solved it), warning when it did not converge."""
+        if solver == "sgda":
+            return run_sgda(
                 *problem,
-                n_classes=n_classes,
-                fairness_weight=lam,
-                alpha=self.alpha,
-                tol=self.tol,
-                max_iter=self.max_iter,
-            )
-            if not result.converged:
-                scale = "" if auto is None else f" * max(1, fairness_weight_={lam:.4g})"
-                warnings.warn(
-                    f"The full-batch solver stopped after {result.n_iter} iterations with "
-                    f"gradient norm {result.grad_norm:.2e} > tol={self.tol}{scale}; increase "
-                    "max_iter or alpha.",
-                    ConvergenceWarning,
-                    stacklevel=2,
-                )
-            log_fit(
-                self,
-                "full batch at fairness_weight %.4g: %d iterations, objective %.6g, "
-                "gradient norm %.2e",
-                lam,
-                result.n_iter,
-                result.objective,
-                result.grad_norm,
-            )
-            store_history(self, None)  # the full-batch solvers record no iterations
-        else:
-            result = run_sgda(
-                *problem,
-                n_classes=n_classes,
+                n_classes=self.classes_.size,
                 fairness_weight=lam,
                 seed=root_seed,
                 alpha=self.alpha,
@@ -520,23 +525,49 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
                 dtype=self.dtype,
                 record_history=self.record_history or bool(self.verbose),
             )
-            store_history(self, result.history)
-            if result.history is not None and self.verbose:
+        result = auto or run_full_batch(
+            *problem,
+            n_classes=self.classes_.size,
+            fairness_weight=lam,
+            alpha=self.alpha,
+            tol=self.tol,
+            max_iter=self.max_iter,
+        )
+        if not result.converged:
+            scale = "" if auto is None else f" * max(1, fairness_weight_={lam:.4g})"
+            warnings.warn(
+                f"The full-batch solver stopped after {result.n_iter} iterations with "
+                f"gradient norm {result.grad_norm:.2e} > tol={self.tol}{scale}; increase "
+                "max_iter or alpha.",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+        return result
+
+    def _store(self, result, lam, auto, full_batch):
+        """The fitted model, ``n_iter_`` and ``history_`` (:func:`store_result`), logs."""
+        if full_batch:  # the full-batch solvers record no iterations
+            store_result(
+                self,
+                n_iter=result.n_iter,
+                message="full batch at fairness_weight %.4g: %d iterations, objective %.6g, "
+                "gradient norm %.2e",
+                args=(lam, result.n_iter, result.objective, result.grad_norm),
+            )
+        else:
+            store_result(self, n_iter=result.n_iter, history=result.history)
+            if self.verbose:
                 self._log_epochs(as_history(result.history), result.n_iter)
-        self.n_iter_ = result.n_iter
         self.objective_ = result.objective
         self.intercept_ = result.theta[0].copy()
         self.coef_ = result.theta[1:].T.copy()
-        self.W_ = result.W if equalized_odds else result.W[0]
+        self.W_ = result.W if self.metric == "equalized_odds" else result.W[0]
         self.fairness_weight_ = float(lam)
         if auto is not None:
             self.auto_gaps_ = dict(auto.auto.gaps)
             self.auto_accuracies_ = dict(auto.auto.accuracies)
             gaps = ", ".join(f"{w:.3g}: {gap:.4f}" for w, gap in auto.auto.gaps.items())
             log_fit(self, "fairness_weight='auto': %.4g (train parity gaps %s)", lam, gaps)
-        if sensitive_features is not None:
-            warn_degenerate(self, data, y_codes, strata_codes, result.theta, auto, stacklevel=3)
-        return self
 
     def _weight(self, grouped: bool, private: bool, stream: bool):
         """The fairness weight of a fit: 0 without groups, ``"auto"`` where it is

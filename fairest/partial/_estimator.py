@@ -20,7 +20,7 @@ from fairest.partial._floors import small_groups_message
 from fairest.partial._linear import _LinearClassifierMixin
 from fairest.utils._degenerate import near_constant, plain_label, prediction_figures
 from fairest.utils._estimator import encode_binary_target, validate_fit_data
-from fairest.utils._reporting import log_fit, report_progress, store_history
+from fairest.utils._reporting import log_fit, report_progress, store_result
 from fairest.utils._validation import FairnessWarning
 
 __all__ = ["PartialParityClassifier"]
@@ -480,14 +480,13 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
         self.groups_ = data_in.group_labels
         small = np.zeros(len(self.groups_), bool) if result.small is None else result.small
         self.small_groups_ = self.groups_[small]
-        self.n_iter_ = result.n_iter
         self.objective_ = result.objective
         self.constraint_violation_ = result.constraint_violation
         self.train_unfairness_ = result.train_unfairness
         self.effective_tolerance_ = result.effective_tolerance
         self.tightening_ = result.tightening
         self.schedule_ = result.schedule
-        store_history(self, result.history)
+        store_result(self, n_iter=result.n_iter, history=result.history)
         self._warn(result, data_in.groups)
         if len(self.groups_) > 1:
             self._warn_constant(X, y01, data_in)

@@ -19,7 +19,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from fairest._solvers._lbfgs import single_threaded_blas
 from fairest.reweighting import _defaults
-from fairest.reweighting._badr_metrics import CLASSIFICATION_METRICS, REGRESSION_METRICS
+from fairest.reweighting._badr_metrics import PUBLIC_NAMES, RENAMED
 from fairest.reweighting._common import (
     build_metric_spec,
     make_problem,
@@ -30,7 +30,7 @@ from fairest.reweighting._common import (
 from fairest.reweighting._solve import SOLVERS, BADRSettings, solve_badr
 from fairest.utils._estimator import encode_binary_target, validate_fit_data
 from fairest.utils._linear import LinearClassifierMixin, LinearRegressorMixin
-from fairest.utils._reporting import log_fit, store_history
+from fairest.utils._reporting import log_fit, store_result
 from fairest.utils._validation import FairnessWarning
 
 __all__ = ["BADRClassifier", "BADRRegressor"]
@@ -43,7 +43,7 @@ class _BADRBase(BaseEstimator):
 
     _parameter_constraints: dict = {
         "metric": [
-            StrOptions(set(CLASSIFICATION_METRICS) | set(REGRESSION_METRICS)),
+            StrOptions(set(PUBLIC_NAMES) | set(RENAMED), deprecated=set(RENAMED)),
             callable,
         ],
         "metric_params": [dict, None],
@@ -128,7 +128,6 @@ class _BADRBase(BaseEstimator):
             self._warn_constant(data, y_num, result)
         self._set_linear_parameters(result.theta)
         self.group_weights_ = result.group_weights
-        self.n_iter_ = result.n_iter
         self.n_evaluations_ = result.n_evaluations
         self.converged_ = result.converged
         self.unfairness_ = result.unfairness
@@ -136,7 +135,7 @@ class _BADRBase(BaseEstimator):
         self.group_losses_ = result.group_losses
         self.baseline_unfairness_ = result.baseline_unfairness
         self.selected_ = result.selected
-        store_history(self, result.history)
+        store_result(self, n_iter=result.n_iter, history=result.history)
         return self
 
     def _warn_constant(self, data, y_num, result):
@@ -190,14 +189,20 @@ class _BADRBase(BaseEstimator):
 
 
 _DOC_PARAMS = """
-    metric : str or callable, default="demographic_parity"
-        Train unfairness ``U`` minimised over the weights (badr spec section 3); the
-        default is the largest deviation of a group's selection rate (classifier) or
-        mean prediction (regressor) from their mean over the groups.
-        Classifier: ``"group_variance"``, ``"individual_fairness"``,
-        ``"demographic_parity"``, ``"disparate_mistreatment"``, ``"equal_opportunity"``,
-        ``"equalized_odds"``. Regressor: ``"group_variance"``, ``"individual_fairness"``,
-        ``"demographic_parity"``, ``"hsic"``. A callable ``metric(scores, y, groups)``
+    metric : str or callable, default="demographic_parity_deviation"
+        Train unfairness ``U`` minimised over the weights (badr spec section 3), named
+        after its exact function in :mod:`fairest.metrics`; the default is the largest
+        deviation of a group's selection rate (classifier) or mean prediction (regressor)
+        from their mean over the groups (not fairlearn's max - min difference).
+        Classifier: ``"group_loss_variance"``, ``"individual_fairness"``,
+        ``"demographic_parity_deviation"``, ``"disparate_mistreatment"``,
+        ``"equal_opportunity_range"`` (max - min of the true positive rates),
+        ``"equalized_odds_range"`` (mean of the TPR and FPR ranges). Regressor:
+        ``"group_loss_variance"``, ``"individual_fairness"``,
+        ``"demographic_parity_deviation"``, ``"hsic_linear"``. The previous names
+        ``"group_variance"``, ``"demographic_parity"``, ``"equal_opportunity"``,
+        ``"equalized_odds"`` and ``"hsic"`` still work, with a ``FutureWarning``, until the
+        next release. A callable ``metric(scores, y, groups)``
         (JAX-differentiable in ``scores``; ``y`` in {0, 1} for classifiers, ``groups``
         int codes in the order of ``groups_``) returning a scalar.
     metric_params : dict, default=None
@@ -353,7 +358,7 @@ class BADRClassifier(LinearClassifierMixin, _BADRBase):
     other model beats on every group. Prediction is group-blind.
 
     The defaults mitigate demographic parity on practitioners' data (many groups, some
-    small): ``metric="demographic_parity"``, temperatures (10, 50) and the weight cap
+    small): ``metric="demographic_parity_deviation"``, temperatures (10, 50) and the weight cap
     ``max_weight_ratio=5``. The paper's settings, used by the reproductions, are
     ``metric="individual_fairness", metric_params={"temperature": 1.0},
     max_weight_ratio=None``.
@@ -382,7 +387,7 @@ class BADRClassifier(LinearClassifierMixin, _BADRBase):
         self,
         loss="logistic",
         *,
-        metric="demographic_parity",
+        metric="demographic_parity_deviation",
         metric_params=None,
         max_weight_ratio=_defaults.MAX_WEIGHT_RATIO,
         alpha=_defaults.ALPHA,
@@ -487,7 +492,7 @@ class BADRRegressor(LinearRegressorMixin, _BADRBase):
     def __init__(
         self,
         *,
-        metric="demographic_parity",
+        metric="demographic_parity_deviation",
         metric_params=None,
         max_weight_ratio=_defaults.MAX_WEIGHT_RATIO,
         alpha=_defaults.ALPHA,

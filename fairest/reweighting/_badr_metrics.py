@@ -40,6 +40,8 @@ from fairest.metrics._smooth import _affine_prefix_scan, _pair_orders
 
 __all__ = [
     "CLASSIFICATION_METRICS",
+    "PUBLIC_NAMES",
+    "RENAMED",
     "REGRESSION_METRICS",
     "MetricSpec",
     "smooth_unfairness",
@@ -60,6 +62,29 @@ REGRESSION_METRICS = (
     "demographic_parity",
     "hsic",
 )
+
+
+# The estimators' ``metric`` names: each says which quantity it is, as the exact function
+# of :mod:`fairest.metrics` that it is named after (fairlearn's demographic_parity_difference
+# is max - min of the selection rates, BADR's default the largest deviation from their
+# mean). Public name -> the internal MetricSpec name.
+PUBLIC_NAMES = {
+    "group_loss_variance": "group_variance",
+    "individual_fairness": "individual_fairness",
+    "demographic_parity_deviation": "demographic_parity",
+    "disparate_mistreatment": "disparate_mistreatment",
+    "equal_opportunity_range": "equal_opportunity",
+    "equalized_odds_range": "equalized_odds",
+    "hsic_linear": "hsic",
+}
+# Names of the previous release, accepted with a FutureWarning until the next one.
+RENAMED = {
+    "group_variance": "group_loss_variance",
+    "hsic": "hsic_linear",
+    "demographic_parity": "demographic_parity_deviation",
+    "equal_opportunity": "equal_opportunity_range",
+    "equalized_odds": "equalized_odds_range",
+}
 
 
 @dataclass(frozen=True)

@@ -10,21 +10,20 @@ where ``H`` is factorised by the last Newton pass of the lower-level solve (the 
 reused, no extra Hessian or factorisation) and ``grad_theta U`` and ``J = [grad L_g]``
 come from one pass over the data. The intercept is part of theta everywhere. An oracle
 call is two jitted functions (Newton; metric + adjoint) with no host synchronisation in
-between. From the host (:class:`ImplicitOracle`) every evaluated point is cached, and a
-new lower-level solve starts at the tangent prediction ``theta*(lambda_a) - H^{-1} J
-(lambda - lambda_a)`` from the nearest evaluated point ``lambda_a``.
+between. The host side, a cache of evaluated points and warm starts, is
+:class:`~fairest.reweighting._oracle.ImplicitOracle`; the outer loops (SLSQP,
+trust-constr, Frank-Wolfe) are in :mod:`fairest.reweighting._outer`.
 
-On large data (issue 19) the oracle does less per call: early solves are inexact
-(:data:`INEXACT_MIN_ROWS`), points that only need ``Phi`` (the safeguard's baselines, the
+On large data (the thresholds of ``ORACLE_TUNING`` in ``_defaults.py``) the oracle does
+less per call: early solves are inexact
+(``ORACLE_TUNING.inexact_min_rows``), points that only need ``Phi`` (the safeguard's baselines, the
 final refit, restart comparisons) skip the adjoint and get it later only if asked, the
 adjoint's products run in two blocked passes (:func:`_adjoint_blocked`), and SLSQP's
-points within rounding of an evaluated one reuse it (:data:`REUSE_MIN_ROWS`).
+points within rounding of an evaluated one reuse it (``ORACLE_TUNING.reuse_min_rows``).
 """
 
 from __future__ import annotations
 
-import contextlib
-import warnings
 from functools import partial
 from typing import NamedTuple
 
@@ -45,68 +44,14 @@ from fairest._kernels._glm import (
 )
 from fairest._kernels._losses import loss_derivatives
 from fairest._kernels._placement import GatheredRows, gather_dense_rows, is_shifted, row_block
-from fairest._kernels._projections import project_simplex
 from fairest._kernels._sparse import is_sparse, take_rows
 from fairest._solvers import _newton
 from fairest._solvers._newton import NewtonResult, newton_solve
 from fairest._solvers._newton_cg import jacobi_preconditioner, newton_cg_solve, pcg_solve
 from fairest.reweighting._badr_metrics import MetricSpec, exact_unfairness, smooth_unfairness
-from fairest.reweighting._capped import capped_vertex, project_capped, project_capped_host
-from fairest.utils._compilation_cache import compile_in_background
-from fairest.utils._memory import release_free_memory
+from fairest.reweighting._defaults import ADJOINT_CG_MAX_ITER, ORACLE_TUNING
 
-__all__ = [
-    "Problem",
-    "OracleOutput",
-    "oracle",
-    "ImplicitOracle",
-    "run_scipy",
-    "run_frank_wolfe",
-]
-
-_CACHE_SIZE = 64  # evaluated points kept (cache and warm-start anchors) ...
-_CACHE_FLOATS = 16_000_000  # ... unless their p x p factors would exceed 128 MB
-# From this many groups on, the adjoint's Jacobian comes from segment sums rather than a
-# one-hot product (the one-hot product's cost grows with G, the segment sums' does not).
-_SEGMENT_SUM_MIN_GROUPS = 5
-# A one-group vertex e_g is solved on the rows of group g only (a row-index block of
-# bucketed size: dense X is read through it block by block, GatheredRows, sparse X
-# gathered) when that block is at most a quarter of the padded rows and the data this
-# large: otherwise the extra compilation for the block's shape costs more than the
-# passes it saves.
-_GROUP_ROWS_MIN_ROWS = 65_536
-_GROUP_ROWS_MAX_SHARE = 0.25
-# From this many rows on, a block of up to half the rows pays too (the gather and
-# half-size passes save about two full passes per vertex, and the one compilation is
-# small next to the fit), while a gathered copy (sparse X, a float32 copy of X) stays
-# within _GROUP_ROWS_MAX_BYTES; read through a GatheredRows, the rows take no memory of
-# their own (the vertex kernel compiles beside the first solve).
-_GROUP_ROWS_LARGE_ROWS = 500_000
-_GROUP_ROWS_LARGE_SHARE = 0.5
-_GROUP_ROWS_MAX_BYTES = 128 * 2**20
-_CONTRACTION_MEMORY = 8  # Newton solves whose convergence constants set the next prediction
-_ADJOINT_CG_MAX_ITER = 1000  # Hessian-vector products of one adjoint solve (Newton-CG path)
-# Rows per block of the adjoint's products (row_block_sums): as the Newton Hessian's
-# blocks (fairest._kernels._glm.GRAM_BLOCK_ROWS), large enough for full GEMM speed.
-ADJOINT_BLOCK_ROWS = 16_384
-_SLSQP_FIRST_STEP = 0.2  # largest weight change of SLSQP's first step (see run_scipy)
-# Inexact lower-level solves (ImplicitOracle.loose_solves), from this many rows on: a new
-# point's Newton tolerance is LOOSE_FACTOR * (l1 distance to the nearest evaluated
-# point)^2, kept within [inner_tol, LOOSE_MAX_TOL]. Far points (the safeguard's baselines,
-# SLSQP's first steps) are solved to 1e-6; as SLSQP's steps shrink, its points are solved
-# ever more tightly, down to inner_tol, so its last iterates (and its stopping test) see
-# exact values. The returned weights are always solved to inner_tol.
-INEXACT_MIN_ROWS = 65_536
-LOOSE_MAX_TOL = 1e-6
-LOOSE_FACTOR = 1e-4
-# Fewer and cheaper oracle calls on large data (this many rows on; issue 19): no adjoint
-# where only Phi is needed (:meth:`ImplicitOracle.evaluate` ``with_grad=False``: the
-# safeguard's baselines, the final refit, the restarts' comparisons), and SLSQP's points
-# within SNAP_ATOL (max abs) of an evaluated point of the simplex taken as that point
-# (:meth:`ImplicitOracle.snap`: its bound-hugging iterates next to a vertex, its result
-# re-normalised by rounding), no solve of their own.
-REUSE_MIN_ROWS = 65_536
-SNAP_ATOL = 1e-9
+__all__ = ["OracleOutput", "Problem", "lower_level", "oracle", "upper_level"]
 
 
 def cache_size(num_params: int, num_groups: int) -> int:
@@ -114,7 +59,7 @@ def cache_size(num_params: int, num_groups: int) -> int:
     Newton-CG path) and the p x G Jacobian, so many parameters mean fewer points (at least
     one)."""
     per_point = num_params * (factor_size(num_params) + num_groups)
-    return max(1, min(_CACHE_SIZE, _CACHE_FLOATS // per_point))
+    return max(1, min(ORACLE_TUNING.cache_size, ORACLE_TUNING.cache_floats // per_point))
 
 
 def uses_newton_cg(num_params: int) -> bool:
@@ -242,15 +187,15 @@ def score_gradient_sums(
 ):
     """``A^T grad_s`` (p,) and ``A^T M`` (p, G), ``M_ig = 1[g(i) = g] r_i``, ``A = [1, X]``.
 
-    Large data (more than ``block_rows`` rows, default ``ADJOINT_BLOCK_ROWS``; the
+    Large data (more than ``block_rows`` rows, default ``ORACLE_TUNING.adjoint_block_rows``; the
     default path): the products are summed over row blocks (:func:`row_block_sums`),
     the one-hot columns built block by block, never as an n x G matrix. Otherwise (or
     with ``use_segments`` given): few groups, one product ``[grad_s, M]^T X`` with M
     one-hot (samples as the contracted leading axis of both); many groups
-    (``num_groups >= _SEGMENT_SUM_MIN_GROUPS``, decided at trace time), per-group
+    (``num_groups >= ORACLE_TUNING.segment_sum_min_groups``, decided at trace time), per-group
     segment sums of ``r_i x_i``.
     """
-    block_rows = ADJOINT_BLOCK_ROWS if block_rows is None else block_rows
+    block_rows = ORACLE_TUNING.adjoint_block_rows if block_rows is None else block_rows
     if is_sparse(X):  # one sparse product [grad_s, M]^T X, O(nnz (1 + G))
         use_segments = False
     if use_segments is None and X.shape[0] > block_rows:
@@ -262,7 +207,7 @@ def score_gradient_sums(
         sums = row_block_sums(X, make_columns, grad_s, r, groups, block_rows=block_rows)
         return sums[:, 0], sums[:, 1:]
     if use_segments is None:
-        use_segments = num_groups >= _SEGMENT_SUM_MIN_GROUPS
+        use_segments = num_groups >= ORACLE_TUNING.segment_sum_min_groups
     if not use_segments:
         columns = jnp.concatenate(
             [grad_s[:, None], jax.nn.one_hot(groups, num_groups, dtype=r.dtype) * r[:, None]],
@@ -288,7 +233,7 @@ def row_block_sums(X, make_columns, *row_arrays, block_rows: int | None = None):
     is clamped to the end of the data, its rows already counted masked out. Traceable;
     ``make_columns`` and ``block_rows`` are static.
     """
-    block_rows = ADJOINT_BLOCK_ROWS if block_rows is None else block_rows
+    block_rows = ORACLE_TUNING.adjoint_block_rows if block_rows is None else block_rows
     n, d = X.shape
     if n <= block_rows or is_sparse(X):  # sparse: one O(nnz k) product, C is (n, k)
         C = make_columns(*row_arrays)
@@ -362,7 +307,7 @@ def _adjoint(loss, metric, num_groups, lam, theta, cholesky, problem):
             penalize_intercept=problem.penalize_intercept,
         )
         preconditioner = jacobi_preconditioner(loss, theta, *args)
-        adjoint, _ = pcg_solve(hvp, grad_u, preconditioner, problem.inner_tol, _ADJOINT_CG_MAX_ITER)
+        adjoint, _ = pcg_solve(hvp, grad_u, preconditioner, problem.inner_tol, ADJOINT_CG_MAX_ITER)
     else:
         adjoint = cho_solve((cholesky, True), grad_u)
         if problem.X_hessian is not None:  # the factor is inexact (see the docstring)
@@ -379,7 +324,7 @@ def row_block_sums_t(X, make_rows, *row_arrays, block_rows: int | None = None):
     columns, each block's product formed as ``C_b X_b`` (k, d): XLA CPU runs that faster
     than ``X_b^T C_b``. Returns ``A^T C`` (p, k) as :func:`row_block_sums`; dense ``X``
     only. Traceable; ``make_rows`` and ``block_rows`` are static."""
-    block_rows = ADJOINT_BLOCK_ROWS if block_rows is None else block_rows
+    block_rows = ORACLE_TUNING.adjoint_block_rows if block_rows is None else block_rows
     n, d = X.shape
     if n <= block_rows:
         C = make_rows(*row_arrays)
@@ -444,11 +389,11 @@ def _group_rows(num_groups: int):
 def _blocked(X) -> bool:
     """Whether the large-data kernels (:func:`row_block_sums_t`) apply: dense ``X`` of
     more than one adjoint block."""
-    return not is_sparse(X) and X.shape[0] > ADJOINT_BLOCK_ROWS
+    return not is_sparse(X) and X.shape[0] > ORACLE_TUNING.adjoint_block_rows
 
 
 def _adjoint_blocked(loss, metric, num_groups, lam, theta, cholesky, problem):
-    """:func:`_adjoint` for large dense data (:data:`REUSE_MIN_ROWS`, Cholesky path), the
+    """:func:`_adjoint` for large dense data (``ORACLE_TUNING.reuse_min_rows``, Cholesky path), the
     same values in fewer passes over ``X``: the loss derivatives once, ``[grad_s U,
     M]^T A`` in one :func:`row_block_sums_t` pass and the refinement's exact Hessian-vector
     product in one more (:func:`blocked_hessian_vector_product`, reusing ``l''``), where
@@ -622,15 +567,18 @@ def reads_rows_lazily(problem: Problem) -> bool:
 def group_row_blocks(groups: np.ndarray, num_groups: int, num_rows: int, row_bytes: int = 0):
     """Row indices of each group as a ``(G, S)`` block padded with row 0 (``valid`` 0),
     ``S`` the bucketed largest group size; ``None`` when solving a one-group vertex on
-    its rows would not pay (:data:`_GROUP_ROWS_MIN_ROWS`, :data:`_GROUP_ROWS_MAX_SHARE`;
-    from :data:`_GROUP_ROWS_LARGE_ROWS` rows on :data:`_GROUP_ROWS_LARGE_SHARE` when the
-    gathered block, ``row_bytes`` per row, takes at most :data:`_GROUP_ROWS_MAX_BYTES`)."""
+    its rows would not pay (``ORACLE_TUNING.group_rows_min_rows``, ``ORACLE_TUNING.group_rows_max_share``;
+    from ``ORACLE_TUNING.group_rows_large_rows`` rows on ``ORACLE_TUNING.group_rows_large_share`` when the
+    gathered block, ``row_bytes`` per row, takes at most ``ORACLE_TUNING.group_rows_max_bytes``)."""
     counts = np.bincount(groups, minlength=num_groups)
     size = bucket_size(int(counts.max()))
-    share = _GROUP_ROWS_MAX_SHARE
-    if num_rows >= _GROUP_ROWS_LARGE_ROWS and size * row_bytes <= _GROUP_ROWS_MAX_BYTES:
-        share = _GROUP_ROWS_LARGE_SHARE
-    if num_rows < _GROUP_ROWS_MIN_ROWS or size > share * num_rows:
+    share = ORACLE_TUNING.group_rows_max_share
+    if (
+        num_rows >= ORACLE_TUNING.group_rows_large_rows
+        and size * row_bytes <= ORACLE_TUNING.group_rows_max_bytes
+    ):
+        share = ORACLE_TUNING.group_rows_large_share
+    if num_rows < ORACLE_TUNING.group_rows_min_rows or size > share * num_rows:
         return None
     order = np.argsort(groups, kind="stable")
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
@@ -768,508 +716,3 @@ def host_view(array) -> np.ndarray:
         return np.from_dlpack(array)
     except (BufferError, RuntimeError, TypeError, ValueError):
         return np.asarray(array)
-
-
-class ImplicitOracle:
-    """Host-side wrapper for SciPy: warm starts, a cache keyed by lambda, counters, best point.
-
-    SciPy asks for ``fun`` and ``jac`` separately at the same point, and SLSQP's line
-    searches and the safeguard's baselines revisit points (a vertex, the uniform
-    weights): every evaluated point stays in a cache keyed by lambda (exact equality,
-    spec 4.3), so each is one jitted oracle call. A new lower-level solve starts at the
-    tangent prediction from the nearest evaluated point (:func:`predicted_start`). Every
-    evaluation at a point of the simplex (within 1e-8) is a candidate for the returned
-    weights: the best one is kept.
-    """
-
-    def __init__(self, loss, metric, num_groups, problem, theta0, groups=None):
-        self.loss = loss
-        self.metric = metric
-        self.num_groups = num_groups
-        self.problem = problem
-        self.theta = theta0  # start of a solve with no evaluated point yet
-        self.nfev = 0
-        self.inner_iter = 0
-        self.inner_failures = 0
-        self.best = (np.inf, None, None)
-        self.path = []
-        # lambda bytes -> (value, grad, OracleOutput, inner tolerance), at most _size
-        self._cache = {}
-        self._size = cache_size(theta0.shape[0], num_groups)
-        self._anchors = []  # (lambda, Anchor) of finite evaluations, newest last
-        self._contractions = []  # Newton's observed quadratic-convergence constants
-        self.mispredictions = 0  # predicted last Newton steps that had to be resumed
-        # host group codes (real rows): one-group vertices are then solved on their rows
-        self._group_rows = None
-        if groups is not None:
-            row_bytes = 0  # of a gathered copy: none where the rows are read lazily
-            if is_sparse(problem.X):
-                row_bytes = problem.X.row_entries * 12 + 24  # value and column of every slot
-            elif not reads_rows_lazily(problem):
-                row_bytes = problem.X.shape[1] * 8 + 24
-            self._group_rows = group_row_blocks(groups, num_groups, problem.X.shape[0], row_bytes)
-        self._compiling = {}  # kernel name -> thread compiling it
-        self.loose = False  # inside loose_solves(): new points may be solved inexactly
-        self._inexact = problem.X.shape[0] >= INEXACT_MIN_ROWS
-        self._exact_tol = float(problem.inner_tol) if self._inexact else 0.0
-        self._reuse = problem.X.shape[0] >= REUSE_MIN_ROWS  # values only, snapping
-        self._gradient_mode = (  # the blocked adjoint: large dense data, Cholesky path
-            "blocked"
-            if self._reuse and _blocked(problem.X) and not uses_newton_cg(theta0.shape[0])
-            else "plain"
-        )
-        self.gradients = 0  # hypergradients computed (adjoint solves)
-
-    @contextlib.contextmanager
-    def loose_solves(self):
-        """Inside this context, new points are solved to a tolerance that tightens as
-        they get closer to evaluated ones (:meth:`tolerance`); outside it every point,
-        also one evaluated loosely before, is solved to ``inner_tol``."""
-        previous, self.loose = self.loose, True
-        try:
-            yield self
-        finally:
-            self.loose = previous
-
-    def tolerance(self, lam) -> float:
-        """Newton tolerance of a new solve at ``lam``: ``inner_tol`` unless inside
-        :meth:`loose_solves` on large data (:data:`INEXACT_MIN_ROWS`); there
-        ``LOOSE_FACTOR * dist^2`` within ``[inner_tol, LOOSE_MAX_TOL]``, ``dist`` the l1
-        distance to the nearest evaluated point (far or none: ``LOOSE_MAX_TOL``)."""
-        if not (self.loose and self._inexact):
-            return self._exact_tol
-        dist = min((np.abs(lam - point).sum() for point, _ in self._anchors), default=np.inf)
-        return float(np.clip(LOOSE_FACTOR * dist**2, self._exact_tol, LOOSE_MAX_TOL))
-
-    def compile_in_background(self, vertices: bool = True) -> None:
-        """Compile the metric + adjoint kernel, and the one-group vertex solve when there
-        is one and ``vertices`` will be evaluated, each in a thread while the first
-        lower-level solve compiles and runs: XLA
-        compiles outside the GIL, so on two or more cores the first fit pays about the
-        longest compilation, not their sum. A call to a kernel waits for its thread; an
-        error there is left to that call, which compiles again and raises it."""
-        num_groups, uniform = self.num_groups, np.full(self.num_groups, 1.0 / self.num_groups)
-        kernels = {
-            "adjoint": (
-                _upper_blocked if self._gradient_mode == "blocked" else _upper_from_result,
-                (
-                    self.loss,
-                    self.metric,
-                    num_groups,
-                    uniform,
-                    placeholder_result(self.theta),
-                    self.problem,
-                ),
-            )
-        }
-        if self._reuse:
-            kernels["value"] = (_value_from_result, kernels["adjoint"][1])
-        if vertices and self._group_rows is not None:  # no Newton step: one pass is run
-            no_steps = self.problem._replace(inner_max_iter=np.int32(0))
-            kernels["rows"] = (
-                _lower_on_rows,
-                (
-                    self.loss,
-                    num_groups,
-                    np.eye(num_groups)[0],
-                    plain_anchor(self.theta, num_groups),
-                    no_steps,
-                    np.float64(np.inf),
-                    *(block[0] for block in self._group_rows),
-                ),
-            )
-        for name, (kernel, args) in kernels.items():
-            # only compiled: a run on the placeholder arguments would hold its XLA
-            # temporaries (at 1e6 x 100, 313 MiB for the blocked adjoint, 176 MiB for the
-            # value pass) beside the main thread's first solve and compute nothing used
-            self._compiling[name] = compile_in_background(kernel, args, x64=True)
-
-    def _compiled(self, name: str) -> None:
-        """Wait for the background compilation of kernel ``name``, if any."""
-        thread = self._compiling.pop(name, None)
-        if thread is not None:
-            thread.join()
-            # the compilers' freed working memory (each thread its own heap): returned
-            # to the system, not resident under the kernels' runs (1e6 x 100: ~300 MiB)
-            release_free_memory()
-
-    def evaluate(self, lam, with_grad: bool = True) -> tuple[float, np.ndarray, OracleOutput]:
-        """``(Phi, grad Phi, OracleOutput)`` at ``lam``: cached, else one oracle call. A
-        point solved loosely (:meth:`loose_solves`) is solved again to ``inner_tol``,
-        from its own solution, when asked for outside that context, unless its measured
-        lower-level gradient already meets ``inner_tol`` (:meth:`_meets_inner_tol`).
-
-        On large data (:data:`REUSE_MIN_ROWS`) ``with_grad=False`` skips the adjoint
-        (``grad Phi`` is then NaN): a later call with the gradient at the same point adds
-        it from the cached lower-level solution, with no new solve."""
-        lam = np.asarray(lam, dtype=np.float64)
-        lam = np.where(lam > 0.0, lam, 0.0)  # also -0.0 -> 0.0: one cache key per point
-        key = lam.tobytes()
-        cached = self._cache.get(key)
-        with_grad = with_grad or not self._reuse
-        if cached is not None and (
-            self.loose or cached[3] <= self._exact_tol or self._meets_inner_tol(cached[2])
-        ):
-            if with_grad and cached[1] is None:
-                return self._add_gradient(key, lam, cached)
-            return cached[0], _or_nan(cached[1], lam), cached[2]
-        tol = self.tolerance(lam)
-        value, grad, out, result = self._solve(lam, tol, with_grad)
-        if cached is None:
-            if len(self._cache) >= self._size:
-                self._cache.pop(next(iter(self._cache)))  # oldest first
-            self.path.append((value, lam.copy()))
-        self._cache[key] = (value, grad, out, tol, result)
-        if abs(lam.sum() - 1.0) <= 1e-8 and (
-            value < self.best[0] or np.array_equal(lam, self.best[1])
-        ):
-            self.best = (value, lam.copy(), out)
-        return value, _or_nan(grad, lam), out
-
-    def _meets_inner_tol(self, out: OracleOutput) -> bool:
-        """Whether a point solved loosely already meets ``inner_tol``: the lower-level
-        gradient its value (or adjoint) pass measured at ``theta*`` is within the threshold
-        a solve started there would use (``inner_tol * max(1, that norm)``, i.e.
-        ``inner_tol``), so solving it again would take no Newton step and return the same
-        ``theta*`` and ``Phi``: the cached point is used as it is."""
-        return self._inexact and float(out.lower_grad_norm) <= self._exact_tol
-
-    def has_value(self, lam) -> bool:
-        """Whether ``Phi(lam)`` is cached (:meth:`evaluate` at ``lam`` solves nothing new
-        inside :meth:`loose_solves`)."""
-        lam = np.asarray(lam, dtype=np.float64)
-        return np.where(lam > 0.0, lam, 0.0).tobytes() in self._cache
-
-    def _add_gradient(self, key, lam, cached) -> tuple[float, np.ndarray, OracleOutput]:
-        """The hypergradient at a point evaluated without it: the adjoint at its cached
-        lower-level solution (no new solve)."""
-        value, _, _, tol, result = cached
-        lam_device = jax.device_put(lam)
-        self._compiled("adjoint")
-        out = upper_level(
-            self.loss,
-            self.metric,
-            self.num_groups,
-            lam_device,
-            result,
-            self.problem,
-            self._gradient_mode,
-        )
-        grad = np.asarray(jax.device_get(out.grad))
-        self.gradients += 1
-        self._cache[key] = (value, grad, out, tol, result)
-        if self.best[1] is not None and np.array_equal(lam, self.best[1]):
-            self.best = (self.best[0], self.best[1], out)
-        return value, grad, out
-
-    def snap(self, lam, atol: float = SNAP_ATOL) -> np.ndarray:
-        """``lam``, or the evaluated point of the simplex within ``atol`` (max abs) of it,
-        the newest (large data only, :data:`REUSE_MIN_ROWS`): weights that differ from an
-        evaluated point by rounding or by SLSQP's bound handling need no solve of their
-        own (Phi changes by at most ``atol ||grad Phi||_1``, below the lower level's
-        tolerance)."""
-        lam = np.asarray(lam, dtype=np.float64)
-        if not self._reuse:
-            return lam
-        for _, point in reversed(self.path):
-            if abs(point.sum() - 1.0) <= 1e-8 and np.max(np.abs(point - lam)) <= atol:
-                return point.copy()
-        return lam
-
-    def evaluate_near(self, lam, with_grad: bool = True):
-        """:meth:`evaluate` at :meth:`snap` ``(lam)``; a snapped-to point is used solved
-        to ``inner_tol`` (as ``lam`` itself, this close to an evaluated point, would be
-        inside :meth:`loose_solves`): a loosely solved one is solved again."""
-        point = self.snap(lam)
-        if point is lam or np.array_equal(point, np.asarray(lam, dtype=np.float64)):
-            return self.evaluate(lam, with_grad)
-        previous, self.loose = self.loose, False
-        try:
-            return self.evaluate(point, with_grad)
-        finally:
-            self.loose = previous
-
-    def _solve(self, lam, tol, with_grad: bool = True):
-        """One oracle call (two jitted parts) with Newton tolerance ``tol``, started at
-        the nearest anchor's tangent prediction; one device-to-host copy of the scalars
-        and the gradient.
-
-        Newton may end with a predicted step (:func:`~fairest._solvers._newton.newton_solve`,
-        ``contraction`` = the largest constant observed in the last ``_CONTRACTION_MEMORY``
-        solves) when the data is large enough for the float32 Hessian (whose adjoint is
-        refined anyway): the adjoint pass then checks the gradient there, and in the rare
-        case it is above the threshold the solve resumes from that point without
-        prediction.
-
-        Returns ``(value, grad, OracleOutput, NewtonResult)``; ``grad`` is ``None`` when
-        ``with_grad`` is false (large data, :data:`REUSE_MIN_ROWS`: no adjoint)."""
-        lam_device = jax.device_put(lam)
-        problem = self.problem
-        if tol != self._exact_tol:  # traced: a new tolerance compiles nothing
-            problem = problem._replace(inner_tol=jax.device_put(np.float64(tol)))
-        kappa = max(self._contractions, default=np.inf)
-        if problem.X_hessian is None:  # small data: an exact factor, no refinement
-            kappa = np.inf
-        anchor = self._nearest_anchor(lam)
-        vertex = np.flatnonzero(lam)
-        if self._group_rows is not None and vertex.size == 1:
-            rows, valid = (block[vertex[0]] for block in self._group_rows)
-            self._compiled("rows")
-            if anchor is None:
-                anchor = plain_anchor(self.theta, self.num_groups)
-            result = _lower_on_rows(
-                self.loss,
-                self.num_groups,
-                lam_device,
-                anchor,
-                problem,
-                np.float64(kappa),
-                rows,
-                valid,
-            )
-        else:
-            result = lower_level(
-                self.loss, self.num_groups, lam_device, self.theta, problem, anchor, kappa
-            )
-        mode = self._gradient_mode if with_grad else "value"
-        self._compiled("adjoint" if with_grad else "value")
-        out = upper_level(
-            self.loss, self.metric, self.num_groups, lam_device, result, problem, mode
-        )
-        value, grad, n_iter, converged, unverified, contraction = jax.device_get(
-            (
-                out.value,
-                out.grad,
-                out.inner_iter,
-                out.inner_converged,
-                out.unverified,
-                out.contraction,
-            )
-        )
-        if unverified and not converged:  # the predicted step fell short: resume there
-            self.mispredictions += 1
-            result = lower_level(self.loss, self.num_groups, lam_device, out.theta, problem)
-            out = upper_level(
-                self.loss, self.metric, self.num_groups, lam_device, result, problem, mode
-            )
-            value, grad, more_iter, converged = jax.device_get(
-                (out.value, out.grad, out.inner_iter, out.inner_converged)
-            )
-            n_iter = int(n_iter) + int(more_iter)
-        if contraction > 0 and np.isfinite(contraction):
-            self._contractions = [*self._contractions, float(contraction)][-_CONTRACTION_MEMORY:]
-        self.nfev += 1
-        self.inner_iter += int(n_iter)
-        self.inner_failures += int(not converged)
-        if np.isfinite(value):
-            self.theta = out.theta
-            anchor = Anchor(lam_device, out.theta, out.cholesky, out.jacobian)
-            self._anchors = [*self._anchors, (lam, anchor)][-self._size :]
-        self.gradients += int(mode != "value")
-        grad = np.asarray(grad) if mode != "value" else None
-        return float(value), grad, out, result
-
-    def _nearest_anchor(self, lam) -> Anchor | None:
-        """The evaluated point closest to ``lam`` (l1), the newest among ties."""
-        if not self._anchors:
-            return None
-        distances = [np.abs(lam - point).sum() for point, _ in self._anchors]
-        nearest = len(distances) - 1 - int(np.argmin(distances[::-1]))
-        return self._anchors[nearest][1]
-
-    def fun(self, lam):
-        return self.evaluate_near(lam)[0]
-
-    def jac(self, lam):
-        return self.evaluate_near(lam)[1]
-
-
-def _or_nan(grad, lam) -> np.ndarray:
-    """``grad``, or NaN of ``lam``'s shape where the hypergradient was not computed."""
-    return np.full(np.shape(lam), np.nan) if grad is None else grad
-
-
-def _first_step_boost(grad) -> float:
-    """Factor making SLSQP's first step (minus the gradient's tangent part) move the
-    largest weight change by ``_SLSQP_FIRST_STEP``; 1 where that step is undefined."""
-    size = float(np.max(np.abs(grad - np.mean(grad))))
-    return _SLSQP_FIRST_STEP / size if np.isfinite(size) and size > 0 else 1.0
-
-
-def run_scipy(method: str, orc: ImplicitOracle, lam0, *, max_iter: int, tol: float, caps=None):
-    """SLSQP or trust-constr on the simplex (spec 4.4, 4.6), capped at ``caps`` (the
-    bounds ``lambda_g <= caps_g``; ``None``: 1). Returns (lambda, n_iter, message, ok)."""
-    from scipy.optimize import BFGS, Bounds, LinearConstraint, minimize
-
-    num_groups = lam0.shape[0]
-    upper = np.ones(num_groups) if caps is None else np.asarray(caps, dtype=np.float64)
-    # inexact early solves (ImplicitOracle.loose_solves); the caller re-solves the result
-    with orc.loose_solves():
-        if method == "slsqp":
-            # SLSQP's ftol is absolute: on an unfairness of order 1e-3 the default 1e-10 stops
-            # while the optimum is still orders of magnitude lower. Dividing Phi by its starting
-            # value (kept within [1e-6, 1]) makes the tolerance relative; it only ever tightens.
-            start = abs(orc.fun(lam0))
-            scale = 1.0 / float(np.clip(start, 1e-6, 1.0)) if np.isfinite(start) else 1.0
-            # SLSQP starts from an identity Hessian, so its first step is the (projected)
-            # gradient itself: often 1e-3 of the simplex, and the next iterations only learn
-            # the scale. Scaling the objective so that the first step moves a weight by
-            # _SLSQP_FIRST_STEP, with ftol scaled alike (the same stopping rule), takes 20-40 %
-            # fewer evaluations to the same optimum (benchmarks/badr_scaling.py data, G = 2-10).
-            boost = _first_step_boost(scale * orc.jac(lam0))
-            scale, tol = scale * boost, tol * boost
-            result = minimize(
-                lambda v: scale * orc.fun(v),
-                lam0,
-                jac=lambda v: scale * orc.jac(v),
-                method="SLSQP",
-                bounds=[(0.0, float(u)) for u in upper],
-                constraints=[
-                    {
-                        "type": "eq",
-                        "fun": lambda v: np.sum(v) - 1.0,
-                        "jac": lambda v: np.ones_like(v),
-                    }
-                ],
-                options={"ftol": tol, "maxiter": max_iter},
-            )
-            # exit mode 8 "positive directional derivative for linesearch" and 9 "iteration
-            # limit" are non-convergence (warned by the caller); the best point is still kept
-            ok = bool(result.success)
-        else:
-            with warnings.catch_warnings():
-                # BFGS updates skipped near the optimum ("delta_grad == 0.0") are harmless
-                warnings.filterwarnings("ignore", message="delta_grad", category=UserWarning)
-                result = minimize(
-                    orc.fun,
-                    lam0,
-                    jac=orc.jac,
-                    hess=BFGS(),
-                    method="trust-constr",
-                    bounds=Bounds(np.zeros(num_groups), upper),
-                    constraints=[LinearConstraint(np.ones((1, num_groups)), 1.0, 1.0)],
-                    options={"gtol": tol, "maxiter": max_iter},
-                )
-            ok = bool(result.status in (1, 2))
-    lam = np.clip(result.x, 0.0, upper)
-    lam = lam / lam.sum() if caps is None else project_capped_host(lam, upper)
-    lam = orc.snap(lam)  # the last iterate itself where only rounding differs
-    return lam, int(result.nit), str(result.message), ok
-
-
-class FWState(NamedTuple):
-    t: jax.Array
-    lam: jax.Array
-    theta: jax.Array
-    gap: jax.Array
-    best_value: jax.Array
-    best_lam: jax.Array
-    history: jax.Array  # (max_iter, G + 2): lambda, Phi, gap (NaN after the last iteration)
-
-
-@partial(jax.jit, static_argnames=("loss", "metric", "num_groups", "history_rows"))
-def frank_wolfe(
-    loss: str,
-    metric: MetricSpec,
-    num_groups: int,
-    problem: Problem,
-    lam0,
-    theta0,
-    tol,
-    max_iter,
-    log_step=True,
-    scaled_gap=False,
-    caps=None,
-    *,
-    history_rows: int = 0,
-):
-    """Frank-Wolfe on the simplex with an open-loop step, one ``lax.while_loop`` (spec 4.5).
-
-    LMO ``s_t = e_k``, ``k = argmin_g grad_g``; gap ``<grad, lambda - s_t> >= 0``; stop when
-    ``gap < tol`` (``scaled_gap``: ``eta_t gap < tol``, the reference rule) or after
-    ``max_iter`` oracle calls. Step (``log_step``) ``min(1, (2 + log(t+1)) / (t + 2 +
-    log(t+1)))``, else ``2/(t+2)``. Everything but the history length is traced: the
-    iteration counter, ``max_iter``, ``tol`` and the rule never recompile. With ``caps``
-    (the weight caps of ``max_weight_ratio``) the LMO is the capped simplex's
-    (:func:`~._capped.capped_vertex`).
-    """
-    dtype = lam0.dtype
-    rows = max(history_rows, 1)
-
-    def step_size(t):
-        tf = t.astype(dtype)
-        lg = jnp.log(tf + 1.0)
-        return jnp.where(log_step, jnp.minimum(1.0, (2.0 + lg) / (tf + 2.0 + lg)), 2.0 / (tf + 2.0))
-
-    def cond(state: FWState):
-        return (state.t < max_iter) & (state.gap >= tol)
-
-    def body(state: FWState):
-        out = _oracle(loss, metric, num_groups, state.lam, state.theta, problem)
-        if caps is None:
-            k = jnp.argmin(out.grad)
-            vertex = jax.nn.one_hot(k, num_groups, dtype=dtype)
-            gap = jnp.dot(out.grad, state.lam) - out.grad[k]
-        else:
-            vertex = capped_vertex(out.grad, caps)
-            gap = jnp.dot(out.grad, state.lam - vertex)
-        eta = step_size(state.t)
-        lam = state.lam + eta * (vertex - state.lam)
-        better = out.value < state.best_value
-        history = state.history
-        if history_rows:
-            row = jnp.concatenate([state.lam, out.value[None], gap[None]])
-            history = history.at[jnp.minimum(state.t, rows - 1)].set(row)
-        return FWState(
-            t=state.t + 1,
-            lam=lam,
-            theta=out.theta,
-            gap=jnp.where(scaled_gap, gap * eta, gap),
-            best_value=jnp.where(better, out.value, state.best_value),
-            best_lam=jnp.where(better, state.lam, state.best_lam),
-            history=history,
-        )
-
-    init = FWState(
-        t=jnp.zeros((), jnp.int32),
-        lam=lam0,
-        theta=theta0,
-        gap=jnp.array(jnp.inf, dtype),
-        best_value=jnp.array(jnp.inf, dtype),
-        best_lam=lam0,
-        history=jnp.full((rows, num_groups + 2), jnp.nan, dtype),
-    )
-    return jax.lax.while_loop(cond, body, init)
-
-
-def run_frank_wolfe(
-    orc: ImplicitOracle, lam0, *, max_iter, tol, step_rule, gap_mode, record, caps=None
-):
-    """Host entry: run the jitted loop, return (best lambda, n_iter, converged, history)."""
-    state = frank_wolfe(
-        orc.loss,
-        orc.metric,
-        orc.num_groups,
-        orc.problem,
-        jnp.asarray(lam0),
-        orc.theta,
-        jnp.asarray(tol, dtype=lam0.dtype),
-        jnp.int32(max_iter),
-        jnp.asarray(step_rule == "log"),
-        jnp.asarray(gap_mode == "scaled"),
-        None if caps is None else jnp.asarray(caps),
-        history_rows=max_iter if record else 0,
-    )
-    n_iter = int(state.t)
-    converged = bool(state.gap < tol)
-    best = state.best_lam
-    lam = np.asarray(project_simplex(best) if caps is None else project_capped(best, caps))
-    history = None
-    if record:
-        rows = np.asarray(state.history)[:n_iter]
-        history = {
-            "group_weights": rows[:, :-2],
-            "unfairness": rows[:, -2],
-            "gap": rows[:, -1],
-        }
-    return lam, n_iter, converged, history

@@ -6,6 +6,7 @@ so the baselines never import an estimator module.
 
 from __future__ import annotations
 
+import warnings
 from numbers import Real
 
 import jax
@@ -20,12 +21,15 @@ from fairest._kernels._sparse import sparse_rows
 from fairest.reweighting import _defaults
 from fairest.reweighting._badr_metrics import (
     CLASSIFICATION_METRICS,
+    PUBLIC_NAMES,
     REGRESSION_METRICS,
+    RENAMED,
     MetricSpec,
 )
-from fairest.reweighting._bilevel import ImplicitOracle, Problem, lower_level, metric_value
+from fairest.reweighting._bilevel import Problem, lower_level, metric_value
 from fairest.reweighting._capped import project_capped_host
 from fairest.reweighting._group_weights import resolve_group_weights
+from fairest.reweighting._oracle import ImplicitOracle
 from fairest.utils._degenerate import near_constant
 from fairest.utils._devices import configured_devices, place_rows
 
@@ -74,11 +78,22 @@ def build_metric_spec(metric, metric_params, task: str, loss: str, n_valid: int)
     if callable(metric):
         spec = MetricSpec("callable", task, loss, encoding, fn=metric, n_valid=n_valid)
         return spec, temperature
-    allowed = CLASSIFICATION_METRICS if task == "classification" else REGRESSION_METRICS
+    if metric in RENAMED:
+        warnings.warn(
+            f"metric={metric!r} is renamed {RENAMED[metric]!r} (the name of the quantity it "
+            f"is: fairest.metrics.{RENAMED[metric]}); the old name will be removed in the "
+            "next release.",
+            FutureWarning,
+            stacklevel=4,
+        )
+        metric = RENAMED[metric]
+    internal = set(CLASSIFICATION_METRICS if task == "classification" else REGRESSION_METRICS)
+    allowed = tuple(name for name, spec in PUBLIC_NAMES.items() if spec in internal)
     if metric not in allowed:
         raise ValueError(
             f"metric={metric!r} is not available for {task}; use one of {allowed} or a callable."
         )
+    metric = PUBLIC_NAMES[metric]
     if metric in ("disparate_mistreatment", "hsic"):
         return MetricSpec(metric, task, loss, encoding), temperature
     return MetricSpec(metric, task, loss), temperature  # one compiled kernel whatever the encoding

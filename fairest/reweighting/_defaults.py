@@ -1,5 +1,9 @@
 """Defaults of the reweighting family (badr spec sections 2 and 6)."""
 
+import dataclasses
+
+from fairest.utils._tuning import Tuning
+
 ALPHA = 1e-3  # badr spec section 2: default l2_reg of every model
 NEWTON_TOL = 1e-10  # badr spec section 2: relative inner tolerance
 NEWTON_MAX_ITER = 100  # spec caps at 50 inside BADR's loop; a standalone fit may take more
@@ -46,3 +50,60 @@ CLIP_NORM = 1.0  # spec 5.3: clipping threshold c of badr-sgd
 BATCH_SIZE = 256  # spec 5.5: B = max(G, min(n, 256))
 CHECK_EVERY = 25  # spec 5.5: exact Phi every k iterations, best lambda returned
 MINIMAX_CVXPY_MAX_N = 20_000  # above this, the minimax baseline uses the dual path (spec 6.3)
+
+
+# --- The implicit oracle of two-loop BADR (reweighting/_bilevel.py, _oracle.py) ---
+CONTRACTION_MEMORY = 8  # Newton solves whose convergence constants set the next prediction
+ADJOINT_CG_MAX_ITER = 1000  # Hessian-vector products of one adjoint solve (Newton-CG path)
+SLSQP_FIRST_STEP = 0.2  # largest weight change of SLSQP's first step (see run_scipy)
+# SLSQP's points within SNAP_ATOL (max abs) of an evaluated point of the simplex are taken
+# as that point (ImplicitOracle.snap): its bound-hugging iterates next to a vertex, its
+# result re-normalised by rounding, get no solve of their own.
+SNAP_ATOL = 1e-9
+
+
+@dataclasses.dataclass
+class OracleTuning(Tuning):
+    """Thresholds that choose the implicit oracle's code path, never its result.
+
+    Change them in tests with ``ORACLE_TUNING.override(...)`` (:class:`Tuning`).
+    """
+
+    # evaluated points kept (cache and warm-start anchors), unless their p x p factors
+    # would exceed cache_floats floats (128 MB)
+    cache_size: int = 64
+    cache_floats: int = 16_000_000
+    # from this many groups on, the adjoint's Jacobian comes from segment sums rather than
+    # a one-hot product (the one-hot product's cost grows with G, the segment sums' not)
+    segment_sum_min_groups: int = 5
+    # a one-group vertex e_g is solved on the rows of group g only (a row-index block of
+    # bucketed size) when that block is at most group_rows_max_share of the padded rows and
+    # the data at least group_rows_min_rows: otherwise the extra compilation for the block's
+    # shape costs more than the passes it saves; from group_rows_large_rows rows on, a block
+    # of up to group_rows_large_share pays too while a gathered copy stays within
+    # group_rows_max_bytes
+    group_rows_min_rows: int = 65_536
+    group_rows_max_share: float = 0.25
+    group_rows_large_rows: int = 500_000
+    group_rows_large_share: float = 0.5
+    group_rows_max_bytes: int = 128 * 2**20
+    # rows per block of the adjoint's products: as the Newton Hessian's blocks
+    # (fairest._kernels._glm.GRAM_BLOCK_ROWS), large enough for full GEMM speed
+    adjoint_block_rows: int = 16_384
+    # from inexact_min_rows rows on, early lower-level solves are inexact
+    # (ImplicitOracle.loose_solves): a new point's Newton tolerance is loose_factor * (l1
+    # distance to the nearest evaluated point)^2, kept within [inner_tol, loose_max_tol].
+    # Far points (the safeguard's baselines, SLSQP's first steps) are solved to
+    # loose_max_tol; as SLSQP's steps shrink its points are solved ever more tightly, down
+    # to inner_tol, so its last iterates (and its stopping test) see exact values. The
+    # returned weights are always solved to inner_tol.
+    inexact_min_rows: int = 65_536
+    loose_max_tol: float = 1e-6
+    loose_factor: float = 1e-4
+    # from this many rows on, points that need only Phi skip the adjoint (the safeguard's
+    # baselines, the final refit, restart comparisons) and SLSQP's points within SNAP_ATOL
+    # of an evaluated point reuse it
+    reuse_min_rows: int = 65_536
+
+
+ORACLE_TUNING = OracleTuning()

@@ -6,7 +6,7 @@ search walks down ``dPhi/dt = grad_0 - grad_1`` towards the vertex ahead; if the
 changed sign there, a local minimiser lies strictly between, and a safeguarded
 interpolation (the cubic matching ``Phi`` and its slope at both ends of the bracket,
 bisection when the bracket stops shrinking) closes in on it, each new point warm-started
-from the nearest solved one by :class:`~._bilevel.ImplicitOracle`. A vertex still sloping
+from the nearest solved one by :class:`~._oracle.ImplicitOracle`. A vertex still sloping
 down is the constrained minimiser itself. Anything else (a vertex not solved, a
 non-finite value, a vertex higher than the start with no sign change of the slope) is
 left to SLSQP.
@@ -108,7 +108,7 @@ def run_segment(orc, lam0, *, max_iter: int, tol: float, ends=None):
     evaluated). ``ends``: the weights at the segment's ends, smaller ``t`` first (the
     one-group baselines; default the vertices, else the capped ones of
     ``max_weight_ratio``). Returns ``(lambda, n_iter, message, ok)`` as
-    :func:`~._bilevel.run_scipy`, or ``None`` where SLSQP must run instead."""
+    :func:`~._outer.run_scipy`, or ``None`` where SLSQP must run instead."""
     if ends is None:
         ends = (weights_at(0.0), weights_at(1.0))
     ends = tuple(np.asarray(end, dtype=np.float64) for end in ends)

@@ -21,14 +21,11 @@ from sklearn.utils import check_random_state
 from fairest.reweighting import _defaults
 from fairest.reweighting._badr_metrics import MetricSpec
 from fairest.reweighting._bilevel import (
-    ImplicitOracle,
     Problem,
     exact_metric_value,
     group_losses_and_jacobian,
     host_scores,
     lower_solve,
-    run_frank_wolfe,
-    run_scipy,
 )
 from fairest.reweighting._capped import project_capped, weight_caps
 from fairest.reweighting._common import (
@@ -37,6 +34,8 @@ from fairest.reweighting._common import (
     one_label_groups,
     single_class_groups,
 )
+from fairest.reweighting._oracle import ImplicitOracle
+from fairest.reweighting._outer import run_frank_wolfe, run_scipy
 from fairest.reweighting._segment import run_segment
 
 __all__ = [

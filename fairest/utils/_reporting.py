@@ -36,6 +36,7 @@ __all__ = [
     "log_fit",
     "as_history",
     "store_history",
+    "store_result",
     "ProgressBar",
     "show_progress",
     "report_progress",
@@ -286,3 +287,28 @@ def store_history(estimator, records) -> None:
         estimator.history_ = as_history(records)
     elif hasattr(estimator, "history_"):
         del estimator.history_
+
+
+def store_result(estimator, *, n_iter, history=None, message=None, args=()) -> None:
+    """The last step of every ``fit`` (validate -> build -> solve -> store): the solver's
+    iteration count in ``n_iter_``, its per-iteration records in ``history_`` (set or
+    cleared by :func:`store_history`), and one summary line through :func:`log_fit`.
+
+    Parameters
+    ----------
+    estimator : estimator
+        The estimator being fitted.
+    n_iter : int or array-like
+        The solver's iterations (outer steps, epochs or rounds, as the estimator documents
+        ``n_iter_``).
+    history : mapping of str to array-like or None, default=None
+        The fit's per-iteration records (``None``: the solver recorded none).
+    message : str or None, default=None
+        A %-format summary logged at ``verbose >= 1``, with ``args``.
+    args : tuple, default=()
+        The arguments of ``message``.
+    """
+    estimator.n_iter_ = n_iter
+    store_history(estimator, history)
+    if message is not None:
+        log_fit(estimator, message, *args)

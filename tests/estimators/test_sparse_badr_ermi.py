@@ -95,10 +95,10 @@ def test_badr_regressor_sparse_equals_dense():
     _assert_same_scores(sparse, dense, X)
 
 
-def test_badr_one_group_vertices_on_their_rows_sparse(monkeypatch):
+def test_badr_one_group_vertices_on_their_rows_sparse(monkeypatch, oracle_tuning):
     """The one-group vertex solves on the group's gathered rows (large-data path, forced
     here) give the dense fit's weights and model on sparse X too."""
-    monkeypatch.setattr(_bilevel, "_GROUP_ROWS_MIN_ROWS", 0)
+    oracle_tuning(group_rows_min_rows=0)
     X, y, _, groups = _data(n=300, num_groups=6, seed=2)
     with jax.enable_x64(True):
         problem_rows = _bilevel.group_row_blocks(groups, 6, X.shape[0])

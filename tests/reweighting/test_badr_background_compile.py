@@ -7,9 +7,9 @@ import jax.numpy as jnp
 import numpy as np
 from _badr_helpers import dense_problem, grouped_classification
 
-from fairest.reweighting import _bilevel
 from fairest.reweighting._badr_metrics import MetricSpec
-from fairest.reweighting._bilevel import ImplicitOracle
+from fairest.reweighting._defaults import ORACLE_TUNING
+from fairest.reweighting._oracle import ImplicitOracle
 from fairest.utils import _compilation_cache
 
 SPEC = MetricSpec("demographic_parity", "classification", "logistic")
@@ -22,7 +22,7 @@ def _named(messages, names) -> list:
 def test_background_kernels_are_compiled_once(monkeypatch, compilations):
     """Large data (the value-only pass and the blocked adjoint): each kernel compiled in
     the background is compiled once, not again by its first call."""
-    X, y, groups = grouped_classification(_bilevel.REUSE_MIN_ROWS + 100, 2, 0)
+    X, y, groups = grouped_classification(ORACLE_TUNING.reuse_min_rows + 100, 2, 0)
     monkeypatch.setattr(_compilation_cache, "_STARTED", set())
     jax.clear_caches()
     names = ["_upper_blocked", "_upper_from_result", "_value_from_result"]
@@ -41,11 +41,11 @@ def test_background_kernels_are_compiled_once(monkeypatch, compilations):
     assert len(compiled) == len(set(compiled)) == 2
 
 
-def test_vertex_kernel_is_compiled_once(monkeypatch, compilations):
+def test_vertex_kernel_is_compiled_once(monkeypatch, compilations, oracle_tuning):
     """The one-group vertex solve on its group's rows, compiled in the background, is
     not compiled again by the vertex's evaluation."""
     X, y, groups = grouped_classification(512, 4, 0)
-    monkeypatch.setattr(_bilevel, "_GROUP_ROWS_MIN_ROWS", 0)
+    oracle_tuning(group_rows_min_rows=0)
     monkeypatch.setattr(_compilation_cache, "_STARTED", set())
     jax.clear_caches()
 

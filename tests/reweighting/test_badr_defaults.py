@@ -195,14 +195,18 @@ def test_caps_bind_only_on_small_groups():
 
 def test_metric_params_set_the_two_temperatures():
     spec, temperatures = build_metric_spec(
-        "demographic_parity", None, "classification", "logistic", 10
+        "demographic_parity_deviation", None, "classification", "logistic", 10
     )
     assert temperatures == (10.0, 50.0)
-    assert build_metric_spec("demographic_parity", {"temperature": 2}, "classification", "l", 1)[
-        1
-    ] == (2.0, 2.0)
+    assert build_metric_spec(
+        "demographic_parity_deviation", {"temperature": 2}, "classification", "l", 1
+    )[1] == (2.0, 2.0)
     _, pair = build_metric_spec(
-        "equal_opportunity", {"temperature": 2, "temperature_max": 7}, "classification", "l", 1
+        "equal_opportunity_range",
+        {"temperature": 2, "temperature_max": 7},
+        "classification",
+        "l",
+        1,
     )
     assert pair == (2.0, 7.0)
     rng = np.random.default_rng(0)
@@ -250,3 +254,29 @@ def test_cost_grows_linearly_with_the_groups():
         counts[n_groups] = BADRClassifier().fit(X, y, sensitive_features=g).n_evaluations_
     assert counts[24] <= 2 * (24 + 3) + 10
     assert counts[24] <= 4 * counts[6] + 10
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # max_iter=5
+@pytest.mark.parametrize(
+    "old, new",
+    [
+        ("demographic_parity", "demographic_parity_deviation"),
+        ("equal_opportunity", "equal_opportunity_range"),
+        ("equalized_odds", "equalized_odds_range"),
+        ("group_variance", "group_loss_variance"),
+    ],
+)
+def test_previous_metric_names_warn_and_fit_the_same_model(old, new):
+    """The previous release's names (one meaning each now, as the exact functions of
+    fairest.metrics) still work for one release, with a FutureWarning naming the new one."""
+    from fairest.reweighting import BADRClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    y = (X[:, 0] + rng.normal(size=200) > 0).astype(int)
+    g = rng.integers(0, 3, 200)
+    with pytest.warns(FutureWarning, match=f"renamed '{new}'"):
+        before = BADRClassifier(metric=old, max_iter=5).fit(X, y, sensitive_features=g)
+    after = BADRClassifier(metric=new, max_iter=5).fit(X, y, sensitive_features=g)
+    np.testing.assert_array_equal(before.group_weights_, after.group_weights_)
+    assert before.unfairness_exact_ == after.unfairness_exact_

@@ -27,7 +27,7 @@ def accuracy(model, X, y):
 
 
 @pytest.mark.parametrize(
-    "metric", ["demographic_parity", "individual_fairness", "equal_opportunity"]
+    "metric", ["demographic_parity_deviation", "individual_fairness", "equal_opportunity_range"]
 )
 def test_one_class_group_returns_the_uniform_baseline_with_a_warning(metric):
     """Group 1's loss is minimised by the constant model "predict 1", which is trivially
@@ -77,7 +77,7 @@ def test_one_class_group_search_away_from_its_vertex_is_kept():
     X, y, g = one_class_group_data()
     with warnings.catch_warnings():
         warnings.simplefilter("error", FairnessWarning)
-        badr = BADRClassifier(metric="group_variance").fit(X, y, sensitive_features=g)
+        badr = BADRClassifier(metric="group_loss_variance").fit(X, y, sensitive_features=g)
     assert badr.selected_ == "slsqp"
     assert np.all(badr.group_weights_ > 0.1)
     baseline = GroupWeightedClassifier(weights="uniform").fit(X, y, sensitive_features=g)
@@ -101,7 +101,7 @@ def test_one_class_group_of_three_is_steered_off_for_every_loss(loss, safeguard)
         warnings.simplefilter("always")
         badr = BADRClassifier(
             loss,
-            metric="demographic_parity",
+            metric="demographic_parity_deviation",
             safeguard=safeguard,
             max_weight_ratio=None,
             metric_params={"temperature": 1.0},
@@ -124,7 +124,7 @@ def test_nearly_constant_result_warns_with_the_figures():
     cap keeps group 1 at 0.9 and the model off the constant one)."""
     X, y, g = one_class_group_data(negatives_left=2)
     with pytest.warns(FairnessWarning, match="predicts one class nearly everywhere") as record:
-        badr = BADRClassifier(metric="demographic_parity", max_weight_ratio=None).fit(
+        badr = BADRClassifier(metric="demographic_parity_deviation", max_weight_ratio=None).fit(
             X, y, sensitive_features=g
         )
     message = str(next(w.message for w in record if w.category is FairnessWarning))
@@ -141,4 +141,4 @@ def test_balanced_data_does_not_warn():
     y = (X[:, 0] + 0.3 * g + rng.normal(size=400) > 0).astype(int)
     with warnings.catch_warnings():
         warnings.simplefilter("error", FairnessWarning)
-        BADRClassifier(metric="demographic_parity").fit(X, y, sensitive_features=g)
+        BADRClassifier(metric="demographic_parity_deviation").fit(X, y, sensitive_features=g)

@@ -59,7 +59,9 @@ def test_badr_model_is_the_weighted_refit_and_pareto_efficient():
     from fairest.reweighting import GroupWeightedClassifier
 
     X, y, g = _data()
-    est = BADRClassifier(metric="demographic_parity", alpha=0.05).fit(X, y, sensitive_features=g)
+    est = BADRClassifier(metric="demographic_parity_deviation", alpha=0.05).fit(
+        X, y, sensitive_features=g
+    )
     refit = GroupWeightedClassifier(weights=est.group_weights_, alpha=0.05).fit(
         X, y, sensitive_features=g
     )
@@ -91,7 +93,7 @@ def test_badr_model_is_the_weighted_refit_and_pareto_efficient():
 
 def test_fitted_attributes_and_pickle():
     X, y, g = _data()
-    est = BADRClassifier(metric="equal_opportunity", record_history=True).fit(
+    est = BADRClassifier(metric="equal_opportunity_range", record_history=True).fit(
         X, y, sensitive_features=g
     )
     assert est.group_weights_.shape == (3,) and np.isclose(est.group_weights_.sum(), 1.0)
@@ -108,11 +110,11 @@ def test_fitted_attributes_and_pickle():
 def test_verbose_logs_a_summary_and_history_is_numpy(caplog):
     X, y, g = _data("regression")
     with caplog.at_level(logging.INFO, logger="fairest"):
-        BADRRegressor(metric="group_variance").fit(X, y, sensitive_features=g)
+        BADRRegressor(metric="group_loss_variance").fit(X, y, sensitive_features=g)
     assert not caplog.records
     with caplog.at_level(logging.INFO, logger="fairest"):
         est = BADRRegressor(
-            metric="group_variance", solver="gd", max_iter=50, verbose=1, record_history=True
+            metric="group_loss_variance", solver="gd", max_iter=50, verbose=1, record_history=True
         ).fit(X, y, sensitive_features=g)
     lines = [r.getMessage() for r in caplog.records if r.name == "fairest.reweighting._badr"]
     assert len(lines) == 1 and lines[0].startswith("[BADRRegressor] BADR gd:")
@@ -144,7 +146,7 @@ def test_string_groups_and_callable_metric():
 @pytest.mark.parametrize(
     "params,match",
     [
-        ({"metric": "equal_opportunity"}, "not available for regression"),
+        ({"metric": "equal_opportunity_range"}, "not available for regression"),
         ({"metric_params": {"temperature": -1.0}}, "positive"),
         ({"metric_params": {"rho": 1.0}}, "accepts"),
     ],
@@ -173,7 +175,7 @@ def test_grid_search_over_alpha_and_metric(routing):
     pipe = make_pipeline(StandardScaler(), BADRClassifier(max_iter=20))
     grid = {
         "badrclassifier__alpha": [0.01, 0.1],
-        "badrclassifier__metric": ["demographic_parity", "group_variance"],
+        "badrclassifier__metric": ["demographic_parity_deviation", "group_loss_variance"],
     }
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -202,10 +204,10 @@ def test_reference_compat_scores_the_metrics_without_the_intercept():
     g = rng.integers(0, 2, 400)
     X = rng.normal(size=(400, 3)) + 0.5 * g[:, None]
     y = (X @ np.array([1.0, -0.5, 0.3]) + 0.6 * g + rng.normal(size=400) > 0.8).astype(int)
-    compat = BADRClassifier(metric="demographic_parity", reference_compat=True).fit(
+    compat = BADRClassifier(metric="demographic_parity_deviation", reference_compat=True).fit(
         X, y, sensitive_features=g
     )
-    default = BADRClassifier(metric="demographic_parity").fit(X, y, sensitive_features=g)
+    default = BADRClassifier(metric="demographic_parity_deviation").fit(X, y, sensitive_features=g)
     no_intercept = X @ compat.coef_.ravel()
     assert compat.unfairness_exact_ == pytest.approx(
         demographic_parity_deviation(y, no_intercept, sensitive_features=g), abs=1e-12

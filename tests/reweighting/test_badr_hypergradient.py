@@ -8,6 +8,7 @@ import pytest
 
 from fairest.reweighting._badr_metrics import (
     CLASSIFICATION_METRICS,
+    PUBLIC_NAMES,
     REGRESSION_METRICS,
     MetricSpec,
 )
@@ -128,7 +129,7 @@ def test_float32_hessian_blocks_keep_the_oracle_exact():
 def test_implicit_oracle_caches_points_and_warm_starts_on_the_tangent():
     """A revisited lambda costs no solve; a nearby one starts at the tangent prediction
     (at most one Newton step) and gives the same result as a solve from scratch."""
-    from fairest.reweighting._bilevel import ImplicitOracle
+    from fairest.reweighting._oracle import ImplicitOracle
 
     with jax.enable_x64(True):
         problem = _problem("classification", 0.0)._replace(inner_tol=jnp.float64(1e-10))
@@ -151,13 +152,14 @@ def test_implicit_oracle_caches_points_and_warm_starts_on_the_tangent():
 def test_oracle_cache_shrinks_with_many_parameters():
     """Each cached point holds a p x p factor: the cache keeps at most 128 MB of them and
     always at least the last point."""
-    from fairest.reweighting._bilevel import ImplicitOracle, cache_size
+    from fairest.reweighting._bilevel import cache_size
+    from fairest.reweighting._defaults import ORACLE_TUNING
+    from fairest.reweighting._oracle import ImplicitOracle
 
     assert cache_size(11, 5) == 64
     assert cache_size(2000, 10) == 3
     assert cache_size(10_001, 2) == 64  # Newton-CG: no factor kept
-    with jax.enable_x64(True), pytest.MonkeyPatch.context() as patch:
-        patch.setattr("fairest.reweighting._bilevel._CACHE_FLOATS", 2 * (D + 1) * (D + 1 + G))
+    with jax.enable_x64(True), ORACLE_TUNING.override(cache_floats=2 * (D + 1) * (D + 1 + G)):
         problem = _problem("classification", 0.0)
         spec = MetricSpec("demographic_parity", "classification", "logistic")
         orc = ImplicitOracle("logistic", spec, G, problem, jnp.zeros(D + 1))
@@ -174,14 +176,14 @@ def clear_jit_caches():
     jax.clear_caches()
 
 
-@pytest.mark.parametrize("metric", ["demographic_parity", "group_variance"])
+@pytest.mark.parametrize("metric", ["demographic_parity_deviation", "group_loss_variance"])
 def test_newton_cg_path_gives_the_cholesky_oracle(metric, monkeypatch, clear_jit_caches):
     """Many features (badr spec 2): Newton-CG lower level and a CG adjoint give the same
     Phi, grad Phi and theta* as Newton with Cholesky, and BADR the same weights."""
     from fairest.reweighting import BADRClassifier
     from fairest.reweighting._bilevel import uses_newton_cg
 
-    spec = MetricSpec(metric, "classification", "logistic")
+    spec = MetricSpec(PUBLIC_NAMES[metric], "classification", "logistic")
     lam = jnp.array([0.2, 0.5, 0.3])
     X, y, g = _data_for_fit()
     runs = {}

@@ -9,14 +9,15 @@ import pytest
 from _badr_helpers import dense_problem, grouped_classification
 
 from fairest._kernels._glm import hessian_vector_product
-from fairest.reweighting import BADRClassifier, _bilevel
+from fairest.reweighting import BADRClassifier
 from fairest.reweighting._badr_metrics import MetricSpec
 from fairest.reweighting._bilevel import (
-    ImplicitOracle,
     exact_hessian_vector_product,
     oracle,
     score_gradient_sums,
 )
+from fairest.reweighting._defaults import ORACLE_TUNING
+from fairest.reweighting._oracle import ImplicitOracle
 
 SPEC = MetricSpec("demographic_parity", "classification", "logistic")
 
@@ -48,11 +49,11 @@ def test_row_block_sums_equal_numpy(num_groups):
         np.testing.assert_allclose(blocked, plain, rtol=1e-12, atol=1e-15)
 
 
-def test_loose_tolerance_tightens_and_exact_values_come_back(monkeypatch):
+def test_loose_tolerance_tightens_and_exact_values_come_back(monkeypatch, oracle_tuning):
     """Inside loose_solves a far point is solved to LOOSE_MAX_TOL and a near one more
     tightly (never below inner_tol); asked for outside the context, a loosely solved point
     is solved again and then equals the plain oracle (value and hypergradient)."""
-    monkeypatch.setattr(_bilevel, "INEXACT_MIN_ROWS", 0)
+    oracle_tuning(inexact_min_rows=0)
     X, y, groups = _data()
     with jax.enable_x64(True):
         problem = dense_problem(X, y, groups)
@@ -60,11 +61,11 @@ def test_loose_tolerance_tightens_and_exact_values_come_back(monkeypatch):
         lam = np.array([0.5, 0.3, 0.2])
         assert orc.tolerance(lam) == 1e-10  # outside the context: inner_tol
         with orc.loose_solves():
-            assert orc.tolerance(lam) == _bilevel.LOOSE_MAX_TOL  # nothing evaluated yet
+            assert orc.tolerance(lam) == ORACLE_TUNING.loose_max_tol  # nothing evaluated yet
             orc.evaluate(lam)
             near = lam + np.array([1e-4, -1e-4, 0.0])
             assert 1e-10 <= orc.tolerance(near) < 1e-12 * 1e3
-            assert orc.tolerance(lam + np.array([0.2, -0.2, 0.0])) == _bilevel.LOOSE_MAX_TOL
+            assert orc.tolerance(lam + np.array([0.2, -0.2, 0.0])) == ORACLE_TUNING.loose_max_tol
             calls = orc.nfev
             orc.evaluate(lam)  # cached, loose is good enough here
             assert orc.nfev == calls
@@ -79,13 +80,13 @@ def test_loose_tolerance_tightens_and_exact_values_come_back(monkeypatch):
         assert orc.nfev == calls + 1  # exact now: cached for both kinds of call
 
 
-@pytest.mark.parametrize("metric", ["demographic_parity", "group_variance"])
-def test_inexact_solves_select_the_same_model(monkeypatch, metric):
+@pytest.mark.parametrize("metric", ["demographic_parity_deviation", "group_loss_variance"])
+def test_inexact_solves_select_the_same_model(monkeypatch, metric, oracle_tuning):
     """BADR-SLSQP with inexact early solves returns the weights and model of the exact
     run to solver tolerance (the same selected baseline or solver point)."""
     X, y, groups = _data(n=2000, num_groups=3, seed=3)
     exact = BADRClassifier(metric=metric).fit(X, y, sensitive_features=groups)
-    monkeypatch.setattr(_bilevel, "INEXACT_MIN_ROWS", 0)
+    oracle_tuning(inexact_min_rows=0)
     loose = BADRClassifier(metric=metric).fit(X, y, sensitive_features=groups)
     assert loose.selected_ == exact.selected_
     np.testing.assert_allclose(loose.group_weights_, exact.group_weights_, atol=1e-4)
@@ -94,13 +95,13 @@ def test_inexact_solves_select_the_same_model(monkeypatch, metric):
 
 
 @pytest.mark.parametrize("loose_tol", [1e-1, 1e-9])
-def test_loose_point_meeting_inner_tol_is_not_solved_again(monkeypatch, loose_tol):
+def test_loose_point_meeting_inner_tol_is_not_solved_again(monkeypatch, loose_tol, oracle_tuning):
     """Asked for outside loose_solves, a loosely solved point is solved again only when
     the lower-level gradient measured at its theta is above inner_tol (a re-solve from
     there would take no Newton step otherwise); either way the values equal the plain
     oracle's."""
-    monkeypatch.setattr(_bilevel, "INEXACT_MIN_ROWS", 0)
-    monkeypatch.setattr(_bilevel, "LOOSE_MAX_TOL", loose_tol)
+    oracle_tuning(inexact_min_rows=0)
+    oracle_tuning(loose_max_tol=loose_tol)
     X, y, groups = _data()
     with jax.enable_x64(True):
         problem = dense_problem(X, y, groups)

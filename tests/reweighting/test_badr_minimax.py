@@ -80,8 +80,8 @@ def test_minimax_oracles(cls, params, task):
 @pytest.mark.parametrize(
     "cls,task,metric",
     [
-        (GroupWeightedClassifier, "classification", "demographic_parity"),
-        (GroupWeightedRegressor, "regression", "hsic"),
+        (GroupWeightedClassifier, "classification", "demographic_parity_deviation"),
+        (GroupWeightedRegressor, "regression", "hsic_linear"),
     ],
 )
 def test_best_single_group(cls, task, metric):

@@ -16,9 +16,11 @@ from fairest._kernels._glm import (
 )
 from fairest._kernels._placement import GatheredRows, shifted_rows
 from fairest._solvers._newton import newton_solve
-from fairest.reweighting import _bilevel
+from fairest.reweighting import _bilevel, _outer
 from fairest.reweighting._badr_metrics import MetricSpec
-from fairest.reweighting._bilevel import ImplicitOracle, group_row_blocks, oracle
+from fairest.reweighting._bilevel import group_row_blocks, oracle
+from fairest.reweighting._defaults import SLSQP_FIRST_STEP
+from fairest.reweighting._oracle import ImplicitOracle
 
 SPEC = MetricSpec("demographic_parity", "classification", "logistic")
 
@@ -122,10 +124,10 @@ def test_group_row_blocks():
     assert group_row_blocks(groups, 3, num_rows=1000) is None  # too small to pay
 
 
-def test_vertices_solved_on_their_rows_equal_the_full_solve(monkeypatch):
+def test_vertices_solved_on_their_rows_equal_the_full_solve(monkeypatch, oracle_tuning):
     """A one-group vertex solved on that group's rows only gives the full-data oracle."""
     X, y, groups = _data(n=512, num_groups=4)
-    monkeypatch.setattr(_bilevel, "_GROUP_ROWS_MIN_ROWS", 0)
+    oracle_tuning(group_rows_min_rows=0)
     with jax.enable_x64(True):
         problem = dense_problem(X, y, groups)
         orc = ImplicitOracle("logistic", SPEC, 4, problem, jnp.zeros(4), groups)
@@ -207,12 +209,12 @@ def test_large_vertices_read_their_rows_lazily_and_equal_the_full_solve(monkeypa
 
 def test_slsqp_first_step_scaling():
     """The objective scale makes SLSQP's first (identity-Hessian) step move the largest
-    weight by _SLSQP_FIRST_STEP; a constant shift of the gradient (normal to the simplex)
+    weight by SLSQP_FIRST_STEP; a constant shift of the gradient (normal to the simplex)
     does not change it, and a zero tangent gradient leaves the scale alone."""
     grad = np.array([0.003, -0.001, 0.0005])
-    boost = _bilevel._first_step_boost(grad)
+    boost = _outer._first_step_boost(grad)
     step = boost * (grad - grad.mean())
-    assert np.max(np.abs(step)) == pytest.approx(_bilevel._SLSQP_FIRST_STEP)
-    assert _bilevel._first_step_boost(grad + 7.0) == pytest.approx(boost)
-    assert _bilevel._first_step_boost(np.full(3, 2.0)) == 1.0
-    assert _bilevel._first_step_boost(np.array([np.nan, 0.0, 1.0])) == 1.0
+    assert np.max(np.abs(step)) == pytest.approx(SLSQP_FIRST_STEP)
+    assert _outer._first_step_boost(grad + 7.0) == pytest.approx(boost)
+    assert _outer._first_step_boost(np.full(3, 2.0)) == 1.0
+    assert _outer._first_step_boost(np.array([np.nan, 0.0, 1.0])) == 1.0

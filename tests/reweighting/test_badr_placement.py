@@ -44,8 +44,8 @@ def test_gather_rows_host_scores_and_block_sums_read_the_shifted_buffer():
 @pytest.mark.parametrize(
     "Est, metric, extra",
     [
-        (BADRClassifier, "demographic_parity", {}),
-        (BADRClassifier, "equal_opportunity", {"solver": "gd", "max_iter": 25}),
+        (BADRClassifier, "demographic_parity_deviation", {}),
+        (BADRClassifier, "equal_opportunity_range", {"solver": "gd", "max_iter": 25}),
     ],
 )
 def test_unaligned_fit_equals_the_aligned_one(Est, metric, extra, monkeypatch):

@@ -39,9 +39,9 @@ def _solve(X, y, g, loss, metric, settings, alpha=defaults.ALPHA):
 @pytest.mark.parametrize(
     "task, solver, metric, safeguard",
     [
-        ("classification", "slsqp", "demographic_parity", False),
+        ("classification", "slsqp", "demographic_parity_deviation", False),
         ("classification", "sgd", "individual_fairness", True),
-        ("regression", "frank-wolfe", "group_variance", True),
+        ("regression", "frank-wolfe", "group_loss_variance", True),
     ],
 )
 def test_solve_badr_is_what_the_estimator_fits(task, solver, metric, safeguard):

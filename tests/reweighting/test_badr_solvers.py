@@ -13,7 +13,8 @@ from sklearn.exceptions import ConvergenceWarning
 from fairest.metrics import demographic_parity_deviation
 from fairest.reweighting import BADRClassifier, BADRRegressor, GroupWeightedRegressor
 from fairest.reweighting._badr_metrics import MetricSpec
-from fairest.reweighting._bilevel import frank_wolfe, oracle
+from fairest.reweighting._bilevel import oracle
+from fairest.reweighting._outer import frank_wolfe
 from fairest.reweighting._single_loop import make_sampler, sample_batch, single_loop
 
 
@@ -37,7 +38,7 @@ def _three_group_classification(n=300, seed=0):
 
 def test_every_solver_reaches_the_slsqp_optimum_on_a_convex_two_group_problem():
     X, y, g = _two_group_regression()
-    common = dict(metric="group_variance", alpha=0.1, safeguard=False, random_state=0)
+    common = dict(metric="group_loss_variance", alpha=0.1, safeguard=False, random_state=0)
     ref = BADRRegressor(**common).fit(X, y, sensitive_features=g)
     # the implicit function is convex on this instance (second differences on a grid)
     spec = MetricSpec("group_variance", "regression", "squared_error")
@@ -134,7 +135,7 @@ def test_frank_wolfe_scaled_gap_mode_stops_on_eta_times_gap():
     runs = {}
     for mode in ("gap", "scaled"):
         est = BADRClassifier(
-            metric="demographic_parity",
+            metric="demographic_parity_deviation",
             solver="frank-wolfe",
             gap_mode=mode,
             tol=1e-3,
@@ -269,7 +270,9 @@ def test_sgd_needs_a_batch_per_group():
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # max_iter=3
-@pytest.mark.parametrize("metric", ["individual_fairness", "equal_opportunity", "group_variance"])
+@pytest.mark.parametrize(
+    "metric", ["individual_fairness", "equal_opportunity_range", "group_loss_variance"]
+)
 def test_safeguard_never_worse_than_the_baselines(metric):
     X, y, g = _three_group_classification(seed=2)
     est = BADRClassifier(metric=metric, alpha=0.01, max_iter=3).fit(X, y, sensitive_features=g)
@@ -280,7 +283,7 @@ def test_safeguard_never_worse_than_the_baselines(metric):
 
 def test_group_permutation_permutes_the_weights():
     X, y, g = _three_group_classification(seed=3)
-    est = BADRClassifier(metric="demographic_parity", alpha=0.01, safeguard=False)
+    est = BADRClassifier(metric="demographic_parity_deviation", alpha=0.01, safeguard=False)
     base = est.fit(X, y, sensitive_features=g).group_weights_
     relabel = np.array([2, 0, 1])
     permuted = est.fit(X, y, sensitive_features=relabel[g]).group_weights_
@@ -298,7 +301,9 @@ def _mirrored_regression():
 def test_two_loop_solver_restarts_from_a_baseline_when_uniform_is_stationary():
     X, y, g = _mirrored_regression()
     uniform = GroupWeightedRegressor(alpha=0.1, weights="uniform").fit(X, y, sensitive_features=g)
-    est = BADRRegressor(alpha=0.1, metric="demographic_parity").fit(X, y, sensitive_features=g)
+    est = BADRRegressor(alpha=0.1, metric="demographic_parity_deviation").fit(
+        X, y, sensitive_features=g
+    )
     dp = demographic_parity_deviation(y, est.predict(X), sensitive_features=g, task="regression")
     dp_uniform = demographic_parity_deviation(
         y, uniform.predict(X), sensitive_features=g, task="regression"
