@@ -27,9 +27,9 @@ def test_badr_single_class_group_is_not_a_constant_classifier():
     X, y, g = _two_groups()
     y[g == 1] = 1
     with pytest.warns(FairnessWarning, match="every label of group 1 is 1"):
-        badr = BADRClassifier(metric="demographic_parity_deviation", metric_params={"temperature": 1.0}).fit(
-            X, y, sensitive_features=g
-        )
+        badr = BADRClassifier(
+            metric="demographic_parity_deviation", metric_params={"temperature": 1.0}
+        ).fit(X, y, sensitive_features=g)
     baseline = GroupWeightedClassifier(weights="uniform").fit(X, y, sensitive_features=g)
     np.testing.assert_allclose(badr.coef_, baseline.coef_, rtol=1e-6, atol=1e-8)
     assert np.mean(badr.predict(X) == y) == pytest.approx(np.mean(baseline.predict(X) == y))
