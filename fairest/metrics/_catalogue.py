@@ -279,6 +279,7 @@ def _built_in() -> dict[str, FairnessMetric]:
     regression = "fairest.metrics._regression:"
     exact = "fairest.metrics._exact:"
     smooth = "fairest.metrics._smooth:"
+    ermi = "fairest.metrics._ermi:"
     records = [
         FairnessMetric(
             "demographic_parity_difference",
@@ -386,6 +387,34 @@ def _built_in() -> dict[str, FairnessMetric]:
             "BADR: cross-group Lipschitz penalty of the scores (Laplace kernel on labels)",
             ("scores", "regression"),
             surrogate=smooth + "smooth_individual_fairness",
+        ),
+        FairnessMetric(
+            "demographic_parity_violation",
+            ermi + "demographic_parity_violation",
+            "ERMI: largest between-group difference, over the classes, of the share of hard "
+            "multi-class predictions of that class (the paper's pairwise eq. (10))",
+            ("labels",),
+        ),
+        FairnessMetric(
+            "equalized_odds_violation",
+            ermi + "equalized_odds_violation",
+            "ERMI: largest between-group difference, over true and predicted classes, of "
+            "the share of predictions of a class among the rows of a true class",
+            ("labels",),
+        ),
+        FairnessMetric(
+            "ermi",
+            ermi + "ermi",
+            "ERMI: exponential Renyi mutual information between the predicted class "
+            "probabilities (or labels) and the groups; 0 when independent",
+            ("labels", "probabilities"),
+        ),
+        FairnessMetric(
+            "conditional_ermi",
+            ermi + "conditional_ermi",
+            "ERMI: exponential Renyi mutual information between predictions and groups "
+            "given the true label (equalized odds); 0 when conditionally independent",
+            ("labels", "probabilities"),
         ),
         FairnessMetric(
             "disparate_mistreatment",

@@ -244,3 +244,20 @@ def test_surrogates_are_referenced_lazily():
 
     assert smooth is smooth_equal_opportunity
     assert catalogue()["demographic_parity_difference"].smooth is None
+
+
+def test_ermi_multiclass_metrics_have_their_own_names():
+    """ERMI's multi-class parity (the paper's pairwise maximum over classes) is not
+    fairlearn's binary demographic parity difference: it is its own catalogue record,
+    whose exact function is fairest.metrics.demographic_parity_violation."""
+    from fairest import metrics
+
+    rng = np.random.default_rng(0)
+    y, pred, g = rng.integers(0, 3, 300), rng.integers(0, 3, 300), rng.integers(0, 4, 300)
+    for name in ("demographic_parity_violation", "equalized_odds_violation", "ermi"):
+        record = get_metric(name)
+        assert "labels" in record.kinds and record.rates == ()
+        assert record(y, pred, sensitive_features=g) == getattr(metrics, name)(
+            y, pred, sensitive_features=g
+        )
+    assert get_metric("demographic_parity_violation").meaning.startswith("ERMI")
