@@ -202,7 +202,7 @@ class FairnessMonitor:
     n_labels_ : int
         Labels seen (with :meth:`update` or :meth:`update_labels`).
     n_checks_ : int
-        Batches seen (every batch is a check).
+        Checks made: one per :meth:`update` and per :meth:`update_labels` call.
     alarm_ : bool
         The constraint is violated with confidence at the latest check: the metric's lower
         bound exceeds ``tolerance`` (difference) or its upper bound is below it (ratio),
