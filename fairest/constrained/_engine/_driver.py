@@ -36,8 +36,10 @@ from fairest.constrained._engine._sampling import (
     _chunk_inputs,
     _objective_sampler,
     _ObjectiveStream,
+    iteration_budget,
     loss_scales,
     spawn_rngs,
+    traced_hyper,
 )
 from fairest.constrained._engine._solvers import SOLVERS
 from fairest.constrained._sparse import largest_magnitude
@@ -362,11 +364,7 @@ def _run_scan(name, ctx, x0, groups, cells, run: _RunSettings) -> RunResult:
     )
     solver_rng = ctx.rngs[3]
     T = obj_sampler.iters_per_epoch
-    budget = np.inf
-    if run.n_epochs is not None:
-        budget = min(budget, int(np.ceil(run.n_epochs * T)))
-    if run.max_iter is not None:
-        budget = min(budget, run.max_iter)
+    budget = iteration_budget(run.n_epochs, run.max_iter, T)
     if not np.isfinite(budget) and run.max_time is None:
         raise ValueError("one of n_epochs, max_iter or max_time must be set.")
     L = chunk_length(T)
@@ -374,11 +372,7 @@ def _run_scan(name, ctx, x0, groups, cells, run: _RunSettings) -> RunResult:
     static = tuple(spec.options(hyper).items())
     n_draws = spec.constraint_draws(hyper) if problem.m > 0 else 0
     real = np.dtype(dtype)  # chunk inputs are cast on the host: no eager device program
-    traced = {
-        k: np.asarray(v, dtype=real)
-        for k, v in hyper.items()
-        if isinstance(v, (int, float)) and not isinstance(v, bool)
-    }
+    traced = traced_hyper(hyper, real)
     # without a history only what the diagnostics read leaves the device
     log_keys = None if run.period else spec.device_logs
     chunk_fn = _chunk_function(
@@ -423,20 +417,15 @@ def _run_scan(name, ctx, x0, groups, cells, run: _RunSettings) -> RunResult:
         (state, bad), log = chunk_fn((state, bad), data, aux, traced, inputs)
         if final_fn is not None and not done:  # compiled while the chunks run
             final_compiled = HOOKS.precompile(final_fn, (state, data, aux, traced))
-        # the device holds its copy of the draws: the host's are not kept beside the
-        # next chunk's, and once the first call has
-        # compiled the chunk, the compiler's freed pages go back to the system
+        # the device holds its copy of the draws: the host's are not kept beside the next
+        # chunk's, and once the first call has compiled the chunk, the compiler's freed
+        # pages go back to the system
         del inputs
         if not done:
             HOOKS.release_memory()
         if run.period:
-            log = jax.tree_util.tree_map(np.asarray, log)  # one host sync per chunk
             now = time.perf_counter() - start
-            frac = np.arange(1, n_active + 1) / n_active
-            log = jax.tree_util.tree_map(lambda a, k=n_active: a[:k], log)
-            log["time"] = chunk_start + frac * (now - chunk_start)
-            log["epoch"] = epoch[:n_active] + (t[:n_active] + 1) / T
-            log["iter"] = np.arange(done, done + n_active)
+            log = _recorded_log(log, n_active, done, (epoch, t, T), (chunk_start, now))
             chunk_start = now
         else:  # device arrays, read once after the loop
             log = {key: value[(*keep, slice(n_active))] for key, value in log.items()}
@@ -452,12 +441,36 @@ def _run_scan(name, ctx, x0, groups, cells, run: _RunSettings) -> RunResult:
     if run.lanes:
         final = final_fn if done > 0 else None
         return _lane_results(name, ctx, state, bad, logs, (done, T), final, traced)
-    nonfinite = int(bad)
-    resume_state = _host(state)  # before the final step
     del stream  # its pre-drawn epoch, and the freed draws' pages: not beside the final step
-    HOOKS.release_memory()  # and the compiler's freed working memory
+    rows = (obj_sampler, con_sampler, n_draws)
+    return _scan_result(spec, ctx, state, int(bad), logs, (done, T), final_fn, traced, run, rows)
+
+
+def _recorded_log(log, n_active: int, done: int, epochs, clock) -> dict:
+    """Host copy of a chunk's log for the history (one host sync per chunk): its
+    ``n_active`` iterations from ``done`` on, with their epoch (``epochs``: the chunk's
+    epoch numbers, in-epoch indices and iterations per epoch) and their times spread
+    evenly over the chunk's interval ``clock``."""
+    epoch, t, per_epoch = epochs
+    chunk_start, now = clock
+    log = jax.tree_util.tree_map(lambda a: np.asarray(a)[:n_active], log)
+    frac = np.arange(1, n_active + 1) / n_active
+    log["time"] = chunk_start + frac * (now - chunk_start)
+    log["epoch"] = epoch[:n_active] + (t[:n_active] + 1) / per_epoch
+    log["iter"] = np.arange(done, done + n_active)
+    return log
+
+
+def _scan_result(spec, ctx, state, nonfinite, logs, iterations, final_fn, traced, run, rows):
+    """The :class:`RunResult` of a scan run (no lanes): the state to resume from, the
+    final full-data step where the run stayed finite, the finiteness check of the whole
+    state, the solver's diagnostics and the history."""
+    hyper, (done, T) = ctx.hyper, iterations
+    obj_sampler, con_sampler, n_draws = rows
+    resume_state = _host(state)  # before the final step
+    HOOKS.release_memory()  # the chunks' freed draws and the compiler's working memory
     if final_fn is not None and done > 0 and nonfinite < 0:
-        state = final_fn(state, data, aux, traced)
+        state = final_fn(state, ctx.data, ctx.aux, traced)
     x = spec.parameters(state, hyper)
     state_np = _host(state)
     if nonfinite < 0 and not _host_finite(state_np):

@@ -28,7 +28,9 @@ from fairest.constrained._engine._sampling import (
     GroupSampler,
     _objective_sampler,
     _ObjectiveStream,
+    iteration_budget,
     loss_scales,
+    traced_hyper,
 )
 from fairest.constrained._engine._solvers import SOLVERS
 
@@ -116,11 +118,7 @@ def run_fold_lanes(
     fold_rows = _fold_rows(folds, problem.n_cells, balanced, data["y"].shape[0], real)
     data.update({key: jax.device_put(value) for key, value in fold_rows.items()})
     fold_axes = tuple((key, 0 if key in _FOLD_KEYS else None) for key in sorted(data))
-    traced = {
-        k: np.asarray(v, dtype=real)
-        for k, v in hyper.items()
-        if isinstance(v, (int, float)) and not isinstance(v, bool)
-    }
+    traced = traced_hyper(hyper, real)
     chunk_fn = _chunk_function(
         solver,
         tuple(spec.options(hyper).items()),
@@ -197,11 +195,7 @@ def _fold_draws(fold, problem, settings, balanced, n_draws, real, hyper) -> dict
         fold.cells, problem.n_cells, constraint_batch_size, fold.rngs[2], constraint_sampler
     )
     T = obj_sampler.iters_per_epoch
-    budget = np.inf
-    if n_epochs is not None:
-        budget = min(budget, int(np.ceil(n_epochs * T)))
-    if max_iter is not None:
-        budget = min(budget, max_iter)
+    budget = iteration_budget(n_epochs, max_iter, T)
     if not np.isfinite(budget):
         raise ValueError("one of n_epochs or max_iter must be set.")
     L = chunk_length(T)

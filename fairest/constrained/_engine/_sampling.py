@@ -8,6 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = [
+    "iteration_budget",
+    "traced_hyper",
     "spawn_rngs",
     "EpochSampler",
     "GroupSampler",
@@ -239,3 +241,24 @@ def _objective_sampler(groups, batch_size, balanced: bool, rng):
     if balanced:
         return _BalancedEpochSampler(groups, int(np.max(groups)) + 1, batch_size or n, rng)
     return EpochSampler(n, batch_size, rng)
+
+
+def iteration_budget(n_epochs, max_iter, per_epoch: int) -> float:
+    """Iterations a run may take: the first of ``n_epochs`` epochs of ``per_epoch``
+    iterations and ``max_iter`` (``None``: no bound from it); ``inf`` when neither is set."""
+    budget = np.inf
+    if n_epochs is not None:
+        budget = min(budget, int(np.ceil(n_epochs * per_epoch)))
+    if max_iter is not None:
+        budget = min(budget, max_iter)
+    return budget
+
+
+def traced_hyper(hyper: dict, real) -> dict:
+    """The numeric entries of ``hyper`` as host scalars of dtype ``real`` (traced by the
+    jitted chunks; the strings and booleans are static options)."""
+    return {
+        k: np.asarray(v, dtype=real)
+        for k, v in hyper.items()
+        if isinstance(v, (int, float)) and not isinstance(v, bool)
+    }
