@@ -417,6 +417,20 @@ def _built_in() -> dict[str, FairnessMetric]:
             ("labels", "probabilities"),
         ),
         FairnessMetric(
+            "exposure_difference",
+            "fairest.selection._exposure:exposure_difference",
+            "largest difference of the groups' mean position-weighted exposure "
+            "1/log2(1 + rank) in the ranking by score (0: equal attention)",
+            ("scores", "probabilities", "regression"),
+        ),
+        FairnessMetric(
+            "exposure_ratio",
+            "fairest.selection._exposure:exposure_ratio",
+            "smallest ratio of the groups' mean position-weighted exposure in the ranking "
+            "by score (1: equal attention)",
+            ("scores", "probabilities", "regression"),
+        ),
+        FairnessMetric(
             "disparate_mistreatment",
             exact + "disparate_mistreatment",
             "BADR: squared covariance between the group variable and the scores",

@@ -39,6 +39,10 @@ PAGES_WITH_EXAMPLES = [
     "docs/user_guide/constrained.md",
     "docs/user_guide/metrics.md",
     "docs/user_guide/model_selection.md",
+    "docs/user_guide/regression.md",
+    "docs/user_guide/selection.md",
+    "docs/user_guide/deployment.md",
+    "docs/user_guide/monitoring.md",
     "README.md",
 ]
 

@@ -261,3 +261,16 @@ def test_ermi_multiclass_metrics_have_their_own_names():
             y, pred, sensitive_features=g
         )
     assert get_metric("demographic_parity_violation").meaning.startswith("ERMI")
+
+
+def test_exposure_metrics_are_catalogue_records():
+    from fairest.selection import exposure_difference, exposure_ratio
+
+    rng = np.random.default_rng(1)
+    scores, g = rng.normal(size=50), rng.integers(0, 3, 50)
+    assert get_metric("exposure_difference")(None, scores, sensitive_features=g) == (
+        exposure_difference(None, scores, sensitive_features=g)
+    )
+    assert get_metric("exposure_ratio")(None, scores, sensitive_features=g) == (
+        exposure_ratio(None, scores, sensitive_features=g)
+    )
