@@ -11,6 +11,7 @@ __getattr__, __dir__, __all__ = lazy_exports(
         "certified": ["CertifiedFairClassifier", "certify_fairness"],
         "constrained": ["LossGapConstrainedClassifier", "PrunedFairClassifier"],
         "ermi": ["ERMIClassifier"],
+        "monitoring": ["FairnessMonitor"],
         "partial": [
             "GroupAUCConstrainedClassifier",
             "GroupInteractionFeatures",
@@ -20,7 +21,7 @@ __getattr__, __dir__, __all__ = lazy_exports(
             "PartialParityPenaltyClassifier",
         ],
         "paths": ["fairness_path"],
-        "postprocessing": ["GroupThresholdClassifier"],
+        "postprocessing": ["GroupThresholdClassifier", "WassersteinParityRegressor"],
         "reweighting": [
             "BADRClassifier",
             "BADRRegressor",
@@ -37,11 +38,13 @@ __getattr__, __dir__, __all__ = lazy_exports(
         "io",
         "metrics",
         "model_selection",
+        "monitoring",
         "partial",
         "paths",
         "plot",
         "postprocessing",
         "reweighting",
+        "selection",
         "utils",
     ],
 )
