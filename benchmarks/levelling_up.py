@@ -74,7 +74,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin  # noqa: E402
 from sklearn.ensemble import HistGradientBoostingClassifier  # noqa: E402
 
 from fairest.datasets import fetch_acs_task  # noqa: E402
-from fairest.postprocessing._levelling import LevellingUpClassifier  # noqa: E402
+from fairest.postprocessing import LevellingUpClassifier  # noqa: E402
 
 
 class PrecomputedScores(ClassifierMixin, BaseEstimator):

@@ -21,7 +21,11 @@ __getattr__, __dir__, __all__ = lazy_exports(
             "PartialParityPenaltyClassifier",
         ],
         "paths": ["fairness_path"],
-        "postprocessing": ["GroupThresholdClassifier", "WassersteinParityRegressor"],
+        "postprocessing": [
+            "GroupThresholdClassifier",
+            "LevellingUpClassifier",
+            "WassersteinParityRegressor",
+        ],
         "reweighting": [
             "BADRClassifier",
             "BADRRegressor",

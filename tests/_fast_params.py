@@ -18,6 +18,11 @@ CHECK_PARAMS = {
         "estimator": LogisticRegression(),
         "group_estimator": LogisticRegression(),
     },
+    "LevellingUpClassifier": {
+        "estimator": LogisticRegression(),
+        "min_rate": 0.5,
+        "group_estimator": LogisticRegression(),
+    },
     # group-blind mode, so that the shared tests' group-free predict(X) applies
     "WassersteinParityRegressor": {"group_estimator": LogisticRegression()},
     "PartialParityClassifier": {"max_iter": 10, "inner_max_iter": 100},

@@ -227,7 +227,15 @@ class LevellingUpClassifier(GroupThresholdClassifier):
         thresholds' that buys a higher worst-group rate. ``None`` with
         ``min_rate=None`` means 0: the fairest of the most accurate thresholds.
     prefit : bool, default=False
-        Use ``estimator`` as already fitted: ``fit`` only chooses the thresholds.
+        Use ``estimator`` (and ``group_estimator``) as already fitted: ``fit`` only
+        chooses the thresholds.
+    group_estimator : classifier, default=None
+        Group-blind mode: a classifier of the group from ``X`` (fitted on the group codes
+        ``0..G-1`` of ``groups_`` unless ``prefit=True``, then predicting labels of
+        ``groups_``). The thresholds are then per *inferred* group: the floor is met
+        exactly by the inferred groups on the fit rows, and ``group_rates_`` /
+        ``worst_rate_`` report the true groups' rates under that routing, which can be
+        lower where the group classifier errs.
 
     Attributes
     ----------
@@ -274,7 +282,7 @@ class LevellingUpClassifier(GroupThresholdClassifier):
     --------
     >>> import numpy as np
     >>> from sklearn.linear_model import LogisticRegression
-    >>> from fairest.postprocessing._levelling import LevellingUpClassifier
+    >>> from fairest.postprocessing import LevellingUpClassifier
     >>> rng = np.random.default_rng(0)
     >>> groups = rng.choice(["a", "b"], size=2000)
     >>> X = rng.normal(size=(2000, 2)) + (groups == "a")[:, None]
@@ -288,9 +296,8 @@ class LevellingUpClassifier(GroupThresholdClassifier):
     """
 
     _fairness_path = None  # no shared-scores path: fairness_path refits per value
-    # the inherited prediction code reads these: one deterministic threshold per known group
+    # the inherited prediction code reads this: one deterministic threshold per group
     randomized = False
-    group_estimator = None
 
     _parameter_constraints: dict = {
         "estimator": [HasMethods(["fit"])],
@@ -298,6 +305,7 @@ class LevellingUpClassifier(GroupThresholdClassifier):
         "min_rate": [Interval(Real, 0, 1, closed="both"), None],
         "accuracy_budget": [Interval(Real, 0, 1, closed="both"), None],
         "prefit": ["boolean"],
+        "group_estimator": [HasMethods(["fit", "predict"]), None],
     }
 
     def __init__(
@@ -308,12 +316,14 @@ class LevellingUpClassifier(GroupThresholdClassifier):
         min_rate=None,
         accuracy_budget=None,
         prefit=False,
+        group_estimator=None,
     ):
         self.estimator = estimator
         self.rate = rate
         self.min_rate = min_rate
         self.accuracy_budget = accuracy_budget
         self.prefit = prefit
+        self.group_estimator = group_estimator
 
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y, *, sensitive_features=None, sample_weight=None):
@@ -345,20 +355,23 @@ class LevellingUpClassifier(GroupThresholdClassifier):
             )
         data = validate_passthrough_fit_data(self, X, y, sensitive_features, sample_weight)
         check_not_regressor(self.estimator, "estimator")
+        if self.group_estimator is not None:
+            check_not_regressor(self.group_estimator, "group_estimator")
+        self.__dict__.pop("group_estimator_", None)  # from a refit
         self.classes_, y01 = encode_binary_target(type(self).__name__, data.y)
         self.groups_ = data.group_labels
+        weighted = sample_weight is not None
         self.estimator_ = self._fitted(
-            self.estimator,
-            X,
-            data.y,
-            data.sample_weight,
-            sample_weight is not None,
-            sensitive_features,
+            self.estimator, X, data.y, data.sample_weight, weighted, sensitive_features
         )
         self._check_estimator_classes()
         scores = self._scores(X)
         w, codes, num_groups = data.sample_weight, data.groups, len(self.groups_)
-        points = group_points(scores, y01, w, codes, num_groups)
+        route = codes  # the group whose threshold a row gets: inferred when group-blind
+        if self.group_estimator is not None and num_groups > 1:
+            self.group_estimator_ = self._fitted(self.group_estimator, X, codes, w, weighted)
+            route = self._inferred_codes(X)
+        points = group_points(scores, y01, w, route, num_groups)
         total = float(w.sum())
         solved = level_up(
             points,
@@ -370,7 +383,7 @@ class LevellingUpClassifier(GroupThresholdClassifier):
         free = level_up(points, LEVELLED_RATES[self.rate], total, min_rate=0.0)
         thresholds = points.threshold[solved.chosen][:, None]
         self._set_thresholds(thresholds, np.ones_like(thresholds), scores)
-        positive = self._positive_probability(scores, codes)
+        positive = self._positive_probability(scores, route)
         self.target_rate_ = solved.target
         self.group_rates_ = group_rate_table(positive, y01, w, codes, self.groups_, self.rate)
         self.worst_rate_ = float(self.group_rates_["value"].min())

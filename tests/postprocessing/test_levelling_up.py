@@ -12,7 +12,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.linear_model import LinearRegression, LogisticRegression
 from sklearn.metrics import accuracy_score, precision_score, recall_score
 
-from fairest.postprocessing._levelling import LevellingUpClassifier
+from fairest.postprocessing import LevellingUpClassifier
 from fairest.utils import FairnessWarning
 
 RATES = ["selection_rate", "recall", "precision"]
@@ -267,3 +267,31 @@ def test_a_rate_only_everybody_reaches_warns_near_constant():
         clf.fit(X, y, sensitive_features=groups)
     assert clf.worst_rate_ == 1.0
     assert clf.train_accuracy_ == pytest.approx(y.mean())
+
+
+def test_group_blind_mode_meets_the_floor_on_the_inferred_groups():
+    """With group_estimator, predict needs no groups; the floor holds for the groups the
+    classifier infers on the fit rows (exactly, as with known groups), and the true
+    groups' rates under that routing are what group_rates_ reports."""
+    from sklearn.linear_model import LogisticRegression
+
+    from fairest.postprocessing import LevellingUpClassifier
+
+    rng = np.random.default_rng(3)
+    g = rng.choice(["a", "b", "c"], 3000)
+    X = rng.normal(size=(3000, 3)) + np.c_[(g == "a") * 1.0, (g == "b") * 2.0, np.zeros(3000)]
+    y = (X[:, 0] + rng.normal(size=3000) > 0.7).astype(int)
+    clf = LevellingUpClassifier(
+        LogisticRegression(), min_rate=0.8, group_estimator=LogisticRegression()
+    ).fit(X, y, sensitive_features=g)
+    inferred = clf._inferred_codes(X)
+    pred = clf.predict(X)  # no sensitive_features
+    positives = y == 1
+    for code in np.unique(inferred):
+        rows = positives & (inferred == code)
+        assert pred[rows].mean() >= 0.8 - 1e-12
+    codes = np.searchsorted(clf.groups_, g)
+    true_recalls = [pred[positives & (codes == k)].mean() for k in range(3)]
+    np.testing.assert_allclose(clf.group_rates_["value"], true_recalls)
+    assert clf.worst_rate_ == pytest.approx(min(true_recalls))
+    assert np.all(np.isfinite(clf.thresholds_))
