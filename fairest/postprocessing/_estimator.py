@@ -10,11 +10,10 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context, clone
 from sklearn.exceptions import UndefinedMetricWarning
 from sklearn.metrics import accuracy_score
-from sklearn.utils import check_random_state, get_tags
+from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import (
-    _num_samples,
     check_is_fitted,
 )
 
@@ -34,6 +33,7 @@ from fairest.postprocessing._diagnostics import (
     warn_small_groups,
     warn_undefined_rates,
 )
+from fairest.postprocessing._routing import GroupRouting, label_key
 from fairest.postprocessing._thresholds import (
     METRIC_RATES,
     best_thresholds,
@@ -46,10 +46,8 @@ from fairest.utils._estimator import (
     check_passthrough_X,
     encode_binary_target,
     validate_passthrough_fit_data,
-    wrapped_fit_params,
-    wrapped_nan_error,
 )
-from fairest.utils._validation import FairnessWarning, encode_groups
+from fairest.utils._validation import FairnessWarning
 
 __all__ = ["GroupThresholdClassifier"]
 
@@ -61,11 +59,7 @@ BLIND_DUAL_STEPS = 60  # dual-ascent iterates of the group-blind mode
 ROUNDING_SLACK = 1e-9  # float rounding of the rates; the LP's feasibility tolerance
 
 
-def _label_key(value):
-    return value.item() if isinstance(value, np.generic) else value
-
-
-class GroupThresholdClassifier(ClassifierMixin, BaseEstimator):
+class GroupThresholdClassifier(GroupRouting, ClassifierMixin, BaseEstimator):
     """Group-specific thresholds on the scores of any classifier, for group fairness.
 
     Post-processing (Hardt et al. 2016): the wrapped ``estimator`` scores every sample
@@ -246,6 +240,8 @@ class GroupThresholdClassifier(ClassifierMixin, BaseEstimator):
     __metadata_request__score = {"sensitive_features": True}
     __metadata_request__decision_function = {"sensitive_features": True}
 
+    per_group = "threshold"  # the noun of the per-group object in messages
+
     _parameter_constraints: dict = {
         "estimator": [HasMethods(["fit"])],
         "metric": [str],  # a name of threshold_metric, checked in fit
@@ -389,25 +385,6 @@ class GroupThresholdClassifier(ClassifierMixin, BaseEstimator):
             path.append(fitted)
         return path
 
-    def _fitted(self, estimator, X, y, sample_weight, weighted, sensitive_features=None):
-        """``estimator`` fitted on ``X`` as given (or as it is, prefit); the groups and
-        the weights reach its ``fit`` when it takes them (see
-        :func:`~fairest.utils._estimator.wrapped_fit_params`); weights it cannot take
-        raise."""
-        if self.prefit:
-            check_is_fitted(estimator)
-            return estimator
-        fitted = clone(estimator)
-        params = wrapped_fit_params(
-            fitted,
-            sensitive_features=sensitive_features,
-            sample_weight=sample_weight if weighted else None,
-            owner=type(self).__name__,
-            require_weight=True,
-        )
-        with wrapped_nan_error(type(self).__name__, fitted):
-            return fitted.fit(X, y, **params)
-
     def _solve(self, scores, y01, sample_weight, codes, tolerance):
         points = group_points(scores, y01, sample_weight, codes, int(codes.max()) + 1)
         return solve_thresholds(points, threshold_rule(self.metric), tolerance, self.randomized)
@@ -486,8 +463,8 @@ class GroupThresholdClassifier(ClassifierMixin, BaseEstimator):
         fitted = getattr(self.estimator_, "classes_", None)
         if fitted is None:
             return
-        fitted = [_label_key(c) for c in np.asarray(fitted)]
-        expected = [_label_key(c) for c in self.classes_]
+        fitted = [label_key(c) for c in np.asarray(fitted)]
+        expected = [label_key(c) for c in self.classes_]
         if fitted != expected:
             raise ValueError(
                 f"estimator has classes_ {fitted[:5]}, but y holds the labels {expected}: "
@@ -593,50 +570,6 @@ class GroupThresholdClassifier(ClassifierMixin, BaseEstimator):
             )
         return scores
 
-    def _inferred_codes(self, X) -> np.ndarray:
-        predicted = np.asarray(self.group_estimator_.predict(X))
-        if not self.prefit:
-            return predicted.astype(np.int64)
-        index = {_label_key(label): code for code, label in enumerate(self.groups_)}
-        try:
-            return np.array([index[_label_key(v)] for v in predicted], dtype=np.int64)
-        except KeyError as error:
-            raise ValueError(
-                f"group_estimator predicts the group {error.args[0]!r}, which is not one of "
-                "the groups seen in fit (groups_)."
-            ) from None
-
-    def _routing_codes(self, X, codes):
-        """Group of every sample used to pick its threshold: inferred when group-blind."""
-        if getattr(self, "group_estimator_", None) is not None:
-            return self._inferred_codes(X)
-        return codes
-
-    def _predict_codes(self, X, sensitive_features) -> np.ndarray:
-        n = _num_samples(X)
-        if getattr(self, "group_estimator_", None) is not None:
-            return self._inferred_codes(X)
-        if len(self.groups_) == 1 and sensitive_features is None:
-            return np.zeros(n, dtype=np.int64)
-        if sensitive_features is None:
-            raise ValueError(
-                "predict needs sensitive_features: the thresholds are per group. Pass "
-                "predict(X, sensitive_features=...), enable metadata routing in a "
-                "meta-estimator, or fit with group_estimator= for group-blind predictions."
-            )
-        codes, labels = encode_groups(sensitive_features, n_samples=n)
-        index = {_label_key(label): code for code, label in enumerate(self.groups_)}
-        unseen = [label for label in labels if _label_key(label) not in index]
-        if unseen:
-            raise ValueError(
-                f"sensitive_features holds group(s) unseen during fit: "
-                f"{', '.join(repr(_label_key(u)) for u in unseen[:5])}; the fitted groups "
-                f"are {[_label_key(g) for g in self.groups_[:10]]}. There is no threshold "
-                "for them."
-            )
-        mapping = np.array([index[_label_key(label)] for label in labels], dtype=np.int64)
-        return mapping[codes]
-
     def _positive_probability(self, scores, codes):
         return mixed_positive_probability(
             scores, codes, self._mix_thresholds, self._mix_probabilities
@@ -727,10 +660,4 @@ class GroupThresholdClassifier(ClassifierMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.classifier_tags.multi_class = False
-        # X goes to the wrapped estimators as given: they say what it may hold
-        wrapped = [get_tags(self.estimator).input_tags]
-        if self.group_estimator is not None:
-            wrapped.append(get_tags(self.group_estimator).input_tags)
-        tags.input_tags.sparse = all(t.sparse for t in wrapped)
-        tags.input_tags.allow_nan = all(t.allow_nan for t in wrapped)
-        return tags
+        return self._wrapped_input_tags(tags, self.estimator)

@@ -7,7 +7,7 @@ import warnings
 from numbers import Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, RegressorMixin, _fit_context, clone
+from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.linear_model import LinearRegression
 from sklearn.metrics import r2_score
 from sklearn.utils import check_random_state, get_tags
@@ -26,11 +26,11 @@ from fairest.metrics._regression import (
     prediction_w2_unfairness,
     quantile_tables,
 )
-from fairest.utils._estimator import check_passthrough_X, wrapped_fit_params, wrapped_nan_error
+from fairest.postprocessing._routing import GroupRouting, label_key
+from fairest.utils._estimator import check_passthrough_X
 from fairest.utils._validation import (
     FairnessWarning,
     check_sensitive_features,
-    encode_groups,
     raise_if_weightless_group,
 )
 
@@ -43,11 +43,7 @@ SMALL_GROUP_ROWS = 185
 SMALL_GROUP_DELTA = 0.05
 
 
-def _label_key(value):
-    return value.item() if isinstance(value, np.generic) else value
-
-
-class WassersteinParityRegressor(RegressorMixin, BaseEstimator):
+class WassersteinParityRegressor(GroupRouting, RegressorMixin, BaseEstimator):
     """Demographic parity for any regressor, through the Wasserstein-2 barycenter.
 
     Each group's predictions are mapped onto the Wasserstein-2 barycenter of the groups'
@@ -188,6 +184,8 @@ class WassersteinParityRegressor(RegressorMixin, BaseEstimator):
     __metadata_request__predict = {"sensitive_features": True}
     __metadata_request__score = {"sensitive_features": True}
 
+    per_group = "map"  # the noun of the per-group object in messages
+
     _parameter_constraints: dict = {
         "estimator": [HasMethods(["fit", "predict"]), None],
         "tolerance": [Interval(Real, 0, 1, closed="both")],
@@ -300,23 +298,6 @@ class WassersteinParityRegressor(RegressorMixin, BaseEstimator):
     def _estimator(self):
         return LinearRegression() if self.estimator is None else self.estimator
 
-    def _fitted(self, estimator, X, y, sample_weight, weighted, sensitive_features=None):
-        """``estimator`` fitted on ``X`` as given (or as it is, prefit); the groups and
-        weights reach its ``fit`` when it takes them; weights it cannot take raise."""
-        if self.prefit:
-            check_is_fitted(estimator)
-            return estimator
-        fitted = clone(estimator)
-        params = wrapped_fit_params(
-            fitted,
-            sensitive_features=sensitive_features,
-            sample_weight=sample_weight if weighted else None,
-            owner=type(self).__name__,
-            require_weight=True,
-        )
-        with wrapped_nan_error(type(self).__name__, fitted):
-            return fitted.fit(X, y, **params)
-
     def _warn_small_groups(self, codes, weights, mass):
         """A :class:`FairnessWarning` naming the groups whose map rests on too few rows."""
         if len(self.groups_) == 1:
@@ -328,7 +309,7 @@ class WassersteinParityRegressor(RegressorMixin, BaseEstimator):
             return
         half = np.sqrt(np.log(2 / SMALL_GROUP_DELTA) / (2 * np.maximum(effective[small], 1.0)))
         listed = ", ".join(
-            f"{_label_key(self.groups_[g])!r} ({effective[g]:.0f} rows, +-{h:.2f})"
+            f"{label_key(self.groups_[g])!r} ({effective[g]:.0f} rows, +-{h:.2f})"
             for g, h in zip(small[:10], half[:10])
         )
         warnings.warn(
@@ -397,43 +378,6 @@ class WassersteinParityRegressor(RegressorMixin, BaseEstimator):
         step = 1.0 - np.sqrt(self.tolerance)
         return (1.0 - step) * predictions + step * fair
 
-    def _inferred_codes(self, X) -> np.ndarray:
-        predicted = np.asarray(self.group_estimator_.predict(X))
-        if not self.prefit:
-            return predicted.astype(np.int64)
-        index = {_label_key(label): code for code, label in enumerate(self.groups_)}
-        try:
-            return np.array([index[_label_key(v)] for v in predicted], dtype=np.int64)
-        except KeyError as error:
-            raise ValueError(
-                f"group_estimator predicts the group {error.args[0]!r}, which is not one of "
-                "the groups seen in fit (groups_)."
-            ) from None
-
-    def _predict_codes(self, X, sensitive_features) -> np.ndarray:
-        n = _num_samples(X)
-        if getattr(self, "group_estimator_", None) is not None:
-            return self._inferred_codes(X)
-        if len(self.groups_) == 1 and sensitive_features is None:
-            return np.zeros(n, dtype=np.int64)
-        if sensitive_features is None:
-            raise ValueError(
-                "predict needs sensitive_features: the maps are per group. Pass "
-                "predict(X, sensitive_features=...), enable metadata routing in a "
-                "meta-estimator, or fit with group_estimator= for group-blind predictions."
-            )
-        codes, labels = encode_groups(sensitive_features, n_samples=n)
-        index = {_label_key(label): code for code, label in enumerate(self.groups_)}
-        unseen = [label for label in labels if _label_key(label) not in index]
-        if unseen:
-            raise ValueError(
-                f"sensitive_features holds group(s) unseen during fit: "
-                f"{', '.join(repr(_label_key(u)) for u in unseen[:5])}; the fitted groups "
-                f"are {[_label_key(g) for g in self.groups_[:10]]}. There is no map for them."
-            )
-        mapping = np.array([index[_label_key(label)] for label in labels], dtype=np.int64)
-        return mapping[codes]
-
     def predict(self, X, *, sensitive_features=None):
         """Predict, moving each group's predictions towards the barycenter.
 
@@ -479,10 +423,4 @@ class WassersteinParityRegressor(RegressorMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        # X goes to the wrapped estimators as given: they say what it may hold
-        wrapped = [get_tags(self._estimator()).input_tags]
-        if self.group_estimator is not None:
-            wrapped.append(get_tags(self.group_estimator).input_tags)
-        tags.input_tags.sparse = all(t.sparse for t in wrapped)
-        tags.input_tags.allow_nan = all(t.allow_nan for t in wrapped)
-        return tags
+        return self._wrapped_input_tags(tags, self._estimator())
