@@ -11,6 +11,8 @@
   attribute, for certificates that hold after a change of population (``shift=``).
 * :func:`certify_ks_gap`: simultaneous bounds of a regressor's KS gap between the groups'
   prediction distributions (per-group DKW bands), a :class:`KSGapCertificate`.
+* :func:`certify_min_rate`: certify a rate floor in every group (the promise of levelling
+  up), a :class:`MinRateCertificate`.
 * Scorers of model selection: :func:`no_solution_scorer`, :func:`certified_bound_scorer`.
 """
 
@@ -29,6 +31,7 @@ __getattr__, __dir__, __all__ = lazy_exports(
         ],
         "_estimator": ["CertifiedFairClassifier", "NoSolutionFoundError"],
         "_ks": ["KSGapCertificate", "certify_ks_gap"],
+        "_min_rate": ["MinRateCertificate", "certify_min_rate"],
         "_scorers": ["certified_bound_scorer", "no_solution_scorer"],
         "_shift": ["DemographicShift"],
     },
