@@ -16,7 +16,6 @@ from __future__ import annotations
 import inspect
 import numbers
 import time
-import warnings
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -30,6 +29,7 @@ from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import validate_data
 
 from fairest import metrics as _metrics
+from fairest.model_selection._split import group_stratified_splits
 from fairest.utils._validation import frame_of_mapping
 
 __all__ = ["FairnessPath", "fairness_path"]
@@ -420,7 +420,7 @@ def _check_splits(cv, X, y, sensitive_features) -> list:
         and groups is not None
         and type_of_target(y) in ("binary", "multiclass")
     ):
-        return _group_stratified_splits(int(cv), np.asarray(y), groups)
+        return group_stratified_splits(int(cv), np.asarray(y), groups)
     splits = [
         (np.asarray(train), np.asarray(test))
         for train, test in check_cv(cv, y, classifier=True).split(X, y)
@@ -428,63 +428,6 @@ def _check_splits(cv, X, y, sensitive_features) -> list:
     if not splits or any(train.size == 0 or test.size == 0 for train, test in splits):
         raise ValueError("cv must give at least one split, each with train and test rows.")
     return splits
-
-
-def _group_stratified_splits(n_splits: int, y, groups) -> list:
-    """``cv=n_splits`` folds stratified on the (group, label) cells. A group needs a row
-    in every test fold and two in every training fold (a per-group fit needs two), a
-    label a row in every fold; one with too few rows raises ``ValueError`` naming it,
-    its size and the fix."""
-    from fairest.model_selection import GroupStratifiedKFold
-    from fairest.utils._validation import encode_groups
-
-    if n_splits < 2:
-        raise ValueError(f"cv={n_splits}: cross-validation needs at least 2 folds.")
-    codes, labels = encode_groups(groups, n_samples=len(y))
-    for kind, names, counts, need in (
-        ("group", labels, np.bincount(codes, minlength=len(labels)), _min_group_rows),
-        ("label", *np.unique(y, return_counts=True), lambda k: k),
-    ):
-        small = np.flatnonzero(counts < need(n_splits))
-        if small.size:
-            shown = ", ".join(
-                f"{_plain(names[i])!r} ({counts[i]} row{'' if counts[i] == 1 else 's'})"
-                for i in small[:5]
-            )
-            usable = [k for k in range(2, counts.min() + 1) if need(k) <= counts.min()]
-            fixes = [f"use cv={usable[-1]}"] if usable else []
-            if kind == "group":
-                fixes.append("merge the small group into another")
-            fixes.append("pass your own (train, test) splits as cv")
-            raise ValueError(
-                f"cv={n_splits}: {kind} {shown} is too small for {n_splits} folds: every "
-                f"fold's test rows need a row of every {kind}"
-                + (" and its training rows two" if kind == "group" else "")
-                + f" ({need(n_splits)} rows at least): "
-                + ", ".join(fixes[:-1])
-                + (" or " if len(fixes) > 1 else "")
-                + f"{fixes[-1]}."
-            )
-    with warnings.catch_warnings():  # a thin (label, group) cell: the checks above hold
-        warnings.filterwarnings("ignore", message=r"the \(label, group\) cell")
-        splits = list(GroupStratifiedKFold(n_splits).split(y, y, sensitive_features=groups))
-    for j, (train, _) in enumerate(splits):
-        missing = np.setdiff1d(np.unique(y), y[train])
-        if missing.size:  # only labels spread one row per group can end up here
-            raise ValueError(
-                f"cv={n_splits}: fold {j}'s training rows hold no row of label(s) "
-                f"{missing.tolist()}; use fewer folds or pass your own (train, test) splits."
-            )
-    return splits
-
-
-def _min_group_rows(n_splits: int) -> int:
-    """Fewest rows of a group whose rows are dealt round robin over ``n_splits`` folds for
-    a row in every test fold and two in every training fold (2 folds: 4 rows)."""
-    rows = n_splits
-    while rows - -(-rows // n_splits) < 2:
-        rows += 1
-    return rows
 
 
 def _plain(label):

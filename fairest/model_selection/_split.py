@@ -139,3 +139,61 @@ class GroupStratifiedKFold(BaseCrossValidator):
 def _plain(label):
     """A numpy scalar label as the Python value it holds (``1``, not ``np.int64(1)``)."""
     return label.item() if isinstance(label, np.generic) else label
+
+
+def _plain_label(label):
+    return label.item() if isinstance(label, np.generic) else label
+
+
+def group_stratified_splits(n_splits: int, y, groups) -> list:
+    """``cv=n_splits`` folds stratified on the (group, label) cells. A group needs a row
+    in every test fold and two in every training fold (a per-group fit needs two), a
+    label a row in every fold; one with too few rows raises ``ValueError`` naming it,
+    its size and the fix."""
+    if n_splits < 2:
+        raise ValueError(f"cv={n_splits}: cross-validation needs at least 2 folds.")
+    codes, labels = encode_groups(groups, n_samples=len(y))
+    for kind, names, counts, need in (
+        ("group", labels, np.bincount(codes, minlength=len(labels)), _min_group_rows),
+        ("label", *np.unique(y, return_counts=True), lambda k: k),
+    ):
+        small = np.flatnonzero(counts < need(n_splits))
+        if small.size:
+            shown = ", ".join(
+                f"{_plain_label(names[i])!r} ({counts[i]} row{'' if counts[i] == 1 else 's'})"
+                for i in small[:5]
+            )
+            usable = [k for k in range(2, counts.min() + 1) if need(k) <= counts.min()]
+            fixes = [f"use cv={usable[-1]}"] if usable else []
+            if kind == "group":
+                fixes.append("merge the small group into another")
+            fixes.append("pass your own (train, test) splits as cv")
+            raise ValueError(
+                f"cv={n_splits}: {kind} {shown} is too small for {n_splits} folds: every "
+                f"fold's test rows need a row of every {kind}"
+                + (" and its training rows two" if kind == "group" else "")
+                + f" ({need(n_splits)} rows at least): "
+                + ", ".join(fixes[:-1])
+                + (" or " if len(fixes) > 1 else "")
+                + f"{fixes[-1]}."
+            )
+    with warnings.catch_warnings():  # a thin (label, group) cell: the checks above hold
+        warnings.filterwarnings("ignore", message=r"the \(label, group\) cell")
+        splits = list(GroupStratifiedKFold(n_splits).split(y, y, sensitive_features=groups))
+    for j, (train, _) in enumerate(splits):
+        missing = np.setdiff1d(np.unique(y), y[train])
+        if missing.size:  # only labels spread one row per group can end up here
+            raise ValueError(
+                f"cv={n_splits}: fold {j}'s training rows hold no row of label(s) "
+                f"{missing.tolist()}; use fewer folds or pass your own (train, test) splits."
+            )
+    return splits
+
+
+def _min_group_rows(n_splits: int) -> int:
+    """Fewest rows of a group whose rows are dealt round robin over ``n_splits`` folds for
+    a row in every test fold and two in every training fold (2 folds: 4 rows)."""
+    rows = n_splits
+    while rows - -(-rows // n_splits) < 2:
+        rows += 1
+    return rows

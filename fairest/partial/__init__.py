@@ -11,16 +11,16 @@ the paper's subgradient descent on request) and the full-metric constrained mode
 ``fairest.metrics`` (``partial_statistical_parity``...).
 """
 
-from fairest.partial._baselines import (
-    GroupAUCConstrainedClassifier,
-    InterGroupPairwiseConstrainedClassifier,
-    IntraGroupPairwiseConstrainedClassifier,
-    PartialParityPenaltyClassifier,
-    pairwise_quadratic_mean,
-)
+from fairest.partial._baselines import PartialParityPenaltyClassifier
 from fairest.partial._estimator import PartialParityClassifier
 from fairest.partial._features import GroupInteractionFeatures
 from fairest.partial._idca import theory_schedule
+from fairest.partial._pairwise import (
+    GroupAUCConstrainedClassifier,
+    InterGroupPairwiseConstrainedClassifier,
+    IntraGroupPairwiseConstrainedClassifier,
+    pairwise_quadratic_mean,
+)
 
 __all__ = [
     "GroupAUCConstrainedClassifier",

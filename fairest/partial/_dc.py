@@ -34,6 +34,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from fairest._kernels._losses import cross_entropy
 from fairest._kernels._sparse import SparseRows
 from fairest.partial._rows import row_dot, row_scatter, row_sum
 
@@ -199,7 +200,7 @@ def _gmean(values, data: Data, cfg: Config):
 
 
 def _logistic_parts(s, data: Data):
-    value = row_sum(data.c0 * (jnp.logaddexp(0.0, s) - data.y * s))
+    value = row_sum(data.c0 * cross_entropy(s, data.y))
     return value, data.c0 * (jax.nn.sigmoid(s) - data.y)
 
 

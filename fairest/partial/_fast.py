@@ -42,6 +42,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from fairest._kernels._losses import cross_entropy
 from fairest.partial._dc import (
     Config,
     Data,
@@ -261,7 +262,7 @@ def _loss_hessian(x, data: Data, cfg: Config, rows: int):
 
 
 def _logistic_sum(s, block: Data):
-    return row_sum(block.c0 * (jnp.logaddexp(0.0, s) - block.y * s))
+    return row_sum(block.c0 * cross_entropy(s, block.y))
 
 
 def _value(x, lam, rho, delta, data: Data, cfg: Config, rows: int):
