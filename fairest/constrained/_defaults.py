@@ -1,8 +1,13 @@
 """Defaults of the constrained-training family (constrained spec sections 2.4-2.9, 3.5-3.8, 4).
 
 Every number cites the spec section it comes from; [P] paper text, [C] released code or
-configs, [F] fairest decision.
+configs, [F] fairest decision. The thresholds that only choose how a result is computed
+are the fields of :data:`CONSTRAINED_TUNING` (at the end).
 """
+
+import dataclasses
+
+from fairest.utils._tuning import Tuning
 
 # --- paper B, section 3.1 / 4.2 -------------------------------------------------------------
 TOLERANCE = 0.005  # delta of the loss-gap constraint [C] (spec 3.1)
@@ -10,7 +15,6 @@ CONSTRAINT_BATCH_SIZE = 8  # rows per group per constraint draw [C] (spec 3.4)
 N_EPOCHS = 5  # spec 4.2; n_epochs="auto" under preset "paper" / "release"
 HIDDEN_LAYER_SIZES = (64, 32)  # 9 -> 64 -> 32 -> 1 MLP [P] (spec 3.3)
 FEASIBILITY_TOL = 1e-3  # is_feasible_ threshold (spec 4.2)
-MIN_CHUNK = 256  # [F] iterations per jitted scan chunk (at least); see _engine._driver._run_scan
 
 # Objective batch size used for batch_size="auto" (spec 4.2): 8, 16 for SSw [C].
 AUTO_BATCH_SIZE = {"ssw": 16}
@@ -161,3 +165,31 @@ NONFINITE_CHECK_EVERY = 16
 # a constrained fit whose train accuracy beats the majority class by less than this share
 # of the room above it has traded away nearly all the features predict: it warns
 WEAK_ACCURACY_SHARE = 0.1
+
+
+# --- code paths (both families) [F] --------------------------------------------------------
+@dataclasses.dataclass
+class ConstrainedTuning(Tuning):
+    """Thresholds that choose the constrained family's code paths, never its results
+    (beyond floating-point rounding).
+
+    Change them in tests with ``CONSTRAINED_TUNING.override(...)`` (:class:`Tuning`); each
+    is read when its path is chosen (a fit, or the trace of the function it shapes, whose
+    cache key holds it), so an override must enclose the fit that should see it.
+    """
+
+    # iterations per jitted scan chunk (at least; _engine._runtime.chunk_length): one host
+    # round trip per chunk, whatever the epoch length
+    min_chunk: int = 256
+    # rows per block of the final full-data step on large data (_engine._solvers): its
+    # activations and their gradients are held for one block at a time, not for all rows
+    full_step_block_rows: int = 16_384
+    # rows per block of the host forward pass (_mlp.numpy_forward): its hidden activations
+    # (n x 64 float64 for the default network, with temporaries) for one block at a time
+    forward_block_rows: int = 65_536
+    # floats of the (block, width, fan_out) temporary of one row block of a full pass over
+    # a sparse X (_sparse.SparseDesign; 16 MiB in float64)
+    gather_block_floats: int = 1 << 21
+
+
+CONSTRAINED_TUNING = ConstrainedTuning()

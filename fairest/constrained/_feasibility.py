@@ -27,6 +27,7 @@ import numpy as np
 from jax import lax
 
 from fairest.constrained import _defaults
+from fairest.constrained._defaults import CONSTRAINED_TUNING
 from fairest.constrained._engine import loss_scales
 from fairest.constrained._engine._contract import _Ctx
 from fairest.constrained._engine._runtime import _device_data
@@ -48,15 +49,16 @@ def plain_label(label):
     return label.item() if isinstance(label, np.generic) else label
 
 
-def _violation_function(problem, ctx):
+def _violation_function(problem, ctx, block_rows: int):
     """``violation(x, A, target) -> (c, grad)``: the constraint values ``c = A @ L(x) -
     target`` of the full-data cell means ``L`` of the per-row losses and the gradient of
     ``V = 1/2 ||max(c, 0)||^2``. One forward and one backward pass (``jax.vjp``); on
     large dense data, row blocks: one pass for ``L``, one for the gradient of the fixed
-    combination of the blocks' cell sums (no block's activations kept for the other)."""
+    combination of the blocks' cell sums (no block's activations kept for the other), of
+    ``block_rows`` rows."""
     n_cells = problem.n_cells
     batch = ctx.full_con_batch()
-    n_blocks = _full_step_blocks(ctx)
+    n_blocks = _full_step_blocks(ctx, block_rows)
     counts = jax.ops.segment_sum(batch.w, jnp.clip(batch.g, 0, n_cells - 1), num_segments=n_cells)
     present = counts > 0
     safe = jnp.where(present, counts, 1.0)
@@ -77,13 +79,16 @@ def _violation_function(problem, ctx):
 
     def violation(x, A, target):
         total = lax.fori_loop(
-            0, n_blocks, lambda k, t: t + sums(x, _block_of(batch, k)), jnp.zeros(n_cells, x.dtype)
+            0,
+            n_blocks,
+            lambda k, t: t + sums(x, _block_of(batch, k, block_rows)),
+            jnp.zeros(n_cells, x.dtype),
         )
         c = A @ jnp.where(present, total / safe, 0.0) - target
         coef = jnp.where(present, (A.T @ jnp.maximum(c, 0.0)) / safe, 0.0)
 
         def add_grad(k, g):
-            return g + jax.grad(lambda z: coef @ sums(z, _block_of(batch, k)))(x)
+            return g + jax.grad(lambda z: coef @ sums(z, _block_of(batch, k, block_rows)))(x)
 
         return c, lax.fori_loop(0, n_blocks, add_grad, jnp.zeros_like(x))
 
@@ -91,12 +96,13 @@ def _violation_function(problem, ctx):
 
 
 @lru_cache(maxsize=16)
-def _restore_function(problem):
-    """Jitted restoration loop of ``problem`` (cached: fits of one shape compile once)."""
+def _restore_function(problem, block_rows: int):
+    """Jitted restoration loop of ``problem`` (cached: fits of one shape compile once);
+    ``block_rows``: ``CONSTRAINED_TUNING.full_step_block_rows``, a key of the cache."""
 
     def run(x0, data, A, target, stop, max_steps):
         ctx = _Ctx(problem, data, {}, {}, True, True)
-        violation = _violation_function(problem, ctx)
+        violation = _violation_function(problem, ctx, block_rows)
         tiny = jnp.finfo(x0.dtype).tiny
 
         def cond(carry):
@@ -147,7 +153,7 @@ def restore_feasibility(
     # in units of A @ L - target: aim at tolerance - margin, stop within tolerance - margin/2
     target = np.asarray(float(tolerance) - margin, dtype=real)
     stop = np.asarray(margin / 2, dtype=real)
-    best, steps = _restore_function(problem)(
+    best, steps = _restore_function(problem, CONSTRAINED_TUNING.full_step_block_rows)(
         np.asarray(x, dtype=real),
         data,
         np.asarray(gaps.A, dtype=real),

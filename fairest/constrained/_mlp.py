@@ -11,6 +11,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from fairest._kernels._mlp import mlp_forward, mlp_forward_host
+from fairest.constrained._defaults import CONSTRAINED_TUNING
 
 __all__ = ["MLP", "numpy_forward"]
 
@@ -59,20 +60,13 @@ class MLP:
         return mlp_forward(params, X, masks)
 
 
-# rows per block of the host forward pass: its hidden activations (n x 64 float64 for the
-# default network, with temporaries) are held for one block at a time, not for all of X
-FORWARD_BLOCK_ROWS = 65_536
-
-
 def numpy_forward(params, X) -> np.ndarray:
     """Host forward pass in float64 (prediction is group-blind and needs no JAX); ``X``
     dense or scipy sparse (never densified: the first layer is a sparse product). Dense
-    ``X`` is read in blocks of ``FORWARD_BLOCK_ROWS`` rows (only the logits are whole)."""
-    n = X.shape[0]
-    if sp.issparse(X) or n <= FORWARD_BLOCK_ROWS or len(params) < 2:
+    ``X`` is read in blocks of ``CONSTRAINED_TUNING.forward_block_rows`` rows (only the
+    logits are whole)."""
+    n, block = X.shape[0], CONSTRAINED_TUNING.forward_block_rows
+    if sp.issparse(X) or n <= block or len(params) < 2:
         return mlp_forward_host(params, X)
-    blocks = [
-        mlp_forward_host(params, X[start : start + FORWARD_BLOCK_ROWS])
-        for start in range(0, n, FORWARD_BLOCK_ROWS)
-    ]
+    blocks = [mlp_forward_host(params, X[start : start + block]) for start in range(0, n, block)]
     return np.concatenate(blocks)

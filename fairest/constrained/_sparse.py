@@ -27,13 +27,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from fairest._kernels._sparse import SparseRows, sparse_rows
+from fairest.constrained._defaults import CONSTRAINED_TUNING
 from fairest.utils._devices import place_replicated, place_rows
 
 __all__ = ["GatheredRows", "SparseDesign", "as_csr", "largest_magnitude"]
-
-# Floats of the (block, width, fan_out) temporary of one row block of a full pass (16 MiB
-# in float64).
-GATHER_BLOCK_FLOATS = 1 << 21
 
 
 @jax.tree_util.register_pytree_node_class
@@ -66,17 +63,24 @@ class GatheredRows:
 
 @jax.tree_util.register_pytree_node_class
 class SparseDesign:
-    """A device sparse ``X`` usable as the solvers' ``data["X"]`` (see the module)."""
+    """A device sparse ``X`` usable as the solvers' ``data["X"]`` (see the module).
 
-    def __init__(self, rows: SparseRows):
+    ``block_floats`` (static: part of the compiled code's key) bounds the temporary of one
+    row block of a full pass; ``None`` reads ``CONSTRAINED_TUNING.gather_block_floats``.
+    """
+
+    def __init__(self, rows: SparseRows, block_floats: int | None = None):
         self.rows = rows
+        if block_floats is None:
+            block_floats = CONSTRAINED_TUNING.gather_block_floats
+        self.block_floats = int(block_floats)
 
     def tree_flatten(self):
-        return (self.rows,), ()
+        return (self.rows,), (self.block_floats,)
 
     @classmethod
     def tree_unflatten(cls, aux, children):
-        return cls(*children)
+        return cls(*children, *aux)
 
     @property
     def width(self) -> int:
@@ -100,7 +104,7 @@ class SparseDesign:
         :meth:`__getitem__` (a ``lax.map``), so the temporaries are (block, width, k), never
         (nnz, k)."""
         n = self.shape[0]
-        block = max(1, min(n, GATHER_BLOCK_FLOATS // (self.width * W.shape[1])))
+        block = max(1, min(n, self.block_floats // (self.width * W.shape[1])))
         n_blocks = -(-n // block)
         ids = jnp.minimum(jnp.arange(n_blocks * block, dtype=jnp.int32), n - 1)
         out = jax.lax.map(lambda rows: self[rows] @ W, ids.reshape(n_blocks, block))

@@ -5,7 +5,8 @@ import pytest
 
 from fairest import LossGapConstrainedClassifier
 from fairest.constrained import _mlp
-from fairest.constrained._engine import _driver, _runtime, _solvers
+from fairest.constrained._defaults import CONSTRAINED_TUNING
+from fairest.constrained._engine import _runtime
 
 
 def _data(n=1000, d=6, seed=0):
@@ -16,32 +17,28 @@ def _data(n=1000, d=6, seed=0):
     return X, y, g, rng.uniform(0.2, 2.0, n)
 
 
-def _fit_params(monkeypatch, block_rows, weighted):
+def _fit_params(block_rows, weighted):
     X, y, g, sw = _data()
-    monkeypatch.setattr(_solvers, "FULL_STEP_BLOCK_ROWS", block_rows)
-    _driver._final_function.cache_clear()  # traced with the block size
-    try:
+    with CONSTRAINED_TUNING.override(full_step_block_rows=block_rows):
         est = LossGapConstrainedClassifier(
             solver="ssl_alm", dtype="float64", max_iter=40, random_state=0, tolerance=0.01
         )
         est.fit(X, y, sensitive_features=g, sample_weight=sw if weighted else None)
-    finally:
-        _driver._final_function.cache_clear()
     return np.concatenate([np.ravel(a) for layer in est.params_ for a in layer])
 
 
 @pytest.mark.parametrize("weighted", [False, True])
-def test_blocked_final_full_step_equals_whole(monkeypatch, weighted):
+def test_blocked_final_full_step_equals_whole(weighted):
     # n = 1000 is padded to 1024 rows: 16 blocks of 64 rows against one pass over all
-    blocked = _fit_params(monkeypatch, 64, weighted)
-    whole = _fit_params(monkeypatch, 10**9, weighted)
-    start = _fit_params(monkeypatch, 10**9, weighted)
+    blocked = _fit_params(64, weighted)
+    whole = _fit_params(10**9, weighted)
+    start = _fit_params(10**9, weighted)
     np.testing.assert_array_equal(whole, start)  # deterministic
     np.testing.assert_allclose(blocked, whole, rtol=0, atol=1e-10)
     assert not np.array_equal(blocked, np.zeros_like(blocked))
 
 
-def test_blocked_host_forward_equals_whole(monkeypatch):
+def test_blocked_host_forward_equals_whole():
     X, _, _, _ = _data(n=1000)
     rng = np.random.default_rng(1)
     params = [
@@ -49,8 +46,9 @@ def test_blocked_host_forward_equals_whole(monkeypatch):
         (rng.normal(size=(5, 2)), rng.normal(size=2)),
     ]
     whole = _mlp.numpy_forward(params, X)
-    monkeypatch.setattr(_mlp, "FORWARD_BLOCK_ROWS", 64)
-    np.testing.assert_allclose(_mlp.numpy_forward(params, X), whole, rtol=1e-12, atol=1e-12)
+    with CONSTRAINED_TUNING.override(forward_block_rows=64):
+        blocked = _mlp.numpy_forward(params, X)
+    np.testing.assert_allclose(blocked, whole, rtol=1e-12, atol=1e-12)
     relu = np.maximum(X @ params[0][0] + params[0][1], 0.0)
     np.testing.assert_allclose(whole, relu @ params[1][0] + params[1][1], rtol=1e-12)
 
@@ -63,3 +61,24 @@ def test_padded_design_is_one_aligned_cast_copy():
     np.testing.assert_array_equal(out[:10], X.astype(np.float32))
     np.testing.assert_array_equal(out[10:], 0.0)
     assert _runtime.padded_design(X, 10, np.float64) is X  # nothing to do: no copy
+
+
+def test_sparse_full_pass_blocks_follow_the_tuning_record():
+    """A full pass over a sparse X in blocks of a few rows equals the one-block pass; the
+    block size is static in the design, so an override reaches compiled code too."""
+    import jax
+    import scipy.sparse as sp
+
+    from fairest.constrained._sparse import place_with_design
+
+    X = sp.random(50, 7, density=0.3, random_state=0, format="csr")
+    W = np.random.default_rng(2).normal(size=(7, 3)).astype(np.float32)
+    rows = {"y": np.zeros(50, np.int32)}
+    whole = place_with_design(X, rows, np.float32)["X"]
+    with CONSTRAINED_TUNING.override(gather_block_floats=8 * 3):
+        blocked = place_with_design(X, rows, np.float32)["X"]
+    assert blocked.block_floats == 24 and whole.block_floats == 1 << 21
+    product = jax.jit(lambda design, W: design @ W)
+    expected = X.toarray().astype(np.float32) @ W
+    np.testing.assert_allclose(product(whole, W), expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(product(blocked, W), expected, rtol=1e-5, atol=1e-6)

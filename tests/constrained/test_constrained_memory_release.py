@@ -1,12 +1,13 @@
 """Memory near the data size (issue 19.3): the objective stream's chunks are slices of the
 epochs' draws (no per-iteration row objects), and the final full step's XLA temporaries
-are those of one block of ``FULL_STEP_BLOCK_ROWS`` rows."""
+are those of one block of ``CONSTRAINED_TUNING.full_step_block_rows`` rows."""
 
 import numpy as np
 import pytest
 
 from fairest import LossGapConstrainedClassifier
-from fairest.constrained._engine import _driver, _sampling, _solvers
+from fairest.constrained._defaults import CONSTRAINED_TUNING
+from fairest.constrained._engine import _driver, _sampling
 
 _FINAL_FUNCTION = _driver._final_function  # the cached one (the tests spy on it)
 
@@ -71,11 +72,11 @@ def _final_step_temporaries(monkeypatch, block_rows, n=2**16, d=12):
 
         return run
 
-    monkeypatch.setattr(_solvers, "FULL_STEP_BLOCK_ROWS", block_rows)
     monkeypatch.setattr(_driver, "_final_function", spied)
-    final_function.cache_clear()  # traced with the block size
+    final_function.cache_clear()  # the spy sees a fresh compilation
     try:
-        LossGapConstrainedClassifier(max_iter=2, random_state=0).fit(X, y, sensitive_features=g)
+        with CONSTRAINED_TUNING.override(full_step_block_rows=block_rows):
+            LossGapConstrainedClassifier(max_iter=2, random_state=0).fit(X, y, sensitive_features=g)
     finally:
         final_function.cache_clear()
     assert len(temporaries) == 1
@@ -85,8 +86,8 @@ def _final_step_temporaries(monkeypatch, block_rows, n=2**16, d=12):
 def test_final_step_temporaries_are_one_block(monkeypatch):
     """Blocks four times smaller hold about a quarter of the temporaries: they are the
     block's, not the data's (1e6 x 100, float32: 97 MiB with 65,536-row blocks, 24 MiB
-    with the 16,384 rows of ``FULL_STEP_BLOCK_ROWS``)."""
-    block = _solvers.FULL_STEP_BLOCK_ROWS
+    with the 16,384 rows of ``full_step_block_rows``)."""
+    block = CONSTRAINED_TUNING.full_step_block_rows
     small = _final_step_temporaries(monkeypatch, block // 4)
     large = _final_step_temporaries(monkeypatch, block)
     assert small <= 0.4 * large

@@ -166,8 +166,9 @@ class Solver(NamedTuple):
     constraint_draws : callable
         ``constraint_draws(hyper) -> int``: constraint draws one iteration consumes.
     final_step : callable or None
-        ``final_step(state, ctx) -> state``: a last step on the full data, taken when
-        ``hyper["final_full_step"]`` is true.
+        ``final_step(state, ctx, block_rows) -> state``: a last step on the full data,
+        taken when ``hyper["final_full_step"]`` is true; ``block_rows`` (the tuning
+        record's ``full_step_block_rows``) bounds the rows a blocked pass holds at once.
     step_sizes : tuple of str
         The ``hyper`` keys that the refits after a divergence scale.
     choices : dict

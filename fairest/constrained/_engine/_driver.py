@@ -24,6 +24,7 @@ from jax import lax
 from sklearn.exceptions import ConvergenceWarning
 
 from fairest.constrained import _defaults
+from fairest.constrained._defaults import CONSTRAINED_TUNING
 from fairest.constrained._engine._contract import RunResult, _Ctx
 from fairest.constrained._engine._runtime import (
     HOOKS,
@@ -224,9 +225,16 @@ def _chunk_function(
 
 
 @lru_cache(maxsize=16)
-def _final_function(name: str, problem, lanes: tuple = (), fold_axes: tuple = ()):
+def _final_function(
+    name: str, problem, lanes: tuple = (), fold_axes: tuple = (), block_rows: int | None = None
+):
+    """Jitted final full-data step of solver ``name`` (vmapped over ``lanes`` / folds as
+    :func:`_chunk_function`); ``block_rows`` (a key of the cache, so that an override of
+    ``CONSTRAINED_TUNING.full_step_block_rows`` takes effect) is read by the caller."""
+
     def final(state, data, aux, hyper):
-        return SOLVERS[name].final_step(state, _Ctx(problem, data, aux, hyper, True, True))
+        ctx = _Ctx(problem, data, aux, hyper, True, True)
+        return SOLVERS[name].final_step(state, ctx, block_rows)
 
     if fold_axes:
         by_lane = jax.vmap(final, in_axes=(0, None, dict(lanes), None))
@@ -393,7 +401,10 @@ def _run_scan(name, ctx, x0, groups, cells, run: _RunSettings) -> RunResult:
         state = spec.init(x0, ctx)
     stream = _ObjectiveStream(obj_sampler)
     offset = run.start_iter
-    final_fn = _final_function(name, problem, run.lanes) if _takes_final_step(spec, hyper) else None
+    final_fn = None
+    if _takes_final_step(spec, hyper):
+        block_rows = CONSTRAINED_TUNING.full_step_block_rows
+        final_fn = _final_function(name, problem, run.lanes, block_rows=block_rows)
     final_compiled = None  # the thread compiling final_fn, if one was started
 
     logs, done, start = [], 0, time.perf_counter()

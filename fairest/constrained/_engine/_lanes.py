@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from fairest.constrained._defaults import CONSTRAINED_TUNING
 from fairest.constrained._engine._contract import _Ctx
 from fairest.constrained._engine._driver import (
     _at,
@@ -139,7 +140,8 @@ def run_fold_lanes(
     bad = np.full((len(folds), n_values), -1, np.int32)
     final_fn, final_compiled = None, None  # final_compiled: the thread compiling final_fn
     if _takes_final_step(spec, hyper) and max(budgets):
-        final_fn = _final_function(solver, problem, lanes, fold_axes)
+        block_rows = CONSTRAINED_TUNING.full_step_block_rows
+        final_fn = _final_function(solver, problem, lanes, fold_axes, block_rows)
     logs, previous_bad = [], None
     for c in range(n_chunks):
         if previous_bad is not None and np.all(np.asarray(previous_bad) >= 0):

@@ -6,7 +6,7 @@ what the driver does around a run's chunks.
   (:func:`fairest.constrained._sparse.place_with_design`); :func:`padded_design` casts and
   pads a dense ``X`` into one aligned buffer;
 * :func:`chunk_length`: iterations per jitted chunk, a bucket of at least
-  ``_defaults.MIN_CHUNK``;
+  ``CONSTRAINED_TUNING.min_chunk``;
 * :data:`HOOKS`: the services the driver calls and no solver does: handing freed memory
   back to the system (:func:`fairest.utils._memory.release_free_memory`) and compiling the
   final full-data step in a thread while the chunks run
@@ -23,7 +23,7 @@ import scipy.sparse as sp
 
 from fairest._kernels import bucket_size
 from fairest._kernels._buckets import aligned_empty
-from fairest.constrained import _defaults
+from fairest.constrained._defaults import CONSTRAINED_TUNING
 from fairest.constrained._sparse import place_with_design
 from fairest.utils._compilation_cache import compile_in_background
 from fairest.utils._memory import release_free_memory
@@ -48,9 +48,10 @@ HOOKS = RuntimeHooks(release_free_memory, compile_in_background)
 
 
 def chunk_length(iters_per_epoch: int) -> int:
-    """Iterations of one jitted chunk: the bucket of ``max(iters_per_epoch, MIN_CHUNK)``,
-    so that nearby epoch lengths share the compiled chunk."""
-    return bucket_size(max(iters_per_epoch, _defaults.MIN_CHUNK))
+    """Iterations of one jitted chunk: the bucket of ``max(iters_per_epoch, min_chunk)``
+    (:data:`~fairest.constrained._defaults.CONSTRAINED_TUNING`), so that nearby epoch
+    lengths share the compiled chunk."""
+    return bucket_size(max(iters_per_epoch, CONSTRAINED_TUNING.min_chunk))
 
 
 def _device_data(X, y, groups, cells, dtype, loss_scale=None, cell_scale=None):

@@ -24,7 +24,7 @@ from fairest.constrained._engine._contract import (
 )
 from fairest.constrained._engine._ghost_solver import _ghost_diagnostics, _init_ghost, _step_ghost
 
-__all__ = ["SOLVERS", "FULL_STEP_BLOCK_ROWS", "PrimalState", "SswState", "AlmState", "GdaState"]
+__all__ = ["SOLVERS", "PrimalState", "SswState", "AlmState", "GdaState"]
 
 
 # ------------------------------------------------------------------------------------------
@@ -182,35 +182,26 @@ def _step_ssl_alm(state, inp, ctx, *, shared_draw: bool = False):
     return state, log
 
 
-# rows per block of the final full-data step on large data: its network activations and
-# their gradients are held for one block at a time, not for all rows at once (XLA's
-# temporaries of the step grow with the block's rows)
-FULL_STEP_BLOCK_ROWS = 16_384
-
-
-def _full_step_blocks(ctx) -> int:
-    """Row blocks the final full-data step reads ``X`` in; 0 to read it at once (small or
-    sparse data, problems that are not sums of per-row losses)."""
+def _full_step_blocks(ctx, block_rows: int) -> int:
+    """Row blocks of ``block_rows`` rows the final full-data step reads ``X`` in; 0 to read
+    it at once (small or sparse data, problems that are not sums of per-row losses)."""
     X = ctx.data["X"]
     n = X.shape[0]
     if not getattr(ctx.problem, "row_separable", False) or not isinstance(X, jax.Array):
         return 0
-    if X.ndim != 2 or n % FULL_STEP_BLOCK_ROWS or n < 4 * FULL_STEP_BLOCK_ROWS:
+    if X.ndim != 2 or n % block_rows or n < 4 * block_rows:
         return 0
-    return n // FULL_STEP_BLOCK_ROWS
+    return n // block_rows
 
 
-def _block_of(batch: Batch, k) -> Batch:
-    start = k * FULL_STEP_BLOCK_ROWS
+def _block_of(batch: Batch, k, block_rows: int) -> Batch:
+    start = k * block_rows
     return Batch(
-        *(
-            None if a is None else lax.dynamic_slice_in_dim(a, start, FULL_STEP_BLOCK_ROWS)
-            for a in batch
-        )
+        *(None if a is None else lax.dynamic_slice_in_dim(a, start, block_rows) for a in batch)
     )
 
 
-def _blocked_final_direction(state, ctx, n_blocks: int):
+def _blocked_final_direction(state, ctx, n_blocks: int, block_rows: int):
     """``(G_x, G_s)`` of :func:`_ssl_alm_final_step` for a problem of per-row losses
     (objective = weighted mean loss, constraints = ``A @ cell means - delta``), summed
     over row blocks: the same values up to float rounding, at one block's memory."""
@@ -228,7 +219,7 @@ def _blocked_final_direction(state, ctx, n_blocks: int):
         return jax.ops.segment_sum(b.w * problem.losses(z, b), gid, num_segments=n_cells)
 
     def add_sums(k, total):
-        return total + cell_sums(x, _block_of(con, k))
+        return total + cell_sums(x, _block_of(con, k, block_rows))
 
     sums = lax.fori_loop(0, n_blocks, add_sums, jnp.zeros(n_cells, x.dtype))
     c_full = aux["A"] @ jnp.where(present, sums / safe_counts, 0.0) - aux["delta"]
@@ -236,7 +227,7 @@ def _blocked_final_direction(state, ctx, n_blocks: int):
     cell_coef = jnp.where(present, (w @ aux["A"]) / safe_counts, 0.0)
 
     def block_value(z, k):
-        b_obj, b_con = _block_of(obj, k), _block_of(con, k)
+        b_obj, b_con = _block_of(obj, k, block_rows), _block_of(con, k, block_rows)
         f_part = jnp.sum(b_obj.w * problem.losses(z, b_obj)) / total_w
         return f_part + cell_coef @ cell_sums(z, b_con)
 
@@ -249,15 +240,16 @@ def _blocked_final_direction(state, ctx, n_blocks: int):
     return G_x, G_s
 
 
-def _ssl_alm_final_step(state, ctx):
+def _ssl_alm_final_step(state, ctx, block_rows: int):
     """Final primal step with y, z frozen on the full data (spec 3.5, finalisation); on
-    large data of a problem of per-row losses, summed over row blocks."""
+    large data of a problem of per-row losses, summed over row blocks of ``block_rows``
+    rows."""
     h = ctx.hyper
     x, s = state.x, state.s
     lr = h["learning_rate"]
-    n_blocks = _full_step_blocks(ctx)
+    n_blocks = _full_step_blocks(ctx, block_rows)
     if n_blocks:
-        G_x, G_s = _blocked_final_direction(state, ctx, n_blocks)
+        G_x, G_s = _blocked_final_direction(state, ctx, n_blocks, block_rows)
         return state._replace(x=x - lr * G_x, s=jnp.maximum(s - lr * G_s, 0.0))
     f_grad = jax.grad(ctx.f)(x, ctx.full_obj_batch())
     full = ctx.full_con_batch()
