@@ -27,6 +27,7 @@ from fairest._kernels._glm import (
     scores,
 )
 from fairest._kernels._losses import loss_derivatives
+from fairest._kernels._placement import is_shifted
 
 __all__ = [
     "NewtonCGResult",
@@ -34,6 +35,7 @@ __all__ = [
     "jacobi_preconditioner",
     "newton_cg_solve",
     "pcg_solve",
+    "weighted_column_squares",
 ]
 
 _ARMIJO = 1e-4
@@ -83,8 +85,28 @@ def hessian_diagonal(loss: str, theta, X, y, c, alpha, penalize_intercept):
     """Diagonal of the Hessian, ``(sum_i q_i, sum_i q_i x_ij^2) + penalty``, in O(n p)."""
     _, _, d2 = loss_derivatives(loss, scores(theta, X), y)
     q = c * d2
-    data = jnp.concatenate([jnp.sum(q)[None], q @ (X * X)])
+    data = jnp.concatenate([jnp.sum(q)[None], weighted_column_squares(q, X)])
     return data + penalty_diagonal(loss, theta, alpha, penalize_intercept)
+
+
+def weighted_column_squares(q, X):
+    """``sum_i q_i x_ij^2`` for every column j: at once for a dense ``X``, row block by
+    row block for a :class:`~fairest._kernels._placement.ShiftedRows` (a large unaligned
+    float64 ``X`` read in place, which has products with vectors but no ``X * X``)."""
+    if not is_shifted(X):
+        return q @ (X * X)
+    n, d = X.shape
+    size = min(X.block_rows, n)
+
+    def add_block(k, total):
+        start = jnp.minimum(k * size, n - size)  # the last block clamped to the end
+        fresh = start + jnp.arange(size) >= k * size  # rows no earlier block counted
+        weights = jnp.where(fresh, jax.lax.dynamic_slice_in_dim(q, start, size), 0.0)
+        block = X.rows(start, size)
+        return total + weights @ (block * block)
+
+    zeros = jnp.zeros(d, jnp.result_type(X.dtype, q))
+    return jax.lax.fori_loop(0, -(-n // size), add_block, zeros)
 
 
 def jacobi_preconditioner(loss: str, theta, X, y, c, alpha, penalize_intercept):
