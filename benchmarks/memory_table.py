@@ -72,7 +72,7 @@ def make_estimator(name: str):
     from fairest.utils.discovery import all_estimators
 
     cls = dict(all_estimators())[name]
-    if name in ("GroupThresholdClassifier", "CertifiedFairClassifier"):
+    if name in ("GroupThresholdClassifier", "CertifiedFairClassifier", "LevellingUpClassifier"):
         return cls(LogisticRegression())
     return cls()
 
