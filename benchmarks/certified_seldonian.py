@@ -76,7 +76,7 @@ from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
 from fairest.certified import CertifiedFairClassifier
-from fairest.certified._estimator import stratified_safety_split
+from fairest.certified._selection import stratified_safety_split
 
 SELDONIAN_PYTHON = Path("/tmp/venv-seldonian/bin/python")
 RUNNER = Path(__file__).resolve().parent / "certified_seldonian_runner.py"

@@ -75,7 +75,11 @@ def _failure_probability(minimum: np.ndarray, p: float) -> float:
 
 
 @functools.lru_cache(maxsize=64)
-def _table(k: int, p: float, alpha: float, adjust: bool) -> tuple[tuple[int, ...], float]:
+def cached_minimum_table(
+    k: int, p: float, alpha: float, adjust: bool
+) -> tuple[tuple[int, ...], float]:
+    """:func:`fair_ranking_table`'s work on validated arguments, cached (clear it with
+    ``cached_minimum_table.cache_clear()`` to time a first computation)."""
     if not adjust or _failure_probability(_minimum_counts(k, p, alpha), p) <= alpha:
         return tuple(_minimum_counts(k, p, alpha).tolist()), alpha
     low, high = 0.0, alpha  # P(fail) is non-decreasing in alpha_c: <= alpha at low
@@ -139,7 +143,7 @@ def fair_ranking_table(k, p, alpha=0.1, *, adjust_alpha=True):
     if isinstance(k, (bool, np.bool_)) or not isinstance(k, numbers.Integral) or k < 1:
         raise ValueError(f"k must be a positive int; got {k!r}.")
     _check_p_alpha(p, alpha)
-    minimum, alpha_c = _table(int(k), float(p), float(alpha), bool(adjust_alpha))
+    minimum, alpha_c = cached_minimum_table(int(k), float(p), float(alpha), bool(adjust_alpha))
     return np.array(minimum, dtype=np.int64), alpha_c
 
 
