@@ -2,7 +2,7 @@
 (cross-validation folds, grid searches) reuse the same compiled code.
 
 Padding rows are zeros with weight 0, so they change no sum in any kernel. Padding copies
-the data, so large data (above ``PAD_MAX_BYTES``) is not padded (:func:`padded_rows`): one
+the data, so large data (above ``KERNEL_TUNING.pad_max_bytes``) is not padded (:func:`padded_rows`): one
 more compilation for its exact row count costs little next to a fit that reads that many
 bytes a few dozen times, and the fit then holds no second copy of ``X``.
 """
@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from fairest._kernels._defaults import KERNEL_TUNING
+
 __all__ = [
-    "PAD_MAX_BYTES",
     "aligned_empty",
     "bucket_size",
     "pad_rows",
@@ -22,7 +23,6 @@ __all__ = [
 
 _STEPS_PER_OCTAVE_BITS = 3  # 8 sizes per doubling: at most 12.5 % padding
 _MIN_BUCKET = 64  # multiple of 8, so a bucket always splits over 1, 2, 4 or 8 devices
-PAD_MAX_BYTES = 128 * 2**20  # data of at most this size is padded to a bucket
 
 
 def bucket_size(n_rows: int) -> int:
@@ -44,9 +44,9 @@ def pad_rows(n_rows: int, *arrays: np.ndarray) -> list[np.ndarray]:
 
 def padded_rows(n_rows: int, row_bytes: int) -> int:
     """Row count a fit runs on: ``bucket_size(n_rows)`` when the padded data (``row_bytes``
-    per row) takes at most ``PAD_MAX_BYTES``, else ``n_rows`` itself (no padding copy)."""
+    per row) takes at most ``KERNEL_TUNING.pad_max_bytes``, else ``n_rows`` itself (no padding copy)."""
     bucket = bucket_size(n_rows)
-    return bucket if bucket * row_bytes <= PAD_MAX_BYTES else n_rows
+    return bucket if bucket * row_bytes <= KERNEL_TUNING.pad_max_bytes else n_rows
 
 
 def pad_rows_to(length: int, *arrays: np.ndarray) -> list[np.ndarray]:

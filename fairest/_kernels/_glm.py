@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from fairest._kernels._defaults import KERNEL_TUNING
 from fairest._kernels._losses import PENALTY_SCALE, loss_derivatives, pointwise_loss
 from fairest._kernels._placement import row_block
 from fairest._kernels._sparse import is_sparse
@@ -75,7 +76,7 @@ def value_and_grad(loss: str, theta, X, y, c, alpha, penalize_intercept):
     """Objective and gradient (p,) in one pass over the data, O(n p): what a first-order
     (L-BFGS) step needs, without the O(n p^2) Hessian block. Dense ``X`` of more than one
     row block (:func:`pass_block_rows`) and larger than the cache
-    (``FUSED_GRADIENT_MIN_BYTES``) is read once, block by block (:func:`row_block_pass`),
+    (``KERNEL_TUNING.fused_gradient_min_bytes``) is read once, block by block (:func:`row_block_pass`),
     instead of twice (``X w``, then ``r @ X``)."""
     pen = penalty_diagonal(loss, theta, alpha, penalize_intercept)
     penalty = 0.5 * jnp.sum(pen * theta**2)
@@ -87,17 +88,13 @@ def value_and_grad(loss: str, theta, X, y, c, alpha, penalize_intercept):
     return jnp.sum(c * value) + penalty, jnp.concatenate([jnp.sum(r)[None], r @ X]) + pen * theta
 
 
-# Bytes of X (float64) per row block of the fused passes (:func:`row_block_pass`): blocks
-# that stay in the L2/L3 cache between the scores ``X_b w`` and the products ``r_b^T X_b``
-# (larger blocks fall out of the cache, smaller ones lose GEMM speed).
-PASS_BLOCK_BYTES = 4 * 2**20
 _MIN_PASS_BLOCK_ROWS = 256
 
 
 def pass_block_rows(n_features: int) -> int:
     """Rows per block of :func:`row_block_pass`: the largest power of two whose float64
-    block takes at most ``PASS_BLOCK_BYTES``, within [256, ``GRAM_BLOCK_ROWS``]."""
-    rows = PASS_BLOCK_BYTES // (8 * max(1, n_features))
+    block takes at most ``KERNEL_TUNING.pass_block_bytes``, within [256, ``GRAM_BLOCK_ROWS``]."""
+    rows = KERNEL_TUNING.pass_block_bytes // (8 * max(1, n_features))
     return int(min(GRAM_BLOCK_ROWS, max(_MIN_PASS_BLOCK_ROWS, 1 << (rows.bit_length() - 1))))
 
 
@@ -111,19 +108,18 @@ def even_block_rows(n_rows: int, most: int) -> int:
 
 
 # A value-and-gradient pass reads X twice (``X w``, then ``r @ X``) while X fits the
-# last-level cache (up to this many bytes), once block by block beyond: from the cache
-# the two products are faster than the fused blocks, from memory the fused blocks are
-# (a typical last-level cache's size). The Hessian pass is fused from one block on.
-FUSED_GRADIENT_MIN_BYTES = 32 * 2**20
+# last-level cache (KERNEL_TUNING.fused_gradient_min_bytes), once block by block beyond:
+# from the cache the two products are faster than the fused blocks, from memory the fused
+# blocks are. The Hessian pass is fused from one block on.
 
 
 def _beyond_cache(X) -> bool:
-    """Whether a dense device ``X`` exceeds ``FUSED_GRADIENT_MIN_BYTES``, or is read by
+    """Whether a dense device ``X`` exceeds ``KERNEL_TUNING.fused_gradient_min_bytes``, or is read by
     row blocks only (:class:`~fairest._kernels._placement.ShiftedRows`,
     :class:`~fairest._kernels._placement.GatheredRows`)."""
     if hasattr(X, "rows"):
         return True
-    return X.shape[0] * X.shape[1] * X.dtype.itemsize > FUSED_GRADIENT_MIN_BYTES
+    return X.shape[0] * X.shape[1] * X.dtype.itemsize > KERNEL_TUNING.fused_gradient_min_bytes
 
 
 def _fused_pass(X) -> bool:

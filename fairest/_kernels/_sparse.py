@@ -48,6 +48,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from fairest._kernels._defaults import KERNEL_TUNING
+
 __all__ = [
     "SparseRows",
     "SquaredRows",
@@ -60,14 +62,12 @@ __all__ = [
 
 # Floats of one densified row block of :meth:`SparseRows.weighted_gram` (8 MiB in float64).
 GRAM_BLOCK_FLOATS = 1 << 20
-# Stored values squared at a time by the in-place products of ``X * X`` (SquaredRows).
-SQUARE_BLOCK_ENTRIES = 1 << 20
 # Products (k x k per row) per block of :meth:`SparseRows.outer_gram` (8 MiB in float64).
 OUTER_GRAM_BLOCK = 1 << 20
-# Cost of one scattered add of :meth:`SparseRows.outer_gram` in flops of a densified-block
-# GEMM (XLA CPU, float64): the outer products are used where OUTER_GRAM_COST * k^2 < d^2
-# (a scattered add costs about two orders of magnitude more than a GEMM flop).
-OUTER_GRAM_COST = 100
+# The cost of one scattered add of :meth:`SparseRows.outer_gram` in flops of a
+# densified-block GEMM (XLA CPU, float64) is KERNEL_TUNING.outer_gram_cost: the outer
+# products are used where outer_gram_cost * k^2 < d^2 (a scattered add costs about two
+# orders of magnitude more than a GEMM flop).
 
 
 def is_sparse(X) -> bool:
@@ -290,11 +290,11 @@ class SparseRows:
     def uses_outer_gram(self) -> bool:
         """Whether :meth:`weighted_gram` sums per-row outer products (O(n k^2) scattered
         adds, k = ``row_entries``) rather than densified row blocks (O(n d^2) GEMM flops):
-        see :data:`OUTER_GRAM_COST`."""
+        see ``KERNEL_TUNING.outer_gram_cost``."""
         if self.row_entries is None or self.shape[1] ** 2 >= np.iinfo(np.int32).max:
             return False
         width = max(1, self.row_entries)
-        return OUTER_GRAM_COST * width * width < self.shape[1] ** 2
+        return KERNEL_TUNING.outer_gram_cost * width * width < self.shape[1] ** 2
 
     def outer_gram(self, q):
         """``X^T diag(q) X`` (d, d) as the sum over rows of ``q_i x_i x_i^T`` restricted to
@@ -366,7 +366,7 @@ class SquaredRows:
     """``X * X`` of a CSR-form :class:`SparseRows` for its two products, ``q @ (X * X)``
     (the Jacobi preconditioner's Hessian diagonal) and ``(X * X) @ w``: in place on a
     CPU device, squaring one block of stored values at a time
-    (:data:`SQUARE_BLOCK_ENTRIES`), else the ``segment_sum`` forms on ``data ** 2``."""
+    (``KERNEL_TUNING.square_block_entries``), else the ``segment_sum`` forms on ``data ** 2``."""
 
     def __init__(self, matrix: SparseRows):
         self.matrix = matrix
@@ -498,11 +498,11 @@ def _row_blocks(indptr: np.ndarray, entries: int) -> list[tuple[int, int]]:
 
 def _squared_blocks(data, indices, indptr, num_columns: int):
     """``(first, stop, block)``: CSR row blocks of ``X * X`` (squared values, one block
-    of :data:`SQUARE_BLOCK_ENTRIES` at a time)."""
+    of ``KERNEL_TUNING.square_block_entries`` at a time)."""
     import scipy.sparse as sp
 
     data, indices, indptr = np.asarray(data), np.asarray(indices), np.asarray(indptr)
-    for first, stop in _row_blocks(indptr, SQUARE_BLOCK_ENTRIES):
+    for first, stop in _row_blocks(indptr, KERNEL_TUNING.square_block_entries):
         start, end = indptr[first], indptr[stop]
         parts = (np.square(data[start:end]), indices[start:end], indptr[first : stop + 1] - start)
         yield first, stop, sp.csr_matrix(parts, shape=(stop - first, num_columns), copy=False)
@@ -714,3 +714,11 @@ def sparse_rows(X, dtype=np.float64) -> SparseRows:
         block_rows,
         _block_entries(indptr, block_rows),
     )
+
+
+def __getattr__(name: str):
+    # OUTER_GRAM_COST: the name other layers imported before KERNEL_TUNING held the value
+    # (read once, at their import); the live value is KERNEL_TUNING.outer_gram_cost
+    if name == "OUTER_GRAM_COST":
+        return KERNEL_TUNING.outer_gram_cost
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -17,7 +17,8 @@ and the shape (:func:`choose_solver`):
   passes over large dense X are split by rows over the cores
   (:mod:`fairest._solvers._row_split`); the polish is not: its float32 Hessian blocks
   already run on XLA's intra-op threads, and splitting both is slower than neither;
-- ``"newton-cg"``: above ``NEWTON_CG_MIN_PARAMS`` parameters (Hessian never formed).
+- ``"newton-cg"``: above ``SOLVER_TUNING.newton_cg_min_params`` parameters (Hessian never
+  formed).
 
 Sparse ``X`` (scipy CSR / CSC / COO) goes to the device as a
 :class:`~fairest._kernels._sparse.SparseRows` (O(nnz), never densified) and runs through
@@ -25,7 +26,7 @@ the same kernels. Its Hessian block is either densified one row block at a time,
 flops, or summed from per-row outer products, O(n k^2) scattered adds for rows of at most k
 entries (one-hot data: k is the number of encoded columns, d the number of categories), so
 sparse input gets ``"lbfgs"`` unless a Newton pass costs at most
-``SPARSE_NEWTON_MAX_WORK`` (:func:`sparse_newton_work`), and L-BFGS's stalled end is
+``SOLVER_TUNING.sparse_newton_max_work`` (:func:`sparse_newton_work`), and L-BFGS's stalled end is
 finished by Newton-CG (Hessian-vector products, O(nnz) each) instead of a Newton step.
 
 Every path minimises the same objective to the same stopping rule,
@@ -43,40 +44,27 @@ import numpy as np
 from jax.scipy.linalg import cho_solve
 
 from fairest._kernels._buckets import pad_rows_to, padded_rows
+from fairest._kernels._defaults import KERNEL_TUNING
 from fairest._kernels._glm import blocked_hessian, value_and_grad, value_grad_hessian
 from fairest._kernels._placement import place_dense
-from fairest._kernels._sparse import OUTER_GRAM_COST, SparseRows, is_sparse, sparse_rows
+from fairest._kernels._sparse import SparseRows, is_sparse, sparse_rows
+from fairest._solvers._defaults import SOLVER_TUNING
 from fairest._solvers._lbfgs import lbfgs_solve, single_threaded_blas
-from fairest._solvers._newton import NEWTON_CG_MIN_PARAMS, _cholesky, newton_solve
+from fairest._solvers._newton import _cholesky, newton_solve
 from fairest._solvers._newton_cg import newton_cg_solve
 from fairest.utils._devices import configured_devices, place_rows
 
 __all__ = ["SOLVERS", "PolishResult", "choose_solver", "newton_polish", "solve_weighted_glm"]
 
 SOLVERS = ("newton", "lbfgs", "newton-cg")
-# L-BFGS from this many features on, when the Hessian work n p^2 is also at least
-# LBFGS_MIN_WORK: a Newton pass then costs several L-BFGS passes (benchmarks/speed_table.py).
-LBFGS_MIN_FEATURES = 50
-LBFGS_MIN_WORK = 50_000_000
-# From this n p^2 on, Newton sums its Hessian block over float32 row blocks of X
-# (:func:`~fairest._kernels._glm.blocked_hessian`): half the flops, the same optimum since
-# objective and gradient stay float64.
-FLOAT32_HESSIAN_WORK = 100_000_000
-# Sparse X: Newton up to this work per pass (:func:`sparse_newton_work`: the Hessian block
-# densified by row blocks, O(n p^2) at GEMM speed, or summed from per-row outer products,
-# O(n k^2) scattered adds, plus the Cholesky factorisation): up to this work a few Newton
-# passes beat L-BFGS + Newton-CG's hundreds of iterations to a tight tol (a9a, ACSIncome
-# one-hot: benchmarks/results/sparse_speed.md).
-SPARSE_NEWTON_MAX_WORK = 1_000_000_000
+# The thresholds that pick a solver (L-BFGS from a feature count and a Hessian work on,
+# Newton-CG from a parameter count on, Newton on sparse X up to a work per pass, float32
+# Hessian blocks from a work on) are fields of SOLVER_TUNING (fairest/_solvers/_defaults.py).
 # Dense L-BFGS hands over to Newton steps below this relative gradient (when ``tol`` asks
 # for less): F's rounding noise stalls its line search long before 1e-10 (most further
 # passes are rejected line-search trials), while one Newton step with float32 Hessian
 # blocks, a few passes' cost, goes from 1e-6 to below 1e-12 (quadratic convergence).
 LBFGS_HANDOFF_TOL = 1e-6
-# Dense data of at least this many entries (n p) goes to L-BFGS at a loose tol (above):
-# there L-BFGS reaches the same objective (relative gap below 1e-7) in less time than
-# Newton's Hessian passes.
-LBFGS_LOOSE_MIN_SIZE = 200_000
 _ARMIJO = 1e-4
 
 
@@ -91,24 +79,23 @@ def choose_solver(
     """The solver for a shape: see the module docstring. ``row_entries`` (sparse X: the
     most stored entries of a row) prices the Hessian by per-row outer products. A loose
     ``tol`` (at least ``LBFGS_HANDOFF_TOL``, e.g. scikit-learn's 1e-4) picks L-BFGS for
-    dense data of at least ``LBFGS_LOOSE_MIN_SIZE`` entries: it needs no Newton finish
+    dense data of at least ``SOLVER_TUNING.lbfgs_loose_min_size`` entries: it needs no Newton finish
     there, and its passes cost no Hessian."""
+    tuning = SOLVER_TUNING
     p = n_features + 1
     loose = tol is not None and tol >= LBFGS_HANDOFF_TOL
-    if loose and not sparse and loss != "squared_error" and n_rows * p >= LBFGS_LOOSE_MIN_SIZE:
-        if p <= NEWTON_CG_MIN_PARAMS:
+    large = n_rows * p >= tuning.lbfgs_loose_min_size
+    if loose and not sparse and loss != "squared_error" and large:
+        if p <= tuning.newton_cg_min_params:
             return "lbfgs"
     if sparse:
-        return (
-            "newton"
-            if sparse_newton_work(n_rows, n_features, row_entries) <= (SPARSE_NEWTON_MAX_WORK)
-            else "lbfgs"
-        )
-    if p > NEWTON_CG_MIN_PARAMS:
+        work = sparse_newton_work(n_rows, n_features, row_entries)
+        return "newton" if work <= tuning.sparse_newton_max_work else "lbfgs"
+    if p > tuning.newton_cg_min_params:
         return "newton-cg"
     if loss == "squared_error":
         return "newton"
-    if n_features >= LBFGS_MIN_FEATURES and n_rows * p * p >= LBFGS_MIN_WORK:
+    if n_features >= tuning.lbfgs_min_features and n_rows * p * p >= tuning.lbfgs_min_work:
         return "lbfgs"
     return "newton"
 
@@ -116,12 +103,12 @@ def choose_solver(
 def sparse_newton_work(n_rows: int, n_features: int, row_entries: int | None = None) -> int:
     """Flop-equivalents of one Newton pass on sparse X: the Hessian block, the cheaper of
     densified row blocks (``n p^2``) and per-row outer products
-    (``OUTER_GRAM_COST n k^2``, :meth:`~fairest._kernels._sparse.SparseRows.outer_gram`),
+    (``KERNEL_TUNING.outer_gram_cost n k^2``, :meth:`~fairest._kernels._sparse.SparseRows.outer_gram`),
     plus the Cholesky factorisation (``p^3 / 3``)."""
     p = n_features + 1
     gram = n_rows * p * p
     if row_entries is not None:
-        gram = min(gram, OUTER_GRAM_COST * n_rows * max(1, row_entries) ** 2)
+        gram = min(gram, KERNEL_TUNING.outer_gram_cost * n_rows * max(1, row_entries) ** 2)
     return gram + p**3 // 3
 
 
@@ -232,7 +219,7 @@ def solve_weighted_glm(
         if solver == "newton-cg":
             result = newton_cg_solve(*args)
         else:
-            float32 = not sparse and n * (d + 1) ** 2 >= FLOAT32_HESSIAN_WORK
+            float32 = not sparse and n * (d + 1) ** 2 >= SOLVER_TUNING.float32_hessian_work
             result = newton_solve(*args, jax.device_put(blocked_hessian()) if float32 else None)
         return {
             "theta": np.asarray(result.theta),

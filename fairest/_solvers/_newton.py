@@ -33,9 +33,6 @@ __all__ = [
 
 _ARMIJO = 1e-4
 _MIN_STEP = 1e-10
-# Above this many parameters the host-level solver switches to Newton-CG (badr spec section
-# 2): forming and factorising the p x p Hessian costs O(n p^2 + p^3) per step there.
-NEWTON_CG_MIN_PARAMS = 2000
 # A predicted last step is taken when kappa ||g||^2 is this far below the threshold.
 PREDICTION_MARGIN = 0.25
 # Gradients below this fraction of the threshold are rounding noise: no contraction measured.
@@ -219,3 +216,13 @@ def solve_weighted_glm(*args, **kwargs) -> dict:
     from fairest._solvers._driver import solve_weighted_glm as driver
 
     return driver(*args, **kwargs)
+
+
+def __getattr__(name: str):
+    # NEWTON_CG_MIN_PARAMS: the name other layers read before SOLVER_TUNING held the value;
+    # read as this module's attribute it is the live SOLVER_TUNING.newton_cg_min_params
+    if name == "NEWTON_CG_MIN_PARAMS":
+        from fairest._solvers._defaults import SOLVER_TUNING
+
+        return SOLVER_TUNING.newton_cg_min_params
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

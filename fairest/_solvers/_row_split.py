@@ -30,27 +30,27 @@ from fairest._kernels._glm import pass_block_rows, row_range_pass, value_and_gra
 from fairest._kernels._losses import PENALTY_SCALE
 from fairest._kernels._placement import is_shifted
 from fairest._kernels._sparse import is_sparse
+from fairest._solvers._defaults import SOLVER_TUNING
 
 __all__ = [
     "CHUNKS_PER_THREAD",
     "MAX_THREADS",
     "MIN_PART_BLOCKS",
-    "MIN_PART_BYTES",
     "row_parts",
     "split_pass",
     "split_threads",
     "split_value_and_grad",
 ]
 
-# At most this many threads a pass, and one per MIN_PART_BYTES of X: data that fits the
-# last-level cache gains nothing (XLA already spreads the block products over the cores).
+# At most this many threads a pass, and one per SOLVER_TUNING.min_part_bytes of X: data
+# that fits the last-level cache gains nothing (XLA already spreads the block products
+# over the cores).
 # The rows are cut into CHUNKS_PER_THREAD parts per thread, each of at least
 # MIN_PART_BLOCKS row blocks (pass_block_rows), which the threads take in turn: on a
 # loaded machine a thread that waits for a core holds up a smaller part. Each part costs a
 # dispatch and a host round trip, so more parts than two a thread cost more than they
 # balance.
 MAX_THREADS = 8
-MIN_PART_BYTES = 32 * 2**20
 CHUNKS_PER_THREAD = 2
 MIN_PART_BLOCKS = 2
 
@@ -79,7 +79,7 @@ def row_parts(X) -> list[tuple[int, int]]:
     if is_sparse(X) or not _single_cpu_device(X):
         return []
     n, d = X.shape
-    threads = min(_cpu_cores(), MAX_THREADS, n * d * 8 // MIN_PART_BYTES)
+    threads = min(_cpu_cores(), MAX_THREADS, n * d * 8 // SOLVER_TUNING.min_part_bytes)
     count = min(CHUNKS_PER_THREAD * threads, n // (MIN_PART_BLOCKS * pass_block_rows(d)))
     if threads < 2 or count < 2:
         return []

@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from fairest.metrics._rates import RateMetric
+from fairest.utils._tuning import HOST_TUNING
 
 __all__ = [
     "ABSOLUTE_ERROR",
@@ -39,7 +40,6 @@ __all__ = [
 ]
 
 METHODS = ("between_groups", "to_overall")
-_BLOCK_CELLS = 2**22  # (groups x distinct values) cells of one CDF block
 
 SQUARED_ERROR = RateMetric(
     "squared_error",
@@ -95,7 +95,7 @@ def group_cdfs(values, codes, weights, num_groups):
     totals = np.append(totals, totals.sum())
     widths = np.append(np.diff(points), 0.0)
     rows = num_groups + 1
-    block = max(1, _BLOCK_CELLS // rows)
+    block = max(1, HOST_TUNING.cdf_block_cells // rows)
     carry = np.zeros(rows)
     for lo in range(0, points.size, block):
         hi = min(points.size, lo + block)

@@ -21,6 +21,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
+from fairest.utils._tuning import HOST_TUNING
 from fairest.utils._validation import check_sensitive_features, raise_if_weightless_group
 
 __all__ = [
@@ -34,8 +35,6 @@ __all__ = [
     "stream_chunk",
     "in_stream_chunk",
 ]
-
-_CHECK_BLOCK_BYTES = 16 * 2**20  # finiteness is checked over row blocks of about this size
 
 # set while one chunk of a stream (``partial_fit``) is validated: the classes are the
 # stream's (given on its first call), so a chunk holding one of them is not a one-class fit
@@ -401,7 +400,7 @@ def _check_finite_sparse(X) -> None:
 def _check_finite(array: np.ndarray, name: str) -> None:
     """A short error naming the first NaN or infinite entry (scikit-learn's is 600
     characters of advice)."""
-    rows = max(1, _CHECK_BLOCK_BYTES // max(1, array[:1].nbytes))
+    rows = max(1, HOST_TUNING.check_block_bytes // max(1, array[:1].nbytes))
     starts = range(0, array.shape[0], rows)  # row blocks: no (n, d) boolean temporary
     first = next((s for s in starts if not np.isfinite(array[s : s + rows]).all()), None)
     if first is None:

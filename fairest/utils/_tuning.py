@@ -13,7 +13,12 @@ not by patching module attributes::
         ...  # small data, solved as large data would be
 
 Values are read when the code path is chosen (at a call or at trace time), so an override
-must enclose the fit that should see it.
+must enclose the fit that should see it. A record whose fields are read while JAX traces
+(the kernels' and the solvers') empties JAX's compiled caches when an override begins and
+ends (:meth:`Tuning._changed`), so no function compiled under other values is reused.
+
+This module imports no JAX: :data:`HOST_TUNING` serves the numpy-only code (input
+validation, the exact metrics).
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ import dataclasses
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["Tuning"]
+__all__ = ["HOST_TUNING", "HostTuning", "Tuning"]
 
 
 @dataclasses.dataclass
@@ -58,8 +63,33 @@ class Tuning:
         saved = {name: getattr(self, name) for name in changes}
         for name, value in changes.items():
             setattr(self, name, value)
+        self._changed()
         try:
             yield self
         finally:
             for name, value in saved.items():
                 setattr(self, name, value)
+            self._changed()
+
+    def _changed(self) -> None:
+        """Called after :meth:`override` sets or restores fields: a record read at trace
+        time drops what was compiled under the previous values here (default: nothing)."""
+
+
+@dataclasses.dataclass
+class HostTuning(Tuning):
+    """Thresholds that choose how the numpy-only code (validation, exact metrics) walks its
+    data, never its result.
+
+    Change them in tests with ``HOST_TUNING.override(...)`` (:class:`Tuning`).
+    """
+
+    # bytes of one row block of the finiteness check of fit inputs
+    # (fairest.utils._estimator._check_finite): blocks avoid an (n, d) boolean temporary
+    check_block_bytes: int = 16 * 2**20
+    # (groups x distinct values) cells of one block of the groups' CDFs
+    # (fairest.metrics._regression.group_cdfs): bounds memory for many groups and values
+    cdf_block_cells: int = 2**22
+
+
+HOST_TUNING = HostTuning()

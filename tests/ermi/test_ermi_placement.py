@@ -5,8 +5,8 @@ import jax
 import numpy as np
 import pytest
 
-import fairest._kernels._buckets as buckets
 from fairest._kernels._buckets import aligned_empty
+from fairest._kernels._defaults import KERNEL_TUNING
 from fairest._kernels._placement import is_shifted, shifted_rows
 from fairest.ermi import ERMIClassifier
 from fairest.ermi._kernels import Strata
@@ -43,18 +43,18 @@ def test_value_and_grad_on_shifted_rows_equals_the_device_copy(n_logits):
     np.testing.assert_allclose(np.asarray(grad), np.asarray(expected[1]), rtol=0, atol=1e-13)
 
 
-def test_large_data_is_placed_without_a_copy_and_fits_the_same_model(monkeypatch):
+def test_large_data_is_placed_without_a_copy_and_fits_the_same_model():
     X = _unaligned(N_ROWS, 4)
     rng = np.random.default_rng(2)
     s = rng.integers(0, 2, N_ROWS)
     y = (X[:, 0] + 0.8 * s + rng.normal(size=N_ROWS) > 0).astype(int)
     padded = ERMIClassifier(fairness_weight=2.0).fit(X, y, sensitive_features=s)
 
-    monkeypatch.setattr(buckets, "PAD_MAX_BYTES", 1024)  # every data "large": not padded
-    with jax.enable_x64(True):
-        placed = _place_padded(X, y.astype(np.int32), s)
-    assert is_shifted(placed[0]) and placed[0].shape == X.shape
-    assert placed[1].shape == (N_ROWS,)
-    shared = ERMIClassifier(fairness_weight=2.0).fit(X, y, sensitive_features=s)
+    with KERNEL_TUNING.override(pad_max_bytes=1024):  # every data "large": not padded
+        with jax.enable_x64(True):
+            placed = _place_padded(X, y.astype(np.int32), s)
+        assert is_shifted(placed[0]) and placed[0].shape == X.shape
+        assert placed[1].shape == (N_ROWS,)
+        shared = ERMIClassifier(fairness_weight=2.0).fit(X, y, sensitive_features=s)
     np.testing.assert_allclose(shared.coef_, padded.coef_, rtol=0, atol=1e-8)
     np.testing.assert_allclose(shared.intercept_, padded.intercept_, rtol=0, atol=1e-8)

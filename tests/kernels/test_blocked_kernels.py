@@ -7,8 +7,10 @@ import numpy as np
 import pytest
 
 from fairest._kernels import pad_rows, value_grad_hessian
-from fairest._kernels._buckets import PAD_MAX_BYTES, bucket_size, pad_rows_to, padded_rows
+from fairest._kernels._buckets import bucket_size, pad_rows_to, padded_rows
+from fairest._kernels._defaults import KERNEL_TUNING
 from fairest._kernels._glm import blocked_hessian, value_and_grad, weighted_gram
+from fairest.utils._tuning import HOST_TUNING
 
 
 @pytest.mark.parametrize("n", [1000, 1024, 64, 7])
@@ -105,8 +107,9 @@ def test_value_and_grad_takes_the_fused_pass_above_one_block(monkeypatch, n, cac
     products below; every way agrees with numpy."""
     from fairest._kernels import _glm
 
-    monkeypatch.setattr(_glm, "PASS_BLOCK_BYTES", 8 * 4 * 256)  # 256-row blocks at d = 4
-    monkeypatch.setattr(_glm, "FUSED_GRADIENT_MIN_BYTES", cache_bytes)
+    tuning = KERNEL_TUNING.override(  # 256-row blocks at d = 4
+        pass_block_bytes=8 * 4 * 256, fused_gradient_min_bytes=cache_bytes
+    )
     fused = []  # the callers of each fused pass traced
     original = _glm.row_block_pass
     monkeypatch.setattr(
@@ -117,16 +120,14 @@ def test_value_and_grad_takes_the_fused_pass_above_one_block(monkeypatch, n, cac
     rng = np.random.default_rng(3)
     X, y = rng.normal(size=(n, 4)), rng.integers(0, 2, n).astype(float)
     c, theta = rng.uniform(size=n) / n, rng.normal(size=5)
-    assert _glm.pass_block_rows(4) == 256
     f, g, H = _numpy_pass("logistic", theta, X, y, c)
     pen = 2 * 0.5 * 0.1 * np.r_[0.0, np.ones(4)]  # alpha = 0.1, intercept not penalised
-    with jax.enable_x64(True):
-        jax.clear_caches()  # the block size is read at trace time
+    with tuning, jax.enable_x64(True):  # the override drops what was traced before it
+        assert _glm.pass_block_rows(4) == 256
         args = ("logistic", jnp.asarray(theta), jnp.asarray(X), jnp.asarray(y), jnp.asarray(c))
         f_vg, g_vg = value_and_grad(*args, 0.1, 0.0)
         gradient_fused = list(fused)
         f_h, g_h, H_h = value_grad_hessian(*args, 0.1, 0.0)
-        jax.clear_caches()
     assert gradient_fused == ([None] if cache_bytes == 0 else [])
     assert len(fused) == len(gradient_fused) + 1  # the Hessian pass: fused either way
     penalty = 0.5 * np.sum(pen * theta**2)
@@ -139,7 +140,7 @@ def test_value_and_grad_takes_the_fused_pass_above_one_block(monkeypatch, n, cac
 def test_only_small_data_is_padded():
     small = padded_rows(1000, 8 * 12)
     assert small == bucket_size(1000) > 1000
-    n_large = PAD_MAX_BYTES // 800 + 1
+    n_large = KERNEL_TUNING.pad_max_bytes // 800 + 1
     assert padded_rows(n_large, 800) == n_large
     X = np.ones((10, 3))
     assert pad_rows_to(10, X)[0] is X  # no copy when nothing is added
@@ -165,19 +166,19 @@ def test_padded_copies_are_aligned_and_shared_with_the_cpu_device():
             np.testing.assert_array_equal(np.asarray(device), padded)
 
 
-def test_finiteness_check_over_row_blocks(monkeypatch):
+def test_finiteness_check_over_row_blocks():
     """The first non-finite entry is named wherever its block is."""
     from fairest.utils import _estimator
 
-    monkeypatch.setattr(_estimator, "_CHECK_BLOCK_BYTES", 64)  # blocks of 2 rows
-    X = np.zeros((9, 4))
-    _estimator._check_finite(X, "X")
-    X[7, 2] = np.inf
-    X[8, 0] = np.nan
-    with pytest.raises(ValueError, match=r"contains infinity \(first at row 7, column 2\)"):
+    with HOST_TUNING.override(check_block_bytes=64):  # blocks of 2 rows
+        X = np.zeros((9, 4))
         _estimator._check_finite(X, "X")
-    with pytest.raises(ValueError, match=r"contains NaN \(first at row 4\)"):
-        _estimator._check_finite(np.r_[np.zeros(4), np.nan, np.inf], "y")
+        X[7, 2] = np.inf
+        X[8, 0] = np.nan
+        with pytest.raises(ValueError, match=r"contains infinity \(first at row 7, column 2\)"):
+            _estimator._check_finite(X, "X")
+        with pytest.raises(ValueError, match=r"contains NaN \(first at row 4\)"):
+            _estimator._check_finite(np.r_[np.zeros(4), np.nan, np.inf], "y")
 
 
 @pytest.mark.parametrize(("n", "block_rows"), [(1000, 128), (1000, 1000), (257, 64)])

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import fairest._kernels._buckets as buckets
+from fairest._kernels._defaults import KERNEL_TUNING
 from fairest._kernels._glm import (
     blocked_hessian,
     hessian_vector_product,
@@ -159,22 +160,22 @@ def test_pytree_round_trip_under_jit():
 
 
 @pytest.mark.parametrize("solver", ["newton", "lbfgs"])
-def test_weighted_glm_fit_shares_X_and_matches_an_aligned_copy(monkeypatch, solver):
+def test_weighted_glm_fit_shares_X_and_matches_an_aligned_copy(solver):
     n, d = MIN_SHIFTED_ROWS + 77, 6
     X = offset_array(n, d, offset_bytes=16)
     rng = np.random.default_rng(3)
     y = (X[:, 0] + rng.normal(size=n) > 0).astype(np.float64)
     weight = rng.random(n)
-    monkeypatch.setattr(buckets, "PAD_MAX_BYTES", 0)  # as for large data: no padding copy
-    with jax.enable_x64(True):
-        placed = _driver._device_data(X, y, weight)[0]
-    assert is_shifted(placed)
-    aligned = buckets.aligned_empty(X.shape, np.float64)
-    aligned[:] = X
-    fits = [
-        _driver.solve_weighted_glm("logistic", data, y, weight, 1e-3, solver=solver)
-        for data in (X, aligned)
-    ]
+    with KERNEL_TUNING.override(pad_max_bytes=0):  # as for large data: no padding copy
+        with jax.enable_x64(True):
+            placed = _driver._device_data(X, y, weight)[0]
+        assert is_shifted(placed)
+        aligned = buckets.aligned_empty(X.shape, np.float64)
+        aligned[:] = X
+        fits = [
+            _driver.solve_weighted_glm("logistic", data, y, weight, 1e-3, solver=solver)
+            for data in (X, aligned)
+        ]
     assert fits[0]["converged"] and fits[1]["converged"]
     np.testing.assert_allclose(fits[0]["theta"], fits[1]["theta"], rtol=0, atol=1e-12)
     assert abs(fits[0]["objective"] - fits[1]["objective"]) <= 1e-12 * abs(fits[1]["objective"])

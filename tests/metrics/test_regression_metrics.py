@@ -24,6 +24,7 @@ from fairest.metrics import (
     prediction_ks_distance,
     prediction_w1_distance,
 )
+from fairest.utils._tuning import HOST_TUNING
 
 NAMES = (
     "prediction_ks_distance",
@@ -110,18 +111,18 @@ def test_integer_weights_equal_repeated_rows(data):
         assert weighted == pytest.approx(plain, rel=1e-10, abs=1e-12), function.__name__
 
 
-def test_blocks_of_the_cdfs_give_the_same_values(data, monkeypatch):
+def test_blocks_of_the_cdfs_give_the_same_values(data):
     y, y_pred, groups, weights = data
     params = {"sensitive_features": groups, "sample_weight": weights}
     whole = [
         prediction_ks_distance(y, y_pred, **params),
         prediction_w1_distance(y, y_pred, **params),
     ]
-    monkeypatch.setattr(_regression, "_BLOCK_CELLS", 7)  # one value per block
-    blocked = [
-        prediction_ks_distance(y, y_pred, **params),
-        prediction_w1_distance(y, y_pred, **params),
-    ]
+    with HOST_TUNING.override(cdf_block_cells=7):  # one value per block
+        blocked = [
+            prediction_ks_distance(y, y_pred, **params),
+            prediction_w1_distance(y, y_pred, **params),
+        ]
     np.testing.assert_allclose(blocked, whole, rtol=1e-12)
 
 

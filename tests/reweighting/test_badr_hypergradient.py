@@ -6,6 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from fairest._solvers._defaults import SOLVER_TUNING
 from fairest.reweighting._badr_metrics import (
     CLASSIFICATION_METRICS,
     PUBLIC_NAMES,
@@ -177,7 +178,7 @@ def clear_jit_caches():
 
 
 @pytest.mark.parametrize("metric", ["demographic_parity_deviation", "group_loss_variance"])
-def test_newton_cg_path_gives_the_cholesky_oracle(metric, monkeypatch, clear_jit_caches):
+def test_newton_cg_path_gives_the_cholesky_oracle(metric, clear_jit_caches):
     """Many features (badr spec 2): Newton-CG lower level and a CG adjoint give the same
     Phi, grad Phi and theta* as Newton with Cholesky, and BADR the same weights."""
     from fairest.reweighting import BADRClassifier
@@ -188,14 +189,13 @@ def test_newton_cg_path_gives_the_cholesky_oracle(metric, monkeypatch, clear_jit
     X, y, g = _data_for_fit()
     runs = {}
     for threshold in (10_000, D):
-        monkeypatch.setattr("fairest._solvers._newton.NEWTON_CG_MIN_PARAMS", threshold)
-        jax.clear_caches()
-        with jax.enable_x64(True):
-            problem = _problem("classification", 0.0)
-            assert uses_newton_cg(D + 1) == (threshold == D)
-            out = oracle("logistic", spec, G, lam, jnp.zeros(D + 1), problem)
-            assert bool(out.inner_converged)
-        est = BADRClassifier(metric=metric, alpha=0.05).fit(X, y, sensitive_features=g)
+        with SOLVER_TUNING.override(newton_cg_min_params=threshold):
+            with jax.enable_x64(True):
+                problem = _problem("classification", 0.0)
+                assert uses_newton_cg(D + 1) == (threshold == D)
+                out = oracle("logistic", spec, G, lam, jnp.zeros(D + 1), problem)
+                assert bool(out.inner_converged)
+            est = BADRClassifier(metric=metric, alpha=0.05).fit(X, y, sensitive_features=g)
         runs[threshold] = (out, est)
     (chol, est_chol), (cg, est_cg) = runs[10_000], runs[D]
     assert cg.cholesky.shape == (1, 1)

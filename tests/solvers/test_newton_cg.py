@@ -7,7 +7,8 @@ import pytest
 from sklearn.linear_model import LogisticRegression
 
 from fairest._kernels._glm import value_grad_hessian
-from fairest._solvers._newton import NEWTON_CG_MIN_PARAMS, newton_solve, solve_weighted_glm
+from fairest._solvers._defaults import SOLVER_TUNING
+from fairest._solvers._newton import newton_solve, solve_weighted_glm
 from fairest._solvers._newton_cg import hessian_diagonal, newton_cg_solve, pcg_solve
 
 
@@ -62,8 +63,8 @@ def test_pcg_solves_an_spd_system_and_the_diagonal_is_the_hessians():
 
 
 def test_host_solver_switches_to_newton_cg_for_many_features():
-    """Above NEWTON_CG_MIN_PARAMS parameters: same optimum as scikit-learn, Hessian never formed."""
-    d = NEWTON_CG_MIN_PARAMS
+    """Above newton_cg_min_params parameters: same optimum as scikit-learn, Hessian never formed."""
+    d = SOLVER_TUNING.newton_cg_min_params
     X, y, c = _problem("logistic", 300, d, seed=3)
     alpha = 1e-2
     result = solve_weighted_glm("logistic", X, y, c, alpha, tol=1e-10)

@@ -12,6 +12,7 @@ from fairest._kernels._glm import pass_block_rows
 from fairest._kernels._placement import is_shifted, place_dense
 from fairest._kernels._sparse import sparse_rows
 from fairest._solvers import _driver, _lbfgs, _row_split
+from fairest._solvers._defaults import SOLVER_TUNING
 from fairest._solvers._row_split import row_parts, split_pass, split_value_and_grad
 
 ALPHA = 1e-2
@@ -82,8 +83,8 @@ def test_row_parts_cover_the_rows_once_per_core(monkeypatch):
     n = 3 * _row_split.MIN_PART_BLOCKS * block + 7
     with jax.enable_x64(True):
         X = jax.device_put(np.zeros((n, d)))
-        assert row_parts(X) == []  # parts below MIN_PART_BYTES (in cache): no split
-        monkeypatch.setattr(_row_split, "MIN_PART_BYTES", n * d * 8 // 3)
+        assert row_parts(X) == []  # parts below min_part_bytes (in cache): no split
+    with SOLVER_TUNING.override(min_part_bytes=n * d * 8 // 3), jax.enable_x64(True):
         parts = row_parts(X)
         assert len(parts) == 3
         assert parts[0][0] == 0 and parts[-1][1] == n
@@ -94,8 +95,7 @@ def test_row_parts_cover_the_rows_once_per_core(monkeypatch):
         assert row_parts(np.zeros((n, d))) == []
         X_sparse = sparse_rows(scipy.sparse.random(n, d, density=0.1, format="csr"))
         assert row_parts(X_sparse) == []
-    monkeypatch.setattr(_row_split, "_cpu_cores", lambda: 1)
-    with jax.enable_x64(True):
+        monkeypatch.setattr(_row_split, "_cpu_cores", lambda: 1)
         assert row_parts(jax.device_put(np.zeros((n, d)))) == []
 
 
@@ -105,12 +105,12 @@ def test_driver_reaches_the_same_optimum_with_and_without_the_split(monkeypatch,
     and at 1e-10 (then finished by the Newton polish)."""
     X, y, c = _data(40_000, 60, seed=2)
     monkeypatch.setattr(_row_split, "_cpu_cores", lambda: 2)
-    monkeypatch.setattr(_row_split, "MIN_PART_BYTES", 1)
-    split = _driver.solve_weighted_glm("logistic", X, y, c, ALPHA, tol=tol, solver="lbfgs")
-    with jax.enable_x64(True):
-        assert len(row_parts(jax.device_put(X))) == 2
-    monkeypatch.setattr(_lbfgs, "row_parts", lambda X: [])
-    whole = _driver.solve_weighted_glm("logistic", X, y, c, ALPHA, tol=tol, solver="lbfgs")
+    with SOLVER_TUNING.override(min_part_bytes=1):
+        split = _driver.solve_weighted_glm("logistic", X, y, c, ALPHA, tol=tol, solver="lbfgs")
+        with jax.enable_x64(True):
+            assert len(row_parts(jax.device_put(X))) == 2
+        monkeypatch.setattr(_lbfgs, "row_parts", lambda X: [])
+        whole = _driver.solve_weighted_glm("logistic", X, y, c, ALPHA, tol=tol, solver="lbfgs")
     assert split["converged"] and whole["converged"]
     assert abs(split["objective"] - whole["objective"]) <= 1e-12 * abs(whole["objective"])
     if tol < 1e-6:

@@ -11,6 +11,7 @@ import pytest
 import scipy.sparse as sp
 
 import fairest._kernels._sparse as sparse_kernels
+from fairest._kernels._defaults import KERNEL_TUNING
 from fairest._kernels._sparse import SquaredRows, sparse_rows
 
 on_cpu = pytest.mark.skipif(jax.default_backend() != "cpu", reason="CPU devices only")
@@ -93,22 +94,22 @@ def test_derivatives_through_host_products_match_dense():
 
 @on_cpu
 @pytest.mark.parametrize("block_entries", [1, 7, 1 << 20])
-def test_squared_products_match_dense_in_blocks(monkeypatch, block_entries):
-    monkeypatch.setattr(sparse_kernels, "SQUARE_BLOCK_ENTRIES", block_entries)
-    X = _matrix()
-    squares = X.toarray() ** 2
-    S = jax.device_put(sparse_rows(X))
-    Q = S * S
-    assert isinstance(Q, SquaredRows)
-    rng = np.random.default_rng(3)
-    w, r = rng.normal(size=X.shape[1]), jnp.asarray(rng.normal(size=X.shape[0]))
-    np.testing.assert_allclose(r @ Q, r @ squares, atol=1e-12)
-    np.testing.assert_allclose(Q @ jnp.asarray(w), squares @ w, atol=1e-12)
-    jitted = jax.jit(lambda S, r: r @ (S * S))(S, r)
-    np.testing.assert_allclose(jitted, r @ squares, atol=1e-12)
-    # d/dv of sum(r @ (X * X)) at stored values v: 2 v_e r[row of e]
-    values_grad = jax.grad(lambda v: jnp.sum(r @ (lambda A: A * A)(S._with_data(v))))(S.data)
-    np.testing.assert_allclose(values_grad, 2 * S.data * r[S.row_ids], atol=1e-12)
+def test_squared_products_match_dense_in_blocks(block_entries):
+    with KERNEL_TUNING.override(square_block_entries=block_entries):
+        X = _matrix()
+        squares = X.toarray() ** 2
+        S = jax.device_put(sparse_rows(X))
+        Q = S * S
+        assert isinstance(Q, SquaredRows)
+        rng = np.random.default_rng(3)
+        w, r = rng.normal(size=X.shape[1]), jnp.asarray(rng.normal(size=X.shape[0]))
+        np.testing.assert_allclose(r @ Q, r @ squares, atol=1e-12)
+        np.testing.assert_allclose(Q @ jnp.asarray(w), squares @ w, atol=1e-12)
+        jitted = jax.jit(lambda S, r: r @ (S * S))(S, r)
+        np.testing.assert_allclose(jitted, r @ squares, atol=1e-12)
+        # d/dv of sum(r @ (X * X)) at stored values v: 2 v_e r[row of e]
+        values_grad = jax.grad(lambda v: jnp.sum(r @ (lambda A: A * A)(S._with_data(v))))(S.data)
+        np.testing.assert_allclose(values_grad, 2 * S.data * r[S.row_ids], atol=1e-12)
 
 
 def test_row_blocks_cover_every_row_once():

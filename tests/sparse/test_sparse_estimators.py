@@ -14,6 +14,7 @@ from sklearn.preprocessing import OneHotEncoder, StandardScaler
 from sklearn.utils import get_tags
 
 from fairest._solvers import _driver
+from fairest._solvers._defaults import SOLVER_TUNING
 from fairest.reweighting import GroupWeightedClassifier, GroupWeightedRegressor
 from fairest.utils._estimator import validate_fit_data
 
@@ -55,14 +56,14 @@ def test_regressor_sparse_equals_dense(weights):
 
 
 @pytest.mark.parametrize("loss", ["logistic", "squared_hinge", "squared_error"])
-def test_lbfgs_path_on_sparse_equals_dense_newton(monkeypatch, loss):
+def test_lbfgs_path_on_sparse_equals_dense_newton(loss):
     """The large-data route of sparse X (L-BFGS, then Newton-CG) reaches the optimum of
     the dense Newton solve."""
     X, y, score, groups = _data(n=400, d=40, seed=2)
     target = score if loss == "squared_error" else y.astype(float)
     c = np.full(X.shape[0], 1.0 / X.shape[0])
-    monkeypatch.setattr(_driver, "SPARSE_NEWTON_MAX_WORK", 0)
-    sparse = _driver.solve_weighted_glm(loss, X, target, c, 1e-3)
+    with SOLVER_TUNING.override(sparse_newton_max_work=0):
+        sparse = _driver.solve_weighted_glm(loss, X, target, c, 1e-3)
     dense = _driver.solve_weighted_glm(loss, X.toarray(), target, c, 1e-3, solver="newton")
     assert sparse["solver"] == "lbfgs" and sparse["converged"]
     np.testing.assert_allclose(X @ sparse["theta"][1:], X @ dense["theta"][1:], atol=1e-8)

@@ -19,6 +19,7 @@ from fairest._kernels import (
     value_grad_hessian,
     weighted_gram,
 )
+from fairest._kernels._defaults import KERNEL_TUNING
 from fairest._kernels._sparse import SparseRows
 from fairest._solvers._newton_cg import hessian_diagonal
 
@@ -173,8 +174,7 @@ def test_outer_gram_matches_dense(matrix):
     np.testing.assert_allclose(np.asarray(outer), expected, atol=1e-12)
 
 
-def test_weighted_gram_picks_outer_products_for_few_entries_per_row(monkeypatch):
-    from fairest._kernels import _sparse
+def test_weighted_gram_picks_outer_products_for_few_entries_per_row():
 
     wide = jax.device_put(sparse_rows(_one_hot_like()))
     narrow = jax.device_put(sparse_rows(_matrix(d=17)))
@@ -182,9 +182,9 @@ def test_weighted_gram_picks_outer_products_for_few_entries_per_row(monkeypatch)
     q = jnp.asarray(np.random.default_rng(4).uniform(size=wide.shape[0]))
     expected = wide.toarray().T @ (np.asarray(q)[:, None] * wide.toarray())
     np.testing.assert_allclose(np.asarray(weighted_gram(wide, q)), expected, atol=1e-12)
-    monkeypatch.setattr(_sparse, "OUTER_GRAM_COST", 10**9)  # densified blocks instead
-    assert not wide.uses_outer_gram()
-    np.testing.assert_allclose(np.asarray(weighted_gram(wide, q)), expected, atol=1e-12)
+    with KERNEL_TUNING.override(outer_gram_cost=10**9):  # densified blocks instead
+        assert not wide.uses_outer_gram()
+        np.testing.assert_allclose(np.asarray(weighted_gram(wide, q)), expected, atol=1e-12)
 
 
 def test_sparse_driver_takes_newton_for_one_hot_shapes():
