@@ -6,10 +6,10 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.metrics import accuracy_score
 from sklearn.model_selection import ParameterGrid
-from sklearn.utils import _safe_indexing, get_tags, indexable
+from sklearn.utils import get_tags, indexable
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import _num_samples, check_is_fitted
@@ -18,31 +18,24 @@ from fairest.certified import _defaults
 from fairest.certified._bounds import BOUNDS, METRICS, rate_condition, rows_needed
 from fairest.certified._certificate import (
     FairnessCertificate,
-    binary_outcomes,
     call_with_groups,
-    certify_outcomes,
     check_constraints,
     check_delta_and_bound,
     shift_name,
     takes_groups,
 )
 from fairest.certified._checks import check_not_regressor, label_key, warn_if_near_constant
+from fairest.certified._fit import fit_candidates, select_candidate
 from fairest.certified._selection import (
-    choose_candidate,
-    fixed_sequence,
     seed_of,
     stratified_safety_split,
 )
 from fairest.certified._shift import DemographicShift, encode_shift_features
-from fairest.postprocessing._diagnostics import SMALL_GROUPS_MESSAGE
 from fairest.utils._estimator import (
     check_passthrough_X,
     validate_passthrough_fit_data,
-    wrapped_fit_params,
-    wrapped_nan_error,
 )
 from fairest.utils._reporting import log_fit
-from fairest.utils._validation import FairnessWarning
 
 __all__ = ["CertifiedFairClassifier", "NoSolutionFoundError", "stratified_safety_split"]
 
@@ -300,6 +293,35 @@ default="clopper-pearson"
         self : CertifiedFairClassifier
             The fitted estimator (certified or not: see ``certified_``).
         """
+        constraints, data, y_codes, t_codes = self._validate(
+            X, y, sensitive_features, sample_weight, shift_features
+        )
+        seed = seed_of(self.random_state)
+        safety = self._split(data, y_codes, seed)
+        results = fit_candidates(
+            self, self._candidate_grid(), data, ~safety, constraints, seed, t_codes
+        )
+        estimators, outcomes = results.pop("estimators"), results.pop("outcomes")
+        fit_warnings = results.pop("fit_warnings")
+        chosen = select_candidate(
+            self, data, safety, estimators, results, constraints, seed, t_codes
+        )
+        results["safety_tested"] = chosen.safety_tested
+        self._store(chosen, results, estimators, data, safety, shift_features)
+        self._warn_about_kept(chosen, results, outcomes, fit_warnings, data, safety)
+        log_fit(
+            self,
+            "candidate %s (accuracy %.4f): %s",
+            self.best_params_,
+            results["accuracy"][self.best_index_],
+            "certified" if self.certified_ else f"no solution found: {self.no_solution_reason_}",
+        )
+        return self
+
+    def _validate(self, X, y, sensitive_features, sample_weight, shift_features):
+        """Check the settings and the data; set ``classes_``, ``groups_`` and
+        ``majority_class_``. Returns the constraints, the validated data, the class codes
+        of ``y`` and the shift attribute's codes (``None`` without ``shift``)."""
         self._validate_params()
         constraints = check_constraints(self.constraints)
         check_delta_and_bound(self.delta, self.bound, self.n_comparisons)
@@ -330,190 +352,62 @@ default="clopper-pearson"
             else encode_shift_features(shift_features, self.shift, data.y.shape[0], X=X)
         )
         self.majority_class_ = self.classes_[np.argmax(np.bincount(y_codes))]
-        seed = seed_of(self.random_state)
-        strata = data.groups * 2 + y_codes
-        safety = stratified_safety_split(strata, self.safety_fraction, seed)
+        return constraints, data, y_codes, t_codes
+
+    def _split(self, data, y_codes, seed) -> np.ndarray:
+        """The safety rows (a boolean mask), stratified by group and label; the others are
+        the candidate part. Refuses a split the candidates cannot be fitted on."""
+        safety = stratified_safety_split(data.groups * 2 + y_codes, self.safety_fraction, seed)
         self._check_split(data, y_codes, safety)
-        n_safety, n_candidate = int(safety.sum()), int((~safety).sum())
-        candidate = ~safety
-        needs_proba = any(METRICS[metric].needs_proba for metric, _ in constraints)
-        results = self._fit_candidates(
-            data, candidate, constraints, needs_proba, seed, n_safety, t_codes
-        )
-        estimators, outcomes = results.pop("estimators"), results.pop("outcomes")
-        fit_warnings = results.pop("fit_warnings")
+        return safety
 
-        safety_predictions = {}
-        safety_rows = np.flatnonzero(safety)
-
-        def safety_test(index):
-            with wrapped_nan_error(type(self).__name__, estimators[index], "predict"):
-                y01, pred01, proba, _ = binary_outcomes(
-                    estimators[index],
-                    _safe_indexing(data.X, safety_rows),
-                    data.y[safety],
-                    needs_proba,
-                    sensitive_features=data.group_labels[data.groups[safety]],
-                    name=f"estimator (candidate {results['params'][index] or 'as given'})",
-                    caller="CertifiedFairClassifier",
-                )
-            safety_predictions[index] = pred01
-            return certify_outcomes(
-                y01,
-                pred01,
-                proba,
-                data.groups[safety],
-                data.group_labels,
-                constraints,
-                delta=float(self.delta),
-                bound=self.bound,
-                n_comparisons=int(self.n_comparisons),
-                seed=seed,
-                shift=self.shift,
-                t_codes=None if t_codes is None else t_codes[safety],
-            )
-
-        if self.selection == "predicted":
-            self.best_index_ = choose_candidate(results)
-            outcome = safety_test(self.best_index_)
-            results["safety_tested"] = np.arange(len(estimators)) == self.best_index_
-            how = (
-                f"the most accurate of {len(estimators)} candidates fitted and chosen on the "
-                "candidate part only, tested once on the safety part"
-            )
-        else:
-            self.best_index_, outcome, results["safety_tested"] = fixed_sequence(
-                results, safety_test
-            )
-            how = (
-                f"fixed-sequence testing (Learn-then-Test) of {len(estimators)} candidates "
-                "in the order of their predicted bounds, stopping at the first failure; the "
-                "most accurate certified one is kept"
-            )
+    def _store(self, chosen, results, estimators, data, safety, shift_features) -> None:
+        """Set the fitted attributes from the safety test's outcome: the kept candidate,
+        the certificate, and why nothing was certified when nothing was."""
+        self.best_index_ = chosen.best_index
         self.candidate_results_ = results
         self.best_params_ = results["params"][self.best_index_]
         self.best_estimator_ = estimators[self.best_index_]
+        n_safety = int(safety.sum())
         self.certificate_ = FairnessCertificate(
-            constraints=outcome,
+            constraints=chosen.outcome,
             delta=float(self.delta),
             bound=self.bound,
             n_comparisons=int(self.n_comparisons),
             n_certification=n_safety,
-            n_candidate=n_candidate,
+            n_candidate=safety.size - n_safety,
             random_state=self.random_state if isinstance(self.random_state, int) else None,
-            selection=how,
+            selection=chosen.how,
             shift=self.shift,
             shift_attribute=shift_name(shift_features),
         )
         self.certified_ = self.certificate_.passed
+        self.no_solution_reason_, self.rows_needed_ = (
+            (None, None) if self.certified_ else self._explain(results)
+        )
+
+    def _warn_about_kept(self, chosen, results, outcomes, fit_warnings, data, safety) -> None:
+        """Re-emit the fairness warnings of the kept candidate's fit, and warn when the
+        certified candidate is (near-)constant on the safety rows. Called by :meth:`fit`
+        only: the warnings point at ``fit``'s caller."""
         for caught in fit_warnings[self.best_index_]:
             warnings.warn(
                 f"the fit of the kept candidate {self.best_params_ or '(as given)'}: "
                 f"{caught.message}",
                 caught.category,
-                stacklevel=2,
+                stacklevel=3,
             )
-        self.no_solution_reason_, self.rows_needed_ = (
-            (None, None) if self.certified_ else self._explain(results)
-        )
         if self.certified_:
             warn_if_near_constant(
-                safety_predictions[self.best_index_],
+                chosen.predictions[self.best_index_],
                 data.groups[safety],
                 data.group_labels,
                 self.classes_,
                 who=f"CertifiedFairClassifier: the certified candidate {self.best_params_ or ''}",
                 rows="safety rows",
                 cause=self._degenerate_cause(results, outcomes),
+                stacklevel=4,
             )
-        log_fit(
-            self,
-            "candidate %s (accuracy %.4f): %s",
-            self.best_params_,
-            results["accuracy"][self.best_index_],
-            "certified" if self.certified_ else f"no solution found: {self.no_solution_reason_}",
-        )
-        return self
-
-    def _fit_candidates(
-        self, data, candidate, constraints, needs_proba, seed, n_safety, t_codes=None
-    ):
-        grid = self._candidate_grid()
-        X, y = _safe_indexing(data.X, np.flatnonzero(candidate)), data.y[candidate]
-        codes, weights = data.groups[candidate], data.sample_weight[candidate]
-        groups = data.group_labels[codes]
-        fit_params = wrapped_fit_params(
-            self.estimator,
-            sensitive_features=groups,
-            sample_weight=None if np.all(weights == 1.0) else weights,
-            owner=type(self).__name__,
-        )
-        scale = n_safety / candidate.sum()
-        estimators, accuracy, predicted, passes, outcomes = [], [], [], [], []
-        fit_warnings = []
-        for params in grid:
-            with warnings.catch_warnings(record=True) as caught:
-                # the fairness warnings of a candidate's fit matter only if it is kept
-                warnings.simplefilter("always", FairnessWarning)
-                fitted = clone(self.estimator).set_params(**params)
-                with wrapped_nan_error(type(self).__name__, fitted):
-                    fitted.fit(X, y, **fit_params)
-            # the candidate's own small-group warning is about its fit rows; the safety
-            # test's intervals are this wrapper's statement about new rows
-            fit_warnings.append(
-                [
-                    w
-                    for w in caught
-                    if issubclass(w.category, FairnessWarning)
-                    and not str(w.message).startswith(SMALL_GROUPS_MESSAGE)
-                ]
-            )
-            for w in caught:  # the others, as the fit gave them
-                if not issubclass(w.category, FairnessWarning):
-                    warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-            y01, pred01, proba, _ = binary_outcomes(
-                fitted,
-                X,
-                y,
-                needs_proba,
-                sensitive_features=groups,
-                name=f"estimator (candidate {params or 'as given'})",
-                caller="CertifiedFairClassifier",
-            )
-            outcome = certify_outcomes(
-                y01,
-                pred01,
-                proba,
-                codes,
-                data.group_labels,
-                constraints,
-                delta=float(self.delta),
-                bound=self.bound,
-                n_comparisons=int(self.n_comparisons),
-                inflation=float(self.inflation),
-                seed=seed,
-                count_scale=scale,
-                shift=self.shift,
-                t_codes=None if t_codes is None else t_codes[candidate],
-            )
-            estimators.append(fitted)
-            outcomes.append(outcome)
-            accuracy.append(np.average(y01 == pred01, weights=weights))
-            predicted.append([r.certified_bound for r in outcome])
-            passes.append(all(r.passed for r in outcome))
-        tolerances = np.array([t for _, t in constraints])
-        signs = np.array([1.0 if METRICS[m].kind == "difference" else -1.0 for m, _ in constraints])
-        predicted = np.array(predicted, dtype=np.float64)
-        return {
-            "params": grid,
-            "accuracy": np.array(accuracy),
-            "predicted_bound": predicted,
-            "predicted_margin": ((predicted - tolerances) * signs).max(axis=1),
-            "predicted_pass": np.array(passes),
-            "estimators": estimators,
-            "outcomes": outcomes,
-            "fit_warnings": fit_warnings,
-        }
 
     def _candidate_grid(self) -> list[dict]:
         if self.param_grid is not None:
