@@ -433,7 +433,10 @@ class PartialParityPenaltyClassifier(_LinearClassifierMixin, BaseEstimator):
             if smooth:
                 candidates, n_steps, finite = self._smoothed_run(x0, data, cfg)
                 settings = data._replace(X=None)
-                large = data.c0.size * cfg.num_features >= _defaults.PENALTY_COLLECT_CELLS
+                large = (
+                    data.c0.size * cfg.num_features
+                    >= _defaults.PARTIAL_TUNING.penalty_collect_cells
+                )
                 del data
                 if large:  # what the run left in reference cycles (400 MiB at 1e6 x 100)
                     gc.collect()

@@ -25,11 +25,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from fairest._kernels._buckets import aligned_empty, bucket_size, pad_rows
-from fairest._kernels._sparse import OUTER_GRAM_COST, ell_rows
+from fairest._kernels._defaults import KERNEL_TUNING
+from fairest._kernels._sparse import ell_rows
 from fairest.partial._dc import Data
+from fairest.partial._defaults import PARTIAL_TUNING
 from fairest.utils._devices import place_replicated, place_rows
-
-_BLOCK_ROWS = 65_536  # rows a host-side pass over X (count, cast, pad) handles at once
 
 # Public ``metric`` values (the names of fairest.metrics' functions) and the short codes
 # of ``Config.constraint`` used by the kernels.
@@ -69,27 +69,26 @@ def squared_row_norms(X) -> np.ndarray:
     return np.einsum("ij,ij->i", X, X)
 
 
-# Rows at most this share non-zero (and at least 8 columns) are stored by their non-zeros
-# (ELL); denser data is stored dense.
-ELL_DENSITY = 0.25
-# ``dense_cost`` of the smoothed ALM's rows (build_problem with ``lean``): its passes are
-# weighted Grams and ``X^T V`` products, a scattered add of ELL slots costing about as
-# much as OUTER_GRAM_COST flops of a dense GEMM (fairest._kernels._sparse), so its rows
-# stay ELL only where ``OUTER_GRAM_COST k^2 < d^2`` (k slots a row); otherwise a dense
-# float32 copy, at most OUTER_GRAM_COST^(1/2) / 3 (about 3.3) times the ELL form's bytes,
-# is the faster store.
-SMOOTH_DENSE_COST = OUTER_GRAM_COST
+def smooth_dense_cost() -> float:
+    """``dense_cost`` of the smoothed ALM's rows (build_problem with ``lean``): its passes
+    are weighted Grams and ``X^T V`` products, a scattered add of ELL slots costing about
+    as much as ``KERNEL_TUNING.outer_gram_cost`` flops of a dense GEMM
+    (:mod:`fairest._kernels._defaults`), so its rows stay ELL only where that cost times
+    ``k^2`` is below ``d^2`` (``k`` slots a row); otherwise a dense float32 copy, at most
+    ``cost^(1/2) / 3`` times the ELL form's bytes, is the faster store."""
+    return float(KERNEL_TUNING.outer_gram_cost)
 
 
-def ell_width(
-    n: int, d: int, row_counts, max_density: float = ELL_DENSITY, dense_cost: float = 0.0
-):
+def ell_width(n: int, d: int, row_counts, max_density: float | None = None, dense_cost=0.0):
     """The storage rule of :func:`ell_slots` and :func:`csr_ell_slots`: ``(k, counts)``,
     ELL slots a row (the most non-zeros of a row rounded up to a multiple of 8, so that
     folds of one dataset share compiled code) and every row's non-zeros
     (``row_counts()``, called only for ``n > 0`` and ``d >= 8``), or ``None`` where the
     ``n x d`` data is stored dense: a row more than ``max_density`` non-zero, or
-    ``dense_cost k^2 >= d^2`` (dense products cheaper than scattered adds; 0: never)."""
+    ``dense_cost k^2 >= d^2`` (dense products cheaper than scattered adds; 0: never).
+    ``max_density`` defaults to ``PARTIAL_TUNING.ell_density``."""
+    if max_density is None:
+        max_density = PARTIAL_TUNING.ell_density
     if n == 0 or d < 8:
         return None
     counts = row_counts()
@@ -102,7 +101,7 @@ def ell_width(
     return slots, counts
 
 
-def ell_slots(X, max_density: float = ELL_DENSITY, dense_cost: float = 0.0):
+def ell_slots(X, max_density: float | None = None, dense_cost: float = 0.0):
     """ELL slots ``(index, value)``, each ``(n, k)``, of the numpy array ``X`` when at
     most ``max_density`` of every row is non-zero (and it saves work, see
     :func:`ell_width`), else ``None``:
@@ -125,15 +124,13 @@ def ell_slots(X, max_density: float = ELL_DENSITY, dense_cost: float = 0.0):
 
 def _nonzero_counts(X: np.ndarray) -> np.ndarray:
     """Non-zeros of every row of the numpy ``X``, counted block by block of rows."""
+    rows = PARTIAL_TUNING.host_block_rows
     return np.concatenate(
-        [
-            np.count_nonzero(X[start : start + _BLOCK_ROWS], axis=1)
-            for start in range(0, X.shape[0], _BLOCK_ROWS)
-        ]
+        [np.count_nonzero(X[start : start + rows], axis=1) for start in range(0, X.shape[0], rows)]
     )
 
 
-def csr_ell_slots(X, max_density: float = ELL_DENSITY, dense_cost: float = 0.0):
+def csr_ell_slots(X, max_density: float | None = None, dense_cost: float = 0.0):
     """ELL slots of the scipy sparse matrix ``X`` (any format: converted to CSR once,
     never densified) under the rule of :func:`ell_slots`, else ``None``.
 
@@ -175,8 +172,9 @@ def padded_dense(X, dtype=np.float64) -> np.ndarray:
     on the way (``pad_rows`` would concatenate one, ``astype`` another)."""
     n, d = X.shape
     out = aligned_empty((bucket_size(n), d), dtype)
-    for start in range(0, n, _BLOCK_ROWS):
-        block = X[start : start + _BLOCK_ROWS]
+    rows = PARTIAL_TUNING.host_block_rows
+    for start in range(0, n, rows):
+        block = X[start : start + rows]
         out[start : start + block.shape[0]] = block.toarray() if sp.issparse(block) else block
     out[n:] = 0
     return out

@@ -1,5 +1,14 @@
 """Defaults of the partial-fairness family; each cites the section of
-``spec/partial_fairness.md`` (the spec) or of the paper (He, Huang, Yao, Lin 2025) it follows."""
+``spec/partial_fairness.md`` (the spec) or of the paper (He, Huang, Yao, Lin 2025) it follows.
+
+Constants that change *what* a fit computes (tolerances, grids, iteration caps, the
+tightening policy ``TIGHTEN_*``, the theory caps ``THEORY_MAX_*``) are module constants;
+those that only choose *how* it is computed (block sizes, storage rules, cost caps of
+optional paths) are fields of the tuning record :data:`PARTIAL_TUNING`."""
+
+import dataclasses
+
+from fairest.utils._tuning import Tuning
 
 # Fairness tolerance kappa (spec section 0). No paper default; 0.1 lies inside every
 # kappa sweep of G.2.1 (spec section 7.2).
@@ -49,11 +58,7 @@ ALM_MAX_ITER = 1000
 # runs the paper's IDCA (solver="idca", with its own tightening rounds) and keeps the
 # best candidate of both.
 SOLVER = "smooth_alm"
-# The IDCA fallback costs max_iter * T SSG passes over the rows a solve (40,000 at the
-# defaults), about 100 times a smoothed solve, so it runs only where rows * max_iter * T
-# is at most this (5,000 rows at the defaults); larger fits that miss the tolerance warn
-# with the achieved value.
-FALLBACK_ROW_PASSES = 5_000 * 200 * 200
+# The IDCA fallback's cost cap: PARTIAL_TUNING.fallback_row_passes (below).
 TOL = 1e-5  # relative change of f_0 over an augmented-Lagrangian round that stops it
 PROXIMAL_STRENGTH = 0.0  # strong-convexity add-on mu (spec section 4.4, [default] 0)
 ALPHA = 0.0  # optional L2 on the coefficients, not part of the paper (spec section 3.2)
@@ -127,13 +132,41 @@ PENALTY_SOLVER = "lbfgs"
 PENALTY_SMOOTHING = ((0.05, 1e-2), (0.01, 2e-3), (2e-3, 5e-4))
 PENALTY_MEMORY = 20  # L-BFGS memory
 PENALTY_GTOL = 1e-5  # sup-norm of the smoothed gradient that ends a stage (float32)
-# Rows x features from which a fit frees the smoothed run's memory (gc.collect and
-# malloc_trim) before the exact evaluation of its candidates: 2**24 cells (64 MiB of
-# float32 X); below, the collection costs more than it saves.
-PENALTY_COLLECT_CELLS = 2**24
 # Convergence test: "lbfgs": a stage ends when one step lowered the smoothed objective by
 # at most PENALTY_TOL (relative; a looser value ends stages visibly higher, a tighter one
 # no lower); "subgradient": the lowest penalised objective of a window of PENALTY_WINDOW
 # steps is at most PENALTY_TOL (relative) below that of the previous window.
 PENALTY_TOL = 1e-6
 PENALTY_WINDOW = 1000
+
+
+@dataclasses.dataclass
+class PartialTuning(Tuning):
+    """Thresholds that choose how a partial-parity fit is computed: block sizes, the
+    storage of ``X`` and the cost caps of optional paths.
+
+    Change them in tests with ``PARTIAL_TUNING.override(...)`` (:class:`Tuning`).
+    """
+
+    # rows a host-side pass over X (count non-zeros, cast, pad) handles at once: bounds
+    # its temporaries to a block of rows, never a whole (n, d) mask or copy
+    host_block_rows: int = 65_536
+    # rows of one block of the smoothed solver's passes over dense X (fairest.partial._fast):
+    # its temporaries are (block, d) and (block, 1 + G J); data of at most this many rows
+    # is one block, the one-product form of the whole data
+    solver_block_rows: int = 2**16
+    # rows at most this share non-zero (and at least 8 columns) are stored by their
+    # non-zeros (ELL); denser data is stored dense
+    ell_density: float = 0.25
+    # the IDCA fallback costs max_iter * T SSG passes over the rows a solve (40,000 at
+    # the defaults), about 100 times a smoothed solve, so it runs only where
+    # rows * max_iter * T is at most this (5,000 rows at the defaults); larger fits that
+    # miss the tolerance warn with the achieved value
+    fallback_row_passes: int = 5_000 * 200 * 200
+    # rows x features from which the penalty baseline frees the smoothed run's memory
+    # (gc.collect and malloc_trim) before the exact evaluation of its candidates (64 MiB
+    # of float32 X); below, the collection costs more than it saves
+    penalty_collect_cells: int = 2**24
+
+
+PARTIAL_TUNING = PartialTuning()

@@ -25,9 +25,9 @@ the same test when the exact surrogate constraints hold within ``eps``.
 
 Memory: every pass over the rows (the step's value, gradient and Gauss-Newton matrix, a
 line-search value, the loss Hessian, a round's end) sums its group / level quantities
-and its ``X^T V`` over blocks of ``ROW_BLOCK`` rows in one ``lax.fori_loop``
-(:func:`_sum_blocks`), so no ``(n, d)`` or ``(n, G J)`` temporary exists; data of at
-most ``ROW_BLOCK`` rows (and ELL or device-sharded rows) is one block, the same code
+and its ``X^T V`` over blocks of ``PARTIAL_TUNING.solver_block_rows`` rows in one
+``lax.fori_loop`` (:func:`_sum_blocks`), so no ``(n, d)`` or ``(n, G J)`` temporary exists; data of at
+most that many rows (and ELL or device-sharded rows) is one block, the same code
 without the loop. Above it the float32 sums are added in another order: the same model
 to the solver's float32 rounding (1e-3 of the largest coefficient, as across devices).
 """
@@ -56,6 +56,7 @@ from fairest.partial._dc import (
     split,
 )
 from fairest.partial._dc import _surrogate as _exact_surrogate
+from fairest.partial._defaults import PARTIAL_TUNING
 from fairest.partial._rows import row_dot, row_scatter, row_sum
 from fairest.partial._smooth import SmoothResult, _smooth_min, _smooth_ramp
 
@@ -96,26 +97,20 @@ _GTOL0 = 1e-3  # that of the first round, tenfold smaller every round
 _FTOL = 1e-9  # relative decrease of L over a step that ends a round
 _RETRY_SHIFT = 1e-3  # relative shift of the retried Cholesky (see _newton_direction)
 _REFRESH = 5  # Gauss-Newton steps between two loss Hessians
-# Rows of one block of a pass over the data: every pass (value, gradient and
-# Gauss-Newton matrix, line-search value, loss Hessian, round end) sums its per-group /
-# per-level quantities block by block, so its temporaries are (ROW_BLOCK, d) and
-# (ROW_BLOCK, 1 + G J), never (n, d) or (n, G J) (at 1e6 x 100, G J = 20, float32: 270
-# MiB of step temporaries before). Data of at most ROW_BLOCK rows is one block: the
-# pass is then the one-product form of the whole data, bit for bit.
-ROW_BLOCK = 2**16
 _ROW_FIELDS = ("X", "y", "groups", "c0", "cg", "membership")
 
 
 def block_rows(X) -> int:
-    """Rows of one block of the passes over ``X`` (static): ``ROW_BLOCK``, or every row
-    for data of at most that many rows, for :class:`SparseRows` (an ELL row block is a
-    few bytes a row) and for data row-sharded over several devices (a dynamic slice of
-    a sharded axis would gather the rows on every device)."""
+    """Rows of one block of the passes over ``X`` (static):
+    ``PARTIAL_TUNING.solver_block_rows``, or every row for data of at most that many
+    rows, for :class:`SparseRows` (an ELL row block is a few bytes a row) and for data
+    row-sharded over several devices (a dynamic slice of a sharded axis would gather the
+    rows on every device)."""
     n = X.shape[0]
     sharding = getattr(X, "sharding", None)
     if isinstance(X, SparseRows) or (sharding is not None and len(sharding.device_set) > 1):
         return n
-    return min(n, ROW_BLOCK)
+    return min(n, PARTIAL_TUNING.solver_block_rows)
 
 
 def _row_block(data: Data, k, rows: int) -> Data:

@@ -40,15 +40,16 @@ from fairest.metrics import (
 from fairest.partial import _defaults
 from fairest.partial._common import (
     METRICS,
-    SMOOTH_DENSE_COST,
     _nonzero_counts,
     build_data,
     check_interval,
     ell_width,
     padded_dense,
+    smooth_dense_cost,
     squared_row_norms,
 )
 from fairest.partial._dc import Config, objective
+from fairest.partial._defaults import PARTIAL_TUNING
 from fairest.partial._fast import (
     NEWTON_STEPS,
     SOLVER_DTYPE,
@@ -250,7 +251,7 @@ def build_problem(
     ``lean``: when the smoothed ALM runs, a dense ``X`` is stored in its
     ``SOLVER_DTYPE`` (the one copy of ``X`` the fit makes; the run casts to it anyway),
     and ``X`` is stored dense unless its ELL form makes that solver's passes cheaper
-    (``SMOOTH_DENSE_COST`` of :mod:`fairest.partial._common`).
+    (:func:`~fairest.partial._common.smooth_dense_cost`).
     ``like``: a ``data`` of the same rows whose placed arrays are reused."""
     lo, hi = interval
     tolerance = float(settings.tolerance if tolerance is None else tolerance)
@@ -281,7 +282,7 @@ def build_problem(
     )
     lean = lean and settings.smooth_ran(cfg)
     x_dtype = np.dtype(SOLVER_DTYPE) if lean else np.dtype(np.float64)
-    dense_cost = SMOOTH_DENSE_COST if lean else 0.0
+    dense_cost = smooth_dense_cost() if lean else 0.0
     hyper = dict(
         grid=grid if kind == "statistical" else np.zeros(0),
         slack=group_slack if kind == "statistical" else slack,
@@ -617,9 +618,9 @@ def _any_meets(solves, kappa) -> bool:
 
 def _fallback_affordable(settings: Settings, n_rows: int) -> bool:
     """Whether the IDCA fallback's SSG passes over the rows (``n_rows max_iter T`` a
-    solve) are within ``_defaults.FALLBACK_ROW_PASSES``."""
+    solve) are within ``PARTIAL_TUNING.fallback_row_passes``."""
     inner = settings._replace(solver="idca").inner_iterations()
-    return n_rows * int(settings.max_iter) * inner <= _defaults.FALLBACK_ROW_PASSES
+    return n_rows * int(settings.max_iter) * inner <= PARTIAL_TUNING.fallback_row_passes
 
 
 def _idca_fallback(

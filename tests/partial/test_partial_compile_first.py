@@ -81,10 +81,10 @@ def test_dense_on_one_device_is_the_ell_rule():
     narrow = np.where(rng.random((200, 5)) < 0.1, 1.0, 0.0)
     for X in (dense, one_hot, narrow, np.zeros((50, 12))):
         assert _fit._dense_on_one_device(X) == (ell_slots(X) is None)
-        for cost in (0.0, _fit.SMOOTH_DENSE_COST):  # the smoothed solver's rule too
+        for cost in (0.0, _fit.smooth_dense_cost()):  # the smoothed solver's rule too
             expected = ell_slots(X, dense_cost=cost) is None
             assert _fit._dense_on_one_device(X, cost) == expected
-    assert _fit._dense_on_one_device(one_hot, _fit.SMOOTH_DENSE_COST)  # 8 slots of 40
+    assert _fit._dense_on_one_device(one_hot, _fit.smooth_dense_cost())  # 8 slots of 40
     assert not _fit._dense_on_one_device(sp.csr_matrix(dense))
 
 

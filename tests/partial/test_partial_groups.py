@@ -13,8 +13,9 @@ import scipy.sparse as sp
 from _partial_helpers import PSP, make_problem
 
 from fairest.metrics import partial_statistical_parity
-from fairest.partial import PartialParityClassifier, _defaults, _fast, _fit
+from fairest.partial import PartialParityClassifier, _fast, _fit
 from fairest.partial._common import build_data
+from fairest.partial._defaults import PARTIAL_TUNING
 from fairest.partial._floors import band_floors
 from fairest.utils import FairnessWarning
 from fairest.utils._reporting import show_progress
@@ -193,8 +194,8 @@ def test_fallback_only_where_affordable(monkeypatch):
         PartialParityClassifier(**params).fit(X, y, sensitive_features=g)
         assert calls  # 180 rows: affordable
         calls.clear()
-        monkeypatch.setattr(_defaults, "FALLBACK_ROW_PASSES", 180 * 5 * 20 - 1)
-        PartialParityClassifier(**params).fit(X, y, sensitive_features=g)
+        with PARTIAL_TUNING.override(fallback_row_passes=180 * 5 * 20 - 1):
+            PartialParityClassifier(**params).fit(X, y, sensitive_features=g)
     assert not calls
 
 

@@ -11,27 +11,28 @@ import scipy.sparse as sp
 from _partial_helpers import make_problem
 
 from fairest._kernels._buckets import DEVICE_ALIGNMENT, bucket_size, pad_rows
-from fairest.partial import _common, _fast
+from fairest.partial import _fast
 from fairest.partial._common import build_data, ell_slots, padded_dense, padded_ell
+from fairest.partial._defaults import PARTIAL_TUNING
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_padded_dense_is_the_padded_cast_in_one_aligned_buffer(monkeypatch, dtype):
-    monkeypatch.setattr(_common, "_BLOCK_ROWS", 7)  # several blocks and a partial one
+def test_padded_dense_is_the_padded_cast_in_one_aligned_buffer(dtype):
     X = np.random.default_rng(0).normal(size=(50, 5))
-    out = padded_dense(X, dtype)
-    assert out.dtype == dtype and out.ctypes.data % DEVICE_ALIGNMENT == 0
-    np.testing.assert_array_equal(out, pad_rows(50, X.astype(dtype))[0])
-    np.testing.assert_array_equal(padded_dense(sp.csr_matrix(X), dtype), out)
+    with PARTIAL_TUNING.override(host_block_rows=7):  # several blocks and a partial one
+        out = padded_dense(X, dtype)
+        assert out.dtype == dtype and out.ctypes.data % DEVICE_ALIGNMENT == 0
+        np.testing.assert_array_equal(out, pad_rows(50, X.astype(dtype))[0])
+        np.testing.assert_array_equal(padded_dense(sp.csr_matrix(X), dtype), out)
 
 
-def test_ell_of_unpadded_rows_equals_that_of_padded_rows(monkeypatch):
-    monkeypatch.setattr(_common, "_BLOCK_ROWS", 16)
+def test_ell_of_unpadded_rows_equals_that_of_padded_rows():
     rng = np.random.default_rng(1)
     X = np.where(rng.random((70, 40)) < 0.05, rng.normal(size=(70, 40)), 0.0)
-    expected = ell_slots(pad_rows(70, X)[0])
-    assert expected is not None
-    index, value = padded_ell(X, 70)
+    with PARTIAL_TUNING.override(host_block_rows=16):
+        expected = ell_slots(pad_rows(70, X)[0])
+        assert expected is not None
+        index, value = padded_ell(X, 70)
     assert index.shape[0] == bucket_size(70)
     np.testing.assert_array_equal(index, expected[0])
     np.testing.assert_array_equal(value, expected[1])
@@ -64,10 +65,13 @@ def test_build_data_in_solver_dtype_and_reused_rows():
 
 
 def test_block_rows_of_dense_sparse_and_small_data():
-    """Dense data of more than ``ROW_BLOCK`` rows is passed over in blocks of
-    ``ROW_BLOCK`` rows; smaller data and ELL rows in one block."""
-    dense = jax.ShapeDtypeStruct((3 * _fast.ROW_BLOCK + 5, 4), jnp.float32)
-    assert _fast.block_rows(dense) == _fast.ROW_BLOCK
+    """Dense data of more than ``PARTIAL_TUNING.solver_block_rows`` rows is passed over
+    in blocks of that many rows; smaller data and ELL rows in one block."""
+    block = PARTIAL_TUNING.solver_block_rows
+    dense = jax.ShapeDtypeStruct((3 * block + 5, 4), jnp.float32)
+    assert _fast.block_rows(dense) == block
+    with PARTIAL_TUNING.override(solver_block_rows=64):  # the record chooses the block
+        assert _fast.block_rows(dense) == 64
     assert _fast.block_rows(jnp.zeros((100, 4), jnp.float32)) == 100
     X = sp.random(200, 30, density=0.05, random_state=0, format="csr")
     assert isinstance(_data(X).X, _fast.SparseRows)

@@ -209,7 +209,7 @@ def test_pairwise_baselines_refuse_sparse(cls):
 
 def test_smoothed_solver_stores_narrow_one_hot_rows_dense():
     """The smoothed ALM stores rows dense (float32) where ELL's scattered adds cost more
-    than dense products (``SMOOTH_DENSE_COST k^2 >= d^2``: 8 slots in 28 columns), ELL
+    than dense products (``smooth_dense_cost() k^2 >= d^2``: 8 slots in 28 columns), ELL
     where they do not (96 columns); IDCA keeps the ELL rule of the density alone. The
     sparse input fits the model of the numpy one either way."""
     from fairest.partial._fit import Settings, build_problem
