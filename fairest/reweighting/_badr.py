@@ -30,7 +30,7 @@ from fairest.reweighting._common import (
 from fairest.reweighting._solve import SOLVERS, BADRSettings, solve_badr
 from fairest.utils._estimator import encode_binary_target, validate_fit_data
 from fairest.utils._linear import LinearClassifierMixin, LinearRegressorMixin
-from fairest.utils._reporting import log_fit, store_result
+from fairest.utils._reporting import log_fit, store_result, wants_progress
 from fairest.utils._validation import FairnessWarning
 
 __all__ = ["BADRClassifier", "BADRRegressor"]
@@ -71,7 +71,9 @@ class _BADRBase(BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True  # scipy sparse X is never densified (_kernels._sparse)
+        # scipy sparse X: SparseRows (_kernels._sparse), dense only where small enough that
+        # a dense copy pays (_runtime.densify_pays)
+        tags.input_tags.sparse = True
         return tags
 
     # ------------------------------------------------------------------ fit
@@ -97,7 +99,15 @@ class _BADRBase(BaseEstimator):
                 self.inner_max_iter,
                 reference_compat=self.reference_compat,
             )
-            result = solve_badr(loss, metric, problem, data.groups, num_groups, settings)
+            result = solve_badr(
+                loss,
+                metric,
+                problem,
+                data.groups,
+                num_groups,
+                settings,
+                progress=self._progress_hook() if wants_progress(self) else None,
+            )
         if not result.inner_converged:
             warnings.warn(
                 "The Newton solve did not reach inner_tol; increase inner_max_iter."
@@ -137,6 +147,16 @@ class _BADRBase(BaseEstimator):
         self.selected_ = result.selected
         store_result(self, n_iter=result.n_iter, history=result.history)
         return self
+
+    def _progress_hook(self):
+        """``progress(step, total, unit)`` of :func:`solve_badr`: a level-2 log line
+        (``verbose >= 2``) that also moves the line of
+        :func:`fairest.utils._reporting.show_progress` around this fit."""
+
+        def progress(step, total, unit):
+            log_fit(self, f"{unit} %d/%d", step, total, level=2)
+
+        return progress
 
     def _warn_constant(self, data, y_num, result):
         """``FairnessWarning`` when the search ended at a (nearly) constant classifier

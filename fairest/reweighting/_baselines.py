@@ -46,7 +46,9 @@ class _GroupWeightedLinearModel(BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True  # scipy sparse X is never densified (_kernels._sparse)
+        # scipy sparse X: SparseRows (_kernels._sparse), dense only where small enough that
+        # a dense copy pays (_runtime.densify_pays)
+        tags.input_tags.sparse = True
         return tags
 
     def _adaptive_weights(self, loss, y01, data):

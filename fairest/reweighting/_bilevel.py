@@ -51,7 +51,14 @@ from fairest._solvers._newton_cg import jacobi_preconditioner, newton_cg_solve, 
 from fairest.reweighting._badr_metrics import MetricSpec, exact_unfairness, smooth_unfairness
 from fairest.reweighting._defaults import ADJOINT_CG_MAX_ITER, ORACLE_TUNING
 
-__all__ = ["OracleOutput", "Problem", "lower_level", "oracle", "upper_level"]
+__all__ = [
+    "OracleOutput",
+    "Problem",
+    "implicit_hypergradient",
+    "lower_level",
+    "oracle",
+    "upper_level",
+]
 
 
 def cache_size(num_params: int, num_groups: int) -> int:
@@ -627,18 +634,80 @@ def placeholder_result(theta) -> NewtonResult:
     )
 
 
+def implicit_hypergradient(
+    loss: str,
+    metric: MetricSpec,
+    num_groups: int,
+    lam,
+    problem: Problem,
+    anchor: Anchor,
+    *,
+    contraction=np.inf,
+    mode: str = "plain",
+    rows=None,
+    ready=None,
+):
+    """``Phi(lambda) = U(theta*(lambda))`` and its gradient by the implicit function
+    theorem (badr spec 1.3, 4.1)::
+
+        theta* = argmin_theta sum_g lambda_g L_g(theta) + R(theta)   lower level (Newton)
+        H q    = grad_theta U(theta*)                                adjoint (one solve)
+        (grad Phi)_g = -<grad L_g(theta*), q>                        hypergradient
+
+    ``H`` is the lower level's Hessian at ``theta*``, factorised by Newton's last pass
+    (no extra factorisation; the Newton-CG path solves with conjugate gradients), and
+    ``grad_theta U`` and ``J = [grad L_g]`` come from one pass over the data.
+
+    Two jitted calls in sequence, no host synchronisation in between: the Newton solve
+    started at ``anchor``'s tangent prediction (:func:`predicted_start`; compiled once
+    per loss and shape whatever the metric) and the metric + adjoint part
+    (:func:`upper_level`, compiled per metric), so that a new metric never recompiles the
+    Newton solver.
+
+    Parameters
+    ----------
+    loss, metric, num_groups, lam, problem
+        The lower-level loss, the smooth unfairness, G, the weights and the data.
+    anchor : Anchor
+        Where the Newton solve starts (:func:`plain_anchor` for a given ``theta``).
+    contraction : float, default=inf
+        Finite: Newton may end with a predicted step (checked by the adjoint pass,
+        ``OracleOutput.inner_converged``).
+    mode : {"plain", "blocked", "value"}, default="plain"
+        The adjoint kernel (:func:`upper_level`); ``"value"`` computes no hypergradient.
+    rows : tuple (rows, valid), default=None
+        Solve the lower level on these rows only (:func:`_lower_on_rows`: the same
+        solution when every row of positive weight under ``lam`` is among them).
+    ready : callable, default=None
+        ``ready(name)`` is called before the kernel ``"rows"``, ``"adjoint"`` or
+        ``"value"`` first runs (the runtime's wait for its background compilation).
+
+    Returns
+    -------
+    result : NewtonResult
+        The lower-level solve.
+    output : OracleOutput
+        ``Phi``, its gradient (NaN with ``mode="value"``), ``theta*`` and diagnostics.
+    """
+    ready = ready or (lambda name: None)
+    contraction = np.float64(contraction)
+    if rows is None:
+        result = _lower_from_anchor(loss, num_groups, lam, anchor, problem, contraction)
+    else:
+        ready("rows")
+        result = _lower_on_rows(loss, num_groups, lam, anchor, problem, contraction, *rows)
+    ready("value" if mode == "value" else "adjoint")
+    return result, upper_level(loss, metric, num_groups, lam, result, problem, mode)
+
+
 def oracle(
     loss: str, metric: MetricSpec, num_groups: int, lam, theta0, problem: Problem, anchor=None
 ):
-    """``Phi(lambda)``, ``grad Phi(lambda)``, ``theta*(lambda)`` from the host.
-
-    Two jitted calls in sequence, no host synchronisation in between: the lower-level
-    Newton solve (:func:`lower_level`: compiled once per loss and shape whatever the
-    metric) and the metric + adjoint part (:func:`upper_level`, compiled per metric), so
-    that a new metric never recompiles the Newton solver.
-    """
-    result = lower_level(loss, num_groups, lam, theta0, problem, anchor)
-    return upper_level(loss, metric, num_groups, lam, result, problem)
+    """``Phi(lambda)``, ``grad Phi(lambda)``, ``theta*(lambda)`` from the host: the
+    :class:`OracleOutput` of :func:`implicit_hypergradient` started at ``theta0`` or, given
+    an ``anchor``, at its tangent prediction."""
+    anchor = plain_anchor(theta0, num_groups) if anchor is None else anchor
+    return implicit_hypergradient(loss, metric, num_groups, lam, problem, anchor)[1]
 
 
 def lower_level(

@@ -14,10 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.sparse as sp
 
-from fairest._kernels._buckets import pad_rows_to, padded_rows
 from fairest._kernels._glm import blocked_hessian
-from fairest._kernels._placement import place_dense
-from fairest._kernels._sparse import sparse_rows
 from fairest.reweighting import _defaults
 from fairest.reweighting._badr_metrics import (
     CLASSIFICATION_METRICS,
@@ -30,8 +27,8 @@ from fairest.reweighting._bilevel import Problem, lower_level, metric_value
 from fairest.reweighting._capped import project_capped_host
 from fairest.reweighting._group_weights import resolve_group_weights
 from fairest.reweighting._oracle import ImplicitOracle
+from fairest.reweighting._runtime import place_fit_arrays
 from fairest.utils._degenerate import near_constant
-from fairest.utils._devices import configured_devices, place_rows
 
 __all__ = [
     "baseline_weights",
@@ -127,28 +124,11 @@ def make_problem(
     (:func:`~fairest._kernels._glm.blocked_hessian`) when the fit is large.
     ``reference_compat`` drops the intercept from the scores the metrics see.
     Sparse ``data.X`` becomes a device :class:`~fairest._kernels._sparse.SparseRows`
-    (O(nnz), padded with empty rows, exact float64 Hessian blocks)."""
+    (O(nnz), padded with empty rows, exact float64 Hessian blocks), or a dense copy where
+    that pays (:func:`~._runtime.place_fit_arrays`)."""
     n, d = data.X.shape
-    sparse = sp.issparse(data.X)
-    length = padded_rows(n, 8 * 4 if sparse else 8 * (d + 3))  # no padding copy of large data
     rows = (y_num, data.groups, data.sample_weight)
-    y_pad, g_pad, w_pad = pad_rows_to(
-        length, *(np.asarray(a, dtype=t) for a, t in zip(rows, _ROW_DTYPES[1:]))
-    )
-    if sparse:
-        from fairest._solvers._driver import place_sparse
-
-        X_dev = place_sparse(sparse_rows(data.X).with_rows(length))
-        y_dev, g_dev, w_dev = place_rows([y_pad, g_pad, w_pad])
-    else:
-        (X_pad,) = pad_rows_to(length, np.asarray(data.X, dtype=np.float64))
-        if length == n and configured_devices() is None:  # large data, JAX's default device:
-            # X shared with a CPU device even where numpy's alignment would force a copy
-            # (a ShiftedRows: every row loop reads it through _placement.row_block)
-            X_dev = place_dense(X_pad)
-            y_dev, g_dev, w_dev = place_rows([y_pad, g_pad, w_pad])
-        else:  # sharded by rows over the devices of fairest.config_context
-            X_dev, y_dev, g_dev, w_dev = place_rows([X_pad, y_pad, g_pad, w_pad])
+    X_dev, y_dev, g_dev, w_dev, sparse = place_fit_arrays(data.X, rows)
     return Problem(
         X=X_dev,
         y=y_dev,
@@ -166,9 +146,6 @@ def make_problem(
         ),
         metric_intercept=_on_device(0.0 if reference_compat else 1.0, np.float64),
     )
-
-
-_ROW_DTYPES = (np.float64, np.float64, np.int32, np.float64)
 
 
 def _on_device(value, dtype):

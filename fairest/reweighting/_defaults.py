@@ -104,6 +104,16 @@ class OracleTuning(Tuning):
     # baselines, the final refit, restart comparisons) and SLSQP's points within SNAP_ATOL
     # of an evaluated point reuse it
     reuse_min_rows: int = 65_536
+    # sparse X whose Newton Hessian is built from densified row blocks anyway is held dense
+    # when the copy takes at most this (_runtime.densify_pays): plain and float32 GEMMs
+    densify_max_bytes: int = 256 * 2**20
+    # "slsqp" at two groups: the one-dimensional bracket search of _segment.run_segment
+    # (the same optimum in 3-5 lower-level solves fewer; SLSQP itself where it declines);
+    # False: SLSQP
+    segment_search: bool = True
+    # small data is padded to a row bucket (_buckets.padded_rows: one compiled kernel per
+    # bucket); False: every fit runs on its exact row count, as data too large to pad does
+    pad_rows: bool = True
 
 
 ORACLE_TUNING = OracleTuning()

@@ -1,8 +1,11 @@
 """The host side of two-loop BADR's implicit oracle: cache, warm starts, best point.
 
-The jitted oracle itself (lower-level Newton solve, metric and adjoint) is
-:mod:`fairest.reweighting._bilevel`; this class is what SciPy's and Frank-Wolfe's outer
-loops (:mod:`fairest.reweighting._outer`) call.
+What an oracle call computes is :func:`~fairest.reweighting._bilevel.implicit_hypergradient`
+(lower-level Newton solve, adjoint solve, hypergradient); how it runs (cache size,
+inexact and value-only paths, vertices on their rows, background compilation, memory
+release) is decided by the hooks of :class:`~fairest.reweighting._runtime.OracleRuntime`.
+This class keeps the state between calls; SciPy's and Frank-Wolfe's outer loops
+(:mod:`fairest.reweighting._outer`) call it.
 """
 
 from __future__ import annotations
@@ -12,31 +15,24 @@ import contextlib
 import jax
 import numpy as np
 
-from fairest._kernels._sparse import is_sparse
 from fairest.reweighting._bilevel import (
     Anchor,
     OracleOutput,
-    _blocked,
     _lower_on_rows,
     _upper_blocked,
     _upper_from_result,
     _value_from_result,
-    cache_size,
-    group_row_blocks,
-    lower_level,
+    implicit_hypergradient,
     placeholder_result,
     plain_anchor,
-    reads_rows_lazily,
     upper_level,
-    uses_newton_cg,
 )
 from fairest.reweighting._defaults import (
     CONTRACTION_MEMORY,
     ORACLE_TUNING,
     SNAP_ATOL,
 )
-from fairest.utils._compilation_cache import compile_in_background
-from fairest.utils._memory import release_free_memory
+from fairest.reweighting._runtime import OracleRuntime
 
 __all__ = ["ImplicitOracle"]
 
@@ -71,29 +67,18 @@ class ImplicitOracle:
         self.path = []
         # lambda bytes -> (value, grad, OracleOutput, inner tolerance), at most _size
         self._cache = {}
-        self._size = cache_size(theta0.shape[0], num_groups)
         self._anchors = []  # (lambda, Anchor) of finite evaluations, newest last
         self._contractions = []  # Newton's observed quadratic-convergence constants
         self.mispredictions = 0  # predicted last Newton steps that had to be resumed
-        # host group codes (real rows): one-group vertices are then solved on their rows
-        self._group_rows = None
-        if groups is not None:
-            row_bytes = 0  # of a gathered copy: none where the rows are read lazily
-            if is_sparse(problem.X):
-                row_bytes = problem.X.row_entries * 12 + 24  # value and column of every slot
-            elif not reads_rows_lazily(problem):
-                row_bytes = problem.X.shape[1] * 8 + 24
-            self._group_rows = group_row_blocks(groups, num_groups, problem.X.shape[0], row_bytes)
-        self._compiling = {}  # kernel name -> thread compiling it
+        # how the calls run (cache size, inexact and value-only paths, the adjoint kernel,
+        # vertices on their rows, background compilation): decided from the data's size
+        self.runtime = OracleRuntime(problem, num_groups, theta0.shape[0], groups)
+        self._size = self.runtime.cache_size
         self.loose = False  # inside loose_solves(): new points may be solved inexactly
-        self._inexact = problem.X.shape[0] >= ORACLE_TUNING.inexact_min_rows
+        self._inexact = self.runtime.inexact
         self._exact_tol = float(problem.inner_tol) if self._inexact else 0.0
-        self._reuse = problem.X.shape[0] >= ORACLE_TUNING.reuse_min_rows  # values only, snapping
-        self._gradient_mode = (  # the blocked adjoint: large dense data, Cholesky path
-            "blocked"
-            if self._reuse and _blocked(problem.X) and not uses_newton_cg(theta0.shape[0])
-            else "plain"
-        )
+        self._reuse = self.runtime.reuse
+        self._gradient_mode = self.runtime.gradient_mode
         self.gradients = 0  # hypergradients computed (adjoint solves)
 
     @contextlib.contextmanager
@@ -158,20 +143,20 @@ class ImplicitOracle:
                     *(block[0] for block in self._group_rows),
                 ),
             )
-        for name, (kernel, args) in kernels.items():
-            # only compiled: a run on the placeholder arguments would hold its XLA
-            # temporaries (at 1e6 x 100, 313 MiB for the blocked adjoint, 176 MiB for the
-            # value pass) beside the main thread's first solve and compute nothing used
-            self._compiling[name] = compile_in_background(kernel, args, x64=True)
+        # only compiled: a run on the placeholder arguments would hold its XLA
+        # temporaries (at 1e6 x 100, 313 MiB for the blocked adjoint, 176 MiB for the
+        # value pass) beside the main thread's first solve and compute nothing used
+        self.runtime.compile_in_background(kernels)
 
-    def _compiled(self, name: str) -> None:
-        """Wait for the background compilation of kernel ``name``, if any."""
-        thread = self._compiling.pop(name, None)
-        if thread is not None:
-            thread.join()
-            # the compilers' freed working memory (each thread its own heap): returned
-            # to the system, not resident under the kernels' runs (1e6 x 100: ~300 MiB)
-            release_free_memory()
+    @property
+    def _group_rows(self):
+        """Row blocks of the one-group vertices (:attr:`OracleRuntime.group_rows`)."""
+        return self.runtime.group_rows
+
+    @property
+    def _compiling(self):
+        """Kernels compiling in the background (:attr:`OracleRuntime.compiling`)."""
+        return self.runtime.compiling
 
     def evaluate(self, lam, with_grad: bool = True) -> tuple[float, np.ndarray, OracleOutput]:
         """``(Phi, grad Phi, OracleOutput)`` at ``lam``: cached, else one oracle call. A
@@ -225,7 +210,7 @@ class ImplicitOracle:
         lower-level solution (no new solve)."""
         value, _, _, tol, result = cached
         lam_device = jax.device_put(lam)
-        self._compiled("adjoint")
+        self.runtime.ready("adjoint")
         out = upper_level(
             self.loss,
             self.metric,
@@ -291,30 +276,20 @@ class ImplicitOracle:
         if problem.X_hessian is None:  # small data: an exact factor, no refinement
             kappa = np.inf
         anchor = self._nearest_anchor(lam)
-        vertex = np.flatnonzero(lam)
-        if self._group_rows is not None and vertex.size == 1:
-            rows, valid = (block[vertex[0]] for block in self._group_rows)
-            self._compiled("rows")
-            if anchor is None:
-                anchor = plain_anchor(self.theta, self.num_groups)
-            result = _lower_on_rows(
-                self.loss,
-                self.num_groups,
-                lam_device,
-                anchor,
-                problem,
-                np.float64(kappa),
-                rows,
-                valid,
-            )
-        else:
-            result = lower_level(
-                self.loss, self.num_groups, lam_device, self.theta, problem, anchor, kappa
-            )
+        if anchor is None:
+            anchor = plain_anchor(self.theta, self.num_groups)
         mode = self._gradient_mode if with_grad else "value"
-        self._compiled("adjoint" if with_grad else "value")
-        out = upper_level(
-            self.loss, self.metric, self.num_groups, lam_device, result, problem, mode
+        result, out = implicit_hypergradient(
+            self.loss,
+            self.metric,
+            self.num_groups,
+            lam_device,
+            problem,
+            anchor,
+            contraction=kappa,
+            mode=mode,
+            rows=self.runtime.vertex_rows(lam),
+            ready=self.runtime.ready,
         )
         value, grad, n_iter, converged, unverified, contraction = jax.device_get(
             (
@@ -328,9 +303,14 @@ class ImplicitOracle:
         )
         if unverified and not converged:  # the predicted step fell short: resume there
             self.mispredictions += 1
-            result = lower_level(self.loss, self.num_groups, lam_device, out.theta, problem)
-            out = upper_level(
-                self.loss, self.metric, self.num_groups, lam_device, result, problem, mode
+            result, out = implicit_hypergradient(
+                self.loss,
+                self.metric,
+                self.num_groups,
+                lam_device,
+                problem,
+                plain_anchor(out.theta, self.num_groups),
+                mode=mode,
             )
             value, grad, more_iter, converged = jax.device_get(
                 (out.value, out.grad, out.inner_iter, out.inner_converged)

@@ -21,7 +21,7 @@ from fairest.reweighting._defaults import (
 )
 from fairest.reweighting._oracle import ImplicitOracle
 
-__all__ = ["frank_wolfe", "run_frank_wolfe", "run_scipy"]
+__all__ = ["frank_wolfe", "iteration_counter", "run_frank_wolfe", "run_scipy"]
 
 
 def _first_step_boost(grad) -> float:
@@ -31,12 +31,30 @@ def _first_step_boost(grad) -> float:
     return SLSQP_FIRST_STEP / size if np.isfinite(size) and size > 0 else 1.0
 
 
-def run_scipy(method: str, orc: ImplicitOracle, lam0, *, max_iter: int, tol: float, caps=None):
+def iteration_counter(progress, max_iter: int):
+    """A SciPy ``callback`` calling ``progress(k, max_iter, "outer iteration")`` after
+    iteration ``k`` (``None`` without ``progress``); it never stops the solver."""
+    if progress is None:
+        return None
+    done = [0]
+
+    def callback(*_):
+        done[0] += 1
+        progress(done[0], max_iter, "outer iteration")
+
+    return callback
+
+
+def run_scipy(
+    method: str, orc: ImplicitOracle, lam0, *, max_iter: int, tol: float, caps=None, progress=None
+):
     """SLSQP or trust-constr on the simplex (spec 4.4, 4.6), capped at ``caps`` (the
-    bounds ``lambda_g <= caps_g``; ``None``: 1). Returns (lambda, n_iter, message, ok)."""
+    bounds ``lambda_g <= caps_g``; ``None``: 1). ``progress(step, total, unit)``, if
+    given, is called after every iteration. Returns (lambda, n_iter, message, ok)."""
     from scipy.optimize import BFGS, Bounds, LinearConstraint, minimize
 
     num_groups = lam0.shape[0]
+    callback = iteration_counter(progress, max_iter)
     upper = np.ones(num_groups) if caps is None else np.asarray(caps, dtype=np.float64)
     # inexact early solves (ImplicitOracle.loose_solves); the caller re-solves the result
     with orc.loose_solves():
@@ -67,6 +85,7 @@ def run_scipy(method: str, orc: ImplicitOracle, lam0, *, max_iter: int, tol: flo
                     }
                 ],
                 options={"ftol": tol, "maxiter": max_iter},
+                callback=callback,
             )
             # exit mode 8 "positive directional derivative for linesearch" and 9 "iteration
             # limit" are non-convergence (warned by the caller); the best point is still kept
@@ -84,6 +103,7 @@ def run_scipy(method: str, orc: ImplicitOracle, lam0, *, max_iter: int, tol: flo
                     bounds=Bounds(np.zeros(num_groups), upper),
                     constraints=[LinearConstraint(np.ones((1, num_groups)), 1.0, 1.0)],
                     options={"gtol": tol, "maxiter": max_iter},
+                    callback=callback,
                 )
             ok = bool(result.status in (1, 2))
     lam = np.clip(result.x, 0.0, upper)
@@ -178,9 +198,22 @@ def frank_wolfe(
 
 
 def run_frank_wolfe(
-    orc: ImplicitOracle, lam0, *, max_iter, tol, step_rule, gap_mode, record, caps=None
+    orc: ImplicitOracle,
+    lam0,
+    *,
+    max_iter,
+    tol,
+    step_rule,
+    gap_mode,
+    record,
+    caps=None,
+    progress=None,
 ):
-    """Host entry: run the jitted loop, return (best lambda, n_iter, converged, history)."""
+    """Host entry: run the jitted loop, return (best lambda, n_iter, converged, history).
+    ``progress(step, total, unit)``, if given, is called as the loop starts and once it
+    ends (the loop itself runs on the device without a host call per iteration)."""
+    if progress is not None:
+        progress(0, max_iter, "outer iteration")
     state = frank_wolfe(
         orc.loss,
         orc.metric,
@@ -196,6 +229,8 @@ def run_frank_wolfe(
         history_rows=max_iter if record else 0,
     )
     n_iter = int(state.t)
+    if progress is not None:
+        progress(n_iter, max_iter, "outer iteration")
     converged = bool(state.gap < tol)
     best = state.best_lam
     lam = np.asarray(project_simplex(best) if caps is None else project_capped(best, caps))

@@ -103,16 +103,24 @@ def search_bracket(evaluate, lo: SegmentPoint, hi: SegmentPoint, last, *, max_it
     return last, max_iter, False
 
 
-def run_segment(orc, lam0, *, max_iter: int, tol: float, ends=None):
+def run_segment(orc, lam0, *, max_iter: int, tol: float, ends=None, progress=None):
     """The two-group outer search from ``lam0`` (call with the safeguard's baselines
     evaluated). ``ends``: the weights at the segment's ends, smaller ``t`` first (the
     one-group baselines; default the vertices, else the capped ones of
     ``max_weight_ratio``). Returns ``(lambda, n_iter, message, ok)`` as
-    :func:`~._outer.run_scipy`, or ``None`` where SLSQP must run instead."""
+    :func:`~._outer.run_scipy`, or ``None`` where SLSQP must run instead.
+    ``progress(step, total, unit)``, if given, is called after every trial point."""
     if ends is None:
         ends = (weights_at(0.0), weights_at(1.0))
     ends = tuple(np.asarray(end, dtype=np.float64) for end in ends)
+    trials = [0]
     with orc.loose_solves():  # the caller re-solves the returned point to inner_tol
+
+        def trial(t):  # a point of the bracket search: one outer iteration
+            trials[0] += 1
+            if progress is not None:
+                progress(trials[0], max_iter, "outer iteration")
+            return evaluate(t)
 
         def evaluate(t, lam=None):
             value, grad, _ = orc.evaluate_near(weights_at(t) if lam is None else lam)
@@ -142,7 +150,7 @@ def run_segment(orc, lam0, *, max_iter: int, tol: float, ends=None):
         # which is 2.5 tol |dPhi/dt| on the segment; the search asks FLAT_FACTOR of it
         ftol = FLAT_FACTOR * 2.5 * tol * abs(start.slope)
         point, n_iter, ok = search_bracket(
-            evaluate, lo, hi, start, max_iter=max_iter, xtol=XTOL, ftol=ftol
+            trial, lo, hi, start, max_iter=max_iter, xtol=XTOL, ftol=ftol
         )
     if point is None:
         return None

@@ -34,6 +34,7 @@ from fairest.reweighting._common import (
     one_label_groups,
     single_class_groups,
 )
+from fairest.reweighting._defaults import ORACLE_TUNING
 from fairest.reweighting._oracle import ImplicitOracle
 from fairest.reweighting._outer import run_frank_wolfe, run_scipy
 from fairest.reweighting._segment import run_segment
@@ -53,9 +54,6 @@ __all__ = [
 
 SOLVERS = ("slsqp", "frank-wolfe", "trust-constr", "gd", "sgd")
 TWO_LOOP_SOLVERS = ("slsqp", "trust-constr", "frank-wolfe")
-# "slsqp" at two groups: the one-dimensional bracket search of _segment.run_segment (same
-# optimum in 3-5 lower-level solves fewer; SLSQP itself where it declines); False: SLSQP
-SEGMENT_SEARCH = True
 
 
 class BADRSettings(NamedTuple):
@@ -120,6 +118,7 @@ def solve_badr(
     groups: np.ndarray,
     num_groups: int,
     settings: BADRSettings | None = None,
+    progress=None,
 ) -> BADRResult:
     """Group weights of minimal train unfairness and the model fitted at them.
 
@@ -139,6 +138,10 @@ def solve_badr(
     settings : BADRSettings, default=None
         The solver and its hyper-parameters; ``None`` means ``BADRSettings()`` (the
         whole simplex, the paper's search).
+    progress : callable, default=None
+        ``progress(step, total, unit)``, called as the outer loop advances (after every
+        SLSQP / trust-constr iteration or bracket trial; as the jitted Frank-Wolfe and
+        single-loop solvers start and end).
 
     Returns
     -------
@@ -175,14 +178,14 @@ def solve_badr(
                 start = weights[min(candidates, key=candidates.get)]
                 orc.theta = orc.evaluate(start, with_grad=False)[2].theta
         lam, n_iter, converged, message, history = run_solver(
-            orc, loss, metric, problem, groups, start, settings, caps, weights
+            orc, loss, metric, problem, groups, start, settings, caps, weights, progress
         )
         value, _, out = orc.evaluate(lam, with_grad=False)
         for restart in restart_points(settings.solver, candidates, totals, weights, start):
             if value < min(candidates.values()):
                 break  # the solver beats every baseline: no restart
             lam2, n_iter2, converged2, message2, history2 = run_solver(
-                orc, loss, metric, problem, groups, restart, settings, caps, weights
+                orc, loss, metric, problem, groups, restart, settings, caps, weights, progress
             )
             n_iter += n_iter2
             value2, _, out2 = orc.evaluate(lam2, with_grad=False)
@@ -352,11 +355,21 @@ def evaluate_baselines(
 
 
 def run_solver(
-    orc, loss, metric, problem, groups, lam0, settings: BADRSettings, caps=None, weights=None
+    orc,
+    loss,
+    metric,
+    problem,
+    groups,
+    lam0,
+    settings: BADRSettings,
+    caps=None,
+    weights=None,
+    progress=None,
 ):
     """One run of the chosen solver from ``lam0``, on the simplex capped at ``caps``
     (:func:`~._capped.weight_caps`; ``None``: the whole simplex); ``weights`` are the
-    baselines' weights (the two-group search's ends are its one-group ones).
+    baselines' weights (the two-group search's ends are its one-group ones);
+    ``progress(step, total, unit)`` as in :func:`solve_badr`.
 
     Returns ``(lam, n_iter, converged, message, history)``.
     """
@@ -367,12 +380,16 @@ def run_solver(
     if solver in ("slsqp", "trust-constr"):
         start = len(orc.path)
         found = None
-        if solver == "slsqp" and orc.num_groups == 2 and SEGMENT_SEARCH:
+        if solver == "slsqp" and orc.num_groups == 2 and ORACLE_TUNING.segment_search:
             ends = None if weights is None else (weights["group_1"], weights["group_0"])
-            found = run_segment(orc, lam0, max_iter=max_iter, tol=tol, ends=ends)
+            found = run_segment(orc, lam0, max_iter=max_iter, tol=tol, ends=ends, progress=progress)
         if found is None:
-            found = run_scipy(solver, orc, lam0, max_iter=max_iter, tol=tol, caps=caps)
+            found = run_scipy(
+                solver, orc, lam0, max_iter=max_iter, tol=tol, caps=caps, progress=progress
+            )
         lam, n_iter, message, ok = found
+        if progress is not None:  # where it stopped (also a search that took no step)
+            progress(n_iter, max_iter, "outer iteration")
         if orc.best[1] is not None and orc.best[0] < orc.evaluate(lam, with_grad=False)[0]:
             lam = orc.best[1]
         if settings.record_history:
@@ -392,10 +409,16 @@ def run_solver(
             gap_mode=settings.gap_mode,
             record=settings.record_history,
             caps=caps,
+            progress=progress,
         )
         return lam, n_iter, ok, "Frank-Wolfe gap above tol", hist or {}
     if solver in ("gd", "sgd"):
-        return run_single_loop(orc, loss, metric, problem, groups, lam0, max_iter, settings, caps)
+        if progress is not None:  # one jitted scan: reported as it starts and ends
+            progress(0, max_iter, "iteration")
+        found = run_single_loop(orc, loss, metric, problem, groups, lam0, max_iter, settings, caps)
+        if progress is not None:
+            progress(found[1], found[1], "iteration")
+        return found
     raise ValueError(f"solver must be one of {SOLVERS}; got {solver!r}.")
 
 

@@ -9,8 +9,9 @@ import pytest
 from fairest._kernels import _placement
 from fairest._kernels._buckets import aligned_empty
 from fairest._kernels._placement import shifted_rows
-from fairest.reweighting import BADRClassifier, _common
+from fairest.reweighting import BADRClassifier
 from fairest.reweighting._bilevel import gather_rows, host_scores, row_block_sums_t
+from fairest.reweighting._defaults import ORACLE_TUNING
 
 N = _placement.MIN_SHIFTED_ROWS + 77
 
@@ -49,23 +50,23 @@ def test_gather_rows_host_scores_and_block_sums_read_the_shifted_buffer():
     ],
 )
 def test_unaligned_fit_equals_the_aligned_one(Est, metric, extra, monkeypatch):
-    monkeypatch.setattr(_common, "padded_rows", lambda n, row_bytes: n)  # as at 1e6 rows
-    placed = []
-    original = _placement.shifted_rows
-    monkeypatch.setattr(
-        _placement, "shifted_rows", lambda *a, **k: placed.append(1) or original(*a, **k)
-    )
-    X = _unaligned(N, 4)
-    groups = np.arange(N) % 3
-    X[:, 0] += 0.4 * groups
-    score = X @ np.array([1.0, -0.5, 0.3, 0.0]) + 0.3 * groups
-    y = (score > 0).astype(int)
-    aligned = aligned_empty(X.shape, np.float64)
-    aligned[:] = X
-    ref = Est(metric=metric, **extra).fit(aligned, y, sensitive_features=groups)
-    assert not placed
-    est = Est(metric=metric, **extra).fit(X, y, sensitive_features=groups)
-    assert placed  # the unaligned X went through the no-copy placement
-    np.testing.assert_allclose(est.group_weights_, ref.group_weights_, atol=1e-12)
-    np.testing.assert_allclose(est.coef_, ref.coef_, atol=1e-10)
-    assert est.unfairness_exact_ == pytest.approx(ref.unfairness_exact_, abs=1e-10)
+    with ORACLE_TUNING.override(pad_rows=False):  # no row bucket, as at 1e6 rows
+        placed = []
+        original = _placement.shifted_rows
+        monkeypatch.setattr(
+            _placement, "shifted_rows", lambda *a, **k: placed.append(1) or original(*a, **k)
+        )
+        X = _unaligned(N, 4)
+        groups = np.arange(N) % 3
+        X[:, 0] += 0.4 * groups
+        score = X @ np.array([1.0, -0.5, 0.3, 0.0]) + 0.3 * groups
+        y = (score > 0).astype(int)
+        aligned = aligned_empty(X.shape, np.float64)
+        aligned[:] = X
+        ref = Est(metric=metric, **extra).fit(aligned, y, sensitive_features=groups)
+        assert not placed
+        est = Est(metric=metric, **extra).fit(X, y, sensitive_features=groups)
+        assert placed  # the unaligned X went through the no-copy placement
+        np.testing.assert_allclose(est.group_weights_, ref.group_weights_, atol=1e-12)
+        np.testing.assert_allclose(est.coef_, ref.coef_, atol=1e-10)
+        assert est.unfairness_exact_ == pytest.approx(ref.unfairness_exact_, abs=1e-10)

@@ -6,7 +6,8 @@ import jax
 import numpy as np
 import pytest
 
-from fairest.reweighting import BADRClassifier, BADRRegressor, _oracle, _solve
+from fairest.reweighting import BADRClassifier, BADRRegressor, _oracle
+from fairest.reweighting._defaults import ORACLE_TUNING
 from fairest.reweighting._segment import SegmentPoint, hermite_minimiser, search_bracket
 
 
@@ -77,15 +78,16 @@ def _slope_at(est, X, y, g, monkeypatch):
         (BADRClassifier, "classification", "demographic_parity_deviation", 0),
     ],
 )
-def test_two_groups_reach_the_slsqp_optimum_in_fewer_calls(Est, task, metric, seed, monkeypatch):
+def test_two_groups_reach_the_slsqp_optimum_in_fewer_calls(
+    Est, task, metric, seed, monkeypatch, oracle_tuning
+):
     """The default (segment search) and SLSQP select the same model: weights within the
     outer tolerance, exact unfairness equal, the segment's point at least as low and
     stationary (interior) by the exact hypergradient; in no more oracle calls."""
     X, y, g = _data(400, seed, task)
     search = Est(metric=metric).fit(X, y, sensitive_features=g)
-    monkeypatch.setattr(_solve, "SEGMENT_SEARCH", False)
-    slsqp = Est(metric=metric).fit(X, y, sensitive_features=g)
-    monkeypatch.undo()
+    with ORACLE_TUNING.override(segment_search=False):
+        slsqp = Est(metric=metric).fit(X, y, sensitive_features=g)
     assert search.selected_ == slsqp.selected_
     np.testing.assert_allclose(search.group_weights_, slsqp.group_weights_, atol=1e-6)
     assert search.unfairness_exact_ == pytest.approx(slsqp.unfairness_exact_, abs=1e-10)
