@@ -1,16 +1,18 @@
 """The training step of :class:`~fairest.constrained.PrunedFairClassifier` (constrained spec
 2.3-2.7): the gradual magnitude pruning schedule, the replay buffers of the dual estimates,
-the optax optimisers of both players, and one jitted epoch (a guarded ``lax.scan`` of
-steps) per static configuration.
+the optax optimisers of both players, and the step as a solver of the engine's contract
+(:data:`PRUNED_SOLVER`: init / step / parameters over :class:`PrunedState`), whose epochs
+the engine's driver runs as its jitted chunks (:func:`epoch_chunk`).
 
-One jitted ``scan`` step serves every phase: the constrained phase is a traced flag, so
-the multipliers stay exactly 0 and the buffers empty before it (the phases share one
+One jitted chunk serves every phase: the constrained phase is a traced flag, so the
+multipliers stay exactly 0 and the buffers empty before it (the phases share one
 compilation).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from functools import partial
 from typing import NamedTuple
 
@@ -23,8 +25,9 @@ from jax import lax
 from fairest._kernels._losses import cross_entropy_stats, group_means, weighted_mean
 from fairest.constrained import _defaults
 from fairest.constrained._common import unravel_params
-from fairest.constrained._engine import MLP, guarded_scan
-from fairest.constrained._engine._contract import solver_state
+from fairest.constrained._engine import MLP
+from fairest.constrained._engine._contract import solver, solver_state
+from fairest.constrained._engine._driver import chunk_function
 
 __all__ = [
     "gmp_schedule",
@@ -34,6 +37,10 @@ __all__ = [
     "primal_optimizer",
     "dual_optimizer",
     "initial_state",
+    "PrunedConfig",
+    "PrunedState",
+    "PRUNED_SOLVER",
+    "epoch_chunk",
 ]
 
 
@@ -186,7 +193,7 @@ class PrunedState(NamedTuple):
 @partial(jax.jit, static_argnames=("num_groups", "buffer_size", "dual"))
 def initial_state(x, num_groups: int, buffer_size: int, dual: str) -> PrunedState:
     """Training state at the flat parameters ``x``: optimiser states, multipliers 0,
-    empty replay buffers, step counter and divergence flag (see :func:`_make_epoch_fn`).
+    empty replay buffers, step counter and divergence flag (see :func:`_pruned_step`).
     Jitted: one executable instead of an eager one per array it creates."""
     zeros_g = jnp.zeros(num_groups, x.dtype)
     return PrunedState(
@@ -211,187 +218,198 @@ def _for_eligible(new, old, eligible):
     return jax.tree_util.tree_map(pick, new, old)
 
 
-def _make_epoch_fn(
-    model: MLP,
-    num_groups: int,
-    metric,
-    use_buffer: bool,
-    balanced: bool,
-    absolute_gaps: bool,
-    dual_opt: str,
-    nesterovs_momentum: bool,
-    record: bool = True,
-):
-    """Jitted epoch (a ``lax.scan`` of steps) for one static configuration.
+@dataclass(frozen=True)
+class PrunedConfig:
+    """The static configuration of the pruned solver's step (its ``ctx.problem``; a key
+    of the compiled chunk). ``metric`` is a public metric name or ``None`` (no
+    mitigation)."""
 
-    ``metric`` is a public metric name or ``None`` (no mitigation); ``record`` makes the
-    scan also return the per-step log (objective, multipliers, dual estimates, full
-    buffers), which is otherwise neither computed nor transferred. The state is that of
-    :func:`initial_state`; ``hyper`` holds the traced ``momentum``, ``alpha``,
-    ``tolerance`` and ``dual_learning_rate``, ``inputs`` the batches and the learning rate
-    of every step.
+    model: MLP
+    num_groups: int
+    metric: str | None
+    use_buffer: bool
+    balanced: bool
+    absolute_gaps: bool
+    dual_optimizer: str
+    nesterov: bool
+    buffer_size: int = _defaults.BUFFER_SIZE
+
+
+def _pruned_step(state, inp, ctx):
+    """One step (spec 2.3, 2.4, 2.7): the multipliers' ascent on the eligible groups'
+    dual estimates, then the primal step on the Lagrangian with the updated multipliers.
+
+    ``ctx.problem`` is a :class:`PrunedConfig`; ``ctx.data`` the training rows (``X``,
+    ``y``, ``groups`` and, for non-uniform sample weights, ``row_scale`` /
+    ``group_row_scale``); ``ctx.aux`` the dense reference (``acc``, ``acc_g``, ``loss``,
+    ``loss_g``, group shares ``pi``), the flat weight ``mask`` and the ``constrained``
+    switch of the phase; ``ctx.hyper`` the traced ``momentum``, ``alpha``, ``tolerance``
+    and ``dual_learning_rate``; ``inp`` the step's batch (``idx``, ``w``) and
+    ``learning_rate``. The constrained phase is a traced flag, so the multipliers stay
+    exactly 0 and the buffers empty before it (the phases share one compilation).
     """
+    cfg, data, ref, hyper = ctx.problem, ctx.data, ctx.aux, ctx.hyper
+    metric, num_groups, model = cfg.metric, cfg.num_groups, cfg.model
     accuracy_gaps = metric == "excess_accuracy_gap"
     loss_parity = metric == "loss_parity"
+    x, lam = state.x, state.lam
+    mask = ref["mask"]
+    idx, w = inp["idx"], inp["w"]
+    Xb, yb, gb = data["X"][idx], data["y"][idx], data["groups"][idx]
+    constrained = ref["constrained"]
+    # sample weights: per-row scales of the overall and of the group means (absent
+    # for uniform weights, which keeps the unweighted step exactly)
+    if "row_scale" in data:
+        r_all, r_grp = data["row_scale"][idx], data["group_row_scale"][idx]
+    else:
+        r_all = r_grp = None
 
-    def step(state, inp, data, ref, hyper, flags):
-        x, lam = state.x, state.lam
-        mask = data["mask"]
-        idx, w = inp["idx"], inp["w"]
-        Xb, yb, gb = data["X"][idx], data["y"][idx], data["groups"][idx]
-        constrained = flags["constrained"]
-        # sample weights: per-row scales of the overall and of the group means (absent
-        # for uniform weights, which keeps the unweighted step exactly)
-        if "row_scale" in data:
-            r_all, r_grp = data["row_scale"][idx], data["group_row_scale"][idx]
-        else:
-            r_all = r_grp = None
+    def overall_mean(values):
+        return weighted_mean(values if r_all is None else r_all * values, w)
 
-        def overall_mean(values):
-            return weighted_mean(values if r_all is None else r_all * values, w)
+    def group_mean(values):
+        return group_means(values if r_grp is None else r_grp * values, gb, w, num_groups)
 
-        def group_mean(values):
-            return group_means(values if r_grp is None else r_grp * values, gb, w, num_groups)
+    logits = MLP.apply(unravel_params(model, x * mask), Xb)
+    loss_i, correct_i, _ = cross_entropy_stats(logits, yb)
+    valid = w > 0
+    acc_g_batch, _, present = group_mean(correct_i)
+    loss_g_batch, _, _ = group_mean(loss_i)
+    loss_batch = overall_mean(loss_i)
+    acc_batch = overall_mean(correct_i)
 
-        logits = MLP.apply(unravel_params(model, x * mask), Xb)
-        loss_i, correct_i, _ = cross_entropy_stats(logits, yb)
-        valid = w > 0
-        acc_g_batch, _, present = group_mean(correct_i)
-        loss_g_batch, _, _ = group_mean(loss_i)
-        loss_batch = overall_mean(loss_i)
-        acc_batch = overall_mean(correct_i)
-
-        buf, count = state.buf, state.count
-        if metric is not None and use_buffer:
-            pushed = correct_i if accuracy_gaps else loss_i
-            if r_grp is not None:
-                pushed = r_grp * pushed
-            new_buf, new_count = buffer_push(
-                buf, count, lax.stop_gradient(pushed), gb, valid, num_groups
-            )
-            buf = jnp.where(constrained, new_buf, buf)
-            count = jnp.where(constrained, new_count, count)
-
-        # dual estimates on eligible groups
-        if metric is None:
-            estimate = jnp.zeros(num_groups, x.dtype)
-            eligible = jnp.zeros(num_groups, bool)
-        else:
-            if use_buffer:
-                stat_g, eligible = buffer_means(buf, count)
-                n_full = jnp.sum(eligible)
-                if balanced or loss_parity:
-                    overall = jnp.sum(stat_g) / jnp.maximum(n_full, 1)
-                else:
-                    pi = jnp.where(eligible, ref["pi"], 0.0)
-                    overall = jnp.sum(pi * stat_g) / jnp.maximum(jnp.sum(pi), 1e-30)
-            else:
-                eligible = present
-                if accuracy_gaps:
-                    stat_g, overall = acc_g_batch, acc_batch
-                else:
-                    stat_g, overall = loss_g_batch, loss_batch
-            if accuracy_gaps:  # psi_g = (Ad_g - A_g) - (Ad - A)
-                estimate = (ref["acc_g"] - stat_g) - (ref["acc"] - overall)
-            elif metric == "excess_loss_gap":  # (L_g - Ld_g) - (L - Ld)
-                estimate = (stat_g - ref["loss_g"]) - (overall - ref["loss"])
-            else:  # loss parity (equalized loss) h_g = L_g - L
-                estimate = stat_g - overall
-                if absolute_gaps:
-                    estimate = jnp.abs(estimate)
-            eligible = eligible & constrained
-            estimate = jnp.where(eligible, estimate, 0.0)
-
-        # dual step first (spec 2.4 step 3): ascent on the eligible groups' multipliers
-        ascent = estimate if loss_parity else estimate - hyper["tolerance"]
-        dual = dual_optimizer(dual_opt, hyper["dual_learning_rate"])
-        lam_step, dual_state = dual.update(-ascent, state.dual)
-        lam_new = lam + lam_step
-        if not loss_parity:
-            lam_new = jnp.maximum(lam_new, 0.0)
-        lam = jnp.where(eligible, lam_new, lam)
-        dual_state = _for_eligible(dual_state, state.dual, eligible)
-
-        # primal step with the updated multipliers (spec 2.3 / 2.7)
-        def lagrangian(z):
-            lg = MLP.apply(unravel_params(model, z * mask), Xb)
-            li, _, _ = cross_entropy_stats(lg, yb)
-            L_B = overall_mean(li)
-            value = L_B + 0.5 * hyper["alpha"] * jnp.sum((z * mask) ** 2)
-            if metric is None:
-                return value, L_B
-            L_g, _, pres = group_mean(li)
-            if loss_parity:
-                term = L_g - L_B
-                if absolute_gaps:
-                    term = jnp.abs(term)
-            else:  # excess loss gap surrogate; dense constants only shift the value
-                term = (L_g - ref["loss_g"]) - (L_B - ref["loss"])
-            return value + jnp.sum(jnp.where(pres, lam * term, 0.0)), L_B
-
-        (_, objective), grad = jax.value_and_grad(lagrangian, has_aux=True)(x)
-        primal = primal_optimizer(inp["learning_rate"], hyper["momentum"], nesterovs_momentum)
-        x_step, primal_state = primal.update(grad, state.primal)
-        new_state = state._replace(
-            x=optax.apply_updates(x, x_step) * mask,
-            primal=primal_state,
-            lam=lam,
-            dual=dual_state,
-            buf=buf,
-            count=count,
+    buf, count = state.buf, state.count
+    if metric is not None and cfg.use_buffer:
+        pushed = correct_i if accuracy_gaps else loss_i
+        if r_grp is not None:
+            pushed = r_grp * pushed
+        new_buf, new_count = buffer_push(
+            buf, count, lax.stop_gradient(pushed), gb, valid, num_groups
         )
-        if not record:
-            return new_state, None
-        log = {
-            "objective": objective,
-            "lam": lam,
-            "psi_hat": estimate,
-            "buffer_full": count >= buf.shape[1],
-        }
-        return new_state, log
+        buf = jnp.where(constrained, new_buf, buf)
+        count = jnp.where(constrained, new_count, count)
+
+    # dual estimates on eligible groups
+    if metric is None:
+        estimate = jnp.zeros(num_groups, x.dtype)
+        eligible = jnp.zeros(num_groups, bool)
+    else:
+        if cfg.use_buffer:
+            stat_g, eligible = buffer_means(buf, count)
+            n_full = jnp.sum(eligible)
+            if cfg.balanced or loss_parity:
+                overall = jnp.sum(stat_g) / jnp.maximum(n_full, 1)
+            else:
+                pi = jnp.where(eligible, ref["pi"], 0.0)
+                overall = jnp.sum(pi * stat_g) / jnp.maximum(jnp.sum(pi), 1e-30)
+        else:
+            eligible = present
+            if accuracy_gaps:
+                stat_g, overall = acc_g_batch, acc_batch
+            else:
+                stat_g, overall = loss_g_batch, loss_batch
+        if accuracy_gaps:  # psi_g = (Ad_g - A_g) - (Ad - A)
+            estimate = (ref["acc_g"] - stat_g) - (ref["acc"] - overall)
+        elif metric == "excess_loss_gap":  # (L_g - Ld_g) - (L - Ld)
+            estimate = (stat_g - ref["loss_g"]) - (overall - ref["loss"])
+        else:  # loss parity (equalized loss) h_g = L_g - L
+            estimate = stat_g - overall
+            if cfg.absolute_gaps:
+                estimate = jnp.abs(estimate)
+        eligible = eligible & constrained
+        estimate = jnp.where(eligible, estimate, 0.0)
+
+    # dual step first (spec 2.4 step 3): ascent on the eligible groups' multipliers
+    ascent = estimate if loss_parity else estimate - hyper["tolerance"]
+    dual = dual_optimizer(cfg.dual_optimizer, hyper["dual_learning_rate"])
+    lam_step, dual_state = dual.update(-ascent, state.dual)
+    lam_new = lam + lam_step
+    if not loss_parity:
+        lam_new = jnp.maximum(lam_new, 0.0)
+    lam = jnp.where(eligible, lam_new, lam)
+    dual_state = _for_eligible(dual_state, state.dual, eligible)
+
+    # primal step with the updated multipliers (spec 2.3 / 2.7)
+    def lagrangian(z):
+        lg = MLP.apply(unravel_params(model, z * mask), Xb)
+        li, _, _ = cross_entropy_stats(lg, yb)
+        L_B = overall_mean(li)
+        value = L_B + 0.5 * hyper["alpha"] * jnp.sum((z * mask) ** 2)
+        if metric is None:
+            return value, L_B
+        L_g, _, pres = group_mean(li)
+        if loss_parity:
+            term = L_g - L_B
+            if cfg.absolute_gaps:
+                term = jnp.abs(term)
+        else:  # excess loss gap surrogate; dense constants only shift the value
+            term = (L_g - ref["loss_g"]) - (L_B - ref["loss"])
+        return value + jnp.sum(jnp.where(pres, lam * term, 0.0)), L_B
+
+    (_, objective), grad = jax.value_and_grad(lagrangian, has_aux=True)(x)
+    primal = primal_optimizer(inp["learning_rate"], hyper["momentum"], cfg.nesterov)
+    x_step, primal_state = primal.update(grad, state.primal)
+    new_state = state._replace(
+        x=optax.apply_updates(x, x_step) * mask,
+        primal=primal_state,
+        lam=lam,
+        dual=dual_state,
+        buf=buf,
+        count=count,
+        it=state.it + 1,
+    )
+    log = {
+        "objective": objective,
+        "lam": lam,
+        "psi_hat": estimate,
+        "buffer_full": count >= buf.shape[1],
+    }
+    return new_state, log
+
+
+def _init_pruned(x0, ctx) -> PrunedState:
+    cfg = ctx.problem
+    return initial_state(x0, cfg.num_groups, cfg.buffer_size, cfg.dual_optimizer)
+
+
+#: the pruned model's epochs as a solver of the engine's contract: run by the driver
+#: (:func:`fairest.constrained._engine._driver.drive_chunks`), one chunk per epoch
+PRUNED_SOLVER = solver(
+    _init_pruned,
+    _pruned_step,
+    step_sizes=("learning_rate", "dual_learning_rate"),
+)
+
+
+def epoch_chunk(config: PrunedConfig, record: bool = True):
+    """The jitted chunk of the driver for the pruned solver: ``chunk((state, bad), data,
+    aux, hyper, inputs) -> ((state, bad), log)`` (:func:`chunk_function`); ``record``
+    makes it also return the per-step log (objective, multipliers, dual estimates, full
+    buffers), which is otherwise neither computed nor transferred."""
+    return chunk_function(PRUNED_SOLVER, config, record=record)
+
+
+def _epoch_fn(
+    model, num_groups, metric, use_buffer, balanced, absolute_gaps, dual_opt, nesterov, record=True
+):
+    """One epoch as ``epoch(state, data, ref, hyper, flags, inputs) -> (state, log)``
+    (``data`` holding the flat ``mask``, ``flags`` the ``constrained`` switch, ``inputs``
+    the steps' ``idx``, ``w``, ``learning_rate`` and ``active`` flags): the driver's chunk
+    of :func:`epoch_chunk` with the divergence flag in ``state.bad``, for direct calls."""
+    config = PrunedConfig(
+        model, num_groups, metric, use_buffer, balanced, absolute_gaps, dual_opt, nesterov
+    )
+    chunk = epoch_chunk(config, record)
 
     def epoch(state, data, ref, hyper, flags, inputs):
-        """``lax.scan`` of the steps of one epoch with the divergence guard: ``state.bad``
-        is -1 while the parameters were finite, else the step (counted in ``state.it``)
-        by which they were not (:func:`fairest.constrained._engine.guarded_scan`).
+        rows = {key: value for key, value in data.items() if key != "mask"}
+        aux = {**ref, "mask": data["mask"], "constrained": flags["constrained"]}
+        steps = jnp.arange(inputs["active"].shape[0], dtype=jnp.int32)
+        inputs = {**inputs, "it": state.it + steps}
+        (state, bad), log = chunk((state, state.bad), rows, aux, hyper, inputs)
+        return state._replace(bad=bad), (log if record else None)
 
-        ``inputs["active"]`` flags the epoch's real steps: the scan runs a bucketed number
-        of steps (:func:`epoch_inputs`) and the padding ones leave the state as it is."""
-
-        def run(st, inp):
-            st, log = step(st, inp, data, ref, hyper, flags)
-            return st._replace(it=st.it + 1), log
-
-        def body(st, inp, bad):
-            log_shape = jax.eval_shape(run, st, inp)[1]
-
-            def skip(s, inp):
-                zeros = jax.tree_util.tree_map(lambda a: jnp.zeros(a.shape, a.dtype), log_shape)
-                return s, zeros
-
-            return lax.cond(inp["active"], run, skip, st, inp)
-
-        # the guard carries the flag; the state's own ``bad`` is set from it at the end
-        (state, bad), log = guarded_scan(
-            body,
-            state,
-            state.bad,
-            inputs,
-            parameters=lambda st: st.x,
-            iteration=lambda st, inp: st.it - 1,
-        )
-        return state._replace(bad=bad), log
-
-    return jax.jit(epoch)
-
-
-_EPOCH_CACHE: dict = {}
-
-
-def _epoch_fn(*key):
-    if key not in _EPOCH_CACHE:
-        _EPOCH_CACHE[key] = _make_epoch_fn(*key)
-    return _EPOCH_CACHE[key]
+    return epoch
 
 
 def _learning_rate_at(

@@ -23,10 +23,12 @@ from fairest.constrained._engine import (
     padded_design,
     refit_on_divergence,
 )
+from fairest.constrained._engine._driver import ChunkHooks, drive_chunks
 from fairest.constrained._feasibility import near_constant_figures, plain_label, warn_fit
 from fairest.constrained._pruned_epoch import (
-    _epoch_fn,
+    PrunedConfig,
     _learning_rate_at,
+    epoch_chunk,
     gmp_schedule,
     initial_state,
     prune_layer,
@@ -178,11 +180,13 @@ def _hyper(dtype, momentum, alpha, tolerance, dual_learning_rate) -> dict:
     return jax.device_put({k: np.asarray(v, real) for k, v in values.items()})
 
 
-def epoch_inputs(idx, w, learning_rate, dtype) -> tuple[dict, int]:
+def epoch_inputs(idx, w, learning_rate, dtype, first: int = 0) -> tuple[dict, int]:
     """Scan inputs of one epoch's ``T`` steps (indices and weights of shape ``(T, b)``),
     padded to ``bucket_size(T)`` inactive steps so that fits on nearby row counts share
     one compiled epoch; built on the host in their final dtypes (an eager conversion on
-    the device would compile one small program per shape). Returns ``(inputs, T)``."""
+    the device would compile one small program per shape). ``first``: the step count
+    before the epoch (``it``, the steps' numbers for the divergence guard). Returns
+    ``(inputs, T)``."""
     steps = idx.shape[0]
     length = bucket_size(steps)
     real = np.dtype(dtype)
@@ -192,19 +196,48 @@ def epoch_inputs(idx, w, learning_rate, dtype) -> tuple[dict, int]:
         "w": w,
         "learning_rate": np.full(length, learning_rate, dtype=real),
         "active": np.arange(length) < steps,
+        "it": np.arange(first, first + length, dtype=np.int32),
     }
     return jax.device_put(inputs), steps
 
 
-def _run_epoch(epoch_fn, state, data, ref, hyper, constrained, sampler, lr, dtype):
-    """One epoch on device. Returns ``(state, log)``: the log (None unless recorded) is
-    read to the host, its padding steps dropped."""
-    inputs, steps = epoch_inputs(*sampler.epoch(), lr, dtype)
-    flags = {"constrained": jax.device_put(np.asarray(constrained))}
-    state, log = epoch_fn(state, data, ref, hyper, flags, inputs)
-    if log is not None:
+def run_epochs(
+    config, record, state, rows, aux, hyper, sampler, *, epochs, learning_rate, before, after
+):
+    """The epochs ``epochs`` (a ``range``) of the pruned solver from ``state`` on the
+    engine's driver (:func:`drive_chunks`: one chunk per epoch, the divergence guard and
+    the stop one epoch after a divergence).
+
+    ``rows``: the training rows on the device; ``aux``: the reference, mask and
+    constraint switch the step reads; ``learning_rate(epoch)``: the epoch's step size;
+    ``before(epoch, state, aux) -> (state, aux)`` (or ``None``) runs before an epoch's
+    chunk (its masks), ``after(epoch, state, log, learning_rate)`` after it, with the log
+    on the host (empty unless ``record``). Returns the state, its ``bad`` flag set.
+    """
+    chunk = epoch_chunk(config, record)
+    T = sampler.iters_per_epoch
+    first_it = int(state.it)
+    current = {"aux": aux}
+
+    def draw(done):
+        epoch = epochs.start + done // T
+        lr = learning_rate(epoch)
+        inputs, steps = epoch_inputs(*sampler.epoch(), lr, state.x.dtype, first_it + done)
+        return inputs, steps, (epoch, lr)
+
+    def run(st, bad, inputs, meta):
+        if before is not None:
+            st, current["aux"] = before(meta[0], st, current["aux"])
+        (st, bad), log = chunk((st, bad), rows, current["aux"], hyper, inputs)
+        return st, bad, log
+
+    def record_epoch(st, log, steps, meta, done, now):
         log = jax.tree_util.tree_map(lambda a: np.asarray(a)[:steps], log)
-    return state, log
+        after(meta[0], st, log, meta[1])
+
+    hooks = ChunkHooks(draw, run, record_epoch)
+    state, bad, _ = drive_chunks(state, state.bad, hooks, budget=len(epochs) * T, max_time=None)
+    return state._replace(bad=bad)
 
 
 def _diverged(state, final=False):
@@ -296,34 +329,46 @@ def _dense_hyper(dtype, settings):
     )
 
 
+def _phase_aux(ref: dict, mask, constrained: bool) -> dict:
+    """The step's ``aux``: the dense reference, the flat weight ``mask`` and the
+    constraint switch (a traced flag: the phases share one compilation)."""
+    return {**ref, "mask": mask, "constrained": jax.device_put(np.asarray(constrained))}
+
+
 def pretrain_dense(model, settings, data, x0, sampler, *, owner, progress=None):
     """Dense pre-training (spec 2.6 step 1) from ``x0``, with the divergence refits on
     the same minibatches. Returns ``(x_dense, step_size_factor)``."""
     dtype = x0.dtype
-    epoch_fn = _epoch_fn(*_epoch_key(model, data.num_groups, settings))
+    config = _config(model, data.num_groups, settings)
     hyper = _dense_hyper(dtype, settings)
-    device = {**data.device, "mask": jax.device_put(np.ones(x0.shape, x0.dtype))}
     ref = _reference_zero(data.shares, data.num_groups, dtype)
+    aux = _phase_aux(ref, jax.device_put(np.ones(x0.shape, x0.dtype)), False)
     sampler_start = copy.deepcopy(sampler.rng)
+
+    def after(epoch, state, log, lr):
+        if progress is not None:
+            progress("dense", epoch, lr, state, None)
 
     def attempt(factor):
         sampler.rng = copy.deepcopy(sampler_start)  # the same minibatches
         state = initial_state(x0, data.num_groups, settings.buffer_size, settings.dual_optimizer)
-        previous = None
-        for epoch in range(settings.dense_n_epochs):
-            if previous is not None and _diverged(previous) is not None:
-                break  # the previous epoch diverged (read while this one runs)
-            lr = factor * _learning_rate_at(
-                epoch,
-                settings.dense_learning_rate,
-                settings.learning_rate_milestones,
-                settings.learning_rate_decay,
-                settings.dense_n_epochs,
-            )
-            previous = state
-            state, _ = _run_epoch(epoch_fn, state, device, ref, hyper, False, sampler, lr, dtype)
-            if progress is not None:
-                progress("dense", epoch, lr, state, None)
+
+        def learning_rate(epoch):
+            return factor * _dense_learning_rate(epoch, settings)
+
+        state = run_epochs(
+            config,
+            settings.record_every > 0,
+            state,
+            data.device,
+            aux,
+            hyper,
+            sampler,
+            epochs=range(settings.dense_n_epochs),
+            learning_rate=learning_rate,
+            before=None,
+            after=after,
+        )
         return state.x, _diverged(state, final=True)
 
     return refit_on_divergence(
@@ -345,49 +390,36 @@ def finetune(
     ``((state, masks, logs, best), step_size_factor)`` with ``best = (score, x, masks,
     epoch)``."""
     dtype = x_dense.dtype
-    epoch_fn = _epoch_fn(*_epoch_key(model, data.num_groups, settings))
+    config = _config(model, data.num_groups, settings)
     ref = _reference_zero(data.shares, data.num_groups, dtype, reference)
     sampler_start = copy.deepcopy(sampler.rng)
     shapes = [(a, b) for a, b in zip(model.sizes[:-1], model.sizes[1:])]
 
     def attempt(factor):
         sampler.rng = copy.deepcopy(sampler_start)  # the same minibatches
-        masks = [np.ones(shape) for shape in shapes]
+        held = {"masks": [np.ones(shape) for shape in shapes]}
         state = initial_state(
             x_dense, data.num_groups, settings.buffer_size, settings.dual_optimizer
         )
-        previous = None
         dual_lr = (
             settings.dual_learning_rate if factor == 1.0 else factor * settings.dual_learning_rate
         )
         hyper = _hyper(dtype, settings.momentum, settings.alpha, settings.tolerance, dual_lr)
         logs = []
-        best = (-np.inf, None, None, None)  # validation score, x, masks, epoch
-        for epoch in range(settings.n_epochs):
-            if previous is not None and _diverged(previous) is not None:
-                break  # the previous epoch diverged (read while this one runs)
+        best = [(-np.inf, None, None, None)]  # validation score, x, masks, epoch
+
+        def learning_rate(epoch):
+            return factor * _finetune_learning_rate(epoch, settings)
+
+        def before(epoch, state, aux):
             masks, mask, state, constrained = _epoch_masks(
-                epoch, settings, model, state, masks, dtype
+                epoch, settings, model, state, held["masks"], dtype
             )
-            lr = factor * _learning_rate_at(
-                epoch,
-                settings.learning_rate,
-                settings.learning_rate_milestones,
-                settings.learning_rate_decay,
-                settings.n_epochs,
-            )
-            previous = state
-            state, log = _run_epoch(
-                epoch_fn,
-                state,
-                {**data.device, "mask": mask},
-                ref,
-                hyper,
-                constrained,
-                sampler,
-                lr,
-                dtype,
-            )
+            held["masks"] = masks
+            return state, _phase_aux(ref, mask, constrained)
+
+        def after(epoch, state, log, lr):
+            masks = held["masks"]
             if settings.record_every:
                 steps = log["objective"].shape[0]
                 log["learning_rate"] = np.full(steps, lr)
@@ -398,9 +430,23 @@ def finetune(
                 progress("finetune", epoch, lr, state, masks)
             if score is not None and epoch >= settings.pruning_epochs:
                 value = score(state.x)
-                if value > best[0]:
-                    best = (value, state.x, [m.copy() for m in masks], epoch)
-        return (state, masks, logs, best), _diverged(state, final=True)
+                if value > best[0][0]:
+                    best[0] = (value, state.x, [m.copy() for m in masks], epoch)
+
+        state = run_epochs(
+            config,
+            settings.record_every > 0,
+            state,
+            data.device,
+            None,
+            hyper,
+            sampler,
+            epochs=range(settings.n_epochs),
+            learning_rate=learning_rate,
+            before=before,
+            after=after,
+        )
+        return (state, held["masks"], logs, best[0]), _diverged(state, final=True)
 
     return refit_on_divergence(
         owner,
@@ -411,9 +457,9 @@ def finetune(
     )
 
 
-def _epoch_key(model, num_groups, settings) -> tuple:
-    """The static configuration of the jitted epoch (:func:`_epoch_fn`)."""
-    return (
+def _config(model, num_groups, settings) -> PrunedConfig:
+    """The static configuration of the pruned solver's step (:class:`PrunedConfig`)."""
+    return PrunedConfig(
         model,
         num_groups,
         settings.metric,
@@ -422,7 +468,29 @@ def _epoch_key(model, num_groups, settings) -> tuple:
         bool(settings.absolute_gaps),
         settings.dual_optimizer,
         settings.nesterov,
-        settings.record_every > 0,
+        settings.buffer_size,
+    )
+
+
+def _dense_learning_rate(epoch: int, settings) -> float:
+    """Step size of dense pre-training epoch ``epoch`` (before any refit's factor)."""
+    return _learning_rate_at(
+        epoch,
+        settings.dense_learning_rate,
+        settings.learning_rate_milestones,
+        settings.learning_rate_decay,
+        settings.dense_n_epochs,
+    )
+
+
+def _finetune_learning_rate(epoch: int, settings) -> float:
+    """Step size of fine-tuning epoch ``epoch`` (before any refit's factor)."""
+    return _learning_rate_at(
+        epoch,
+        settings.learning_rate,
+        settings.learning_rate_milestones,
+        settings.learning_rate_decay,
+        settings.n_epochs,
     )
 
 
@@ -525,18 +593,11 @@ def _stream_dense_epoch(model, settings, data, solver, sampler, epoch):
             x_init, data.num_groups, settings.buffer_size, settings.dual_optimizer
         )
     state = jax.tree_util.tree_map(jnp.asarray, state)
-    epoch_fn = _epoch_fn(*_epoch_key(model, data.num_groups, settings))
-    hyper = _dense_hyper(dtype, settings)
-    lr = _learning_rate_at(
-        epoch,
-        settings.dense_learning_rate,
-        settings.learning_rate_milestones,
-        settings.learning_rate_decay,
-        settings.dense_n_epochs,
-    )
-    device = {**data.device, "mask": jax.device_put(np.ones(x_init.shape, x_init.dtype))}
     ref = _reference_zero(data.shares, data.num_groups, dtype)
-    state, _ = _run_epoch(epoch_fn, state, device, ref, hyper, False, sampler, lr, dtype)
+    aux = _phase_aux(ref, jax.device_put(np.ones(x_init.shape, x_init.dtype)), False)
+    hyper = _dense_hyper(dtype, settings)
+    lr = _dense_learning_rate(epoch, settings)
+    state = _stream_epoch(model, settings, data, state, aux, hyper, sampler, lr)
     masks = [np.ones((a, b)) for a, b in zip(model.sizes[:-1], model.sizes[1:])]
     return state, masks, None, 0
 
@@ -581,20 +642,34 @@ def _stream_finetune_epoch(model, settings, data, solver, sampler, epoch, estima
     masks, mask, state, constrained = _epoch_masks(
         epoch, settings, model, state, solver["masks"], dtype
     )
-    lr = _learning_rate_at(
-        epoch,
-        settings.learning_rate,
-        settings.learning_rate_milestones,
-        settings.learning_rate_decay,
-        settings.n_epochs,
-    )
     hyper = _hyper(
         dtype, settings.momentum, settings.alpha, settings.tolerance, settings.dual_learning_rate
     )
-    epoch_fn = _epoch_fn(*_epoch_key(model, data.num_groups, settings))
-    device = {**data.device, "mask": mask}
-    state, _ = _run_epoch(epoch_fn, state, device, ref, hyper, constrained, sampler, lr, dtype)
+    aux = _phase_aux(ref, mask, constrained)
+    lr = _finetune_learning_rate(epoch, settings)
+    state = _stream_epoch(model, settings, data, state, aux, hyper, sampler, lr)
     return state, masks, reference, sampler.iters_per_epoch
+
+
+def _stream_epoch(model, settings, data, state, aux, hyper, sampler, learning_rate: float):
+    """One epoch of a stream (a ``partial_fit`` call) on the driver, at ``learning_rate``."""
+    return run_epochs(
+        _config(model, data.num_groups, settings),
+        settings.record_every > 0,
+        state,
+        data.device,
+        aux,
+        hyper,
+        sampler,
+        epochs=range(1),
+        learning_rate=lambda epoch: learning_rate,
+        before=None,
+        after=_ignore_epoch,
+    )
+
+
+def _ignore_epoch(epoch, state, log, learning_rate):
+    """``after`` of an epoch whose log and progress nobody reads."""
 
 
 def pruning_history(logs, num_groups: int, every: int) -> dict:

@@ -13,7 +13,10 @@
   jitted derivative kernels;
 * :mod:`._driver`: one driver (:func:`run_solver`) for all of them: samplers, guarded
   scans, finiteness checks, history, budget; :func:`solve` adds the refits after a
-  divergence;
+  divergence. Its loop, :func:`drive_chunks` (budget, clock, the stop after a
+  divergence, memory release), also runs the epochs of ``PrunedFairClassifier`` (the
+  solver record ``fairest.constrained._pruned_epoch.PRUNED_SOLVER``, one chunk per epoch,
+  with host hooks between the chunks for its pruning masks, schedule and early stopping);
 * :mod:`._runtime`: the runtime apart from the algorithms: bucket padding and placement
   of the data, and the hooks the driver calls around the chunks (memory release,
   background compilation of the final step);

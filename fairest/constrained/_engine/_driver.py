@@ -47,7 +47,10 @@ from fairest.constrained._sparse import largest_magnitude
 from fairest.utils._reporting import as_history
 
 __all__ = [
+    "ChunkHooks",
     "all_finite",
+    "chunk_function",
+    "drive_chunks",
     "guard_block",
     "guarded_scan",
     "padded_design",
@@ -128,7 +131,7 @@ def guarded_scan(body, state, bad, inputs, *, parameters, iteration):
 
 @lru_cache(maxsize=64)
 def _chunk_function(
-    name: str,
+    step: Callable,
     static: tuple,
     problem,
     obj_full: bool,
@@ -138,8 +141,10 @@ def _chunk_function(
     lanes: tuple = (),
     fold_axes: tuple = (),
 ):
-    """Jitted ``scan`` over one chunk of iterations of solver ``name``; cached on the
-    static configuration. ``log_keys`` (``None`` = all) are the per-iteration log entries
+    """Jitted ``scan`` over one chunk of iterations of a solver's ``step`` (``Solver.step``,
+    called with the ``static`` options as keywords); cached on the static configuration
+    (``problem`` included: any hashable object its step reads as ``ctx.problem``).
+    ``log_keys`` (``None`` = all) are the per-iteration log entries
     the scan returns. ``lanes`` (``(key, axis)`` of every ``aux`` entry, axis 0 or
     ``None``): the chunk ``vmap``-ped over the lanes of the state, the divergence flag and
     the ``aux`` entries of axis 0, every lane on the same data and draws. ``fold_axes``
@@ -147,7 +152,6 @@ def _chunk_function(
     ``vmap``-ped again over folds, each with its own draws (``inputs``, fold axis 1) and
     the ``data`` entries of axis 0 (its rows' weights).
     """
-    step = SOLVERS[name].step
     if static:
         step = partial(step, **dict(static))
     if log_keys is not None:
@@ -222,6 +226,18 @@ def _chunk_function(
     if lanes:
         return jax.jit(jax.vmap(chunk, in_axes=((0, 0), None, dict(lanes), None, None)))
     return jax.jit(chunk)
+
+
+def chunk_function(spec, problem, static: tuple = (), *, record: bool = True):
+    """The driver's jitted chunk for a scan solver record ``spec`` (a :class:`Solver`,
+    e.g. one outside :data:`SOLVERS` whose caller draws its inputs):
+    ``chunk((state, bad), data, aux, hyper, inputs) -> ((state, bad), log)``, a guarded
+    scan (:func:`guarded_scan`) of ``spec.step`` over the iterations of ``inputs`` (each
+    with ``active`` and ``it``), the inactive ones and those after a divergence skipped.
+    ``problem`` (hashable) is the step's ``ctx.problem``; ``record``: the log holds every
+    entry of the step's, else those of ``spec.device_logs``."""
+    log_keys = None if record else spec.device_logs
+    return _chunk_function(spec.step, static, problem, False, False, 0, log_keys)
 
 
 @lru_cache(maxsize=16)
@@ -361,6 +377,52 @@ def _takes_final_step(spec, hyper) -> bool:
     return spec.final_step is not None and bool(hyper.get("final_full_step", False))
 
 
+class ChunkHooks(NamedTuple):
+    """What a run does around the chunks of :func:`drive_chunks` (host functions).
+
+    ``draw(done) -> (inputs, n_active, meta)``: the inputs of the next chunk, whose first
+    iteration is ``done`` and whose first ``n_active`` iterations count (the rest is
+    padding); ``meta`` goes to ``run`` and ``record``. ``run(state, bad, inputs, meta) ->
+    (state, bad, log)``: the chunk (a jitted guarded scan, :func:`guarded_scan`; ``bad``
+    as there), after what the chunk needs from the host (e.g. the masks of an epoch).
+    ``record(state, log, n_active, meta, done, now)``: after the chunk (its first
+    iteration ``done``, ``now`` seconds after the run began): keep its log, update what
+    the next chunk reads (masks, schedules, best iterates), report progress.
+    """
+
+    draw: Callable
+    run: Callable
+    record: Callable
+
+
+def drive_chunks(state, bad, hooks: ChunkHooks, *, budget: float, max_time: float | None):
+    """The one iteration loop of the engine: chunks until ``budget`` iterations have run,
+    ``max_time`` seconds have passed (checked between chunks) or the parameters diverged.
+
+    ``bad`` (-1, or the first non-finite iteration; one per lane) stays on the device: the
+    loop stops one chunk after the chunk in which every lane diverged, reading the previous
+    chunk's flag while the device runs the current one (no extra wait). The host's copy of
+    a chunk's inputs is dropped once the device holds it, and after the first chunk (its
+    compilation) the freed memory goes back to the system (:data:`HOOKS`). Returns
+    ``(state, bad, iterations run)``.
+    """
+    done, start, previous_bad = 0, time.perf_counter(), None
+    while done < budget:
+        if max_time is not None and time.perf_counter() - start >= max_time:
+            break
+        if previous_bad is not None and np.all(np.asarray(previous_bad) >= 0):
+            break
+        inputs, n_active, meta = hooks.draw(done)
+        previous_bad = bad
+        state, bad, log = hooks.run(state, bad, inputs, meta)
+        del inputs
+        if not done:
+            HOOKS.release_memory()
+        hooks.record(state, log, n_active, meta, done, time.perf_counter() - start)
+        done += n_active
+    return state, bad, done
+
+
 def _run_scan(name, ctx, x0, groups, cells, run: _RunSettings) -> RunResult:
     """The driver of the scan solvers: jitted chunks of a guarded ``lax.scan``."""
     spec, problem, data, aux, hyper = SOLVERS[name], ctx.problem, ctx.data, ctx.aux, ctx.hyper
@@ -384,7 +446,7 @@ def _run_scan(name, ctx, x0, groups, cells, run: _RunSettings) -> RunResult:
     # without a history only what the diagnostics read leaves the device
     log_keys = None if run.period else spec.device_logs
     chunk_fn = _chunk_function(
-        name,
+        spec.step,
         static,
         problem,
         obj_sampler.full,
@@ -399,60 +461,53 @@ def _run_scan(name, ctx, x0, groups, cells, run: _RunSettings) -> RunResult:
         state = _lane_states(spec, x0, ctx, run.lanes)
     else:
         state = spec.init(x0, ctx)
-    stream = _ObjectiveStream(obj_sampler)
+    streams = [_ObjectiveStream(obj_sampler)]  # emptied before the final step
     offset = run.start_iter
     final_fn = None
     if _takes_final_step(spec, hyper):
         block_rows = CONSTRAINED_TUNING.full_step_block_rows
         final_fn = _final_function(name, problem, run.lanes, block_rows=block_rows)
-    final_compiled = None  # the thread compiling final_fn, if one was started
 
-    logs, done, start = [], 0, time.perf_counter()
-    chunk_start = 0.0
+    logs, clock = [], [0.0]  # clock: the end of the previous chunk, in seconds
     # first non-finite iteration (-1: none), on device; one per lane
     bad = np.full(_lane_shape(ctx.aux, run.lanes), -1, np.int32)
     keep = (slice(None),) * bool(run.lanes)  # the lane axis of the logs
-    previous_bad = None
-    while done < budget:
-        if run.max_time is not None and time.perf_counter() - start >= run.max_time:
-            break
-        # stop one chunk after a divergence: the previous chunk's flag is read while the
-        # device runs the current one (no extra wait on the device)
-        if previous_bad is not None and np.all(np.asarray(previous_bad) >= 0):
-            break
+    compiling = []  # the thread compiling final_fn (None: none), once asked for
+
+    def draw(done):
         n_active = int(min(L, budget - done))
         inputs, epoch, t = _chunk_inputs(
-            stream, con_sampler, solver_rng, L, n_active, offset + done, n_draws, real
+            streams[0], con_sampler, solver_rng, L, n_active, offset + done, n_draws, real
         )
-        previous_bad = bad
+        return inputs, n_active, (epoch, t)
+
+    def run_chunk(state, bad, inputs, meta):
         (state, bad), log = chunk_fn((state, bad), data, aux, traced, inputs)
-        if final_fn is not None and not done:  # compiled while the chunks run
-            final_compiled = HOOKS.precompile(final_fn, (state, data, aux, traced))
-        # the device holds its copy of the draws: the host's are not kept beside the next
-        # chunk's, and once the first call has compiled the chunk, the compiler's freed
-        # pages go back to the system
-        del inputs
-        if not done:
-            HOOKS.release_memory()
+        if final_fn is not None and not compiling:  # compiled while the chunks run
+            compiling.append(HOOKS.precompile(final_fn, (state, data, aux, traced)))
+        return state, bad, log
+
+    def record(state, log, n_active, meta, done, now):
         if run.period:
-            now = time.perf_counter() - start
-            log = _recorded_log(log, n_active, done, (epoch, t, T), (chunk_start, now))
-            chunk_start = now
+            epoch, t = meta
+            log = _recorded_log(log, n_active, done, (epoch, t, T), (clock[0], now))
+            clock[0] = now
         else:  # device arrays, read once after the loop
             log = {key: value[(*keep, slice(n_active))] for key, value in log.items()}
             if run.max_time is not None:  # the clock must see the chunk's work
                 jax.block_until_ready(state)
         logs.append(log)
-        done += n_active
         if run.progress is not None:
-            run.progress(done, done / T)
+            run.progress(done + n_active, (done + n_active) / T)
 
-    if final_compiled is not None:
-        final_compiled.join()
+    hooks = ChunkHooks(draw, run_chunk, record)
+    state, bad, done = drive_chunks(state, bad, hooks, budget=budget, max_time=run.max_time)
+    if compiling and compiling[0] is not None:
+        compiling[0].join()
     if run.lanes:
         final = final_fn if done > 0 else None
         return _lane_results(name, ctx, state, bad, logs, (done, T), final, traced)
-    del stream  # its pre-drawn epoch, and the freed draws' pages: not beside the final step
+    streams.clear()  # its pre-drawn epoch, and the freed draws' pages: not beside the final step
     rows = (obj_sampler, con_sampler, n_draws)
     return _scan_result(spec, ctx, state, int(bad), logs, (done, T), final_fn, traced, run, rows)
 

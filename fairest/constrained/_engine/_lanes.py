@@ -121,7 +121,7 @@ def run_fold_lanes(
     fold_axes = tuple((key, 0 if key in _FOLD_KEYS else None) for key in sorted(data))
     traced = traced_hyper(hyper, real)
     chunk_fn = _chunk_function(
-        solver,
+        spec.step,
         tuple(spec.options(hyper).items()),
         problem,
         draws[0]["obj_full"],
