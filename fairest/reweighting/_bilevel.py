@@ -32,7 +32,6 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.linalg import cho_solve
 
-from fairest._kernels._buckets import bucket_size
 from fairest._kernels._glm import (
     Batch,
     group_sums,
@@ -50,6 +49,9 @@ from fairest._solvers._newton import NewtonResult, newton_solve
 from fairest._solvers._newton_cg import jacobi_preconditioner, newton_cg_solve, pcg_solve
 from fairest.reweighting._badr_metrics import MetricSpec, exact_unfairness, smooth_unfairness
 from fairest.reweighting._defaults import ADJOINT_CG_MAX_ITER, ORACLE_TUNING
+
+# re-exported: tests/estimators/test_sparse_badr_ermi.py reads it here
+from fairest.reweighting._runtime import group_row_blocks  # noqa: F401
 
 __all__ = [
     "OracleOutput",
@@ -569,30 +571,6 @@ def reads_rows_lazily(problem: Problem) -> bool:
         and not uses_newton_cg(problem.X.shape[1] + 1)
         and (X_hessian is None or X_hessian.shape[0] == 0)
     )
-
-
-def group_row_blocks(groups: np.ndarray, num_groups: int, num_rows: int, row_bytes: int = 0):
-    """Row indices of each group as a ``(G, S)`` block padded with row 0 (``valid`` 0),
-    ``S`` the bucketed largest group size; ``None`` when solving a one-group vertex on
-    its rows would not pay (``ORACLE_TUNING.group_rows_min_rows``, ``ORACLE_TUNING.group_rows_max_share``;
-    from ``ORACLE_TUNING.group_rows_large_rows`` rows on ``ORACLE_TUNING.group_rows_large_share`` when the
-    gathered block, ``row_bytes`` per row, takes at most ``ORACLE_TUNING.group_rows_max_bytes``)."""
-    counts = np.bincount(groups, minlength=num_groups)
-    size = bucket_size(int(counts.max()))
-    share = ORACLE_TUNING.group_rows_max_share
-    if (
-        num_rows >= ORACLE_TUNING.group_rows_large_rows
-        and size * row_bytes <= ORACLE_TUNING.group_rows_max_bytes
-    ):
-        share = ORACLE_TUNING.group_rows_large_share
-    if num_rows < ORACLE_TUNING.group_rows_min_rows or size > share * num_rows:
-        return None
-    order = np.argsort(groups, kind="stable")
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    position = np.arange(size)
-    valid = position[None, :] < counts[:, None]
-    rows = np.where(valid, order[np.where(valid, starts[:, None] + position[None, :], 0)], 0)
-    return rows.astype(np.int32), valid.astype(np.float64)
 
 
 @partial(jax.jit, static_argnames=("loss", "metric", "num_groups"))

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from fairest._kernels._buckets import pad_rows_to, padded_rows
+from fairest._kernels._buckets import bucket_size, pad_rows_to, padded_rows
 from fairest._kernels._placement import place_dense
 from fairest._kernels._sparse import sparse_rows
 from fairest._solvers import _newton
@@ -31,7 +31,7 @@ from fairest.reweighting import _defaults
 from fairest.reweighting._defaults import ORACLE_TUNING
 from fairest.utils._devices import configured_devices, place_rows
 
-__all__ = ["OracleRuntime", "densify_pays", "place_fit_arrays"]
+__all__ = ["OracleRuntime", "densify_pays", "group_row_blocks", "place_fit_arrays"]
 
 _ROW_DTYPES = (np.float64, np.float64, np.int32, np.float64)
 
@@ -92,6 +92,30 @@ def place_fit_arrays(X, rows):
     return X_dev, y_dev, g_dev, w_dev, False
 
 
+def group_row_blocks(groups: np.ndarray, num_groups: int, num_rows: int, row_bytes: int = 0):
+    """Row indices of each group as a ``(G, S)`` block padded with row 0 (``valid`` 0),
+    ``S`` the bucketed largest group size; ``None`` when solving a one-group vertex on
+    its rows would not pay (``ORACLE_TUNING.group_rows_min_rows``, ``ORACLE_TUNING.group_rows_max_share``;
+    from ``ORACLE_TUNING.group_rows_large_rows`` rows on ``ORACLE_TUNING.group_rows_large_share`` when the
+    gathered block, ``row_bytes`` per row, takes at most ``ORACLE_TUNING.group_rows_max_bytes``)."""
+    counts = np.bincount(groups, minlength=num_groups)
+    size = bucket_size(int(counts.max()))
+    share = ORACLE_TUNING.group_rows_max_share
+    if (
+        num_rows >= ORACLE_TUNING.group_rows_large_rows
+        and size * row_bytes <= ORACLE_TUNING.group_rows_max_bytes
+    ):
+        share = ORACLE_TUNING.group_rows_large_share
+    if num_rows < ORACLE_TUNING.group_rows_min_rows or size > share * num_rows:
+        return None
+    order = np.argsort(groups, kind="stable")
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    position = np.arange(size)
+    valid = position[None, :] < counts[:, None]
+    rows = np.where(valid, order[np.where(valid, starts[:, None] + position[None, :], 0)], 0)
+    return rows.astype(np.int32), valid.astype(np.float64)
+
+
 class OracleRuntime:
     """The hooks an :class:`~._oracle.ImplicitOracle` is given: how its calls run.
 
@@ -121,7 +145,6 @@ class OracleRuntime:
         from fairest.reweighting._bilevel import (
             _blocked,
             cache_size,
-            group_row_blocks,
             reads_rows_lazily,
             uses_newton_cg,
         )

@@ -18,9 +18,10 @@ from fairest._kernels._placement import GatheredRows, shifted_rows
 from fairest._solvers._newton import newton_solve
 from fairest.reweighting import _bilevel, _outer
 from fairest.reweighting._badr_metrics import MetricSpec
-from fairest.reweighting._bilevel import group_row_blocks, oracle
+from fairest.reweighting._bilevel import oracle
 from fairest.reweighting._defaults import SLSQP_FIRST_STEP
 from fairest.reweighting._oracle import ImplicitOracle
+from fairest.reweighting._runtime import group_row_blocks
 
 SPEC = MetricSpec("demographic_parity", "classification", "logistic")
 
