@@ -1,5 +1,9 @@
 """Defaults of the ERMI family (spec ``ermi.md``; section numbers cited per constant)."""
 
+import dataclasses
+
+from fairest.utils._tuning import Tuning
+
 # fairness_weight="auto" (issue 33): the weight that halves the unconstrained fit's train
 # parity gap (fairest.ermi._auto); a fixed weight for the fits that cannot search one, a
 # private fit (the search would read the sensitive attribute without noise) and a stream
@@ -42,3 +46,17 @@ PRNG_IMPL = "rbg"  # XLA RngBitGenerator keys: deterministic, much faster to com
 # accounting="rdp" (the default of private fits, issue 23)
 COUNT_BUDGET_SHARE = 0.1  # the group-count release alone is (0.1 epsilon, delta)-DP
 THETA_NOISE_SHARE = 0.5  # share of the joint per-step budget (in 1 / z^2) given to theta
+
+
+@dataclasses.dataclass
+class SgdaTuning(Tuning):
+    """How SGDA runs, never what it computes: change it in tests with
+    ``SGDA_TUNING.override(...)`` (:class:`~fairest.utils._tuning.Tuning`)."""
+
+    # rows (minibatch size x iterations) one compiled chunk of whole epochs draws at most
+    # (fairest.ermi._sgda.chunk_epochs): between chunks the host checks for divergence and
+    # reports progress; small fits run as one chunk
+    chunk_rows: int = 2**18
+
+
+SGDA_TUNING = SgdaTuning()

@@ -23,6 +23,7 @@ from fairest.ermi._dp import (
     count_noise_multiplier,
     privatize_counts,
 )
+from fairest.ermi._report import log_epochs, progress_hook
 from fairest.ermi._solvers import (
     resolve_dual_radius,
     run_full_batch,
@@ -453,6 +454,7 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
                 alpha=self.alpha,
                 tol=self.tol,
                 max_iter=self.max_iter,
+                progress=progress_hook(self, "solve"),
             )
             lam = auto.fairness_weight
         return _Built(problem, omega, rho_data, n_strata), lam, auto
@@ -524,6 +526,7 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
                 dual_init=self.dual_init,
                 dtype=self.dtype,
                 record_history=self.record_history or bool(self.verbose),
+                progress=progress_hook(self, "epoch"),
             )
         result = auto or run_full_batch(
             *problem,
@@ -557,7 +560,7 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
         else:
             store_result(self, n_iter=result.n_iter, history=result.history)
             if self.verbose:
-                self._log_epochs(as_history(result.history), result.n_iter)
+                log_epochs(self, as_history(result.history), result.n_iter)
         self.objective_ = result.objective
         self.intercept_ = result.theta[0].copy()
         self.coef_ = result.theta[1:].T.copy()
@@ -765,32 +768,6 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
             stacklevel=4,
         )
         return strata, omega, privacy
-
-    def _log_epochs(self, record, n_iter):
-        """verbose: one line per SGDA epoch (level 2) and a summary of the last one."""
-        steps = n_iter // self.n_epochs
-        for e in range(self.n_epochs):
-            part = slice(e * steps, (e + 1) * steps)
-            log_fit(
-                self,
-                "epoch %d/%d: loss %.5f, saddle %.5f, ||W|| %.4f",
-                e + 1,
-                self.n_epochs,
-                record["batch_loss"][part].mean(),
-                record["batch_saddle"][part].mean(),
-                record["w_norm"][part][-1],
-                level=2,
-            )
-        last = slice(n_iter - steps, n_iter)
-        log_fit(
-            self,
-            "SGDA: %d iterations (%d epochs), last-epoch loss %.5f, saddle %.5f, ||W|| %.4f",
-            n_iter,
-            self.n_epochs,
-            record["batch_loss"][last].mean(),
-            record["batch_saddle"][last].mean(),
-            record["w_norm"][-1],
-        )
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

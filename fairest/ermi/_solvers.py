@@ -5,7 +5,9 @@
   Deterministic; the reference for small data.
 * :func:`sgda_solve` is Algorithm 1 of Lowy, Gupta, Razaviyayn (ICLR 2023): simultaneous
   stochastic descent in theta and projected ascent in W with optional per-sample
-  clipping and Gaussian noise (spec 5.3), one ``lax.scan`` over all T iterations.
+  clipping and Gaussian noise (spec 5.3), run on the solver contract in jitted chunks of
+  whole epochs (:mod:`fairest.ermi._sgda`: state, ``init`` / ``step`` / ``params``, the
+  constrained engine's guarded scan and refit after a divergence).
 * :func:`run_full_batch` and :func:`run_sgda` are the entry points of the estimator: they
   take host arrays, set up the solve (padding, starting point, keys, W0) under
   ``jax.enable_x64``, and return an :class:`ERMIResult` of numpy values.
@@ -13,8 +15,8 @@
 Random streams (spec 11): one key per purpose (batches, theta-noise, W-noise, random
 iterate), so the batch sequence does not depend on k, l or the noise settings.
 
-Speed (CPU, issue 5): the per-step keys are derived for all T steps in one vectorised
-call before the loop (threefry inside a scan is a small while loop per call); the
+Speed (CPU, issue 5): the per-step keys of a chunk are derived in one vectorised call
+before its loop (threefry inside a scan is a small while loop per call); the
 per-sample constants (labels, cells, 1/sqrt(p), ||(1, x_i)||^2) are packed into one float
 and one int table gathered once per step; the minibatch gathers skip bounds handling;
 the theta-gradient is ``A^T X_b`` (a fast GEMV orientation on CPU); ``X`` may be float32.
@@ -47,7 +49,6 @@ from fairest.ermi._kernels import (
     probabilities,
     saddle_logit_grad,
 )
-from fairest.ermi._sampling import uniform_subset
 from fairest.utils._devices import place_rows
 
 __all__ = [
@@ -294,20 +295,6 @@ def _sgda_step(
     )
 
 
-@partial(
-    jax.jit,
-    static_argnames=(
-        "binary",
-        "batch_size",
-        "n_epochs",
-        "batching",
-        "record_history",
-        "random_iterate",
-        "average",
-        "n_rows",
-        "return_last",
-    ),
-)
 def sgda_solve(
     theta0,
     W0,
@@ -342,84 +329,20 @@ def sgda_solve(
     of the arrays; rows after them (padding of a sharded placement) are never drawn.
     ``return_last`` appends the last iterate ``(theta_T, W_T)`` to the returned tuple (the
     state ``partial_fit`` resumes from when the returned iterate is an average or a draw).
+    Call under ``jax.enable_x64``; a divergence is not refitted here (:func:`run_sgda`).
 
-    The random streams are those of spec 11: iteration ``it`` uses
-    ``fold_in(k, it)`` of the batch, theta-noise and W-noise keys (all T keys are derived
-    up front in one vectorised call, not inside the loop).
+    The iterations run on the solver contract (:mod:`fairest.ermi._sgda`: a NamedTuple
+    state, ``init`` / ``step`` / ``params``, jitted chunks of whole epochs through the
+    constrained engine's guarded scan). The random streams are those of spec 11:
+    iteration ``it`` uses ``fold_in(k, it)`` of the batch, theta-noise and W-noise keys.
     """
+    from fairest.ermi import _sgda
+
     n = X.shape[0] if n_rows is None else n_rows
-    m = batch_size
-    steps = -(-n // m)
-    n_iter = n_epochs * steps
-    k_batch, k_theta, k_w, k_iterate = jax.random.split(key, 4)
-    tau = jax.random.randint(k_iterate, (), 1, n_iter + 1)
-    floats, ints = _batch_constants(X, y, s, t, weight, strata)
-    its = jnp.arange(n_iter)
-    fold = jax.vmap(jax.random.fold_in, in_axes=(None, 0))
-    step_keys = (fold(k_theta, its), fold(k_w, its))
-
-    average_from = n_iter // 2  # iterates it + 1 > T // 2: the last ceil(T / 2)
-
-    def advance(carry, idx, valid, it, keys):
-        theta, W, chosen, sums = carry
-        theta_new, W_new, record = _sgda_step(
-            theta, W, idx, valid, keys, X, floats, ints, strata, hyper, binary, record_history
-        )
-        if random_iterate:
-            chosen = jnp.where(it + 1 == tau, theta_new, chosen)
-        if average:
-            use = it >= average_from
-            sums = (
-                sums[0] + jnp.where(use, theta_new, 0.0),
-                sums[1] + jnp.where(use, W_new, 0.0),
-            )
-        return (theta_new, W_new, chosen, sums), record
-
-    init = (theta0, W0, theta0, (jnp.zeros_like(theta0), jnp.zeros_like(W0)) if average else ())
-    if batching == "uniform" and m < n:
-        ones = jnp.ones(m, floats.dtype)
-        batch_keys = fold(k_batch, its)
-        round0 = jax.vmap(jax.random.fold_in, in_axes=(0, None))(batch_keys, 0)
-
-        def body(carry, xs):
-            state, owner = carry
-            it, b_key, r0, keys = xs
-            idx, owner = uniform_subset(b_key, owner, n, m, r0)
-            state, record = advance(state, idx, ones, it, keys)
-            return (state, owner), record
-
-        owner0 = jnp.full(n, jnp.iinfo(jnp.int32).max, jnp.int32)
-        (state, _), history = jax.lax.scan(
-            body, (init, owner0), (its, batch_keys, round0, step_keys)
-        )
-    else:  # per-epoch permutation; the last partial block is a smaller batch (spec 5.3.1)
-        padded = steps * m
-        valid = (jnp.arange(padded) < n).astype(floats.dtype).reshape(steps, m)
-        epoch_keys = jax.tree.map(lambda a: a.reshape(n_epochs, steps), step_keys)
-
-        def epoch(state, xs):
-            e, keys_e = xs
-            if batching == "uniform":  # m == n: every step is the full data set
-                perm = jnp.arange(n)
-            else:
-                perm = jax.random.permutation(jax.random.fold_in(k_batch, e), n)
-            blocks = jnp.concatenate([perm, jnp.zeros(padded - n, perm.dtype)]).reshape(steps, m)
-
-            def step(state, xs_j):
-                j, keys = xs_j
-                return advance(state, blocks[j], valid[j], e * steps + j, keys)
-
-            return jax.lax.scan(step, state, (jnp.arange(steps), keys_e))
-
-        state, history = jax.lax.scan(epoch, init, (jnp.arange(n_epochs), epoch_keys))
-        if record_history:
-            history = tuple(h.reshape(-1) for h in history)
-    theta, W, chosen, sums = state
-    last = (theta, W) if return_last else ()
-    if average:
-        count = n_iter - average_from
-        return (sums[0] / count, sums[1] / count, history, *last)
-    return ((chosen if random_iterate else theta), W, history, *last)
+    config = _sgda.config(binary, n, batch_size, batching, record_history, random_iterate, average)
+    outcome = _sgda.drive(theta0, W0, X, y, s, t, weight, strata, hyper, key, config, n_epochs)
+    last = outcome.last if return_last else ()
+    return (outcome.theta, outcome.W, outcome.history, *last)
 
 
 def _place(X, *rows):
@@ -493,6 +416,7 @@ def run_full_batch(
     alpha: float = _defaults.ALPHA,
     tol: float = _defaults.FULL_BATCH_TOL,
     max_iter: int = _defaults.FULL_BATCH_MAX_ITER,
+    progress=None,
 ) -> ERMIResult:
     """Exact FERMI at ``fairness_weight`` from zeros, W at its closed form.
 
@@ -505,7 +429,8 @@ def run_full_batch(
     ``fairness_weight="auto"`` is :func:`~fairest.ermi._auto.search_weight` on the train
     parity gap of the strata ``t`` (one stratum: demographic parity; the labels:
     equalized odds), every solve started from the nearest solved weight; the result then
-    carries the chosen weight and the search (``auto``).
+    carries the chosen weight and the search (``auto``), and ``progress(solves done,
+    None)`` is called after every solve of the search (its length is not known ahead).
     """
     from fairest.ermi._auto import parity_gap, predicted_codes, search_weight, train_accuracy
     from fairest.ermi._newton import NewtonSolver, gram_copy, newton_applies
@@ -574,6 +499,8 @@ def run_full_batch(
                 n_iter,
                 converged,
             )
+            if searched and progress is not None:
+                progress(len(solved), None)
             return solved[lam][0]
 
         auto = None
@@ -654,6 +581,8 @@ def run_sgda(
     record_history: bool = False,
     start: tuple | None = None,
     call: int = 0,
+    progress=None,
+    owner: str = "ERMIClassifier",
 ) -> ERMIResult:
     """(DP-)SGDA (:func:`sgda_solve`) from ``theta = 0`` and ``W0`` per ``dual_init``.
 
@@ -667,7 +596,14 @@ def run_sgda(
     last iterate instead of the initialisation, and call ``call > 0`` runs on the streams
     of ``fold_in(key, call)``; call 0 draws exactly as :meth:`ERMIClassifier.fit`. The
     result's ``last`` is the last iterate.
+
+    ``progress(epochs done, n_epochs)`` is called between the chunks of epochs. Iterates
+    that become non-finite are refitted with smaller step sizes (the constrained engine's
+    ``refit_on_divergence``; ``owner`` names the estimator in its messages), except in a
+    private fit (a second run would spend the budget again), which raises.
     """
+    from fairest.ermi import _sgda
+
     binary = n_classes == 2
     n, d = X.shape
     m, n_iter = sgda_iterations(n, batch_size, n_epochs)
@@ -711,22 +647,25 @@ def run_sgda(
             t,
             weight,
         )  # sharded over the configured devices (padding rows are never drawn)
-        theta, W, history, theta_last, W_last = sgda_solve(
-            theta0,
-            W0,
-            *rows,
-            strata,
-            hyper,
-            key,
-            binary=binary,
-            batch_size=m,
-            n_epochs=n_epochs,
-            batching=batching,
-            record_history=record_history,
-            random_iterate=return_iterate == "random",
-            average=return_iterate == "average",
-            n_rows=n,
-            return_last=True,
+        config = _sgda.config(
+            binary,
+            n,
+            m,
+            batching,
+            record_history,
+            return_iterate == "random",
+            return_iterate == "average",
+        )
+
+        def attempt(factor):
+            scaled = hyper
+            if factor != 1.0:
+                scaled = hyper._replace(lr_theta=hyper.lr_theta * factor, lr_w=hyper.lr_w * factor)
+            return _sgda.drive(theta0, W0, *rows, strata, scaled, key, config, n_epochs, progress)
+
+        private = sigma_theta > 0 or sigma_w > 0
+        theta, W, history, (theta_last, W_last), _ = _sgda.refit(
+            attempt, private=private, owner=owner, X=X
         )
     if history is not None:
         history = {name: np.asarray(h) for name, h in zip(HISTORY_KEYS, history)}
