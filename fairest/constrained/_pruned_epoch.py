@@ -22,12 +22,13 @@ import numpy as np
 import optax
 from jax import lax
 
+from fairest._kernels._buckets import bucket_size, pad_rows_to
 from fairest._kernels._losses import cross_entropy_stats, group_means, weighted_mean
 from fairest.constrained import _defaults
 from fairest.constrained._common import unravel_params
 from fairest.constrained._engine import MLP
 from fairest.constrained._engine._contract import solver, solver_state
-from fairest.constrained._engine._driver import chunk_function
+from fairest.constrained._engine._driver import ChunkHooks, chunk_function, drive_chunks
 
 __all__ = [
     "gmp_schedule",
@@ -41,6 +42,8 @@ __all__ = [
     "PrunedState",
     "PRUNED_SOLVER",
     "epoch_chunk",
+    "epoch_inputs",
+    "run_epochs",
 ]
 
 
@@ -410,6 +413,72 @@ def _epoch_fn(
         return state._replace(bad=bad), (log if record else None)
 
     return epoch
+
+
+def _phase_aux(ref: dict, mask, constrained: bool) -> dict:
+    """The step's ``aux``: the dense reference, the flat weight ``mask`` and the
+    constraint switch (a traced flag: the phases share one compilation)."""
+    return {**ref, "mask": mask, "constrained": jax.device_put(np.asarray(constrained))}
+
+
+def epoch_inputs(idx, w, learning_rate, dtype, first: int = 0) -> tuple[dict, int]:
+    """Scan inputs of one epoch's ``T`` steps (indices and weights of shape ``(T, b)``),
+    padded to ``bucket_size(T)`` inactive steps so that fits on nearby row counts share
+    one compiled epoch; built on the host in their final dtypes (an eager conversion on
+    the device would compile one small program per shape). ``first``: the step count
+    before the epoch (``it``, the steps' numbers for the divergence guard). Returns
+    ``(inputs, T)``."""
+    steps = idx.shape[0]
+    length = bucket_size(steps)
+    real = np.dtype(dtype)
+    idx, w = pad_rows_to(length, idx.astype(np.int32), w.astype(real))
+    inputs = {
+        "idx": idx,
+        "w": w,
+        "learning_rate": np.full(length, learning_rate, dtype=real),
+        "active": np.arange(length) < steps,
+        "it": np.arange(first, first + length, dtype=np.int32),
+    }
+    return jax.device_put(inputs), steps
+
+
+def run_epochs(
+    config, record, state, rows, aux, hyper, sampler, *, epochs, learning_rate, before, after
+):
+    """The epochs ``epochs`` (a ``range``) of the pruned solver from ``state`` on the
+    engine's driver (:func:`drive_chunks`: one chunk per epoch, the divergence guard and
+    the stop one epoch after a divergence).
+
+    ``rows``: the training rows on the device; ``aux``: the reference, mask and
+    constraint switch the step reads; ``learning_rate(epoch)``: the epoch's step size;
+    ``before(epoch, state, aux) -> (state, aux)`` (or ``None``) runs before an epoch's
+    chunk (its masks), ``after(epoch, state, log, learning_rate)`` after it, with the log
+    on the host (empty unless ``record``). Returns the state, its ``bad`` flag set.
+    """
+    chunk = epoch_chunk(config, record)
+    T = sampler.iters_per_epoch
+    first_it = int(state.it)
+    current = {"aux": aux}
+
+    def draw(done):
+        epoch = epochs.start + done // T
+        lr = learning_rate(epoch)
+        inputs, steps = epoch_inputs(*sampler.epoch(), lr, state.x.dtype, first_it + done)
+        return inputs, steps, (epoch, lr)
+
+    def run(st, bad, inputs, meta):
+        if before is not None:
+            st, current["aux"] = before(meta[0], st, current["aux"])
+        (st, bad), log = chunk((st, bad), rows, current["aux"], hyper, inputs)
+        return st, bad, log
+
+    def record_epoch(st, log, steps, meta, done, now):
+        log = jax.tree_util.tree_map(lambda a: np.asarray(a)[:steps], log)
+        after(meta[0], st, log, meta[1])
+
+    hooks = ChunkHooks(draw, run, record_epoch)
+    state, bad, _ = drive_chunks(state, state.bad, hooks, budget=len(epochs) * T, max_time=None)
+    return state._replace(bad=bad)
 
 
 def _learning_rate_at(

@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.sparse as sp
 
-from fairest._kernels._buckets import bucket_size, pad_rows_to, padded_rows
+from fairest._kernels._buckets import pad_rows_to, padded_rows
 from fairest._kernels._losses import cross_entropy_host
 from fairest.constrained._common import ravel_params, unravel_params
 from fairest.constrained._engine import (
@@ -23,15 +23,15 @@ from fairest.constrained._engine import (
     padded_design,
     refit_on_divergence,
 )
-from fairest.constrained._engine._driver import ChunkHooks, drive_chunks
 from fairest.constrained._feasibility import near_constant_figures, plain_label, warn_fit
 from fairest.constrained._pruned_epoch import (
     PrunedConfig,
     _learning_rate_at,
-    epoch_chunk,
+    _phase_aux,
     gmp_schedule,
     initial_state,
     prune_layer,
+    run_epochs,
 )
 from fairest.constrained._sparse import place_with_design
 from fairest.utils._reporting import as_history, log_fit
@@ -180,66 +180,6 @@ def _hyper(dtype, momentum, alpha, tolerance, dual_learning_rate) -> dict:
     return jax.device_put({k: np.asarray(v, real) for k, v in values.items()})
 
 
-def epoch_inputs(idx, w, learning_rate, dtype, first: int = 0) -> tuple[dict, int]:
-    """Scan inputs of one epoch's ``T`` steps (indices and weights of shape ``(T, b)``),
-    padded to ``bucket_size(T)`` inactive steps so that fits on nearby row counts share
-    one compiled epoch; built on the host in their final dtypes (an eager conversion on
-    the device would compile one small program per shape). ``first``: the step count
-    before the epoch (``it``, the steps' numbers for the divergence guard). Returns
-    ``(inputs, T)``."""
-    steps = idx.shape[0]
-    length = bucket_size(steps)
-    real = np.dtype(dtype)
-    idx, w = pad_rows_to(length, idx.astype(np.int32), w.astype(real))
-    inputs = {
-        "idx": idx,
-        "w": w,
-        "learning_rate": np.full(length, learning_rate, dtype=real),
-        "active": np.arange(length) < steps,
-        "it": np.arange(first, first + length, dtype=np.int32),
-    }
-    return jax.device_put(inputs), steps
-
-
-def run_epochs(
-    config, record, state, rows, aux, hyper, sampler, *, epochs, learning_rate, before, after
-):
-    """The epochs ``epochs`` (a ``range``) of the pruned solver from ``state`` on the
-    engine's driver (:func:`drive_chunks`: one chunk per epoch, the divergence guard and
-    the stop one epoch after a divergence).
-
-    ``rows``: the training rows on the device; ``aux``: the reference, mask and
-    constraint switch the step reads; ``learning_rate(epoch)``: the epoch's step size;
-    ``before(epoch, state, aux) -> (state, aux)`` (or ``None``) runs before an epoch's
-    chunk (its masks), ``after(epoch, state, log, learning_rate)`` after it, with the log
-    on the host (empty unless ``record``). Returns the state, its ``bad`` flag set.
-    """
-    chunk = epoch_chunk(config, record)
-    T = sampler.iters_per_epoch
-    first_it = int(state.it)
-    current = {"aux": aux}
-
-    def draw(done):
-        epoch = epochs.start + done // T
-        lr = learning_rate(epoch)
-        inputs, steps = epoch_inputs(*sampler.epoch(), lr, state.x.dtype, first_it + done)
-        return inputs, steps, (epoch, lr)
-
-    def run(st, bad, inputs, meta):
-        if before is not None:
-            st, current["aux"] = before(meta[0], st, current["aux"])
-        (st, bad), log = chunk((st, bad), rows, current["aux"], hyper, inputs)
-        return st, bad, log
-
-    def record_epoch(st, log, steps, meta, done, now):
-        log = jax.tree_util.tree_map(lambda a: np.asarray(a)[:steps], log)
-        after(meta[0], st, log, meta[1])
-
-    hooks = ChunkHooks(draw, run, record_epoch)
-    state, bad, _ = drive_chunks(state, state.bad, hooks, budget=len(epochs) * T, max_time=None)
-    return state._replace(bad=bad)
-
-
 def _diverged(state, final=False):
     """First non-finite step of a phase, or None (one host read); ``final`` also checks
     the rest of the state (multipliers, momentum) at the end."""
@@ -327,12 +267,6 @@ def _dense_hyper(dtype, settings):
         settings.tolerance,
         settings.dual_learning_rate,
     )
-
-
-def _phase_aux(ref: dict, mask, constrained: bool) -> dict:
-    """The step's ``aux``: the dense reference, the flat weight ``mask`` and the
-    constraint switch (a traced flag: the phases share one compilation)."""
-    return {**ref, "mask": mask, "constrained": jax.device_put(np.asarray(constrained))}
 
 
 def pretrain_dense(model, settings, data, x0, sampler, *, owner, progress=None):
