@@ -9,9 +9,10 @@ Its gradient (spec 4.1) needs ONE adjoint solve per outer step:
 where ``H`` is factorised by the last Newton pass of the lower-level solve (the factor is
 reused, no extra Hessian or factorisation) and ``grad_theta U`` and ``J = [grad L_g]``
 come from one pass over the data. The intercept is part of theta everywhere. An oracle
-call is two jitted functions (Newton; metric + adjoint) with no host synchronisation in
-between. The host side, a cache of evaluated points and warm starts, is
-:class:`~fairest.reweighting._oracle.ImplicitOracle`; the outer loops (SLSQP,
+call, :func:`implicit_hypergradient`, is two jitted functions (Newton; metric + adjoint)
+with no host synchronisation in between. The host side, a cache of evaluated points and
+warm starts, is :class:`~fairest.reweighting._oracle.ImplicitOracle`, run through the
+hooks of :class:`~fairest.reweighting._runtime.OracleRuntime`; the outer loops (SLSQP,
 trust-constr, Frank-Wolfe) are in :mod:`fairest.reweighting._outer`.
 
 On large data (the thresholds of ``ORACLE_TUNING`` in ``_defaults.py``) the oracle does
