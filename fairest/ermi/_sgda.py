@@ -113,10 +113,9 @@ def chunk_epochs(n_epochs: int, steps: int, m: int) -> int:
     return max(e for e in range(1, min(most, n_epochs) + 1) if n_epochs % e == 0)
 
 
-@partial(jax.jit, static_argnames="config")
-def _prepare(theta0, W0, X, y, s, t, weight, strata, hyper, key, n_iter, *, config):
-    """The initial state and the step data in one compiled program: the per-sample
-    constants, the stream keys (one per purpose, spec 11) and ``tau``."""
+def _prepare(theta0, W0, X, y, s, t, weight, strata, hyper, key, n_iter, config):
+    """The initial state and the step data: the per-sample constants, the stream keys
+    (one per purpose, spec 11) and ``tau`` (traced in the first chunk)."""
     k_batch, k_theta, k_w, k_iterate = jax.random.split(key, 4)
     tau = jax.random.randint(k_iterate, (), 1, n_iter + 1)
     floats, ints = _batch_constants(X, y, s, t, weight, strata)
@@ -213,8 +212,7 @@ def _chunk_inputs(e0, data: SgdaData, config: SgdaConfig, epochs: int) -> dict:
     return inputs
 
 
-@partial(jax.jit, static_argnames=("config", "epochs"))
-def _chunk(carry, e0, data: SgdaData, *, config: SgdaConfig, epochs: int):
+def _chunk_body(carry, e0, data: SgdaData, config: SgdaConfig, epochs: int):
     """``epochs`` epochs from epoch ``e0`` as one guarded ``lax.scan``; ``carry = (state,
     bad)``, ``bad`` -1 while ``(theta, W)`` were finite at every check, else the last
     iteration of the first block after which they were not. Iterations after a
@@ -235,6 +233,22 @@ def _chunk(carry, e0, data: SgdaData, *, config: SgdaConfig, epochs: int):
     return carry, record, params(carry[0], data.n_iter, config)
 
 
+@partial(jax.jit, static_argnames=("config", "epochs"))
+def _chunk(carry, e0, data: SgdaData, *, config: SgdaConfig, epochs: int):
+    """A later chunk (:func:`_chunk_body`) of epochs from ``e0``."""
+    return _chunk_body(carry, e0, data, config, epochs)
+
+
+@partial(jax.jit, static_argnames=("config", "epochs"))
+def _first_chunk(theta0, W0, X, y, s, t, weight, strata, hyper, key, n_iter, *, config, epochs):
+    """:func:`_prepare` and the first chunk in one program (a fit of one chunk, every
+    small fit, compiles nothing else). Returns the prepared data without the inputs it
+    holds (``X``, ``strata``, ``hyper``: the caller has them), then the chunk's outputs."""
+    state, data = _prepare(theta0, W0, X, y, s, t, weight, strata, hyper, key, n_iter, config)
+    out = _chunk_body((state, jnp.asarray(-1, jnp.int32)), 0, data, config, epochs)
+    return (data._replace(X=None, strata=None, hyper=None), *out)
+
+
 class Outcome(NamedTuple):
     """Result of :func:`drive` (host arrays)."""
 
@@ -251,23 +265,34 @@ def drive(theta0, W0, X, y, s, t, weight, strata, hyper, key, config, n_epochs, 
     chunks and at the end. Stops one chunk after a divergence. Returns an
     :class:`Outcome`."""
     n_iter = n_epochs * config.steps
-    state, data = _prepare(
-        theta0, W0, X, y, s, t, weight, strata, hyper, key, np.int64(n_iter), config=config
-    )
     epochs = chunk_epochs(n_epochs, config.steps, config.m)
-    bad = np.int32(-1)
-    records, done, previous = [], 0, None
+    computed, (state, bad), record, returned = _first_chunk(
+        theta0,
+        W0,
+        X,
+        y,
+        s,
+        t,
+        weight,
+        strata,
+        hyper,
+        key,
+        np.int64(n_iter),
+        config=config,
+        epochs=epochs,
+    )
+    data = computed._replace(X=X, strata=strata, hyper=hyper)
+    records, done, previous = [record], epochs, bad
     while done < n_epochs:
         # the previous chunk's flag is read while the device runs the next one
         (state, bad), record, returned = _chunk(
             (state, bad), np.int64(done), data, config=config, epochs=epochs
         )
         records.append(record)
-        if previous is not None:
-            if int(previous) >= 0:
-                break
-            if progress is not None:
-                progress(done, n_epochs)
+        if int(previous) >= 0:
+            break
+        if progress is not None:
+            progress(done, n_epochs)
         previous, done = bad, done + epochs
     nonfinite = int(bad)
     if progress is not None and nonfinite < 0:
