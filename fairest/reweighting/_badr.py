@@ -8,6 +8,8 @@ an ordinary weighted refit at ``group_weights_``.
 
 from __future__ import annotations
 
+import contextvars
+import threading
 import warnings
 from numbers import Integral, Real
 
@@ -151,10 +153,15 @@ class _BADRBase(BaseEstimator):
     def _progress_hook(self):
         """``progress(step, total, unit)`` of :func:`solve_badr`: a level-2 log line
         (``verbose >= 2``) that also moves the line of
-        :func:`fairest.utils._reporting.show_progress` around this fit."""
+        :func:`fairest.utils._reporting.show_progress` around this fit. The single
+        loops' compiled scan calls it through ``jax.debug.callback``, possibly from
+        another thread, so it runs in a copy of the fit's context (where the line is
+        set), one call at a time."""
+        context, lock = contextvars.copy_context(), threading.Lock()
 
         def progress(step, total, unit):
-            log_fit(self, f"{unit} %d/%d", step, total, level=2)
+            with lock:
+                context.run(log_fit, self, f"{unit} %d/%d", step, total, level=2)
 
         return progress
 

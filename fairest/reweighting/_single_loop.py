@@ -28,6 +28,7 @@ iteration (the reference permutes every group at every iteration, O(n)).
 
 from __future__ import annotations
 
+import contextlib
 from functools import partial
 from typing import NamedTuple
 
@@ -51,7 +52,32 @@ from fairest.reweighting._bilevel import (
 )
 from fairest.reweighting._capped import project_capped
 
-__all__ = ["Sampler", "make_sampler", "sample_batch", "single_loop"]
+__all__ = ["Sampler", "make_sampler", "reporting", "sample_batch", "single_loop"]
+
+# Host callbacks of the single loops in progress (the innermost last): the jitted scan
+# reports every finished chunk through jax.debug.callback, without returning to the host.
+_REPORTERS: list = []
+
+
+@contextlib.contextmanager
+def reporting(callback):
+    """Within the block, every finished chunk of :func:`single_loop` calls
+    ``callback(iterations_done, iterations_planned)`` on the host (``None``: nothing)."""
+    if callback is None:
+        yield
+        return
+    _REPORTERS.append(callback)
+    try:
+        yield
+    finally:
+        _REPORTERS.remove(callback)
+
+
+def report_chunk(done, total) -> None:
+    """Report iterations ``done`` of ``total`` to the innermost :func:`reporting` block
+    (a ``jax.debug.callback`` target; a no-op outside one)."""
+    if _REPORTERS:
+        _REPORTERS[-1](int(done), int(total))
 
 
 class Sampler(NamedTuple):
@@ -189,7 +215,7 @@ def single_loop(
         state, (proxy, grad_norm) = step(state)
         return state, proxy_sum + proxy, grad_norm
 
-    def chunk(state: LoopState, _):
+    def chunk(state: LoopState, k):
         zero = jnp.zeros((), dtype)
         state, proxy_sum, grad_norm = jax.lax.fori_loop(0, check_every, inner, (state, zero, zero))
         proxy = proxy_sum / check_every
@@ -201,6 +227,7 @@ def single_loop(
             best_lam=jnp.where(better, state.lam, state.best_lam),
             best_proxy=jnp.minimum(state.best_proxy, proxy),
         )
+        jax.debug.callback(report_chunk, k * check_every, n_chunks * check_every)
         return state, (state.lam, out.value, proxy, grad_norm)
 
     init = LoopState(
@@ -212,7 +239,7 @@ def single_loop(
         best_lam=lam0,
         best_proxy=jnp.array(jnp.inf, dtype),
     )
-    return jax.lax.scan(chunk, init, None, n_chunks)
+    return jax.lax.scan(chunk, init, jnp.arange(1, n_chunks + 1))
 
 
 def _project(lam, caps):

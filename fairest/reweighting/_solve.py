@@ -140,8 +140,8 @@ def solve_badr(
         whole simplex, the paper's search).
     progress : callable, default=None
         ``progress(step, total, unit)``, called as the outer loop advances (after every
-        SLSQP / trust-constr iteration or bracket trial; as the jitted Frank-Wolfe and
-        single-loop solvers start and end).
+        SLSQP / trust-constr iteration or bracket trial, every chunk of the single-loop
+        solvers; as the jitted Frank-Wolfe loop starts and ends).
 
     Returns
     -------
@@ -413,26 +413,39 @@ def run_solver(
         )
         return lam, n_iter, ok, "Frank-Wolfe gap above tol", hist or {}
     if solver in ("gd", "sgd"):
-        if progress is not None:  # one jitted scan: reported as it starts and ends
-            progress(0, max_iter, "iteration")
-        found = run_single_loop(orc, loss, metric, problem, groups, lam0, max_iter, settings, caps)
-        if progress is not None:
-            progress(found[1], found[1], "iteration")
-        return found
+        return run_single_loop(
+            orc, loss, metric, problem, groups, lam0, max_iter, settings, caps, progress
+        )
     raise ValueError(f"solver must be one of {SOLVERS}; got {solver!r}.")
 
 
 def run_single_loop(
-    orc, loss, metric, problem, groups, lam0, max_iter, settings: BADRSettings, caps=None
+    orc,
+    loss,
+    metric,
+    problem,
+    groups,
+    lam0,
+    max_iter,
+    settings: BADRSettings,
+    caps=None,
+    progress=None,
 ):
     """badr-gd / badr-sgd from ``lam0``: the best weights of the exact checks (projected
-    on the simplex capped at ``caps``, or the whole simplex).
+    on the simplex capped at ``caps``, or the whole simplex); ``progress(step, total,
+    unit)`` is called after every chunk of ``check_every`` iterations (from the jitted
+    scan, through :func:`~._single_loop.reporting`).
 
     Returns ``(lam, n_iter, converged, message, history)``; not converged means non-finite
     iterates (then ``lam0`` is returned if the best weights are not finite).
     """
     from fairest._kernels._projections import project_simplex
-    from fairest.reweighting._single_loop import lipschitz_step, make_sampler, single_loop
+    from fairest.reweighting._single_loop import (
+        lipschitz_step,
+        make_sampler,
+        reporting,
+        single_loop,
+    )
 
     stochastic = settings.solver == "sgd"
     n = groups.shape[0]
@@ -450,26 +463,28 @@ def run_single_loop(
         rate = lipschitz_step(loss, problem, jnp.asarray(lam0), orc.theta, num_groups)
     check_every = min(settings.check_every, max_iter)
     n_chunks = -(-max_iter // check_every)
-    state, (lams, values, proxy, grad_norm) = single_loop(
-        loss,
-        metric,
-        num_groups,
-        problem,
-        sampler,
-        jnp.asarray(lam0),
-        orc.theta,
-        jnp.float64(orc.evaluate(lam0, with_grad=False)[0]),
-        jax.random.key(seed),
-        jnp.float64(rate),
-        jnp.float64(settings.dual_learning_rate),
-        jnp.float64(settings.clip_norm),
-        jnp.int32(check_every),
-        n_chunks=n_chunks,
-        stochastic=stochastic,
-        batch_size=batch_size if stochastic else 0,
-        caps=None if caps is None else jnp.asarray(caps),
-    )
-    values = np.asarray(values)
+    report = None if progress is None else lambda done, total: progress(done, total, "iteration")
+    with reporting(report):
+        state, (lams, values, proxy, grad_norm) = single_loop(
+            loss,
+            metric,
+            num_groups,
+            problem,
+            sampler,
+            jnp.asarray(lam0),
+            orc.theta,
+            jnp.float64(orc.evaluate(lam0, with_grad=False)[0]),
+            jax.random.key(seed),
+            jnp.float64(rate),
+            jnp.float64(settings.dual_learning_rate),
+            jnp.float64(settings.clip_norm),
+            jnp.int32(check_every),
+            n_chunks=n_chunks,
+            stochastic=stochastic,
+            batch_size=batch_size if stochastic else 0,
+            caps=None if caps is None else jnp.asarray(caps),
+        )
+        values = np.asarray(values)  # the chunks' reports arrive inside the block
     ok = bool(np.all(np.isfinite(values))) and bool(np.isfinite(float(state.best_value)))
     best = jnp.asarray(state.best_lam)
     lam = np.asarray(project_simplex(best) if caps is None else project_capped(best, caps))

@@ -1,6 +1,7 @@
 """BADR's outer loop moves the progress line of ``show_progress`` (issue 33): every SLSQP /
-trust-constr iteration and every bracket trial of the two-group search, and the jitted
-Frank-Wolfe and single-loop solvers once they end; nothing is drawn outside the block."""
+trust-constr iteration and every bracket trial of the two-group search, every chunk of
+badr-gd / badr-sgd (from the jitted scan), and the jitted Frank-Wolfe loop as it starts and
+ends; nothing is drawn outside the block."""
 
 import io
 import re
@@ -48,6 +49,8 @@ def test_a_badr_fit_draws_the_bar(params, num_groups, unit):
     assert f"[BADRClassifier] {unit} " in drawn
     if params.get("solver") in ("frank-wolfe", "trust-constr"):  # steps of max_iter
         assert re.search(rf"{unit} [0-5]/5 ", drawn)
+    if params.get("solver") == "gd":  # from inside the jitted scan, after each chunk
+        assert f"{unit} 5/10 " in drawn
     assert drawn.endswith("\r")  # wiped when the block ends
 
 
