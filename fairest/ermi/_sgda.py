@@ -3,9 +3,10 @@
 A solver is pure functions over a NamedTuple state (:mod:`fairest.constrained._engine.
 _contract`): :func:`init` (the state at ``(theta0, W0)``), :func:`step` (one simultaneous
 descent-ascent step, :func:`~fairest.ermi._solvers._sgda_step`) and :func:`params` (the
-returned iterate: the last, a uniformly drawn one or the tail average). :func:`drive` is the
-iteration loop: jitted chunks of whole epochs (:func:`chunk_epochs`; one compiled chunk
-reused by every chunk of a fit), each a ``lax.scan`` through the engine's
+returned iterate: the last, a uniformly drawn one or the tail average). :func:`drive` is
+the iteration loop: jitted chunks of whole epochs (:func:`chunk_epochs`; the first one
+also prepares the data, one compiled program serves every later chunk of a fit), each a
+``lax.scan`` through the engine's
 :func:`~fairest.constrained._engine._driver.guarded_scan` (finiteness of ``(theta, W)``
 checked on device every few iterations). Between chunks the host reads the previous
 chunk's divergence flag (one synchronisation per chunk, while the device runs the next
