@@ -158,6 +158,12 @@ class PartialTuning(Tuning):
     # rows at most this share non-zero (and at least 8 columns) are stored by their
     # non-zeros (ELL); denser data is stored dense
     ell_density: float = 0.25
+    # the smoothed solver's X^T U product taken group by group on rows ordered by group
+    # (n d J flops instead of n d G J; fairest.partial._fast.group_ranges): the same sums
+    # in another float32 order, which moves runs that stall on narrow bands to other
+    # points (KDD census, tests/partial/test_partial_groups.py's many small groups), so
+    # off until the outcomes of such runs are shown not to depend on it
+    products_by_group: bool = False
     # the IDCA fallback costs max_iter * T SSG passes over the rows a solve (40,000 at
     # the defaults), about 100 times a smoothed solve, so it runs only where
     # rows * max_iter * T is at most this (5,000 rows at the defaults); larger fits that

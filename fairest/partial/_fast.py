@@ -62,6 +62,7 @@ from fairest.partial._smooth import SmoothResult, _smooth_min, _smooth_ramp
 
 __all__ = [
     "compile_run",
+    "group_ranges",
     "reporting",
     "report_round",
     "run_fast_alm",
@@ -111,6 +112,34 @@ def block_rows(X) -> int:
     if isinstance(X, SparseRows) or (sharding is not None and len(sharding.device_set) > 1):
         return n
     return min(n, PARTIAL_TUNING.solver_block_rows)
+
+
+def group_ranges(data: Data, cfg: Config):
+    """``((start, stop), ...)`` per group, static: the rows holding each group's weighted
+    rows, where the passes may take ``X^T U`` group by group
+    (:func:`_loss_and_core_products`), else ``None``. Given, with
+    ``PARTIAL_TUNING.products_by_group`` on, for pSP (``J`` columns a group) on dense
+    ``X`` of one row block on one device whose rows of positive weight are ordered by
+    group (:func:`fairest.partial._fit.fit_partial` orders them)."""
+    X = data.X
+    sharding = getattr(X, "sharding", None)
+    several = sharding is not None and len(sharding.device_set) > 1
+    if not PARTIAL_TUNING.products_by_group:
+        return None
+    if cfg.constraint != "statistical" or isinstance(X, SparseRows) or several:
+        return None
+    if block_rows(X) < X.shape[0]:
+        return None
+    weighted = np.flatnonzero(np.asarray(data.cg) > 0)
+    groups = np.asarray(data.groups)[weighted]
+    if np.any(np.diff(groups) < 0):
+        return None
+    starts = np.searchsorted(groups, np.arange(cfg.num_groups), side="left")
+    stops = np.searchsorted(groups, np.arange(cfg.num_groups), side="right")
+    return tuple(
+        (int(weighted[a]), int(weighted[b - 1]) + 1) if b > a else (0, 0)
+        for a, b in zip(starts, stops)
+    )
 
 
 def _row_block(data: Data, k, rows: int) -> Data:
@@ -190,19 +219,29 @@ def _core(s, x, delta, data: Data, cfg: Config):
     return core, slope
 
 
-def _loss_and_core_products(residual, slope, data: Data, cfg: Config):
+def _loss_and_core_products(residual, slope, data: Data, cfg: Config, ranges=None):
     """``(row_sum(V), X^T V)`` (``(1 + q,)`` and ``(d, 1 + q)``) of ``V = (residual, U)``,
     ``U = membership (x) slope`` the derivatives of the group means (:func:`_core`).
 
     Dense ``X``: one ``(n, d) x (n, 1 + q)`` product. ELL rows (:class:`SparseRows`): a
     row adds only to its own group's columns, so one scatter of its non-zeros into
     ``(1 + q) d`` buckets, ``n k (1 + J)`` adds (``n k 2`` for pDP) whatever the number
-    of groups ``G`` (a scatter per column of ``V`` would cost ``n k (1 + G J)``)."""
+    of groups ``G`` (a scatter per column of ``V`` would cost ``n k (1 + G J)``).
+
+    ``ranges`` (dense ``X`` whose rows are ordered by group, :func:`group_ranges`): the
+    ``(start, stop)`` rows of each group; group ``g``'s ``J`` columns of ``X^T U`` are
+    then ``X[start:stop]^T (cg slope)[start:stop]``, ``n d J`` flops for all groups
+    instead of the ``n d G J`` of the product with ``U``: the same sums (every other row
+    of a range has weight 0), in float32 to rounding."""
     n = residual.shape[0]
     slope = slope.reshape(n, -1)  # (n, J) for pSP, (n, 1) for pDP
     J = slope.shape[1]
     weighted = data.cg[:, None] * slope  # U's non-zero entries of each row
     sums = jnp.concatenate([row_sum(residual)[None], row_dot(data.membership, slope).ravel()])
+    if ranges is not None and not isinstance(data.X, SparseRows):
+        parts = [row_dot(data.X, residual)[:, None]]
+        parts += [row_dot(data.X[a:b], weighted[a:b]) for a, b in ranges]  # (d, J) each
+        return sums, jnp.concatenate(parts, axis=1)
     if not isinstance(data.X, SparseRows):
         U = (data.membership[:, :, None] * slope[:, None, :]).reshape(n, -1)
         V = jnp.concatenate([residual[:, None], U], axis=1)
@@ -280,10 +319,11 @@ def _surrogate(z, delta, cfg: Config):
     return _smooth_ramp(z, delta) if cfg.surrogate == "ramp" else jax.nn.sigmoid(z)
 
 
-def _evaluate(x, lam, rho, delta, loss_hessian, data: Data, cfg: Config, rows: int):
+def _evaluate(x, lam, rho, delta, loss_hessian, data: Data, cfg: Config, rows: int, ranges=None):
     """Value, gradient and Gauss-Newton matrix (with ``loss_hessian`` for ``f_0``) of the
     augmented Lagrangian at ``x``: one pass over row blocks for the scores and the
-    ``X^T V`` of the ``1 + q`` columns ``V = (c0 (p - y), U)``."""
+    ``X^T V`` of the ``1 + q`` columns ``V = (c0 (p - y), U)`` (by group ``ranges``
+    where given, see :func:`_loss_and_core_products`)."""
     _, w, _ = split(x, cfg)
     D, k = x.shape[0], 1 + cfg.num_features
 
@@ -291,7 +331,7 @@ def _evaluate(x, lam, rho, delta, loss_hessian, data: Data, cfg: Config, rows: i
         s = scores(x, block, cfg)
         core, slope = _core(s, x, delta, block, cfg)
         residual = block.c0 * (jax.nn.sigmoid(s) - block.y)
-        sums, XtV = _loss_and_core_products(residual, slope, block, cfg)
+        sums, XtV = _loss_and_core_products(residual, slope, block, cfg, ranges)
         return _logistic_sum(s, block), core, sums, XtV
 
     loss, core, sums, XtV = _sum_blocks(part, data, rows)  # XtV: (d, 1 + q)
@@ -384,7 +424,9 @@ class _Step(NamedTuple):
     done: jax.Array
 
 
-def _minimise_round(x, lam, rho, delta, gtol, data: Data, cfg: Config, max_steps, rows):
+def _minimise_round(
+    x, lam, rho, delta, gtol, data: Data, cfg: Config, max_steps, rows, ranges=None
+):
     """Damped Gauss-Newton on the round's augmented Lagrangian from ``x`` until the
     sup-norm of its gradient is at most ``gtol`` (or a step changes it by at most
     ``_FTOL``, relative): ``(x, steps)``. The loss Hessian is refreshed every
@@ -392,7 +434,7 @@ def _minimise_round(x, lam, rho, delta, gtol, data: Data, cfg: Config, max_steps
     exact at every step); a line search costs one forward pass a trial."""
 
     def evaluate(v, loss_hessian):
-        return _evaluate(v, lam, rho, delta, loss_hessian, data, cfg, rows)
+        return _evaluate(v, lam, rho, delta, loss_hessian, data, cfg, rows, ranges)
 
     def cond(state: _Step):
         return (~state.done) & (state.k < max_steps)
@@ -464,8 +506,8 @@ class _Round(NamedTuple):
     stop: jax.Array
 
 
-@partial(jax.jit, static_argnames=("cfg", "max_rounds", "max_steps", "rows"))
-def _run(x0, data: Data, cfg: Config, deltas, eps, tol, max_rounds, max_steps, rows):
+@partial(jax.jit, static_argnames=("cfg", "max_rounds", "max_steps", "rows", "ranges"))
+def _run(x0, data: Data, cfg: Config, deltas, eps, tol, max_rounds, max_steps, rows, ranges=None):
     dtype = x0.dtype
     m = num_constraints(cfg)
     last_stage = deltas.shape[0] - 1
@@ -497,7 +539,7 @@ def _run(x0, data: Data, cfg: Config, deltas, eps, tol, max_rounds, max_steps, r
         delta = deltas[state.stage]
         gtol = jnp.maximum(_GTOL, _GTOL0 * 0.1 ** state.r.astype(dtype))  # inexact early
         x, k = _minimise_round(
-            state.x, state.lam, state.rho, delta, gtol, data, cfg, max_steps, rows
+            state.x, state.lam, state.rho, delta, gtol, data, cfg, max_steps, rows, ranges
         )
         c, f0, exact_max = _round_end(x, delta, data, cfg, rows)
         lam = jnp.maximum(state.lam + state.rho * c, 0.0)
@@ -594,13 +636,15 @@ def compile_run(
     max_rounds: int,
     max_steps: int = NEWTON_STEPS,
     deltas=FAST_DELTAS,
+    ranges=None,
 ) -> None:
     """Compile the jitted run of :func:`run_fast_alm` ahead of time for dense data of
     ``n_rows`` (padded) rows and ``cfg.num_features`` columns laid out as ``probe`` (a
     :class:`Data` built the same way, of any number of rows and columns of ``X``: same
     dtypes, placement and hyper-parameters); the later :func:`run_fast_alm` call on the
     full data finds it compiled (XLA's compile cache keys on shapes, dtypes, placements
-    and the static arguments, all equal here).
+    and the static arguments, all equal here; ``ranges``: :func:`group_ranges` of the
+    full data, which ``probe`` holds the rows of).
 
     Memory: the compiler's working memory (about 150 MiB for a 1e6 x 100 pSP problem) is
     then used and freed before the data's float32 copy exists, not beside it."""
@@ -626,6 +670,7 @@ def compile_run(
         int(max_rounds),
         int(max_steps),
         block_rows(data.X),
+        ranges,
     ).compile()
 
 
@@ -654,6 +699,7 @@ def run_fast_alm(
         int(max_rounds),
         int(max_steps),
         block_rows(data.X),
+        group_ranges(data, cfg),
     )
     iterates, objectives, violations, steps, rounds, converged = jax.device_get(out)
     rounds = int(rounds)

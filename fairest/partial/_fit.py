@@ -54,6 +54,7 @@ from fairest.partial._fast import (
     NEWTON_STEPS,
     SOLVER_DTYPE,
     compile_run,
+    group_ranges,
     reporting,
     run_fast_alm,
     solver_data,
@@ -294,19 +295,12 @@ def build_problem(
         rho=rho,
         width=width,
     )
+    rows = (X, y01, codes, sample_weight)
     if lean and like is None and _dense_on_one_device(X, dense_cost):
-        data = _rows_then_dense(settings, cfg, X, y01, codes, sample_weight, num_groups, hyper)
+        data = _rows_then_dense(settings, cfg, *rows, num_groups, hyper)
     else:
         data = build_data(
-            X,
-            y01,
-            codes,
-            sample_weight,
-            num_groups,
-            x_dtype=x_dtype,
-            like=like,
-            dense_cost=dense_cost,
-            **hyper,
+            *rows, num_groups, x_dtype=x_dtype, like=like, dense_cost=dense_cost, **hyper
         )
     x0 = initial_point(
         X.shape[1],
@@ -409,6 +403,19 @@ def check_finite_model(name, x, X, objective_value):
         )
 
 
+def _by_group(X, y01, codes, sample_weight):
+    """The rows ordered by group (stable) when ``PARTIAL_TUNING.products_by_group`` is on
+    and they fit in one row block of the smoothed solver's passes
+    (:func:`~fairest.partial._fast.group_ranges`: its ``X^T U`` then costs ``n d J``
+    rather than ``n d G J``), else as given (no copy of large data)."""
+    if not PARTIAL_TUNING.products_by_group or X.shape[0] > PARTIAL_TUNING.solver_block_rows:
+        return X, y01, codes, sample_weight
+    if np.all(np.diff(codes) >= 0):
+        return X, y01, codes, sample_weight
+    order = np.argsort(codes, kind="stable")
+    return X[order], y01[order], codes[order], sample_weight[order]
+
+
 def _rows_then_dense(settings: Settings, cfg, X, y01, codes, sample_weight, num_groups, hyper):
     """The :class:`Data` of :func:`~fairest.partial._common.build_data` for the smoothed
     ALM on a dense ``X`` on one device, its float32 copy of ``X`` made last: the row
@@ -423,7 +430,8 @@ def _rows_then_dense(settings: Settings, cfg, X, y01, codes, sample_weight, num_
         X[:, :0], y01, codes, sample_weight, num_groups, sparse=False, x_dtype=x_dtype, **hyper
     )
     n_rows = rows.c0.shape[0]
-    compile_run(rows, cfg, n_rows, int(settings.max_iter), newton_steps(settings))
+    ranges = group_ranges(rows, cfg)
+    compile_run(rows, cfg, n_rows, int(settings.max_iter), newton_steps(settings), ranges=ranges)
     release_free_memory()
     (X_dev,) = place_rows([padded_dense(X, x_dtype)])
     return rows._replace(X=X_dev)
@@ -702,7 +710,12 @@ def fit_partial(
         floors = band_floors(settings, codes, sample_weight, num_groups, interval)
         small = too_small(settings, floors)
         args = (X, y01, codes, sample_weight, num_groups, interval)
-        cfg, data, x0 = build_problem(settings, *args, lean=True, floors=floors)
+        # the smoothed solver's rows ordered by group (_by_group): the same problem; the
+        # float64 IDCA paths keep the given order (their ties follow the summation order)
+        rows = args[:4]
+        if settings.solver_run() == "smooth_alm":
+            rows = _by_group(*rows)
+        cfg, data, x0 = build_problem(settings, *rows, *args[4:], lean=True, floors=floors)
         K, eps, T = schedule(settings, X, cfg, data, x0)
         everyone = ExactMetric(settings, X, codes, sample_weight, interval, num_groups)
         measure = everyone

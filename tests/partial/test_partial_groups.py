@@ -274,3 +274,35 @@ def test_auto_interval_model_solved_by_newton_cg_to_a_loose_gradient(monkeypatch
     assert calls == [{"tol": 1e-6, "solver": "newton-cg"}]
     scores = X @ tight["theta"][1:] + tight["theta"][0]
     np.testing.assert_allclose(loose, scores, atol=1e-4)
+
+
+def test_products_by_group_equal_the_product_with_u():
+    """With ``PARTIAL_TUNING.products_by_group`` the pass takes ``X^T U`` group by group
+    on rows ordered by group: the value, gradient and Gauss-Newton matrix of the product
+    with the whole ``U`` (to float32 rounding); off (the default), no ranges are given."""
+    rng = np.random.default_rng(5)
+    codes = rng.integers(0, 6, 600)
+    X = rng.normal(size=(600, 7))
+    y = (X[:, 0] + 0.3 * codes + rng.normal(size=600) > 1).astype(float)
+    weights = rng.random(600)
+    weights[:20] = 0.0  # rows of weight 0 may lie anywhere
+    settings = _fit.Settings()
+    with jax.enable_x64(True), PARTIAL_TUNING.override(products_by_group=True):
+        rows = _fit._by_group(X, y, codes, weights)
+        assert np.all(np.diff(rows[2]) >= 0)
+        cfg, data, x0 = _fit.build_problem(settings, *rows, 6, (0.2, 0.4), lean=True)
+        data = _fast.solver_data(data)
+        ranges = _fast.group_ranges(data, cfg)
+        assert ranges is not None and len(ranges) == 6
+        block = _fast.block_rows(data.X)
+        x = jnp.asarray(x0, jnp.float32) + 0.05 * jnp.asarray(
+            rng.normal(size=x0.shape), jnp.float32
+        )
+        lam = jnp.full(_fast.num_constraints(cfg), 0.1, jnp.float32)
+        H0 = _fast._loss_hessian(x, data, cfg, block)
+        whole = _fast._evaluate(x, lam, 3.0, 0.05, H0, data, cfg, block)
+        grouped = _fast._evaluate(x, lam, 3.0, 0.05, H0, data, cfg, block, ranges)
+    for a, b in zip(whole, grouped):
+        scale = float(jnp.max(jnp.abs(a)))
+        np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=0, atol=1e-5 * scale)
+    assert _fast.group_ranges(data, cfg) is None  # off by default
