@@ -21,7 +21,7 @@ fairest's ERM (``GroupWeightedClassifier(weights="uniform")``) on the same rows.
 
 ``--compare N:G,N:G,...`` (issue 19, BADR within 3 ERM fits) instead times, in ONE
 process, fairest's ERM and BADR with the two-group segment search of
-``fairest.reweighting._segment`` off (``_solve.SEGMENT_SEARCH = False``: SLSQP) and on,
+``fairest.reweighting._segment`` off (``ORACLE_TUNING.segment_search = False``: SLSQP) and on,
 interleaved warm fits, for every training size N and group count G; it
 counts oracle calls, hypergradients (adjoint solves) and Newton steps and checks that
 both select the same weights. ``--compare-name`` names the results file.
@@ -297,10 +297,11 @@ def compare_setting(
     """ERM, then BADR before / after interleaved (one warm-up fit each), in this process."""
     import jax
 
-    from fairest.reweighting import BADRClassifier, _bilevel, _solve
+    from fairest.reweighting import BADRClassifier, _bilevel
+    from fairest.reweighting._defaults import ORACLE_TUNING
 
     counter, recorder = OracleCounter(), CallRecorder()
-    default_search = _solve.SEGMENT_SEARCH
+    default_search = ORACLE_TUNING.segment_search
     default_lazy = _bilevel.reads_rows_lazily
     X, y, groups = train_split(int(round(n_train / (1 - TEST_SIZE))), num_groups, d)
     jax.clear_caches()
@@ -310,7 +311,7 @@ def compare_setting(
     for rep in range(1 + repeats):
         for code in ("before", "after"):
             if code == "before" and before == "segment_off":
-                _solve.SEGMENT_SEARCH = False
+                ORACLE_TUNING.segment_search = False
             if code == "before" and before == "eager_rows":
                 _bilevel.reads_rows_lazily = _eager_rows
             recorder.calls = []
@@ -320,7 +321,7 @@ def compare_setting(
                 model = BADRClassifier(metric=metric, **PAPER).fit(X, y, sensitive_features=groups)
                 wall, cpu = time.perf_counter() - start, time.process_time() - cpu
             finally:
-                _solve.SEGMENT_SEARCH = default_search
+                ORACLE_TUNING.segment_search = default_search
                 _bilevel.reads_rows_lazily = default_lazy
             orc = counter.last
             if rep:  # the first fit of each compiles
@@ -387,7 +388,7 @@ rows, d = 20), demographic parity, `BADRClassifier()` defaults (SLSQP, logistic,
 safeguard on, inner_tol 1e-10). Per setting (JAX caches cleared first): fairest's ERM
 (`GroupWeightedClassifier(weights="uniform")`, best warm fit), then BADR `before` / `after`
 interleaved, one warm-up fit each and `--repeats` timed ones; `before` = this tree with
-(`--before segment_off`, the default) `_solve.SEGMENT_SEARCH = False` (SLSQP at every G: the
+(`--before segment_off`, the default) `ORACLE_TUNING.segment_search = False` (SLSQP at every G: the
 outer solver of commit c115f3b; G > 2 runs the same code both ways) or (`--before
 eager_rows`) no `GatheredRows` (a one-group vertex solved on its rows only through a gathered
 copy of at most 128 MiB, else on all rows: the code before the lazy row blocks); `after` =

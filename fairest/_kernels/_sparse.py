@@ -714,11 +714,3 @@ def sparse_rows(X, dtype=np.float64) -> SparseRows:
         block_rows,
         _block_entries(indptr, block_rows),
     )
-
-
-def __getattr__(name: str):
-    # OUTER_GRAM_COST: the name other layers imported before KERNEL_TUNING held the value
-    # (read once, at their import); the live value is KERNEL_TUNING.outer_gram_cost
-    if name == "OUTER_GRAM_COST":
-        return KERNEL_TUNING.outer_gram_cost
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -216,13 +216,3 @@ def solve_weighted_glm(*args, **kwargs) -> dict:
     from fairest._solvers._driver import solve_weighted_glm as driver
 
     return driver(*args, **kwargs)
-
-
-def __getattr__(name: str):
-    # NEWTON_CG_MIN_PARAMS: the name other layers read before SOLVER_TUNING held the value;
-    # read as this module's attribute it is the live SOLVER_TUNING.newton_cg_min_params
-    if name == "NEWTON_CG_MIN_PARAMS":
-        from fairest._solvers._defaults import SOLVER_TUNING
-
-        return SOLVER_TUNING.newton_cg_min_params
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -46,13 +46,13 @@ from fairest._kernels._losses import loss_derivatives
 from fairest._kernels._placement import GatheredRows, gather_dense_rows, is_shifted, row_block
 from fairest._kernels._sparse import is_sparse, take_rows
 from fairest._solvers import _newton
+from fairest._solvers._defaults import SOLVER_TUNING
 from fairest._solvers._newton import NewtonResult, newton_solve
 from fairest._solvers._newton_cg import jacobi_preconditioner, newton_cg_solve, pcg_solve
 from fairest.reweighting._badr_metrics import MetricSpec, exact_unfairness, smooth_unfairness
 from fairest.reweighting._defaults import ADJOINT_CG_MAX_ITER, ORACLE_TUNING
 
 # re-exported: tests/estimators/test_sparse_badr_ermi.py reads it here
-from fairest.reweighting._runtime import group_row_blocks  # noqa: F401
 
 __all__ = [
     "OracleOutput",
@@ -73,10 +73,11 @@ def cache_size(num_params: int, num_groups: int) -> int:
 
 
 def uses_newton_cg(num_params: int) -> bool:
-    """Whether the lower level runs Newton-CG (p above ``NEWTON_CG_MIN_PARAMS``, badr spec
+    """Whether the lower level runs Newton-CG (p above
+    ``SOLVER_TUNING.newton_cg_min_params``, badr spec
     section 2): no Hessian is formed, the adjoint is a CG solve and there is no factor
     (a 1 x 1 placeholder stands in for it). Decided from a shape, so at trace time."""
-    return num_params > _newton.NEWTON_CG_MIN_PARAMS
+    return num_params > SOLVER_TUNING.newton_cg_min_params
 
 
 def factor_size(num_params: int) -> int:

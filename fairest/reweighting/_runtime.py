@@ -26,7 +26,7 @@ import scipy.sparse as sp
 from fairest._kernels._buckets import bucket_size, pad_rows_to, padded_rows
 from fairest._kernels._placement import place_dense
 from fairest._kernels._sparse import sparse_rows
-from fairest._solvers import _newton
+from fairest._solvers._defaults import SOLVER_TUNING
 from fairest.reweighting import _defaults
 from fairest.reweighting._defaults import ORACLE_TUNING
 from fairest.utils._devices import configured_devices, place_rows
@@ -51,7 +51,7 @@ def densify_pays(X) -> bool:
     return (
         n * d**2 >= _defaults.FLOAT32_HESSIAN_WORK
         and n * d * 8 <= ORACLE_TUNING.densify_max_bytes
-        and d + 1 <= _newton.NEWTON_CG_MIN_PARAMS
+        and d + 1 <= SOLVER_TUNING.newton_cg_min_params
         and not sparse_rows(X).uses_outer_gram()
     )
 

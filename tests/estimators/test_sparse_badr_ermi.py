@@ -14,7 +14,7 @@ from sklearn.utils import get_tags
 
 from fairest._kernels._sparse import sparse_rows, squared_row_norms, take_rows
 from fairest.ermi import ERMIClassifier
-from fairest.reweighting import BADRClassifier, BADRRegressor, _bilevel
+from fairest.reweighting import BADRClassifier, BADRRegressor, _runtime
 
 
 def _data(n=240, d=20, density=0.2, num_groups=3, seed=0):
@@ -101,7 +101,7 @@ def test_badr_one_group_vertices_on_their_rows_sparse(monkeypatch, oracle_tuning
     oracle_tuning(group_rows_min_rows=0)
     X, y, _, groups = _data(n=300, num_groups=6, seed=2)
     with jax.enable_x64(True):
-        problem_rows = _bilevel.group_row_blocks(groups, 6, X.shape[0])
+        problem_rows = _runtime.group_row_blocks(groups, 6, X.shape[0])
     assert problem_rows is not None
     sparse, dense = _fit_both(lambda: BADRClassifier(max_iter=3), X, y, groups)
     np.testing.assert_allclose(sparse.group_weights_, dense.group_weights_, atol=1e-8)

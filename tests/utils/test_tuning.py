@@ -78,16 +78,14 @@ def test_kernel_override_changes_the_traced_path_and_restores_it(monkeypatch):
 
 
 def test_solver_override_changes_the_chosen_solver_and_restores_it():
-    from fairest._solvers import _newton
     from fairest._solvers._defaults import SOLVER_TUNING
     from fairest._solvers._driver import choose_solver
 
     assert choose_solver("logistic", 1000, 10) == "newton"
     with SOLVER_TUNING.override(newton_cg_min_params=5):
         assert choose_solver("logistic", 1000, 10) == "newton-cg"
-        assert _newton.NEWTON_CG_MIN_PARAMS == 5  # the old name reads the live value
     assert choose_solver("logistic", 1000, 10) == "newton"
-    assert _newton.NEWTON_CG_MIN_PARAMS == SOLVER_TUNING.newton_cg_min_params == 2000
+    assert SOLVER_TUNING.newton_cg_min_params == 2000
 
 
 def test_host_override_changes_the_block_size_of_the_cdfs(monkeypatch):
