@@ -150,18 +150,7 @@ VALIDATION_FRACTION = 0.1  # [F] NFT+ES analogue
 ADAM_BETAS = (0.9, 0.999)  # dual Adam [F]
 ADAM_EPS = 1e-8
 
-# --- divergence guard (both families) [F] --------------------------------------------------
-# When the iterates of a solver become non-finite (NaN / inf), the estimator refits from
-# the same initialisation (and the same random streams) with every step size of the phase
-# multiplied by NONFINITE_STEP_FACTOR, up to NONFINITE_RETRIES times (step sizes 1/2, 1/4
-# of the given ones), with a ConvergenceWarning; if the last refit also diverges, fit
-# raises a ValueError naming the remedy (scale the features or lower the step size).
-NONFINITE_RETRIES = 2
-NONFINITE_STEP_FACTOR = 0.5
-# iterations between two on-device finiteness checks of the parameters (at most; a divisor
-# of the scan length): an isfinite reduction over the parameters every iteration would
-# be a noticeable share of a small model's stochastic step
-NONFINITE_CHECK_EVERY = 16
+# --- divergence guard: NONFINITE_* in fairest/_solvers/_guard.py (every family's solvers)
 # a constrained fit whose train accuracy beats the majority class by less than this share
 # of the room above it has traded away nearly all the features predict: it warns
 WEAK_ACCURACY_SHARE = 0.1

@@ -27,6 +27,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from fairest._kernels._sparse import SparseRows, sparse_rows
+from fairest._solvers._guard import largest_magnitude
 from fairest.constrained._defaults import CONSTRAINED_TUNING
 from fairest.utils._devices import place_replicated, place_rows
 
@@ -119,13 +120,6 @@ class SparseDesign:
 def as_csr(X):
     """CSR ``X`` for scipy sparse input (row slicing, the kernels' layout); else ``X``."""
     return X.tocsr() if sp.issparse(X) and X.format != "csr" else X
-
-
-def largest_magnitude(X) -> float:
-    """``max |X_ij|`` of a dense or scipy sparse ``X`` (0 when empty)."""
-    if sp.issparse(X):
-        return float(abs(X).max()) if X.nnz else 0.0
-    return float(np.max(np.abs(X))) if np.size(X) else 0.0
 
 
 def place_with_design(X, rows: dict, dtype) -> dict:

@@ -7,7 +7,7 @@ returned iterate: the last, a uniformly drawn one or the tail average). :func:`d
 the iteration loop: jitted chunks of whole epochs (:func:`chunk_epochs`; the first one
 also prepares the data, one compiled program serves every later chunk of a fit), each a
 ``lax.scan`` through the engine's
-:func:`~fairest.constrained._engine._driver.guarded_scan` (finiteness of ``(theta, W)``
+:func:`~fairest._solvers._guard.guarded_scan` (finiteness of ``(theta, W)``
 checked on device every few iterations). Between chunks the host reads the previous
 chunk's divergence flag (one synchronisation per chunk, while the device runs the next
 one), stops after a divergence and reports the epochs done to ``progress``.
@@ -31,7 +31,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fairest.constrained._engine._driver import guarded_scan, refit_on_divergence
+from fairest._solvers._guard import guarded_scan, refit_on_divergence
 from fairest.ermi._defaults import SGDA_TUNING
 from fairest.ermi._kernels import Strata
 from fairest.ermi._sampling import uniform_subset

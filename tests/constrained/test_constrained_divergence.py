@@ -10,7 +10,8 @@ import pytest
 from _constrained_helpers import FULL_BATCH, assert_same_layers
 from sklearn.exceptions import ConvergenceWarning
 
-from fairest.constrained import LossGapConstrainedClassifier, PrunedFairClassifier, _defaults
+from fairest._solvers import _guard
+from fairest.constrained import LossGapConstrainedClassifier, PrunedFairClassifier
 from fairest.constrained._engine import (
     GenericProblem,
     guard_block,
@@ -222,7 +223,7 @@ def test_loss_gap_huge_step_ssl_alm_raises_after_the_refits():
         est.fit(X, y, sensitive_features=g)
     _assert_clear(
         error.value,
-        f"{_defaults.NONFINITE_RETRIES} refits",
+        f"{_guard.NONFINITE_RETRIES} refits",
         'solver_params["learning_rate"]',
         'solver_params["dual_learning_rate"]',
     )
@@ -294,7 +295,7 @@ def test_run_solver_reports_the_first_non_finite_iteration():
     res = gradient_descent(lr)
     # checked every guard_block(256) iterations: reported is the last of first's block
     block = guard_block(256)
-    assert block == _defaults.NONFINITE_CHECK_EVERY
+    assert block == _guard.NONFINITE_CHECK_EVERY
     assert res.extras["nonfinite_iter"] == (first // block + 1) * block - 1
     ok = gradient_descent(0.1)
     assert ok.extras["nonfinite_iter"] is None and np.all(np.isfinite(ok.x))

@@ -48,6 +48,7 @@ smaller steps or raises.
 
 from fairest._kernels._losses import cross_entropy_stats as per_sample_stats
 from fairest._kernels._losses import group_means, weighted_mean
+from fairest._solvers._guard import all_finite, guard_block, guarded_scan, refit_on_divergence
 from fairest.constrained._engine._contract import (
     Batch,
     GenericProblem,
@@ -57,10 +58,6 @@ from fairest.constrained._engine._contract import (
     solver,
 )
 from fairest.constrained._engine._driver import (
-    all_finite,
-    guard_block,
-    guarded_scan,
-    refit_on_divergence,
     run_solver,
     scaled_step_sizes,
     solve,

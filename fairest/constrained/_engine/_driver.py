@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import time
-import warnings
 from collections.abc import Callable
 from functools import lru_cache, partial
 from typing import NamedTuple
@@ -21,9 +20,8 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.sparse as sp
 from jax import lax
-from sklearn.exceptions import ConvergenceWarning
 
-from fairest.constrained import _defaults
+from fairest._solvers._guard import all_finite, guard_block, guarded_scan, refit_on_divergence
 from fairest.constrained._defaults import CONSTRAINED_TUNING
 from fairest.constrained._engine._contract import RunResult, _Ctx
 from fairest.constrained._engine._runtime import (
@@ -43,7 +41,6 @@ from fairest.constrained._engine._sampling import (
     traced_hyper,
 )
 from fairest.constrained._engine._solvers import SOLVERS
-from fairest.constrained._sparse import largest_magnitude
 from fairest.utils._reporting import as_history
 
 __all__ = [
@@ -83,50 +80,6 @@ def _host_finite(state) -> bool:
         for v in jax.tree_util.tree_leaves(state)
         if np.issubdtype(np.asarray(v).dtype, np.inexact)
     )
-
-
-def all_finite(tree):
-    """On device: whether every floating-point leaf of ``tree`` is finite (a bool scalar)."""
-    leaves = [
-        jnp.all(jnp.isfinite(leaf))
-        for leaf in jax.tree_util.tree_leaves(tree)
-        if jnp.issubdtype(jnp.result_type(leaf), jnp.inexact)
-    ]
-    return jnp.all(jnp.stack(leaves)) if leaves else jnp.asarray(True)
-
-
-def guard_block(length: int) -> int:
-    """Iterations between two finiteness checks of :func:`guarded_scan`: the largest
-    divisor of ``length`` up to ``_defaults.NONFINITE_CHECK_EVERY``."""
-    block = max(1, min(_defaults.NONFINITE_CHECK_EVERY, length))
-    while length % block:
-        block -= 1
-    return block
-
-
-def guarded_scan(body, state, bad, inputs, *, parameters, iteration):
-    """``lax.scan`` of ``body(state, inp, bad) -> (state, out)`` with a divergence guard.
-
-    ``bad`` (an int32 scalar carried on device) is -1 while the parameters were finite at
-    every check; the parameters (``parameters(state)``) are checked with one ``isfinite``
-    reduction every :func:`guard_block` iterations (not one per iteration), and on the first
-    failure ``bad`` becomes ``iteration(state, inputs of the block)``, the block's last
-    iteration.
-    ``body`` reads ``bad`` to skip the iterations after it. Nothing leaves the device.
-    Returns ``((state, bad), outputs)``, the outputs stacked as by ``lax.scan``.
-    """
-    n = jax.tree_util.tree_leaves(inputs)[0].shape[0]
-    block = guard_block(n)
-
-    def run_block(carry, inputs_block):
-        st, bad = carry
-        st, out = lax.scan(lambda s, inp: body(s, inp, bad), st, inputs_block)
-        diverged = jnp.logical_and(bad < 0, ~all_finite(parameters(st)))
-        return (st, jnp.where(diverged, iteration(st, inputs_block), bad)), out
-
-    blocks = jax.tree_util.tree_map(lambda a: a.reshape((n // block, block) + a.shape[1:]), inputs)
-    carry, out = lax.scan(run_block, (state, bad), blocks)
-    return carry, jax.tree_util.tree_map(lambda a: a.reshape((n,) + a.shape[2:]), out)
 
 
 @lru_cache(maxsize=64)
@@ -722,41 +675,3 @@ def solve(solver: str, problem, X, *args, hyper: dict, rngs, owner: str, **optio
 
     remedy = " / ".join(f'solver_params["{key}"]' for key in SOLVERS[solver].step_sizes)
     return refit_on_divergence(owner, attempt, remedy=remedy, X=X)
-
-
-def refit_on_divergence(owner: str, attempt, *, remedy: str, X, phase: str = ""):
-    """Run ``attempt(factor) -> (output, nonfinite_iter)`` until its iterates stay finite.
-
-    ``attempt`` runs a solver from its initialisation with every step size multiplied by
-    ``factor`` and returns the first iteration whose iterates were not finite, or
-    ``None``. The first run uses ``factor=1``; a diverged run is repeated with the factor
-    multiplied by ``_defaults.NONFINITE_STEP_FACTOR``, up to
-    ``_defaults.NONFINITE_RETRIES`` times (with a :class:`ConvergenceWarning` when a refit
-    succeeds); when the last one diverges too, a ``ValueError`` names the cause and the
-    remedy (``remedy``: the parameters that set the step sizes). ``owner`` names the
-    estimator; ``phase`` is appended to the iteration (e.g. ``" of the dense
-    pre-training"``). Returns ``(output, factor)``.
-    """
-    factor, first = 1.0, None
-    for retry in range(_defaults.NONFINITE_RETRIES + 1):
-        output, bad = attempt(factor)
-        if bad is None:
-            if retry:
-                warnings.warn(
-                    f"{owner}: the iterates became non-finite (NaN/inf) by iteration "
-                    f"{first}{phase}; refitted from the initialisation with the step sizes "
-                    f"multiplied by {factor:g}. Scale the features (e.g. StandardScaler) or "
-                    f"lower {remedy} to fit with the given step sizes.",
-                    ConvergenceWarning,
-                    stacklevel=4,
-                )
-            return output, factor
-        first = bad if first is None else first
-        factor *= _defaults.NONFINITE_STEP_FACTOR
-    largest = largest_magnitude(X)
-    raise ValueError(
-        f"{owner}: the iterates became non-finite (NaN/inf) by iteration {first}{phase}, "
-        f"also in {_defaults.NONFINITE_RETRIES} refits with the step sizes halved: scale "
-        f"the features (e.g. StandardScaler; the largest feature magnitude is "
-        f"{largest:.3g}) or lower {remedy}."
-    )
