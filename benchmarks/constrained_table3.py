@@ -247,14 +247,14 @@ def warm_up(methods, data, ghost_backend):
 
             from fairest.constrained._common import ModelProblem, ravel_params
             from fairest.constrained._engine import MLP
-            from fairest.constrained._engine._ghost_solver import _ghost_derivatives
-            from fairest.constrained._engine._runtime import _device_data
+            from fairest.constrained._engine._ghost_solver import ghost_derivatives
+            from fairest.constrained._engine._runtime import device_data
 
             model = MLP(Xtr.shape[1], (64, 32), 1)
             problem = ModelProblem(model, 2, 2, 2)
-            derivs, _ = _ghost_derivatives(problem)
+            derivs, _ = ghost_derivatives(problem)
             dt = jnp.float32
-            payload = _device_data(Xtr, ytr, str_, str_.astype(np.int32), dt)
+            payload = device_data(Xtr, ytr, str_, str_.astype(np.int32), dt)
             x0 = ravel_params(model.init(np.random.default_rng(0), dt))
             aux = {
                 "A": jnp.asarray([[1.0, -1.0], [-1.0, 1.0]], dt),

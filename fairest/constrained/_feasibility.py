@@ -30,7 +30,7 @@ from fairest.constrained import _defaults
 from fairest.constrained._defaults import CONSTRAINED_TUNING
 from fairest.constrained._engine import loss_scales
 from fairest.constrained._engine._contract import _Ctx
-from fairest.constrained._engine._runtime import _device_data
+from fairest.constrained._engine._runtime import device_data
 from fairest.constrained._engine._solvers import _block_of, _full_step_blocks
 from fairest.utils._degenerate import NEAR_CONSTANT_SHARE
 from fairest.utils._validation import FairnessWarning
@@ -147,7 +147,7 @@ def restore_feasibility(
     steps taken.
     """
     loss_scale, cell_scale = loss_scales(sample_weight, groups, gaps.cells, gaps.n_cells)
-    data = _device_data(X, y_codes, groups, gaps.cells, dtype, loss_scale, cell_scale)
+    data = device_data(X, y_codes, groups, gaps.cells, dtype, loss_scale, cell_scale)
     real = np.dtype(dtype)
     margin = _defaults.FEASIBILITY_MARGIN * float(tolerance)
     # in units of A @ L - target: aim at tolerance - margin, stop within tolerance - margin/2

@@ -26,8 +26,8 @@ from fairest.constrained._defaults import CONSTRAINED_TUNING
 from fairest.constrained._engine._contract import RunResult, _Ctx
 from fairest.constrained._engine._runtime import (
     HOOKS,
-    _device_data,
     chunk_length,
+    device_data,
     padded_design,
 )
 from fairest.constrained._engine._sampling import (
@@ -303,7 +303,7 @@ def run_solver(
     loss_scale, cell_scale = loss_scales(
         sample_weight, groups, cells, problem.n_cells, by_group=balanced, totals=weight_totals
     )
-    data = _device_data(X, np.asarray(y), groups, cells, dtype, loss_scale, cell_scale)
+    data = device_data(X, np.asarray(y), groups, cells, dtype, loss_scale, cell_scale)
     settings = _RunSettings(
         batch_size,
         constraint_batch_size,

@@ -14,11 +14,11 @@ import numpy as np
 from fairest.constrained._engine._contract import Batch, _Ctx, _rows, solver_state
 from fairest.constrained._ghost import ghost_subproblem
 
-__all__ = ["GhostState"]
+__all__ = ["GhostState", "ghost_derivatives"]
 
 
 @lru_cache(maxsize=16)
-def _ghost_derivatives(problem):
+def ghost_derivatives(problem):
     def derivs(x, data, aux, obj_idx, con_idx):
         d = data
         bf = Batch(
@@ -108,7 +108,7 @@ def _step_ghost(state, ctx):
     tau, beta, lambda_kappa, rho_kappa). Draw order: the MLMC level ``N`` (solver
     stream), then ``2^(N+1)`` objective rows and rows of every cell, then one of each."""
     h, k = ctx.hyper, state.k
-    derivs, full = _ghost_derivatives(ctx.problem)
+    derivs, full = ghost_derivatives(ctx.problem)
     obj_rng, con_rng, solver_rng = ctx.rngs[1], ctx.rngs[2], ctx.rngs[3]
     xj = jnp.asarray(state.x, dtype=state.dtype)
     step0, decay = h["learning_rate"], h["learning_rate_decay_rate"]

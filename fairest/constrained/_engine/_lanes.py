@@ -24,7 +24,7 @@ from fairest.constrained._engine._driver import (
     _takes_final_step,
     run_solver,
 )
-from fairest.constrained._engine._runtime import HOOKS, _device_data, chunk_length
+from fairest.constrained._engine._runtime import HOOKS, chunk_length, device_data
 from fairest.constrained._engine._sampling import (
     GroupSampler,
     _objective_sampler,
@@ -115,7 +115,7 @@ def run_fold_lanes(
     settings = (batch_size, constraint_batch_size, constraint_sampler, n_epochs, max_iter)
     draws = [_fold_draws(fold, problem, settings, balanced, n_draws, real, hyper) for fold in folds]
     zeros = np.zeros(X.shape[0], dtype=np.int32)  # replaced by the folds' own entries
-    data = _device_data(X, zeros, zeros, zeros, dtype)
+    data = device_data(X, zeros, zeros, zeros, dtype)
     fold_rows = _fold_rows(folds, problem.n_cells, balanced, data["y"].shape[0], real)
     data.update({key: jax.device_put(value) for key, value in fold_rows.items()})
     fold_axes = tuple((key, 0 if key in _FOLD_KEYS else None) for key in sorted(data))

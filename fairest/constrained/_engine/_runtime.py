@@ -1,7 +1,7 @@
 """The runtime of the constrained engine, apart from its algorithms: where the data lives and
 what the driver does around a run's chunks.
 
-* :func:`_device_data` pads a fit's rows to a bucket (weight 0), so that nearby row counts
+* :func:`device_data` pads a fit's rows to a bucket (weight 0), so that nearby row counts
   share compiled code, and places them on the configured devices
   (:func:`fairest.constrained._sparse.place_with_design`); :func:`padded_design` casts and
   pads a dense ``X`` into one aligned buffer;
@@ -28,7 +28,7 @@ from fairest.constrained._sparse import place_with_design
 from fairest.utils._compilation_cache import compile_in_background
 from fairest.utils._memory import release_free_memory
 
-__all__ = ["HOOKS", "RuntimeHooks", "chunk_length", "padded_design"]
+__all__ = ["HOOKS", "RuntimeHooks", "chunk_length", "device_data", "padded_design"]
 
 
 class RuntimeHooks(NamedTuple):
@@ -54,7 +54,7 @@ def chunk_length(iters_per_epoch: int) -> int:
     return bucket_size(max(iters_per_epoch, CONSTRAINED_TUNING.min_chunk))
 
 
-def _device_data(X, y, groups, cells, dtype, loss_scale=None, cell_scale=None):
+def device_data(X, y, groups, cells, dtype, loss_scale=None, cell_scale=None):
     """Pad rows to a bucket (weight 0) so nearby n share compiled code, and place them
     on the configured devices (:func:`fairest.utils._devices.place_rows`).
 
