@@ -34,7 +34,6 @@ to the solver's float32 rounding (1e-3 of the largest coefficient, as across dev
 
 from __future__ import annotations
 
-import contextlib
 from functools import partial
 from typing import NamedTuple
 
@@ -59,6 +58,7 @@ from fairest.partial._dc import _surrogate as _exact_surrogate
 from fairest.partial._defaults import PARTIAL_TUNING
 from fairest.partial._rows import row_dot, row_scatter, row_sum
 from fairest.partial._smooth import SmoothResult, _smooth_min, _smooth_ramp
+from fairest.utils._reporting import DeviceReporter
 
 __all__ = [
     "compile_run",
@@ -594,30 +594,12 @@ def _run(x0, data: Data, cfg: Config, deltas, eps, tol, max_rounds, max_steps, r
     return end.iterates, end.objectives, end.violations, end.steps, end.r, end.converged
 
 
-# Host callbacks of the runs in progress (the innermost last): a run's jitted loop reports
-# every finished round through jax.debug.callback, without returning to the host.
-_REPORTERS: list = []
-
-
-@contextlib.contextmanager
-def reporting(callback):
-    """Within the block, every finished round of :func:`run_fast_alm` calls
-    ``callback(round, max_rounds)`` on the host (``None``: nothing is reported)."""
-    if callback is None:
-        yield
-        return
-    _REPORTERS.append(callback)
-    try:
-        yield
-    finally:
-        _REPORTERS.remove(callback)
-
-
-def report_round(r, total) -> None:
-    """Report a finished round (or IDCA outer iteration) ``r`` of ``total`` to the
-    innermost :func:`reporting` block (a ``jax.debug.callback`` target)."""
-    if _REPORTERS:
-        _REPORTERS[-1](int(r), int(total))
+# Within ``with reporting(callback):`` every finished round of :func:`run_fast_alm` (or
+# IDCA outer iteration) calls ``callback(round, max_rounds)`` on the host: a run's jitted
+# loop reports through jax.debug.callback, without returning to the host.
+_REPORTER = DeviceReporter()
+reporting = _REPORTER.reporting
+report_round = _REPORTER.report
 
 
 def solver_data(data: Data) -> Data:

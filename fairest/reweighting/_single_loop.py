@@ -28,7 +28,6 @@ iteration (the reference permutes every group at every iteration, O(n)).
 
 from __future__ import annotations
 
-import contextlib
 from functools import partial
 from typing import NamedTuple
 
@@ -51,33 +50,16 @@ from fairest.reweighting._bilevel import (
     metric_value,
 )
 from fairest.reweighting._capped import project_capped
+from fairest.utils._reporting import DeviceReporter
 
 __all__ = ["Sampler", "make_sampler", "reporting", "sample_batch", "single_loop"]
 
-# Host callbacks of the single loops in progress (the innermost last): the jitted scan
-# reports every finished chunk through jax.debug.callback, without returning to the host.
-_REPORTERS: list = []
-
-
-@contextlib.contextmanager
-def reporting(callback):
-    """Within the block, every finished chunk of :func:`single_loop` calls
-    ``callback(iterations_done, iterations_planned)`` on the host (``None``: nothing)."""
-    if callback is None:
-        yield
-        return
-    _REPORTERS.append(callback)
-    try:
-        yield
-    finally:
-        _REPORTERS.remove(callback)
-
-
-def report_chunk(done, total) -> None:
-    """Report iterations ``done`` of ``total`` to the innermost :func:`reporting` block
-    (a ``jax.debug.callback`` target; a no-op outside one)."""
-    if _REPORTERS:
-        _REPORTERS[-1](int(done), int(total))
+# Within ``with reporting(callback):`` every finished chunk of :func:`single_loop` calls
+# ``callback(iterations_done, iterations_planned)`` on the host: the jitted scan reports
+# through jax.debug.callback, without returning to the host.
+_REPORTER = DeviceReporter()
+reporting = _REPORTER.reporting
+report_chunk = _REPORTER.report
 
 
 class Sampler(NamedTuple):

@@ -38,12 +38,42 @@ __all__ = [
     "store_history",
     "store_result",
     "ProgressBar",
+    "DeviceReporter",
     "show_progress",
     "report_progress",
     "wants_progress",
 ]
 
 ROOT_LOGGER = "fairest"
+
+
+class DeviceReporter:
+    """Progress from inside a jitted loop: ``jax.debug.callback(reporter.report, done,
+    total)`` calls the callback of the innermost :meth:`reporting` block on the host (a
+    no-op outside one), so that a solver reports without knowing its estimator."""
+
+    def __init__(self):
+        self._callbacks: list = []
+
+    @contextlib.contextmanager
+    def reporting(self, callback):
+        """Within the block, :meth:`report` calls ``callback(done, total)`` (``None``:
+        nothing is reported)."""
+        if callback is None:
+            yield
+            return
+        self._callbacks.append(callback)
+        try:
+            yield
+        finally:
+            self._callbacks.remove(callback)
+
+    def report(self, done, total) -> None:
+        """Pass ``done`` of ``total`` to the innermost :meth:`reporting` block."""
+        if self._callbacks:
+            self._callbacks[-1](int(done), int(total))
+
+
 _STEP_FORMAT = re.compile(r"^(?P<unit>[A-Za-z][A-Za-z ]*?) %d/%d")
 
 
