@@ -75,7 +75,7 @@ def run(sizes, repeats):
             lambda X=X, y=y, c=c: solve_weighted_glm("logistic", X, y, c, ALPHA, tol=1e-4),
             repeats,
         )
-        thetas = {"fairest": ours["theta"], "fairest tol=1e-4": loose["theta"]}
+        thetas = {"fairest": ours.theta, "fairest tol=1e-4": loose.theta}
         times = {}
         for label, solver, tol in [
             ("sklearn lbfgs tol=1e-4", "lbfgs", 1e-4),
@@ -95,12 +95,12 @@ def run(sizes, repeats):
             "fairest cold (s)": cold,
             "fairest warm (s)": warm,
             "fairest warm CPU (s)": warm_cpu,
-            "fairest solver": ours["solver"],
-            "fairest iters": ours["n_iter"],
+            "fairest solver": ours.solver,
+            "fairest iters": ours.n_iter,
             "fairest rel. gap": (objectives["fairest"] - best) / abs(best),
             "fairest tol=1e-4 warm (s)": loose_s,
             "fairest tol=1e-4 CPU (s)": loose_cpu,
-            "fairest tol=1e-4 solver": loose["solver"],
+            "fairest tol=1e-4 solver": loose.solver,
             "fairest tol=1e-4 rel. gap": (objectives["fairest tol=1e-4"] - best) / abs(best),
             "load": os.getloadavg()[0],
         }

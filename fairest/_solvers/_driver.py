@@ -54,7 +54,14 @@ from fairest._solvers._newton import _cholesky, newton_solve
 from fairest._solvers._newton_cg import newton_cg_solve
 from fairest.utils._devices import configured_devices, place_rows
 
-__all__ = ["SOLVERS", "PolishResult", "choose_solver", "newton_polish", "solve_weighted_glm"]
+__all__ = [
+    "SOLVERS",
+    "GlmResult",
+    "PolishResult",
+    "choose_solver",
+    "newton_polish",
+    "solve_weighted_glm",
+]
 
 SOLVERS = ("newton", "lbfgs", "newton-cg")
 # The thresholds that pick a solver (L-BFGS from a feature count and a Hessian work on,
@@ -110,6 +117,25 @@ def sparse_newton_work(n_rows: int, n_features: int, row_entries: int | None = N
     if row_entries is not None:
         gram = min(gram, KERNEL_TUNING.outer_gram_cost * n_rows * max(1, row_entries) ** 2)
     return gram + p**3 // 3
+
+
+class GlmResult(NamedTuple):
+    """The result of :func:`solve_weighted_glm`, host values (numpy and Python scalars).
+
+    - ``theta``: the (p,) float64 solution, intercept first;
+    - ``objective``: F at ``theta``;
+    - ``grad_norm``: ``||grad F(theta)||_inf``;
+    - ``n_iter``: solver iterations (L-BFGS's plus those of its Newton or Newton-CG finish);
+    - ``converged``: ``grad_norm <= tol * max(1, ||grad F(theta0)||_inf)``;
+    - ``solver``: the solver that ran, one of ``SOLVERS``.
+    """
+
+    theta: np.ndarray
+    objective: float
+    grad_norm: float
+    n_iter: int
+    converged: bool
+    solver: str
 
 
 class PolishResult(NamedTuple):
@@ -189,13 +215,13 @@ def solve_weighted_glm(
     tol: float = 1e-10,
     max_iter: int = 100,
     solver: str = "auto",
-) -> dict:
+) -> GlmResult:
     """Minimise ``sum_i c_i l(b + x_i^T w, y_i) + R(theta)`` in float64; return numpy.
 
     ``solver="auto"`` picks by shape (:func:`choose_solver`). ``max_iter`` bounds the
-    Newton steps; L-BFGS gets ten times as many iterations. Returns a dict with ``theta``
-    (intercept first), ``objective``, ``grad_norm``, ``n_iter``, ``converged`` and
-    ``solver``.
+    Newton steps; L-BFGS gets ten times as many iterations. Returns a :class:`GlmResult`
+    (``theta``, intercept first, ``objective``, ``grad_norm``, ``n_iter``, ``converged``
+    and ``solver``).
     """
     n, d = X.shape
     sparse = is_sparse(X) or hasattr(X, "tocsr")
@@ -221,17 +247,17 @@ def solve_weighted_glm(
         else:
             float32 = not sparse and n * (d + 1) ** 2 >= SOLVER_TUNING.float32_hessian_work
             result = newton_solve(*args, jax.device_put(blocked_hessian()) if float32 else None)
-        return {
-            "theta": np.asarray(result.theta),
-            "objective": float(result.objective),
-            "grad_norm": float(result.grad_norm),
-            "n_iter": int(result.n_iter),
-            "converged": bool(result.converged),
-            "solver": solver,
-        }
+        return GlmResult(
+            theta=np.asarray(result.theta),
+            objective=float(result.objective),
+            grad_norm=float(result.grad_norm),
+            n_iter=int(result.n_iter),
+            converged=bool(result.converged),
+            solver=solver,
+        )
 
 
-def _lbfgs_then_newton(loss, problem, start, tol, max_iter) -> dict:
+def _lbfgs_then_newton(loss, problem, start, tol, max_iter) -> GlmResult:
     """L-BFGS to its limit, then Newton steps (each two passes) while the gradient is above
     the threshold; the rare step that fails Armijo hands over to damped Newton. L-BFGS
     stops at ``LBFGS_HANDOFF_TOL`` where ``tol`` is smaller."""
@@ -260,28 +286,28 @@ def _lbfgs_then_newton(loss, problem, start, tol, max_iter) -> dict:
         theta, value = np.asarray(newton.theta), float(newton.objective)
         grad_norm, converged = float(newton.grad_norm), bool(newton.converged)
         n_iter += int(newton.n_iter)
-    return {
-        "theta": theta,
-        "objective": value,
-        "grad_norm": grad_norm,
-        "n_iter": n_iter,
-        "converged": converged,
-        "solver": "lbfgs",
-    }
+    return GlmResult(
+        theta=theta,
+        objective=value,
+        grad_norm=grad_norm,
+        n_iter=n_iter,
+        converged=converged,
+        solver="lbfgs",
+    )
 
 
-def _lbfgs_then_newton_cg(loss, problem, start, tol, max_iter) -> dict:
+def _lbfgs_then_newton_cg(loss, problem, start, tol, max_iter) -> GlmResult:
     """Sparse X: L-BFGS to its limit, then Newton-CG (Hessian-vector products only, no
     Hessian formed) from its point while the gradient is above the threshold."""
     result = lbfgs_solve(loss, *problem, start, tol=tol, max_iter=10 * max_iter)
-    out = {
-        "theta": result.theta,
-        "objective": result.objective,
-        "grad_norm": result.grad_norm,
-        "n_iter": result.n_iter,
-        "converged": result.converged,
-        "solver": "lbfgs",
-    }
+    out = GlmResult(
+        theta=result.theta,
+        objective=result.objective,
+        grad_norm=result.grad_norm,
+        n_iter=result.n_iter,
+        converged=result.converged,
+        solver="lbfgs",
+    )
     if result.converged:
         return out
     # Newton-CG's threshold is relative to its start's gradient: ask for the absolute one
@@ -293,11 +319,10 @@ def _lbfgs_then_newton_cg(loss, problem, start, tol, max_iter) -> dict:
         np.float64(result.threshold / start_norm),
         np.int32(max_iter),
     )
-    out.update(
+    return out._replace(
         theta=np.asarray(newton.theta),
         objective=float(newton.objective),
         grad_norm=float(newton.grad_norm),
         n_iter=result.n_iter + int(newton.n_iter),
         converged=bool(newton.grad_norm <= result.threshold),
     )
-    return out

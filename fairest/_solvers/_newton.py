@@ -15,13 +15,16 @@ first-order methods need hundreds. ``benchmarks/erm_vs_sklearn.py`` measures it.
 from __future__ import annotations
 
 from functools import partial
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import jax
 import jax.numpy as jnp
 from jax.scipy.linalg import cho_solve
 
 from fairest._kernels._glm import value_grad_hessian
+
+if TYPE_CHECKING:  # the driver imports this module
+    from fairest._solvers._driver import GlmResult
 
 __all__ = [
     "NewtonResult",
@@ -210,9 +213,10 @@ def armijo_backtrack(value_at, value, slope, armijo=_ARMIJO, max_halvings=40):
     return t
 
 
-def solve_weighted_glm(*args, **kwargs) -> dict:
+def solve_weighted_glm(*args, **kwargs) -> GlmResult:
     """The host-level ERM driver, :func:`fairest._solvers._driver.solve_weighted_glm`
-    (kept here for its callers: it picks Newton, L-BFGS or Newton-CG by shape)."""
+    (kept here for its callers: it picks Newton, L-BFGS or Newton-CG by shape); returns
+    its :class:`~fairest._solvers._driver.GlmResult`."""
     from fairest._solvers._driver import solve_weighted_glm as driver
 
     return driver(*args, **kwargs)

@@ -179,7 +179,7 @@ def unconstrained_scores(X, y01, sample_weight, alpha):
     result = solve_weighted_glm(
         "logistic", X, y01, c, max(alpha, _AUTO_RIDGE), tol=_AUTO_TOL, solver=_AUTO_SOLVER
     )
-    theta = result["theta"]
+    theta = result.theta
     return X @ theta[1:] + theta[0]
 
 

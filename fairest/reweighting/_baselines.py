@@ -135,19 +135,19 @@ class _GroupWeightedLinearModel(BaseEstimator):
             tol=self.tol,
             max_iter=self.max_iter,
         )
-        if not result["converged"]:
+        if not result.converged:
             warnings.warn(
-                f"The {result['solver']} solver did not converge in {result['n_iter']} iterations "
-                f"(gradient norm {result['grad_norm']:.2e}); increase max_iter.",
+                f"The {result.solver} solver did not converge in {result.n_iter} iterations "
+                f"(gradient norm {result.grad_norm:.2e}); increase max_iter.",
                 ConvergenceWarning,
                 stacklevel=3,
             )
-        theta = result["theta"]
+        theta = result.theta
         self._set_linear_parameters(theta)
         self.group_weights_ = group_weights
         self.groups_ = data.group_labels
-        self.n_iter_ = result["n_iter"]
-        self.objective_ = result["objective"]
+        self.n_iter_ = result.n_iter
+        self.objective_ = result.objective
         return self
 
 

@@ -107,7 +107,7 @@ def test_lbfgs_path_compiles_two_executables_bounded_in_n():
         c = np.full(n, 1.0 / n)
         with count_compilations() as compiled:
             result = solve_weighted_glm("logistic", X, y.astype(float), c, 1e-3, solver="lbfgs")
-        assert result["converged"]
+        assert result.converged
         return compiled.count
 
     small = fit(1000) + fit(1010)  # one bucket: whether the polish runs depends on the data

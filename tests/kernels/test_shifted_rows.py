@@ -176,6 +176,6 @@ def test_weighted_glm_fit_shares_X_and_matches_an_aligned_copy(solver):
             _driver.solve_weighted_glm("logistic", data, y, weight, 1e-3, solver=solver)
             for data in (X, aligned)
         ]
-    assert fits[0]["converged"] and fits[1]["converged"]
-    np.testing.assert_allclose(fits[0]["theta"], fits[1]["theta"], rtol=0, atol=1e-12)
-    assert abs(fits[0]["objective"] - fits[1]["objective"]) <= 1e-12 * abs(fits[1]["objective"])
+    assert fits[0].converged and fits[1].converged
+    np.testing.assert_allclose(fits[0].theta, fits[1].theta, rtol=0, atol=1e-12)
+    assert abs(fits[0].objective - fits[1].objective) <= 1e-12 * abs(fits[1].objective)

@@ -272,7 +272,7 @@ def test_auto_interval_model_solved_by_newton_cg_to_a_loose_gradient(monkeypatch
         loose = _fit.unconstrained_scores(X, y, weight, 0.0)
         tight = solve_weighted_glm("logistic", X, y, weight / weight.sum(), 1e-6)
     assert calls == [{"tol": 1e-6, "solver": "newton-cg"}]
-    scores = X @ tight["theta"][1:] + tight["theta"][0]
+    scores = X @ tight.theta[1:] + tight.theta[0]
     np.testing.assert_allclose(loose, scores, atol=1e-4)
 
 

@@ -32,20 +32,20 @@ def test_lbfgs_path_reaches_the_sklearn_optimum(loss, penalize):
     X, y, c = _problem()
     alpha = 1e-3
     ours = solve_weighted_glm(loss, X, y, c, alpha, penalize_intercept=penalize, solver="lbfgs")
-    assert ours["converged"] and ours["solver"] == "lbfgs"
-    assert ours["grad_norm"] <= 1e-10
+    assert ours.converged and ours.solver == "lbfgs"
+    assert ours.grad_norm <= 1e-10
     C = 1.0 / alpha
     if loss == "logistic":
         sk = LogisticRegression(C=C, tol=1e-14, max_iter=100_000).fit(X, y, sample_weight=c)
     else:
         sk = LinearSVC(C=C, dual=False, tol=1e-14, max_iter=100_000).fit(X, y, sample_weight=c)
     theirs = np.r_[sk.intercept_, sk.coef_.ravel()]
-    f_ours = _objective(loss, ours["theta"], X, y, c, alpha, penalize)
+    f_ours = _objective(loss, ours.theta, X, y, c, alpha, penalize)
     f_theirs = _objective(loss, theirs, X, y, c, alpha, penalize)
-    np.testing.assert_allclose(ours["objective"], f_ours, rtol=1e-12)
+    np.testing.assert_allclose(ours.objective, f_ours, rtol=1e-12)
     assert f_ours <= f_theirs * (1 + 1e-12)
     newton = solve_weighted_glm(loss, X, y, c, alpha, penalize_intercept=penalize, solver="newton")
-    np.testing.assert_allclose(ours["theta"], newton["theta"], rtol=1e-7, atol=1e-8)
+    np.testing.assert_allclose(ours.theta, newton.theta, rtol=1e-7, atol=1e-8)
 
 
 def test_lbfgs_alone_stops_on_the_gradient_or_a_stalled_line_search():

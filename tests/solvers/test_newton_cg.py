@@ -68,8 +68,8 @@ def test_host_solver_switches_to_newton_cg_for_many_features():
     X, y, c = _problem("logistic", 300, d, seed=3)
     alpha = 1e-2
     result = solve_weighted_glm("logistic", X, y, c, alpha, tol=1e-10)
-    assert result["converged"]
+    assert result.converged
     sk = LogisticRegression(C=1.0 / (alpha * c.sum()), tol=1e-12, max_iter=10_000)
     sk.fit(X, y, sample_weight=c)
-    np.testing.assert_allclose(result["theta"][1:], sk.coef_.ravel(), atol=1e-5)
-    assert result["theta"][0] == pytest.approx(sk.intercept_[0], abs=1e-5)
+    np.testing.assert_allclose(result.theta[1:], sk.coef_.ravel(), atol=1e-5)
+    assert result.theta[0] == pytest.approx(sk.intercept_[0], abs=1e-5)

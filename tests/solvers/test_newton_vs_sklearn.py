@@ -60,11 +60,11 @@ def test_objective_matches_sklearn(loss, alpha):
     X, y, c = _weighted_problem(loss)
     penalize = loss == "squared_hinge"
     ours = solve_weighted_glm(loss, X, y, c, alpha, penalize_intercept=penalize)
-    assert ours["converged"]
+    assert ours.converged
     theirs = _sklearn_theta(loss, X, y, c, alpha)
-    f_ours = _objective(loss, ours["theta"], X, y, c, alpha, penalize)
+    f_ours = _objective(loss, ours.theta, X, y, c, alpha, penalize)
     f_theirs = _objective(loss, theirs, X, y, c, alpha, penalize)
-    np.testing.assert_allclose(ours["objective"], f_ours, rtol=1e-12)
+    np.testing.assert_allclose(ours.objective, f_ours, rtol=1e-12)
     assert abs(f_ours - f_theirs) <= 1e-8 * abs(f_theirs)
     assert f_ours <= f_theirs * (1 + 1e-12)  # never worse than the reference
 
@@ -77,15 +77,15 @@ def test_unpenalised_intercept_squared_hinge_matches_cvxpy_clarabel():
     margins = cp.pos(1 - cp.multiply(2 * y - 1, X @ w + b))
     problem = cp.Problem(cp.Minimize(c @ cp.square(margins) + 0.5 * alpha * cp.sum_squares(w)))
     problem.solve(solver=cp.CLARABEL, tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
-    assert abs(ours["objective"] - problem.value) <= 1e-7 * problem.value
-    np.testing.assert_allclose(ours["theta"], np.r_[b.value, w.value], atol=1e-4)
+    assert abs(ours.objective - problem.value) <= 1e-7 * problem.value
+    np.testing.assert_allclose(ours.theta, np.r_[b.value, w.value], atol=1e-4)
 
 
 def test_warm_start_converges_immediately():
     X, y, c = _weighted_problem("logistic")
     first = solve_weighted_glm("logistic", X, y, c, 1e-2)
-    again = solve_weighted_glm("logistic", X, y, c, 1e-2, theta0=first["theta"])
-    assert again["n_iter"] <= 1
+    again = solve_weighted_glm("logistic", X, y, c, 1e-2, theta0=first.theta)
+    assert again.n_iter <= 1
 
 
 def test_no_recompilation_across_folds_and_hyperparameters():

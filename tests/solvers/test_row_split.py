@@ -111,9 +111,9 @@ def test_driver_reaches_the_same_optimum_with_and_without_the_split(monkeypatch,
             assert len(row_parts(jax.device_put(X))) == 2
         monkeypatch.setattr(_lbfgs, "row_parts", lambda X: [])
         whole = _driver.solve_weighted_glm("logistic", X, y, c, ALPHA, tol=tol, solver="lbfgs")
-    assert split["converged"] and whole["converged"]
-    assert abs(split["objective"] - whole["objective"]) <= 1e-12 * abs(whole["objective"])
+    assert split.converged and whole.converged
+    assert abs(split.objective - whole.objective) <= 1e-12 * abs(whole.objective)
     if tol < 1e-6:
-        np.testing.assert_allclose(split["theta"], whole["theta"], rtol=0, atol=1e-8)
-        _, grad, _ = _reference(split["theta"], X, y, c, 0.0)
+        np.testing.assert_allclose(split.theta, whole.theta, rtol=0, atol=1e-8)
+        _, grad, _ = _reference(split.theta, X, y, c, 0.0)
         assert np.max(np.abs(grad)) <= 1e-9

@@ -65,9 +65,9 @@ def test_lbfgs_path_on_sparse_equals_dense_newton(loss):
     with SOLVER_TUNING.override(sparse_newton_max_work=0):
         sparse = _driver.solve_weighted_glm(loss, X, target, c, 1e-3)
     dense = _driver.solve_weighted_glm(loss, X.toarray(), target, c, 1e-3, solver="newton")
-    assert sparse["solver"] == "lbfgs" and sparse["converged"]
-    np.testing.assert_allclose(X @ sparse["theta"][1:], X @ dense["theta"][1:], atol=1e-8)
-    np.testing.assert_allclose(sparse["theta"][0], dense["theta"][0], atol=1e-8)
+    assert sparse.solver == "lbfgs" and sparse.converged
+    np.testing.assert_allclose(X @ sparse.theta[1:], X @ dense.theta[1:], atol=1e-8)
+    np.testing.assert_allclose(sparse.theta[0], dense.theta[0], atol=1e-8)
 
 
 def test_matches_sklearn_logistic_regression_on_sparse_input():
