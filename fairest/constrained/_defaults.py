@@ -179,6 +179,13 @@ class ConstrainedTuning(Tuning):
     # floats of the (block, width, fan_out) temporary of one row block of a full pass over
     # a sparse X (_sparse.SparseDesign; 16 MiB in float64)
     gather_block_floats: int = 1 << 21
+    # a sparse X whose dense float copy takes at most this many bytes, and whose share of
+    # stored entries is at least densify_min_density, is placed dense (_sparse.
+    # place_with_design): dense minibatch gathers and full passes compile to fewer, simpler
+    # programs than the entry gathers of a SparseDesign, and the copy is a few times the
+    # size of the stored entries; sparser or larger X stays sparse (its memory is O(nnz))
+    densify_max_bytes: int = 64 * 2**20
+    densify_min_density: float = 0.05
 
 
 CONSTRAINED_TUNING = ConstrainedTuning()

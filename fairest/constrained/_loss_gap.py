@@ -677,7 +677,7 @@ list of str or None, default=None
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True  # scipy sparse X is never densified (_sparse)
+        tags.input_tags.sparse = True  # large or very sparse X stays sparse (_sparse)
         return tags
 
     def _store_statistics(self, X, y_codes, groups, gaps, sample_weight, logits=None):

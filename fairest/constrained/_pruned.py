@@ -673,7 +673,7 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True  # scipy sparse X is never densified (_sparse)
+        tags.input_tags.sparse = True  # large or very sparse X stays sparse (_sparse)
         return tags
 
     def _settings(self, n_layers: int) -> PruningSettings:

@@ -1,6 +1,8 @@
-"""Sparse ``X`` for the constrained family, never densified.
+"""Sparse ``X`` for the constrained family, densified only where the copy is small.
 
-A fit's scipy sparse ``X`` lives on the device as a :class:`SparseDesign`: the shared
+A scipy sparse ``X`` small and dense enough (:func:`dense_copy_pays`: one-hot encoded
+tabular data of a few megabytes) is placed as a dense array. Any other fit's scipy sparse
+``X`` lives on the device as a :class:`SparseDesign`: the shared
 kernels' :class:`~fairest._kernels._sparse.SparseRows` (row-sorted COO with CSR's row
 pointer, O(nnz); ``width``: the most entries of any row, its ``row_entries``). It stands
 in for the dense ``X`` in the two places the solvers touch it:
@@ -31,7 +33,7 @@ from fairest._solvers._guard import largest_magnitude
 from fairest.constrained._defaults import CONSTRAINED_TUNING
 from fairest.utils._devices import place_replicated, place_rows
 
-__all__ = ["GatheredRows", "SparseDesign", "as_csr", "largest_magnitude"]
+__all__ = ["GatheredRows", "SparseDesign", "as_csr", "dense_copy_pays", "largest_magnitude"]
 
 
 @jax.tree_util.register_pytree_node_class
@@ -122,15 +124,40 @@ def as_csr(X):
     return X.tocsr() if sp.issparse(X) and X.format != "csr" else X
 
 
+def dense_copy_pays(X) -> bool:
+    """Whether the fit places scipy sparse ``X`` dense: its float64 dense copy takes at
+    most ``CONSTRAINED_TUNING.densify_max_bytes`` and at least
+    ``CONSTRAINED_TUNING.densify_min_density`` of its entries are stored (one-hot encoded
+    tabular data); the results are the same up to floating-point rounding."""
+    n, d = X.shape
+    return (
+        n * d * 8 <= CONSTRAINED_TUNING.densify_max_bytes
+        and X.nnz >= CONSTRAINED_TUNING.densify_min_density * n * d
+    )
+
+
+def _padded_dense(X, length: int, dtype) -> np.ndarray:
+    """Sparse ``X`` as one dense ``dtype`` array of ``length`` rows (zero padding rows),
+    written in place: no dense copy in another dtype."""
+    real = np.dtype(dtype)
+    out = np.zeros((length, X.shape[1]), dtype=real)
+    X.astype(real).tocsr().toarray(out=out[: X.shape[0]])
+    return out
+
+
 def place_with_design(X, rows: dict, dtype) -> dict:
     """Device copies of a fit's row-aligned ``rows`` (numpy, already padded as the caller
     wants) and of ``X`` under the key ``"X"``.
 
     Dense ``X`` (padded like ``rows``) is placed with them by
     :func:`~fairest.utils._devices.place_rows` (row-sharded over the configured devices);
-    scipy sparse ``X`` becomes a :class:`SparseDesign` with empty rows up to the placed
-    length, replicated on the configured devices (one process only).
+    so is a scipy sparse ``X`` small and dense enough that a dense copy pays
+    (:func:`dense_copy_pays`), as one padded dense array; any other scipy sparse ``X``
+    becomes a :class:`SparseDesign` with empty rows up to the placed length, replicated on
+    the configured devices (one process only).
     """
+    if sp.issparse(X) and dense_copy_pays(X):
+        X = _padded_dense(X, len(next(iter(rows.values()))), dtype)
     if not sp.issparse(X):
         names = ["X", *rows]
         return dict(zip(names, place_rows([X, *rows.values()])))

@@ -74,8 +74,9 @@ def test_sparse_full_pass_blocks_follow_the_tuning_record():
     X = sp.random(50, 7, density=0.3, random_state=0, format="csr")
     W = np.random.default_rng(2).normal(size=(7, 3)).astype(np.float32)
     rows = {"y": np.zeros(50, np.int32)}
-    whole = place_with_design(X, rows, np.float32)["X"]
-    with CONSTRAINED_TUNING.override(gather_block_floats=8 * 3):
+    with CONSTRAINED_TUNING.override(densify_max_bytes=0):  # the sparse placement
+        whole = place_with_design(X, rows, np.float32)["X"]
+    with CONSTRAINED_TUNING.override(gather_block_floats=8 * 3, densify_max_bytes=0):
         blocked = place_with_design(X, rows, np.float32)["X"]
     assert blocked.block_floats == 24 and whole.block_floats == 1 << 21
     product = jax.jit(lambda design, W: design @ W)

@@ -4,8 +4,12 @@ The reference is the same estimator fitted on the dense copy of the same data (s
 same initialisation): float64 predictions equal to 1e-8 for every solver and for
 ``partial_fit``, float32 to 1e-5 (the sparse products sum in another order). The fits
 never densify X (``toarray`` / ``todense`` raise inside them) and the device copy holds
-the stored entries only."""
+the stored entries only. These small X would be placed dense
+(``fairest.constrained._sparse.dense_copy_pays``), so every test here but the last turns
+that off (``CONSTRAINED_TUNING.densify_max_bytes=0``); the last checks the dense
+placement of a small one-hot X against the sparse one."""
 
+import jax
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -16,12 +20,23 @@ from sklearn.utils import get_tags
 
 import fairest.constrained._sparse as sparse_module
 from fairest import LossGapConstrainedClassifier, PrunedFairClassifier
+from fairest.constrained._defaults import CONSTRAINED_TUNING
 
 FLOAT64_ATOL = 1e-8
 FLOAT32_ATOL = 1e-5
 # sparse against dense fits on small data, whose fits miss the tolerance (or predict one
 # class) and warn alike; the warnings themselves: test_constrained_defaults.py
 pytestmark = pytest.mark.filterwarnings("ignore::fairest.utils.FairnessWarning")
+
+
+@pytest.fixture(autouse=True)
+def sparse_placement(request):
+    """The sparse placement (a SparseDesign) for every test but the dense-placement one."""
+    if request.node.name.startswith("test_small_one_hot_x_is_placed_dense"):
+        yield
+        return
+    with CONSTRAINED_TUNING.override(densify_max_bytes=0):
+        yield
 
 
 def _data(n=300, d=12, density=0.2, seed=0):
@@ -202,3 +217,29 @@ def test_largest_magnitude_of_the_divergence_message_reads_sparse_x():
     for convert in (np.asarray, sp.csr_matrix, sp.coo_matrix):
         assert sparse_module.largest_magnitude(convert(X)) == 40.0
     assert sparse_module.largest_magnitude(sp.csr_matrix((3, 4))) == 0.0
+
+
+@pytest.mark.parametrize("make", [_loss_gap, _pruned], ids=["loss_gap", "pruned"])
+def test_small_one_hot_x_is_placed_dense_with_the_sparse_fits_results(make):
+    """A small sparse X with at least densify_min_density of its entries stored is placed
+    as a dense array (no SparseDesign in the device data); the fit equals the sparse
+    placement's up to float32 rounding. A sparser or a larger X keeps the sparse
+    placement."""
+    X, y, s = _data(density=0.2)
+    X = sp.csr_matrix(X)
+    assert sparse_module.dense_copy_pays(X)
+    placed = sparse_module.place_with_design(X, {"y": np.zeros(320, np.int32)}, np.float32)
+    assert isinstance(placed["X"], jax.Array) and placed["X"].shape == (320, X.shape[1])
+    np.testing.assert_array_equal(
+        np.asarray(placed["X"])[: X.shape[0]], X.toarray().astype(np.float32)
+    )
+    assert not np.asarray(placed["X"])[X.shape[0] :].any()
+    kwargs = {} if make is _pruned else {"solver": "alm"}
+    dense = make(dtype="float32", **kwargs).fit(X, y, sensitive_features=s)
+    with CONSTRAINED_TUNING.override(densify_max_bytes=0):
+        sparse = make(dtype="float32", **kwargs).fit(X, y, sensitive_features=s)
+    np.testing.assert_allclose(dense.predict_proba(X), sparse.predict_proba(X), atol=FLOAT32_ATOL)
+    with CONSTRAINED_TUNING.override(densify_min_density=0.5):
+        assert not sparse_module.dense_copy_pays(X)
+    with CONSTRAINED_TUNING.override(densify_max_bytes=X.shape[0] * X.shape[1] * 8 - 1):
+        assert not sparse_module.dense_copy_pays(X)
