@@ -19,12 +19,13 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from contextlib import nullcontext
 
 import numpy as np
 from _common import measure, write_results
 from sklearn.linear_model import LogisticRegression
 
-from fairest._solvers import _row_split
+from fairest._solvers._defaults import SOLVER_TUNING
 from fairest._solvers._driver import solve_weighted_glm
 
 ALPHA = 1e-3
@@ -131,8 +132,6 @@ def main():
         help="run every pass on one thread (A/B of fairest._solvers._row_split)",
     )
     args = parser.parse_args()
-    if args.no_split:
-        _row_split.MAX_THREADS = 1
     if args.sizes:
         sizes = [tuple(int(v) for v in size.split("x")) for size in args.sizes.split(",")]
     elif args.quick:
@@ -146,7 +145,9 @@ def main():
             (1_000_000, 20),
             (1_000_000, 100),
         ]
-    rows = run(sizes, args.repeats)
+    one_thread = SOLVER_TUNING.override(max_split_threads=1) if args.no_split else nullcontext()
+    with one_thread:
+        rows = run(sizes, args.repeats)
     columns = [
         "n",
         "d",

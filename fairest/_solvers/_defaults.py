@@ -45,6 +45,17 @@ class SolverTuning(TracedTuning):
     # one thread of a split pass (_row_split.row_parts) per this many bytes of X: data
     # that fits the last-level cache gains nothing from threads
     min_part_bytes: int = 32 * 2**20
+    # at most this many threads run a split pass (one per core below it); 1 turns the
+    # split off (one-thread A/B runs of benchmarks/erm_vs_sklearn.py)
+    max_split_threads: int = 8
+    # a split pass cuts the rows into this many parts per thread, taken in turn: on a
+    # loaded machine a thread that waits for a core holds up a smaller part, and each part
+    # costs a dispatch and a host round trip, so more than two a thread cost more than
+    # they balance
+    parts_per_thread: int = 2
+    # each part of a split pass has at least this many row blocks
+    # (_kernels._glm.pass_block_rows): fewer rows would not amortise a part's dispatch
+    min_part_blocks: int = 2
 
 
 SOLVER_TUNING = SolverTuning()

@@ -32,27 +32,12 @@ from fairest._kernels._placement import is_shifted
 from fairest._kernels._sparse import is_sparse
 from fairest._solvers._defaults import SOLVER_TUNING
 
-__all__ = [
-    "CHUNKS_PER_THREAD",
-    "MAX_THREADS",
-    "MIN_PART_BLOCKS",
-    "row_parts",
-    "split_pass",
-    "split_threads",
-    "split_value_and_grad",
-]
+__all__ = ["row_parts", "split_pass", "split_threads", "split_value_and_grad"]
 
-# At most this many threads a pass, and one per SOLVER_TUNING.min_part_bytes of X: data
-# that fits the last-level cache gains nothing (XLA already spreads the block products
-# over the cores).
-# The rows are cut into CHUNKS_PER_THREAD parts per thread, each of at least
-# MIN_PART_BLOCKS row blocks (pass_block_rows), which the threads take in turn: on a
-# loaded machine a thread that waits for a core holds up a smaller part. Each part costs a
-# dispatch and a host round trip, so more parts than two a thread cost more than they
-# balance.
-MAX_THREADS = 8
-CHUNKS_PER_THREAD = 2
-MIN_PART_BLOCKS = 2
+# How a pass is split (at most SOLVER_TUNING.max_split_threads threads and one per
+# SOLVER_TUNING.min_part_bytes of X, SOLVER_TUNING.parts_per_thread parts a thread, each
+# of at least SOLVER_TUNING.min_part_blocks row blocks) is read from the record at each
+# call: fairest/_solvers/_defaults.py says why each value.
 
 
 def _cpu_cores() -> int:
@@ -73,14 +58,17 @@ def _single_cpu_device(X) -> bool:
 
 def row_parts(X) -> list[tuple[int, int]]:
     """Row ranges ``[(first, stop), ...]`` of a split pass over ``X``, in order: up to
-    ``CHUNKS_PER_THREAD`` per thread (:func:`split_threads`), each of at least
-    ``MIN_PART_BLOCKS`` row blocks; empty where the pass is not split (sparse ``X``, a
-    sharded or non-CPU ``X``, one core, small data)."""
+    ``SOLVER_TUNING.parts_per_thread`` per thread (:func:`split_threads`), each of at
+    least ``SOLVER_TUNING.min_part_blocks`` row blocks; empty where the pass is not split
+    (sparse ``X``, a sharded or non-CPU ``X``, one core, small data)."""
     if is_sparse(X) or not _single_cpu_device(X):
         return []
+    tuning = SOLVER_TUNING
     n, d = X.shape
-    threads = min(_cpu_cores(), MAX_THREADS, n * d * 8 // SOLVER_TUNING.min_part_bytes)
-    count = min(CHUNKS_PER_THREAD * threads, n // (MIN_PART_BLOCKS * pass_block_rows(d)))
+    threads = min(_cpu_cores(), tuning.max_split_threads, n * d * 8 // tuning.min_part_bytes)
+    count = min(
+        tuning.parts_per_thread * threads, n // (tuning.min_part_blocks * pass_block_rows(d))
+    )
     if threads < 2 or count < 2:
         return []
     bounds = [round(k * n / count) for k in range(count + 1)]
@@ -88,8 +76,9 @@ def row_parts(X) -> list[tuple[int, int]]:
 
 
 def split_threads(parts) -> int:
-    """Threads that run a split pass over ``parts``: one per core, at most one per part."""
-    return max(1, min(_cpu_cores(), MAX_THREADS, len(parts)))
+    """Threads that run a split pass over ``parts``: one per core, at most one per part
+    and ``SOLVER_TUNING.max_split_threads``."""
+    return max(1, min(_cpu_cores(), SOLVER_TUNING.max_split_threads, len(parts)))
 
 
 _POOL: list = []  # [(pid, workers, executor)]: rebuilt in a forked child (joblib workers)

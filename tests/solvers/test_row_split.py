@@ -80,7 +80,7 @@ def test_row_parts_cover_the_rows_once_per_core(monkeypatch):
     d = 30
     block = pass_block_rows(d)
     monkeypatch.setattr(_row_split, "_cpu_cores", lambda: 3)
-    n = 3 * _row_split.MIN_PART_BLOCKS * block + 7
+    n = 3 * SOLVER_TUNING.min_part_blocks * block + 7
     with jax.enable_x64(True):
         X = jax.device_put(np.zeros((n, d)))
         assert row_parts(X) == []  # parts below min_part_bytes (in cache): no split
