@@ -30,7 +30,7 @@ import warnings
 import numpy as np
 from sklearn.exceptions import UndefinedMetricWarning
 
-from fairest._kernels import LOSSES
+from fairest._kernels import LOSSES, cross_entropy_host
 from fairest.metrics._checks import as_binary_labels, check_metric_inputs, check_option
 from fairest.metrics._defaults import DEFAULT_THRESHOLD
 from fairest.metrics._group_stats import GroupRates, group_rates, group_totals
@@ -60,14 +60,15 @@ def pointwise_loss(loss: str, y_true: np.ndarray, scores: np.ndarray) -> np.ndar
 
     ``"logistic"``: ``softplus(s) - y s``; ``"squared_hinge"``:
     ``max(0, 1 - (2y - 1) s)**2``; ``"squared_error"``: ``(s - y)**2``. The two
-    classification losses take labels coded {0, 1} or {-1, 1}.
+    classification losses take labels coded {0, 1} or {-1, 1}; the logistic loss is
+    fairest's one cross-entropy (:func:`fairest._kernels.cross_entropy_host`).
     """
     check_option(loss, "loss", LOSSES)
     if loss == "squared_error":
         return (scores - y_true) ** 2
     labels = as_binary_labels(y_true, "y_true")
     if loss == "logistic":
-        return np.logaddexp(0.0, scores) - labels * scores
+        return cross_entropy_host(np.asarray(scores)[:, None], labels)
     return np.maximum(0.0, 1.0 - (2.0 * labels - 1.0) * scores) ** 2
 
 
