@@ -13,6 +13,7 @@ import numpy as np
 from fairest.constrained._defaults import CONSTRAINED_TUNING
 from fairest.constrained._engine._contract import _Ctx
 from fairest.constrained._engine._driver import (
+    ChunkHooks,
     _at,
     _chunk_function,
     _final_function,
@@ -22,6 +23,7 @@ from fairest.constrained._engine._driver import (
     _split_lanes,
     _stacked,
     _takes_final_step,
+    drive_chunks,
     run_solver,
 )
 from fairest.constrained._engine._runtime import HOOKS, chunk_length, device_data
@@ -138,25 +140,31 @@ def run_fold_lanes(
     inputs = _stack_fold_inputs([d["inputs"] for d in draws], n_chunks * L, real)
     n_values = _lane_shape(aux, lanes)[0]
     bad = np.full((len(folds), n_values), -1, np.int32)
-    final_fn, final_compiled = None, None  # final_compiled: the thread compiling final_fn
+    final_fn = None
     if _takes_final_step(spec, hyper) and max(budgets):
         block_rows = CONSTRAINED_TUNING.full_step_block_rows
         final_fn = _final_function(solver, problem, lanes, fold_axes, block_rows)
-    logs, previous_bad = [], None
-    for c in range(n_chunks):
-        if previous_bad is not None and np.all(np.asarray(previous_bad) >= 0):
-            break
-        window = {key: value[c * L : (c + 1) * L] for key, value in inputs.items()}
-        previous_bad = bad
+    logs, compiling = [], []  # compiling: the thread compiling final_fn (None: none)
+
+    def draw(done):  # every fold's draws of iterations done .. done + L (padded: all count)
+        return {key: value[done : done + L] for key, value in inputs.items()}, L, None
+
+    def run_chunk(state, bad, window, meta):
         (state, bad), log = chunk_fn((state, bad), data, aux, traced, window)
-        if c == 0 and final_fn is not None:  # compiled while the chunks run
-            final_compiled = HOOKS.precompile(final_fn, (state, data, aux, traced))
+        if final_fn is not None and not compiling:  # compiled while the chunks run
+            compiling.append(HOOKS.precompile(final_fn, (state, data, aux, traced)))
+        return state, bad, log
+
+    def record(state, log, n_active, meta, done, now):
         logs.append(log)
+
+    hooks = ChunkHooks(draw, run_chunk, record)
+    state, bad, _ = drive_chunks(state, bad, hooks, budget=n_chunks * L, max_time=None)
     resume = _host(state)
     final = resume
     if final_fn is not None:
-        if final_compiled is not None:
-            final_compiled.join()
+        if compiling and compiling[0] is not None:
+            compiling[0].join()
         final = _host(final_fn(state, data, aux, traced))
     logs = [{key: np.asarray(value) for key, value in lg.items()} for lg in logs]
     results = []
