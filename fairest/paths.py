@@ -430,11 +430,6 @@ def _check_splits(cv, X, y, sensitive_features) -> list:
     return splits
 
 
-def _plain(label):
-    """A numpy scalar label as the Python value it holds (``1``, not ``np.int64(1)``)."""
-    return label.item() if isinstance(label, np.generic) else label
-
-
 def _names_columns(X, groups) -> bool:
     """Whether ``groups`` names columns of a DataFrame ``X`` (rather than being labels)."""
     return isinstance(X, pd.DataFrame) and (
