@@ -9,10 +9,10 @@ NEWTON_TOL = 1e-10  # badr spec section 2: relative inner tolerance
 NEWTON_MAX_ITER = 100  # spec caps at 50 inside BADR's loop; a standalone fit may take more
 
 # --- BADR (badr spec sections 3-5) ---
-TEMPERATURE = 1.0  # spec 3.0 (rho there): smoothing of DP / EO / EOdds (reference default)
-# The estimators' defaults (the paper's are TEMPERATURE for both and no cap): a sigmoid
-# temperature of 10 makes the smoothed rates close to the hard ones (the scores are
-# logits), and a smooth-max temperature of 50 keeps the smooth maximum within
+# The estimators' temperatures for DP / EO / EOdds (spec 3.0, rho there; the paper's and
+# the reference's are 1.0 for both, with no cap): a sigmoid temperature of 10 makes the
+# smoothed rates close to the hard ones (the scores are logits), and a smooth-max
+# temperature of 50 keeps the smooth maximum within
 # log(G) / 50 of the largest group deviation (spec 3.8: at 1 it adds up to log G, more
 # than the deviations, and barely ranks the models). Chosen on the many-group tasks of
 # benchmarks/practitioner.py, where they mitigate more than (1, 50) at the same accuracy.

@@ -62,7 +62,6 @@ class ImplicitOracle:
         self.theta = theta0  # start of a solve with no evaluated point yet
         self.nfev = 0
         self.inner_iter = 0
-        self.inner_failures = 0
         self.best = (np.inf, None, None)
         self.path = []
         # lambda bytes -> (value, grad, OracleOutput, inner tolerance), at most _size
@@ -312,15 +311,12 @@ class ImplicitOracle:
                 plain_anchor(out.theta, self.num_groups),
                 mode=mode,
             )
-            value, grad, more_iter, converged = jax.device_get(
-                (out.value, out.grad, out.inner_iter, out.inner_converged)
-            )
+            value, grad, more_iter = jax.device_get((out.value, out.grad, out.inner_iter))
             n_iter = int(n_iter) + int(more_iter)
         if contraction > 0 and np.isfinite(contraction):
             self._contractions = [*self._contractions, float(contraction)][-CONTRACTION_MEMORY:]
         self.nfev += 1
         self.inner_iter += int(n_iter)
-        self.inner_failures += int(not converged)
         if np.isfinite(value):
             self.theta = out.theta
             anchor = Anchor(lam_device, out.theta, out.cholesky, out.jacobian)
