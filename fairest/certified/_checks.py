@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 from sklearn.base import is_regressor
 
-from fairest.utils._degenerate import NEAR_CONSTANT_SHARE
+from fairest.utils._degenerate import NEAR_CONSTANT_SHARE, plain_label
 from fairest.utils._validation import FairnessWarning
 
 __all__ = [
@@ -24,19 +24,10 @@ __all__ = [
     "check_within",
     "warn_if_near_constant",
     "format_group_rates",
-    "label_key",
 ]
 
 _SHOWN = 5  # labels quoted in an error message
 _SHOWN_GROUPS = 8  # groups listed in a warning
-
-
-def label_key(value):
-    """A label as a plain Python value (``np.int64(1)`` -> ``1``), for messages."""
-    return value.item() if isinstance(value, np.generic) else value
-
-
-_key = label_key
 
 
 def _is_regressor(model) -> bool:
@@ -64,17 +55,17 @@ def check_not_regressor(model, name: str, caller: str, fix: str | None = None) -
 
 
 def _labels(values) -> str:
-    shown = ", ".join(repr(_key(v)) for v in values[:_SHOWN])
+    shown = ", ".join(repr(plain_label(v)) for v in values[:_SHOWN])
     return f"[{shown}{', ...' if len(values) > _SHOWN else ''}]"
 
 
 def _outside(values, classes) -> list:
-    expected = {_key(c) for c in classes}
+    expected = {plain_label(c) for c in classes}
     try:
         found = np.unique(values)
     except TypeError:  # mixed types cannot be sorted
         found = list(dict.fromkeys(values.tolist()))
-    return [v for v in found if _key(v) not in expected]
+    return [v for v in found if plain_label(v) not in expected]
 
 
 def model_classes(model, y, prediction, name: str) -> np.ndarray:
@@ -122,7 +113,8 @@ def check_within(values, classes, what: str, name: str) -> None:
             "(or certify a model fitted on these labels)."
         )
     continuous = len(outside) > 2 or any(
-        isinstance(_key(v), float) and not float(_key(v)).is_integer() for v in outside
+        isinstance(plain_label(v), float) and not float(plain_label(v)).is_integer()
+        for v in outside
     )
     hint = (
         " These look like continuous outputs (a regressor's or a score): certify a "
@@ -139,7 +131,7 @@ def check_within(values, classes, what: str, name: str) -> None:
 def format_group_rates(rates, counts, group_labels) -> str:
     """``"'a' 0.12 (n=40), 'b' 0.3 (n=55), ..."``: at most a few groups, then a count."""
     parts = [
-        f"{_key(label)!r} {rate:.3g} (n={count:g})"
+        f"{plain_label(label)!r} {rate:.3g} (n={count:g})"
         for label, rate, count in zip(group_labels[:_SHOWN_GROUPS], rates, counts)
     ]
     more = len(group_labels) - _SHOWN_GROUPS
@@ -168,8 +160,8 @@ def warn_if_near_constant(
             f" Every row of group(s) {_labels(group_labels[constant])} gets the same prediction."
         )
     warnings.warn(
-        f"{who} predicts {_key(majority)!r} for {100 * max(share, 1 - share):.1f}% of the "
-        f"{pred01.size:,} {rows} (share predicted {_key(classes[1])!r}: {share:.3g} overall; "
+        f"{who} predicts {plain_label(majority)!r} for {100 * max(share, 1 - share):.1f}% of the "
+        f"{pred01.size:,} {rows} (share predicted {plain_label(classes[1])!r}: {share:.3g} overall; "
         f"per group: {format_group_rates(rates, counts, group_labels)}): a (near-)constant "
         "predictor meets every parity constraint whatever the population, so a certificate "
         f"of it says little about a useful model.{within}{cause}",

@@ -24,13 +24,14 @@ from fairest.certified._certificate import (
     shift_name,
     takes_groups,
 )
-from fairest.certified._checks import check_not_regressor, label_key, warn_if_near_constant
+from fairest.certified._checks import check_not_regressor, warn_if_near_constant
 from fairest.certified._fit import fit_candidates, select_candidate
 from fairest.certified._selection import (
     seed_of,
     stratified_safety_split,
 )
 from fairest.certified._shift import DemographicShift, encode_shift_features
+from fairest.utils._degenerate import plain_label
 from fairest.utils._estimator import (
     check_passthrough_X,
     validate_passthrough_fit_data,
@@ -454,7 +455,7 @@ default="clopper-pearson"
         if takes_groups(self.estimator, "predict"):
             seen = np.bincount(data.groups[candidate], minlength=len(data.group_labels)) > 0
             if not seen.all():
-                label = label_key(data.group_labels[np.flatnonzero(~seen)[0]])
+                label = plain_label(data.group_labels[np.flatnonzero(~seen)[0]])
                 raise ValueError(
                     f"the candidate part holds no row of group {label!r}, and "
                     f"{type(self.estimator).__name__}.predict needs a group it was fitted "
@@ -494,7 +495,7 @@ default="clopper-pearson"
             rate, group = np.unravel_index(np.argmin(result.group_count), result.group_count.shape)
             return (
                 f"{head} Its estimate meets the tolerance but its predicted interval does "
-                f"not: group {label_key(result.group_labels[group])!r} has the fewest "
+                f"not: group {plain_label(result.group_labels[group])!r} has the fewest "
                 f"{rate_condition(result.rate_names[rate])} behind its "
                 f"{result.rate_names[rate]} rate ({int(result.group_count[rate, group])} at "
                 "the safety part's size). Give more rows of that group, loosen the tolerance, "
@@ -505,8 +506,8 @@ default="clopper-pearson"
         low, high = int(np.argmin(spread[rate])), int(np.argmax(spread[rate]))
         return (
             f"{head} Its {result.rate_names[rate]} rates range from {spread[rate, low]:.3g} "
-            f"(group {label_key(result.group_labels[low])!r}) to {spread[rate, high]:.3g} "
-            f"(group {label_key(result.group_labels[high])!r}). Give the candidates more "
+            f"(group {plain_label(result.group_labels[low])!r}) to {spread[rate, high]:.3g} "
+            f"(group {plain_label(result.group_labels[high])!r}). Give the candidates more "
             "fairness (param_grid) or loosen the tolerance."
         )
 

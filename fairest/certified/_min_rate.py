@@ -20,8 +20,8 @@ import pandas as pd
 
 from fairest.certified._bounds import RateStatistics, rate_bounds
 from fairest.certified._certificate import binary_outcomes
-from fairest.certified._checks import label_key
 from fairest.metrics._checks import encode_sensitive_features
+from fairest.utils._degenerate import plain_label
 
 __all__ = ["MinRateCertificate", "certify_min_rate"]
 
@@ -84,7 +84,7 @@ class MinRateCertificate:
             f"A model whose {self.rate} on the population the held-out rows were drawn "
             f"from is below {self.min_rate:g} in some group is certified with probability "
             f"at most {self.delta:g}; the smallest of the groups' lower bounds is "
-            f"{self.lower[worst]:.4g} (group {label_key(self.groups[worst])!r}, "
+            f"{self.lower[worst]:.4g} (group {plain_label(self.groups[worst])!r}, "
             f"{int(self.rows[worst])} eligible rows), so {self.rate} >= {self.min_rate:g} "
             f"for every group is {verdict}."
         )
@@ -100,7 +100,7 @@ class MinRateCertificate:
         """
         return pd.DataFrame(
             {
-                "group": [label_key(g) for g in self.groups],
+                "group": [plain_label(g) for g in self.groups],
                 "rows": self.rows,
                 "estimate": self.estimate,
                 "lower": self.lower,

@@ -41,7 +41,7 @@ from fairest.certified._bounds import (
     _rate_values,
     rate_bounds,
 )
-from fairest.certified._checks import label_key
+from fairest.utils._degenerate import plain_label
 
 __all__ = [
     "DemographicShift",
@@ -68,9 +68,9 @@ def _shares(mapping, name: str) -> dict:
     for key, value in items.items():
         if isinstance(value, bool) or not isinstance(value, Real) or not 0 <= value <= 1:
             raise ValueError(
-                f"{name}[{label_key(key)!r}] must be a share in [0, 1]; got {value!r}."
+                f"{name}[{plain_label(key)!r}] must be a share in [0, 1]; got {value!r}."
             )
-        checked[label_key(key)] = float(value)
+        checked[plain_label(key)] = float(value)
     return checked
 
 
@@ -256,12 +256,12 @@ def encode_shift_features(shift_features, shift, n_samples: int, X=None) -> np.n
     firsts = [values[np.flatnonzero(inverse == i)[0]] for i in range(uniques.size)]
     lookup = np.empty(uniques.size, dtype=np.int64)
     for i, first in enumerate(firsts):
-        key = label_key(first)
+        key = plain_label(first)
         if key not in index:
             key = next((k for k in shift.values if str(k) == str(key)), None)
         if key is None:
             raise ValueError(
-                f"shift_features holds the value {label_key(first)!r}, which the shift does "
+                f"shift_features holds the value {plain_label(first)!r}, which the shift does "
                 f"not name (it names {list(shift.values)}); give its deployed share (0 if "
                 "the deployment has none)."
             )

@@ -8,6 +8,7 @@ import numpy as np
 from sklearn.model_selection import BaseCrossValidator, StratifiedKFold
 from sklearn.utils.validation import check_array
 
+from fairest.utils._degenerate import plain_label
 from fairest.utils._validation import encode_groups
 
 __all__ = ["GroupStratifiedKFold"]
@@ -126,7 +127,7 @@ class GroupStratifiedKFold(BaseCrossValidator):
             cell = thin[np.argmin(counts[thin])]
             label, group = classes[cell % len(classes)], groups[cell // len(classes)]
             warnings.warn(
-                f"the (label, group) cell ({_plain(label)!r}, {_plain(group)!r}) has only "
+                f"the (label, group) cell ({plain_label(label)!r}, {plain_label(group)!r}) has only "
                 f"{counts[cell]} rows, fewer than n_splits={self.n_splits}: some folds have "
                 f"no row of it ({thin.size} cell(s) so).",
                 UserWarning,
@@ -134,15 +135,6 @@ class GroupStratifiedKFold(BaseCrossValidator):
             )
         for train, test in splits:
             yield np.sort(order[train]), np.sort(order[test])
-
-
-def _plain(label):
-    """A numpy scalar label as the Python value it holds (``1``, not ``np.int64(1)``)."""
-    return label.item() if isinstance(label, np.generic) else label
-
-
-def _plain_label(label):
-    return label.item() if isinstance(label, np.generic) else label
 
 
 def group_stratified_splits(n_splits: int, y, groups) -> list:
@@ -160,7 +152,7 @@ def group_stratified_splits(n_splits: int, y, groups) -> list:
         small = np.flatnonzero(counts < need(n_splits))
         if small.size:
             shown = ", ".join(
-                f"{_plain_label(names[i])!r} ({counts[i]} row{'' if counts[i] == 1 else 's'})"
+                f"{plain_label(names[i])!r} ({counts[i]} row{'' if counts[i] == 1 else 's'})"
                 for i in small[:5]
             )
             usable = [k for k in range(2, counts.min() + 1) if need(k) <= counts.min()]

@@ -28,7 +28,7 @@ from fairest.postprocessing._thresholds import (
     GroupPoints,
     _edge_grid,
 )
-from fairest.utils._degenerate import NEAR_CONSTANT_SHARE
+from fairest.utils._degenerate import NEAR_CONSTANT_SHARE, plain_label
 from fairest.utils._validation import FairnessWarning
 
 __all__ = [
@@ -79,12 +79,8 @@ RATE_WORDS = {
 }
 
 
-def _key(value):
-    return value.item() if isinstance(value, np.generic) else value
-
-
 def _quoted(values) -> str:
-    shown = ", ".join(repr(_key(v)) for v in list(values)[:SHOWN])
+    shown = ", ".join(repr(plain_label(v)) for v in list(values)[:SHOWN])
     return shown + (", ..." if len(values) > SHOWN else "")
 
 
@@ -107,9 +103,9 @@ def check_not_regressor(estimator, name: str) -> None:
 
 def check_predicted_labels(predicted, classes, name: str) -> None:
     """A ``predict`` used as the score must return labels of ``classes``."""
-    expected = {_key(c) for c in classes}
+    expected = {plain_label(c) for c in classes}
     found = np.unique(predicted)
-    outside = [v for v in found if _key(v) not in expected]
+    outside = [v for v in found if plain_label(v) not in expected]
     if outside:
         raise ValueError(
             f"{name} has neither predict_proba nor decision_function, and its predict "
@@ -275,17 +271,17 @@ def warn_if_near_constant(
     rates = np.bincount(codes, w * positive, minlength=num_groups) / np.maximum(mass, 1e-300)
     majority = classes[1] if share >= 0.5 else classes[0]
     shown = ", ".join(
-        f"{_key(label)!r} {rate:.3g}"
+        f"{plain_label(label)!r} {rate:.3g}"
         for label, rate in zip(group_labels[:SHOWN_GROUPS], rates[:SHOWN_GROUPS])
     )
     if num_groups > SHOWN_GROUPS:
         shown += f", ... ({num_groups} groups)"
     free_share = float(np.average(unconstrained, weights=w))
     message = (
-        f"{NEAR_CONSTANT_MESSAGE} classifier: it predicts {_key(majority)!r} for "
+        f"{NEAR_CONSTANT_MESSAGE} classifier: it predicts {plain_label(majority)!r} for "
         f"{100 * max(share, 1 - share):.1f}% of the fit rows (accuracy "
         f"{_accuracy(positive, y01, w):.3g}; share predicted "
-        f"{_key(classes[1])!r}: {share:.3g} overall, per group: {shown}). The unconstrained "
+        f"{plain_label(classes[1])!r}: {share:.3g} overall, per group: {shown}). The unconstrained "
         f"group thresholds reach accuracy {_accuracy(unconstrained, y01, w):.3g} with share "
         f"{free_share:.3g}."
     )
@@ -301,7 +297,7 @@ def warn_if_near_constant(
             worst = order[counts[order] == counts.max()]
             unit = "rows" if np.all(w == 1.0) else "total weight"
             sizes = ", ".join(
-                f"{_key(group_labels[g])!r} ({mass[g]:.4g} {unit})" for g in worst[:SHOWN]
+                f"{plain_label(group_labels[g])!r} ({mass[g]:.4g} {unit})" for g in worst[:SHOWN]
             )
             more = f" and {worst.size - SHOWN} more" if worst.size > SHOWN else ""
             kind = "mixed thresholds" if randomized else "one deterministic threshold"
@@ -357,7 +353,7 @@ def group_uncertainty(positive, y01, sample_weight, codes, group_labels, metric,
         frames.append(
             pd.DataFrame(
                 {
-                    "group": [_key(label) for label in group_labels],
+                    "group": [plain_label(label) for label in group_labels],
                     "rate": name,
                     "rows": rows,
                     "value": value,

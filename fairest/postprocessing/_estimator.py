@@ -33,7 +33,7 @@ from fairest.postprocessing._diagnostics import (
     warn_small_groups,
     warn_undefined_rates,
 )
-from fairest.postprocessing._routing import GroupRouting, label_key
+from fairest.postprocessing._routing import GroupRouting
 from fairest.postprocessing._thresholds import (
     METRIC_RATES,
     best_thresholds,
@@ -42,6 +42,7 @@ from fairest.postprocessing._thresholds import (
     solve_thresholds,
     threshold_path,
 )
+from fairest.utils._degenerate import plain_label
 from fairest.utils._estimator import (
     check_passthrough_X,
     encode_binary_target,
@@ -463,8 +464,8 @@ class GroupThresholdClassifier(GroupRouting, ClassifierMixin, BaseEstimator):
         fitted = getattr(self.estimator_, "classes_", None)
         if fitted is None:
             return
-        fitted = [label_key(c) for c in np.asarray(fitted)]
-        expected = [label_key(c) for c in self.classes_]
+        fitted = [plain_label(c) for c in np.asarray(fitted)]
+        expected = [plain_label(c) for c in self.classes_]
         if fitted != expected:
             raise ValueError(
                 f"estimator has classes_ {fitted[:5]}, but y holds the labels {expected}: "

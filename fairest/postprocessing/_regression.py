@@ -26,7 +26,8 @@ from fairest.metrics._regression import (
     prediction_w2_unfairness,
     quantile_tables,
 )
-from fairest.postprocessing._routing import GroupRouting, label_key
+from fairest.postprocessing._routing import GroupRouting
+from fairest.utils._degenerate import plain_label
 from fairest.utils._estimator import check_passthrough_X
 from fairest.utils._validation import (
     FairnessWarning,
@@ -309,7 +310,7 @@ class WassersteinParityRegressor(GroupRouting, RegressorMixin, BaseEstimator):
             return
         half = np.sqrt(np.log(2 / SMALL_GROUP_DELTA) / (2 * np.maximum(effective[small], 1.0)))
         listed = ", ".join(
-            f"{label_key(self.groups_[g])!r} ({effective[g]:.0f} rows, +-{h:.2f})"
+            f"{plain_label(self.groups_[g])!r} ({effective[g]:.0f} rows, +-{h:.2f})"
             for g, h in zip(small[:10], half[:10])
         )
         warnings.warn(

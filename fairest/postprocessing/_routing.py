@@ -15,15 +15,11 @@ from sklearn.base import clone
 from sklearn.utils import get_tags
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
+from fairest.utils._degenerate import plain_label
 from fairest.utils._estimator import wrapped_fit_params, wrapped_nan_error
 from fairest.utils._validation import encode_groups
 
-__all__ = ["GroupRouting", "label_key"]
-
-
-def label_key(value):
-    """A group or class label as a plain Python value (numpy scalars unwrapped)."""
-    return value.item() if isinstance(value, np.generic) else value
+__all__ = ["GroupRouting"]
 
 
 class GroupRouting:
@@ -55,9 +51,9 @@ class GroupRouting:
         predicted = np.asarray(self.group_estimator_.predict(X))
         if not self.prefit:
             return predicted.astype(np.int64)
-        index = {label_key(label): code for code, label in enumerate(self.groups_)}
+        index = {plain_label(label): code for code, label in enumerate(self.groups_)}
         try:
-            return np.array([index[label_key(v)] for v in predicted], dtype=np.int64)
+            return np.array([index[plain_label(v)] for v in predicted], dtype=np.int64)
         except KeyError as error:
             raise ValueError(
                 f"group_estimator predicts the group {error.args[0]!r}, which is not one of "
@@ -86,16 +82,16 @@ class GroupRouting:
                 "meta-estimator, or fit with group_estimator= for group-blind predictions."
             )
         codes, labels = encode_groups(sensitive_features, n_samples=n)
-        index = {label_key(label): code for code, label in enumerate(self.groups_)}
-        unseen = [label for label in labels if label_key(label) not in index]
+        index = {plain_label(label): code for code, label in enumerate(self.groups_)}
+        unseen = [label for label in labels if plain_label(label) not in index]
         if unseen:
             raise ValueError(
                 f"sensitive_features holds group(s) unseen during fit: "
-                f"{', '.join(repr(label_key(u)) for u in unseen[:5])}; the fitted groups "
-                f"are {[label_key(g) for g in self.groups_[:10]]}. There is no "
+                f"{', '.join(repr(plain_label(u)) for u in unseen[:5])}; the fitted groups "
+                f"are {[plain_label(g) for g in self.groups_[:10]]}. There is no "
                 f"{self.per_group} for them."
             )
-        mapping = np.array([index[label_key(label)] for label in labels], dtype=np.int64)
+        mapping = np.array([index[plain_label(label)] for label in labels], dtype=np.int64)
         return mapping[codes]
 
     def _wrapped_input_tags(self, tags, estimator):

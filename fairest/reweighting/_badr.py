@@ -22,14 +22,9 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from fairest._solvers._lbfgs import single_threaded_blas
 from fairest.reweighting import _defaults
 from fairest.reweighting._badr_metrics import PUBLIC_NAMES, RENAMED
-from fairest.reweighting._common import (
-    build_metric_spec,
-    make_problem,
-    near_constant,
-    plain_label,
-    prediction_figures,
-)
+from fairest.reweighting._common import build_metric_spec, make_problem
 from fairest.reweighting._solve import SOLVERS, BADRSettings, solve_badr
+from fairest.utils._degenerate import near_constant, plain_label, prediction_figures
 from fairest.utils._estimator import encode_binary_target, validate_fit_data
 from fairest.utils._linear import LinearClassifierMixin, LinearRegressorMixin
 from fairest.utils._reporting import log_fit, store_result, wants_progress

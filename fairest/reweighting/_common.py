@@ -37,8 +37,6 @@ __all__ = [
     "make_problem",
     "near_constant",
     "one_label_groups",
-    "plain_label",
-    "prediction_figures",
     "single_class_groups",
 ]
 
@@ -171,32 +169,6 @@ def one_label_groups(y_num, groups, weight, num_groups) -> np.ndarray:
     positives = np.bincount(groups, weights=weight * y_num, minlength=num_groups)
     totals = np.bincount(groups, weights=weight, minlength=num_groups)
     return (positives == 0) | (positives == totals)
-
-
-def prediction_figures(pred01, y_num, groups, weight, labels, positive) -> str:
-    """Accuracy and selection rate (share predicted ``positive``) overall and per group,
-    weighted, as one line of a warning; at most 12 groups are listed."""
-    weight = np.asarray(weight, dtype=np.float64)
-    hit = weight * (pred01 == y_num)
-    num_groups = len(labels)
-    totals = np.bincount(groups, weights=weight, minlength=num_groups)
-    selected = np.bincount(groups, weights=weight * pred01, minlength=num_groups) / totals
-    accuracy = np.bincount(groups, weights=hit, minlength=num_groups) / totals
-    parts = [
-        f"{plain_label(labels[g])!r}: {selected[g]:.3f} / {accuracy[g]:.3f}"
-        for g in range(min(num_groups, 12))
-    ]
-    more = f", ... ({num_groups - 12} more)" if num_groups > 12 else ""
-    return (
-        f"accuracy {hit.sum() / weight.sum():.3f}, share predicted {positive!r} "
-        f"{weight @ pred01 / weight.sum():.3f}; by group (share predicted {positive!r} / "
-        f"accuracy): {', '.join(parts)}{more}"
-    )
-
-
-def plain_label(label):
-    """A group label as it prints best: numpy scalars as Python scalars."""
-    return label.item() if isinstance(label, np.generic) else label
 
 
 def best_single_group(loss, data, y_num, *, alpha, penalize, metric, metric_params, task):

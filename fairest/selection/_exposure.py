@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 
 from fairest.selection._topk import _as_scores
-from fairest.utils._validation import _as_python, encode_groups
+from fairest.utils._degenerate import plain_label
+from fairest.utils._validation import encode_groups
 
 __all__ = ["exposure_difference", "exposure_ratio", "group_exposure", "ndcg_loss"]
 
@@ -99,11 +100,11 @@ def group_exposure(y_true, y_pred, *, sensitive_features, k=None, sample_weight=
     mass = np.bincount(codes, weights=weights, minlength=len(groups))
     total = np.bincount(codes, weights=weights * exposure, minlength=len(groups))
     if np.any(mass <= 0):
-        empty = [_as_python(groups[g]) for g in np.flatnonzero(mass <= 0)]
+        empty = [plain_label(groups[g]) for g in np.flatnonzero(mass <= 0)]
         raise ValueError(
             f"groups {empty!r} have zero total sample_weight; give them weight or drop their rows."
         )
-    index = pd.Index([_as_python(g) for g in groups], name="group", tupleize_cols=False)
+    index = pd.Index([plain_label(g) for g in groups], name="group", tupleize_cols=False)
     return pd.Series(total / mass, index=index, name="exposure")
 
 

@@ -21,7 +21,8 @@ import numpy as np
 from scipy import stats
 
 from fairest.selection._topk import _as_scores
-from fairest.utils._validation import FairnessWarning, _as_python, encode_groups
+from fairest.utils._degenerate import plain_label
+from fairest.utils._validation import FairnessWarning, encode_groups
 
 __all__ = ["fair_ranking", "fair_ranking_table", "is_ranked_group_fair"]
 
@@ -251,9 +252,9 @@ def fair_ranking(scores, sensitive_features, *, protected, p, alpha=0.1, k=None,
     values = _as_scores(scores)
     n = values.shape[0]
     codes, groups = encode_groups(sensitive_features, n_samples=n, reference="scores")
-    labels = [_as_python(g) for g in groups]
+    labels = [plain_label(g) for g in groups]
     wanted = protected if isinstance(protected, (list, tuple, set, np.ndarray)) else [protected]
-    wanted = [_as_python(w) for w in wanted]
+    wanted = [plain_label(w) for w in wanted]
     missing = [w for w in wanted if w not in labels]
     if missing:
         raise ValueError(

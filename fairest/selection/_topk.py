@@ -16,7 +16,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from fairest.utils._validation import FairnessWarning, _as_python, encode_groups
+from fairest.utils._degenerate import plain_label
+from fairest.utils._validation import FairnessWarning, encode_groups
 
 __all__ = ["select_top_k"]
 
@@ -62,14 +63,14 @@ def _bound_counts(value, name: str, groups, k: int, default: int) -> np.ndarray:
     if value is None:
         return out
     if isinstance(value, Mapping):
-        labels = {_as_python(g): j for j, g in enumerate(groups)}
-        unknown = [key for key in value if _as_python(key) not in labels]
+        labels = {plain_label(g): j for j, g in enumerate(groups)}
+        unknown = [key for key in value if plain_label(key) not in labels]
         if unknown:
             raise ValueError(
                 f"{name} names groups that are not in sensitive_features: {unknown!r}; the "
                 f"groups are {list(labels)!r}."
             )
-        items = [(labels[_as_python(key)], key, v) for key, v in value.items()]
+        items = [(labels[plain_label(key)], key, v) for key, v in value.items()]
     else:
         items = [(j, None, value) for j in range(len(groups))]
     for j, key, v in items:
@@ -105,7 +106,7 @@ def _ranks_within(labels: np.ndarray, n_labels: int) -> np.ndarray:
 
 def _check_feasible(lower, upper, sizes, k, groups) -> None:
     def name(j):
-        return repr(_as_python(groups[j]))
+        return repr(plain_label(groups[j]))
 
     too_many = np.flatnonzero(lower > sizes)
     if too_many.size:
@@ -316,7 +317,7 @@ def select_top_k(
     k = _resolve_k(k, n)
     if len(groups) == 1:
         warnings.warn(
-            f"sensitive_features holds a single group ({_as_python(groups[0])!r}): the "
+            f"sensitive_features holds a single group ({plain_label(groups[0])!r}): the "
             "selection is the plain top k within its bounds.",
             FairnessWarning,
             stacklevel=2,

@@ -15,6 +15,8 @@ from typing import NoReturn
 import numpy as np
 import pandas as pd
 
+from fairest.utils._degenerate import plain_label
+
 __all__ = [
     "FairnessWarning",
     "encode_groups",
@@ -253,7 +255,7 @@ def encode_groups(
         index_tuples = np.unravel_index(unique_flat, shape)
         groups = np.empty(len(unique_flat), dtype=object)
         groups[:] = [
-            tuple(_as_python(labels[i]) for (_, labels), i in zip(encoded, idx))
+            tuple(plain_label(labels[i]) for (_, labels), i in zip(encoded, idx))
             for idx in zip(*index_tuples)
         ]
     codes = codes.astype(np.int32)
@@ -268,11 +270,6 @@ def _column_label(column, position: int):
     return position if name is None else repr(name)
 
 
-def _as_python(value):
-    """Numpy scalars to Python scalars, so tuple labels print and compare cleanly."""
-    return value.item() if isinstance(value, np.generic) else value
-
-
 def _check_group_counts(codes, groups, min_groups, min_group_size) -> None:
     if len(groups) < min_groups:
         raise ValueError(
@@ -282,7 +279,7 @@ def _check_group_counts(codes, groups, min_groups, min_group_size) -> None:
     counts = np.bincount(codes, minlength=len(groups))
     small = np.flatnonzero(counts < min_group_size)
     if small.size:
-        detail = ", ".join(f"{_as_python(groups[g])!r} ({counts[g]} samples)" for g in small[:5])
+        detail = ", ".join(f"{plain_label(groups[g])!r} ({counts[g]} samples)" for g in small[:5])
         if small.size > 5:
             detail += f" and {small.size - 5} more"
         hint = ""
@@ -345,7 +342,7 @@ def check_sensitive_features(
     )
     if len(groups) == 1:
         warnings.warn(
-            f"sensitive_features holds a single group ({_as_python(groups[0])!r}): the "
+            f"sensitive_features holds a single group ({plain_label(groups[0])!r}): the "
             "fairness part of this estimator is vacuous and the plain model is fitted.",
             FairnessWarning,
             stacklevel=3,
@@ -365,7 +362,7 @@ def raise_if_weightless_group(mass: np.ndarray, groups: np.ndarray) -> None:
     """
     empty = np.flatnonzero(~(mass > 0))
     if empty.size:
-        names = ", ".join(repr(_as_python(groups[g])) for g in empty[:5])
+        names = ", ".join(repr(plain_label(groups[g])) for g in empty[:5])
         more = f" and {empty.size - 5} more" if empty.size > 5 else ""
         raise ValueError(
             "every group needs a positive total sample_weight; zero total weight for: "
