@@ -308,7 +308,7 @@ default="clopper-pearson"
             self, data, safety, estimators, results, constraints, seed, t_codes
         )
         results["safety_tested"] = chosen.safety_tested
-        self._store(chosen, results, estimators, data, safety, shift_features)
+        self._store(chosen, results, estimators, safety, shift_features)
         self._warn_about_kept(chosen, results, outcomes, fit_warnings, data, safety)
         log_fit(
             self,
@@ -362,7 +362,7 @@ default="clopper-pearson"
         self._check_split(data, y_codes, safety)
         return safety
 
-    def _store(self, chosen, results, estimators, data, safety, shift_features) -> None:
+    def _store(self, chosen, results, estimators, safety, shift_features) -> None:
         """Set the fitted attributes from the safety test's outcome: the kept candidate,
         the certificate, and why nothing was certified when nothing was."""
         self.best_index_ = chosen.best_index

@@ -225,7 +225,7 @@ def _rate_record(metric) -> RateMetric | None:
         return None
 
 
-def _refuse_scores_as_labels(name, metric, y_true, y_pred) -> None:
+def _refuse_scores_as_labels(name, metric, y_pred) -> None:
     """A metric counting predictions equal to the positive label, given scores in [0, 1]
     (probabilities), would report 0 for every group: refuse a built-in name, warn for a
     third-party callable (whose value is kept, as fairlearn computes it)."""
@@ -400,7 +400,7 @@ def _build_metrics(functions, y_true, y_pred, sample_weight, sample_params, sing
             raise TypeError(
                 f"sample_weight is given but metric(s) {[name]} take no sample_weight argument."
             )
-        _refuse_scores_as_labels(name, function, y_true, y_pred)
+        _refuse_scores_as_labels(name, function, y_pred)
         if isinstance(function, RateMetric):
             rate = function
         else:
