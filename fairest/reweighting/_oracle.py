@@ -128,7 +128,7 @@ class ImplicitOracle:
         }
         if self._reuse:
             kernels["value"] = (_value_from_result, kernels["adjoint"][1])
-        if vertices and self._group_rows is not None:  # no Newton step: one pass is run
+        if vertices and self.runtime.group_rows is not None:  # no Newton step: one pass is run
             no_steps = self.problem._replace(inner_max_iter=np.int32(0))
             kernels["rows"] = (
                 _lower_on_rows,
@@ -139,23 +139,13 @@ class ImplicitOracle:
                     plain_anchor(self.theta, num_groups),
                     no_steps,
                     np.float64(np.inf),
-                    *(block[0] for block in self._group_rows),
+                    *(block[0] for block in self.runtime.group_rows),
                 ),
             )
         # only compiled: a run on the placeholder arguments would hold its XLA
         # temporaries (at 1e6 x 100, 313 MiB for the blocked adjoint, 176 MiB for the
         # value pass) beside the main thread's first solve and compute nothing used
         self.runtime.compile_in_background(kernels)
-
-    @property
-    def _group_rows(self):
-        """Row blocks of the one-group vertices (:attr:`OracleRuntime.group_rows`)."""
-        return self.runtime.group_rows
-
-    @property
-    def _compiling(self):
-        """Kernels compiling in the background (:attr:`OracleRuntime.compiling`)."""
-        return self.runtime.compiling
 
     def evaluate(self, lam, with_grad: bool = True) -> tuple[float, np.ndarray, OracleOutput]:
         """``(Phi, grad Phi, OracleOutput)`` at ``lam``: cached, else one oracle call. A

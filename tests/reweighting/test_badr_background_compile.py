@@ -32,7 +32,8 @@ def test_background_kernels_are_compiled_once(monkeypatch, compilations):
             problem = dense_problem(X[:, :3], y, groups)
             orc = ImplicitOracle("logistic", SPEC, 2, problem, jnp.zeros(4), groups)
             orc.compile_in_background(vertices=False)
-            assert {k for k, t in orc._compiling.items() if t is not None} == {"adjoint", "value"}
+            compiling = orc.runtime.compiling
+            assert {k for k, t in compiling.items() if t is not None} == {"adjoint", "value"}
             orc.evaluate(np.array([0.5, 0.5]), with_grad=False)
             orc.evaluate(np.array([0.5, 0.5]))  # the adjoint at the cached solution
             orc.evaluate(np.array([0.3, 0.7]))
@@ -54,9 +55,9 @@ def test_vertex_kernel_is_compiled_once(monkeypatch, compilations, oracle_tuning
             orc = ImplicitOracle(
                 "logistic", SPEC, 4, dense_problem(X, y, groups), jnp.zeros(4), groups
             )
-            assert orc._group_rows is not None
+            assert orc.runtime.group_rows is not None
             orc.compile_in_background()
-            assert orc._compiling.get("rows") is not None
+            assert orc.runtime.compiling.get("rows") is not None
             orc.evaluate(np.eye(4)[1])
             orc.evaluate(np.eye(4)[2])
 

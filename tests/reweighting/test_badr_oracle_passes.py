@@ -132,7 +132,7 @@ def test_vertices_solved_on_their_rows_equal_the_full_solve(monkeypatch, oracle_
     with jax.enable_x64(True):
         problem = dense_problem(X, y, groups)
         orc = ImplicitOracle("logistic", SPEC, 4, problem, jnp.zeros(4), groups)
-        assert orc._group_rows is not None
+        assert orc.runtime.group_rows is not None
         orc.compile_in_background()
         orc.evaluate(np.full(4, 0.25))
         for g in range(4):
@@ -196,7 +196,7 @@ def test_large_vertices_read_their_rows_lazily_and_equal_the_full_solve(monkeypa
         for X_hessian in (None, blocked_hessian()):
             problem = dense_problem(X, y, groups, X_hessian=X_hessian)
             orc = ImplicitOracle("logistic", SPEC, n_groups, problem, jnp.zeros(4), groups)
-            assert orc._group_rows is not None
+            assert orc.runtime.group_rows is not None
             made.clear()
             for g in (0, 3):
                 vertex = np.eye(n_groups)[g]
