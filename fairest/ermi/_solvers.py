@@ -218,12 +218,6 @@ def _clip_factor(norms, clip):
     return jnp.where(norms > clip, clip / jnp.maximum(norms, 1e-300), 1.0)
 
 
-def _take_rows(a, idx):
-    """``a[idx]`` for indices known to be in range (skips the bounds handling of the gather);
-    a sparse ``X`` (:class:`~fairest._kernels._sparse.SparseRows`) gives its rows' entries."""
-    return take_rows(a, idx)
-
-
 def _sgda_step(
     theta, W, idx, valid, keys, X, floats, ints, strata: Strata, hyper: SGDAHyper, binary, record
 ):
@@ -235,8 +229,8 @@ def _sgda_step(
     """
     n_strata, k, l = W.shape
     k_theta, k_w = keys
-    Xb = _take_rows(X, idx)
-    fb, ib = _take_rows(floats, idx), _take_rows(ints, idx)
+    Xb = take_rows(X, idx)  # indices in range: no bounds handling; sparse X gives its rows
+    fb, ib = take_rows(floats, idx), take_rows(ints, idx)
     cb = fb[:, 0] * valid
     row_sq, scale, omega = fb[:, 2], fb[:, 3], fb[:, 4]
     yb, cell, tb = ib[:, 0], ib[:, 1], ib[:, 2]
