@@ -307,23 +307,16 @@ def sgda_solve(
     batching: str,
     record_history: bool,
     random_iterate: bool,
-    average: bool = False,
-    n_rows: int | None = None,
-    return_last: bool = False,
 ):
     """Run T = n_epochs * ceil(n / m) DP-SGDA iterations; returns ``(theta, W, history)``.
 
     ``history`` is ``(batch loss, batch Psi, ||W||_F)`` per iteration when
     ``record_history`` (else ``None``). With ``random_iterate`` the returned theta is
     ``theta_tau``, tau uniform on 1..T (the iterate the theory analyses). ``X`` may be
-    float32 (see :func:`_sgda_step`); everything else is float64. With ``average`` the
-    returned theta and W are the means of the last ``ceil(T / 2)`` iterates (tail
-    averaging; post-processing of the released iterates, so it costs no privacy).
-    ``n_rows`` (default ``X.shape[0]``): the rows batches are drawn from, the first ones
-    of the arrays; rows after them (padding of a sharded placement) are never drawn.
-    ``return_last`` appends the last iterate ``(theta_T, W_T)`` to the returned tuple (the
-    state ``partial_fit`` resumes from when the returned iterate is an average or a draw).
-    Call under ``jax.enable_x64``; a divergence is not refitted here (:func:`run_sgda`).
+    float32 (see :func:`_sgda_step`); everything else is float64. Batches are drawn
+    from all rows of ``X``; tail averaging, padded rows and the last iterate are
+    :func:`run_sgda`'s, which calls :mod:`fairest.ermi._sgda` itself. Call under
+    ``jax.enable_x64``; a divergence is not refitted here (:func:`run_sgda`).
 
     The iterations run on the solver contract (:mod:`fairest.ermi._sgda`: a NamedTuple
     state, ``init`` / ``step`` / ``params``, jitted chunks of whole epochs through the
@@ -332,11 +325,10 @@ def sgda_solve(
     """
     from fairest.ermi import _sgda
 
-    n = X.shape[0] if n_rows is None else n_rows
-    config = _sgda.config(binary, n, batch_size, batching, record_history, random_iterate, average)
+    n = X.shape[0]
+    config = _sgda.config(binary, n, batch_size, batching, record_history, random_iterate, False)
     outcome = _sgda.drive(theta0, W0, X, y, s, t, weight, strata, hyper, key, config, n_epochs)
-    last = outcome.last if return_last else ()
-    return (outcome.theta, outcome.W, outcome.history, *last)
+    return outcome.theta, outcome.W, outcome.history
 
 
 def _place(X, *rows):
