@@ -546,7 +546,6 @@ def calibrate_accounted(
     clip_mode="per_sample",
     clip_norm=_defaults.CLIP_NORM,
     dual_radius,
-    theta_share=None,
     batching="uniform",
     stacklevel=2,
 ) -> PrivacyCalibration:
@@ -558,8 +557,10 @@ def calibrate_accounted(
     ``sigma_theta = z_theta Delta_theta / m`` and ``sigma_W = z_W Delta_W / m`` its
     multiplier is ``z = (z_theta^-2 + z_W^-2)^-1/2``. The smallest z that makes the
     composition of all of it (epsilon, delta)-DP (:func:`joint_noise_multiplier`) is
-    split as ``z_theta = z / sqrt(theta_share)``, ``z_W = z / sqrt(1 - theta_share)``
-    (a stream with sensitivity 0 needs no noise and leaves everything to the other).
+    split as ``z_theta = z / sqrt(share)``, ``z_W = z / sqrt(1 - share)`` with ``share``
+    ``_defaults.THETA_NOISE_SHARE`` (read at call time), the share of the joint per-step
+    budget (in ``1 / z^2``) given to theta (a stream with sensitivity 0 needs no noise and
+    leaves everything to the other).
 
     Parameters
     ----------
@@ -575,9 +576,6 @@ def calibrate_accounted(
         lam.
     privacy_unit, clip_mode, clip_norm, dual_radius, batching
         As the estimator's parameters.
-    theta_share : float or None, default=None
-        Share of the joint per-step budget (in ``1 / z^2``) given to theta; ``None`` is
-        ``_defaults.THETA_NOISE_SHARE`` (0.5, read at call time).
     stacklevel : int, default=2
         Stack level of the warnings relative to this function.
 
@@ -604,8 +602,8 @@ def calibrate_accounted(
         multipliers = np.full(2, inf)
     else:
         z = joint_noise_multiplier(n_samples, m, n_iter, epsilon, delta, count_multiplier)
-        theta_share = _defaults.THETA_NOISE_SHARE if theta_share is None else theta_share
-        share = theta_share if delta_theta > 0 and delta_w > 0 else float(delta_theta > 0)
+        both = delta_theta > 0 and delta_w > 0
+        share = _defaults.THETA_NOISE_SHARE if both else float(delta_theta > 0)
         with np.errstate(divide="ignore"):
             multipliers = z / np.sqrt(np.array([share, 1.0 - share]))
     sigmas = [
