@@ -690,16 +690,11 @@ def oracle(
     return implicit_hypergradient(loss, metric, num_groups, lam, problem, anchor)[1]
 
 
-def lower_level(
-    loss: str, num_groups: int, lam, theta0, problem: Problem, anchor=None, contraction=np.inf
-):
-    """Jitted Newton solve for ``theta*(lambda)`` started at ``theta0`` or, given an
-    ``anchor``, at its tangent prediction (:func:`predicted_start`). A finite
-    ``contraction`` lets Newton end with a predicted step (checked by :func:`upper_level`,
-    ``inner_converged``); infinity never predicts."""
-    if anchor is None:
-        anchor = plain_anchor(theta0, num_groups)
-    return _lower_from_anchor(loss, num_groups, lam, anchor, problem, np.float64(contraction))
+def lower_level(loss: str, num_groups: int, lam, theta0, problem: Problem):
+    """Jitted Newton solve for ``theta*(lambda)`` started at ``theta0``, to convergence
+    (no predicted last step)."""
+    anchor = plain_anchor(theta0, num_groups)
+    return _lower_from_anchor(loss, num_groups, lam, anchor, problem, np.float64(np.inf))
 
 
 def upper_level(
