@@ -181,7 +181,7 @@ def solve_badr(
             orc, loss, metric, problem, groups, start, settings, caps, weights, progress
         )
         value, _, out = orc.evaluate(lam, with_grad=False)
-        for restart in restart_points(settings.solver, candidates, totals, weights, start):
+        for restart in restart_points(settings.solver, candidates, weights, start):
             if value < min(candidates.values()):
                 break  # the solver beats every baseline: no restart
             lam2, n_iter2, converged2, message2, history2 = run_solver(
@@ -198,7 +198,7 @@ def solve_badr(
                 lam = weights[name]
                 value, _, out = orc.evaluate(lam, with_grad=False)
                 candidates[name] = value  # solved to inner_tol now (it may have been loose)
-        selected = selected_name(lam, candidates, totals, settings.solver, weights)
+        selected = selected_name(lam, candidates, settings.solver, weights)
         steered = None
         if loss != "squared_error":
             steered = steer_off_one_class_vertex(
@@ -231,9 +231,7 @@ def hard_predictions(theta, problem: Problem, n: int) -> np.ndarray:
     return (host_scores(problem.X, theta[1:])[:n] + theta[0] >= 0).astype(np.float64)
 
 
-def steer_off_one_class_vertex(
-    orc, lam, out, value, candidates: dict, totals, groups, weights=None
-):
+def steer_off_one_class_vertex(orc, lam, out, value, candidates: dict, totals, groups, weights):
     """The fairest baseline that does not lean toward a single-class group, when the
     search ended at a (nearly) constant classifier near such a group's vertex.
 
@@ -261,7 +259,6 @@ def steer_off_one_class_vertex(
     lam = np.asarray(lam, dtype=np.float64)
     group = int(np.flatnonzero(one_class)[np.argmax(lam[one_class])])
     reached = OneClassVertex(group, lam, float(value), np.asarray(out.theta))
-    weights = baseline_weights(totals) if weights is None else weights
     names = sorted(candidates, key=candidates.get) if candidates else ["uniform"]
     for name in names:
         if np.any(weights[name][one_class] > 1.0 / totals.size + 1e-12):
@@ -293,21 +290,17 @@ def _solve_one_group(loss, problem, theta0) -> BADRResult:
     )
 
 
-def restart_points(
-    solver: str, candidates: dict, totals, weights=None, start=None
-) -> list[np.ndarray]:
+def restart_points(solver: str, candidates: dict, weights, start) -> list[np.ndarray]:
     """Where to restart a two-loop solver that ends no better than a baseline.
 
-    A solver started at uniform weights (``start``, by default) stops at once when
-    uniform is nearly stationary (for instance a local maximum of the unfairness when the
-    groups mirror each other). It is then run again from the best baseline other than
-    the start and, if that is no better, from the best one-group vertex. ``weights``:
-    the baselines' weights (default :func:`~._common.baseline_weights` of ``totals``).
+    A solver started at ``start`` (uniform weights, say) stops at once when it is nearly
+    stationary (for instance a local maximum of the unfairness when the groups mirror
+    each other). It is then run again from the best baseline other than the start and,
+    if that is no better, from the best one-group vertex. ``weights``: the baselines'
+    weights (:func:`~._common.baseline_weights`).
     """
     if solver not in TWO_LOOP_SOLVERS or not candidates:
         return []
-    weights = baseline_weights(totals) if weights is None else weights
-    start = weights["uniform"] if start is None else start
     ranked = [
         n
         for n in sorted(candidates, key=candidates.get)
@@ -318,9 +311,8 @@ def restart_points(
     return [weights[n] for n in names]
 
 
-def selected_name(lam, candidates: dict, totals, solver: str, weights=None) -> str:
-    """The baseline whose weights ``lam`` are, else the solver's name."""
-    weights = baseline_weights(totals) if weights is None else weights
+def selected_name(lam, candidates: dict, solver: str, weights) -> str:
+    """The baseline whose weights (in ``weights``) ``lam`` are, else the solver's name."""
     for name in candidates:
         if np.max(np.abs(np.asarray(lam) - weights[name])) <= 1e-12:
             return name
@@ -328,22 +320,19 @@ def selected_name(lam, candidates: dict, totals, solver: str, weights=None) -> s
 
 
 def evaluate_baselines(
-    orc: ImplicitOracle, totals, groups, loss, safeguard, weights=None, start=None
+    orc: ImplicitOracle, totals, groups, loss, safeguard, weights, start
 ) -> dict[str, float]:
-    """Phi at uniform, balanced and every one-group vertex (spec 4.8 safeguard), or at
-    ``weights`` (default :func:`~._common.baseline_weights` of ``totals``).
+    """Phi at the baselines ``weights`` (:func:`~._common.baseline_weights`: uniform,
+    balanced and every one-group vertex; spec 4.8 safeguard).
 
     A vertex on a single-class group (logistic with a free intercept) has no minimiser
-    and is skipped. The solver's ``start`` (default uniform) is evaluated first, also
-    without the safeguard: its theta* warm-starts the solver. Returns ``{}`` without the
-    safeguard.
+    and is skipped. The solver's ``start`` is evaluated first, also without the
+    safeguard: its theta* warm-starts the solver. Returns ``{}`` without the safeguard.
     """
     values = {}
     y_num = np.asarray(orc.problem.y)[: groups.shape[0]]
     penalize = bool(np.asarray(orc.problem.penalize_intercept))
     single_class = single_class_groups(loss, penalize, y_num, groups, totals.size)
-    weights = baseline_weights(totals) if weights is None else weights
-    start = weights["uniform"] if start is None else start
     for name, lam in weights.items():
         if not safeguard and not np.array_equal(lam, start):
             continue
