@@ -93,9 +93,10 @@ TUNE_MAX_ITER = (100, 150, 200, 250, 300, 350, 400)
 # pSP <= kappa in 12 of 12 fits, against 6-7 of 8 with the width kept or the grid doubled
 # instead (benchmarks of this change, not in the repository). Each round costs one full
 # solve; the rounds stop early when a round after the first ends no fairer than an
-# earlier solve (bands of a few samples, where the smoothed rates stop following the
-# exact ones: KDD census by race, top 10 %, 23-1,678 samples a band: 0.188, 0.112, then
-# 0.133 and 0.168 before this stop).
+# earlier solve, or when a tightening round's smoothed solve stalls (bands of a few
+# samples, where the smoothed rates stop following the exact ones: KDD census by race,
+# top 10 %, 23-1,678 samples a band: 0.188, then 0.112 stalled, and 0.133 stalled when a
+# third round ran).
 TIGHTEN_ROUNDS = 3
 TIGHTEN_FACTORS = (0.25, 0.9)
 TIGHTEN_TAIL = 0.5

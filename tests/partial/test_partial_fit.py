@@ -89,8 +89,8 @@ def test_tighten_stops_when_a_round_is_no_fairer_than_an_earlier_solve():
 
 def test_tighten_warm_starts_only_after_a_converged_run():
     """A smoothed round starts at the last solve's final model when that run converged,
-    from the constant start (``rebuild``'s ``x0``) after a run that stalled."""
-    excess = iter([(0.08, False), (0.06, True), (0.055, True)])
+    from the constant start (``rebuild``'s ``x0``) after a first solve that stalled."""
+    excess = iter([(0.06, True), (0.055, True), (0.052, True)])
     starts = []
 
     def solve(cfg, data, x0, tolerance):
@@ -99,11 +99,28 @@ def test_tighten_warm_starts_only_after_a_converged_run():
         sol = _measured(_solve([0.9, 0.5], [0.0, exact], tolerance, 0.5, 1))
         return {**sol, "converged": converged, "feasible_only": 1e-3}
 
-    first = {**_measured(_solve([0.9, 0.4], [0.0, 0.1], 0.05, 1.0, 1)), "converged": True}
+    first = {**_measured(_solve([0.9, 0.4], [0.0, 0.1], 0.05, 1.0, 1)), "converged": False}
     solves = [first]
     tighten(solves, lambda tolerance, width: (None, None, "cold"), solve, lambda cfg: True)
     assert len(solves) == 1 + _defaults.TIGHTEN_ROUNDS
-    assert [x0 if isinstance(x0, str) else float(x0[0]) for x0 in starts] == [1.0, "cold", 1.0]
+    assert [x0 if isinstance(x0, str) else float(x0[0]) for x0 in starts] == ["cold", 1.0, 1.0]
+
+
+def test_a_stalled_tightening_round_ends_the_rounds():
+    """A tightening round whose smoothed solve stalled (not converged) is the last one:
+    a tighter round stalls again (KDD census by race); a converged one goes on."""
+    for stalled, rounds in ((False, _defaults.TIGHTEN_ROUNDS), (True, 1)):
+        excess = iter([(0.08, not stalled), (0.06, True), (0.055, True)])
+
+        def solve(cfg, data, x0, tolerance, excess=excess):
+            exact, converged = next(excess)
+            sol = _measured(_solve([0.9, 0.5], [0.0, exact], tolerance, 0.5, 1))
+            return {**sol, "converged": converged, "feasible_only": 1e-3}
+
+        first = {**_measured(_solve([0.9, 0.4], [0.0, 0.1], 0.05, 1.0, 1)), "converged": True}
+        solves = [first]
+        tighten(solves, lambda tolerance, width: (None, None, "cold"), solve, lambda cfg: True)
+        assert len(solves) == 1 + rounds
 
 
 def test_tighten_stops_when_a_candidate_meets_tolerance():

@@ -246,21 +246,14 @@ def test_sparse_many_groups_fit_equals_dense():
 
 def test_auto_interval_model_solved_by_newton_cg_to_a_loose_gradient(monkeypatch):
     """The unconstrained model behind ``interval="auto"`` is solved by Newton-CG to a
-    gradient norm of 1e-6 (the shape-chosen L-BFGS ran 1,000 iterations on one-hot rows
-    collinear with the intercept); its scores are those of the tight default solve."""
+    gradient norm of 1e-4 (the shape-chosen L-BFGS ran 1,000 iterations on one-hot rows
+    collinear with the intercept); the interval its scores pick is the tight (1e-6)
+    solve's, on one-hot data with three to six groups, and its scores are the tight
+    ones but for a few rows of rare levels."""
     from fairest._solvers._newton import solve_weighted_glm
+    from fairest.metrics import suggest_interval
+    from fairest.partial import _defaults
 
-    rng = np.random.default_rng(0)
-    levels = rng.integers(0, 6, size=(2000, 4))
-    X = sp.csr_matrix(
-        (
-            np.ones(levels.size),
-            (np.repeat(np.arange(2000), 4), (levels + 6 * np.arange(4)).ravel()),
-        ),
-        shape=(2000, 24),
-    )
-    y = (levels[:, 0] + levels[:, 1] + rng.normal(size=2000) > 5).astype(float)
-    weight = np.ones(2000)
     calls = []
 
     def spy(*args, **kwargs):
@@ -268,12 +261,36 @@ def test_auto_interval_model_solved_by_newton_cg_to_a_loose_gradient(monkeypatch
         return solve_weighted_glm(*args, **kwargs)
 
     monkeypatch.setattr(_fit, "solve_weighted_glm", spy)
-    with jax.enable_x64(True):
-        loose = _fit.unconstrained_scores(X, y, weight, 0.0)
-        tight = solve_weighted_glm("logistic", X, y, weight / weight.sum(), 1e-6)
-    assert calls == [{"tol": 1e-6, "solver": "newton-cg"}]
-    scores = X @ tight.theta[1:] + tight.theta[0]
-    np.testing.assert_allclose(loose, scores, atol=1e-4)
+    for seed, n_groups in ((0, 3), (1, 4), (2, 6)):
+        rng = np.random.default_rng(seed)
+        levels = rng.integers(0, 6, size=(2000, 4))
+        X = sp.csr_matrix(
+            (
+                np.ones(levels.size),
+                (np.repeat(np.arange(2000), 4), (levels + 6 * np.arange(4)).ravel()),
+            ),
+            shape=(2000, 24),
+        )
+        groups = (levels[:, 2] + rng.integers(0, 2, 2000)) % n_groups
+        y = (levels[:, 0] + levels[:, 1] + groups + rng.normal(size=2000) > 6).astype(float)
+        weight = np.ones(2000)
+        settings = _fit.Settings.of(PartialParityClassifier())
+        with jax.enable_x64(True):
+            loose = _fit.unconstrained_scores(X, y, weight, 0.0)
+            interval = _fit.resolve_interval(settings, X, y, groups, weight, n_groups)
+            tight = solve_weighted_glm("logistic", X, y, weight / weight.sum(), 1e-6)
+        scores = X @ tight.theta[1:] + tight.theta[0]
+        expected = suggest_interval(
+            scores,
+            sensitive_features=groups,
+            threshold=0.0,
+            sample_weight=weight,
+            widths=_defaults.AUTO_WIDTHS,
+            step=_defaults.AUTO_STEP,
+        )
+        assert interval == tuple(float(v) for v in expected)
+        assert np.quantile(np.abs(loose - scores), 0.95) < 1e-2
+    assert calls and all(call == {"tol": 1e-4, "solver": "newton-cg"} for call in calls)
 
 
 def test_products_by_group_equal_the_product_with_u():
