@@ -103,15 +103,13 @@ def search_bracket(evaluate, lo: SegmentPoint, hi: SegmentPoint, last, *, max_it
     return last, max_iter, False
 
 
-def run_segment(orc, lam0, *, max_iter: int, tol: float, ends=None, progress=None):
+def run_segment(orc, lam0, *, max_iter: int, tol: float, ends, progress=None):
     """The two-group outer search from ``lam0`` (call with the safeguard's baselines
     evaluated). ``ends``: the weights at the segment's ends, smaller ``t`` first (the
-    one-group baselines; default the vertices, else the capped ones of
-    ``max_weight_ratio``). Returns ``(lambda, n_iter, message, ok)`` as
+    one-group baselines: the vertices, else the capped ones of ``max_weight_ratio``).
+    Returns ``(lambda, n_iter, message, ok)`` as
     :func:`~._outer.run_scipy`, or ``None`` where SLSQP must run instead.
     ``progress(step, total, unit)``, if given, is called after every trial point."""
-    if ends is None:
-        ends = (weights_at(0.0), weights_at(1.0))
     ends = tuple(np.asarray(end, dtype=np.float64) for end in ends)
     trials = [0]
     with orc.loose_solves():  # the caller re-solves the returned point to inner_tol

@@ -351,9 +351,9 @@ def run_solver(
     groups,
     lam0,
     settings: BADRSettings,
-    caps=None,
-    weights=None,
-    progress=None,
+    caps,
+    weights,
+    progress,
 ):
     """One run of the chosen solver from ``lam0``, on the simplex capped at ``caps``
     (:func:`~._capped.weight_caps`; ``None``: the whole simplex); ``weights`` are the
@@ -370,7 +370,7 @@ def run_solver(
         start = len(orc.path)
         found = None
         if solver == "slsqp" and orc.num_groups == 2 and ORACLE_TUNING.segment_search:
-            ends = None if weights is None else (weights["group_1"], weights["group_0"])
+            ends = (weights["group_1"], weights["group_0"])
             found = run_segment(orc, lam0, max_iter=max_iter, tol=tol, ends=ends, progress=progress)
         if found is None:
             found = run_scipy(
