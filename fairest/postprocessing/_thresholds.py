@@ -197,8 +197,10 @@ def _one_rate_bands(points, rate_name):
     return key, lower, np.searchsorted(key, lower - RATE_SLACK, side="left")
 
 
-def _deterministic_one_rate(points, rate_name, tolerance, table, bands=None):
-    key, lower, lo = _one_rate_bands(points, rate_name) if bands is None else bands
+def _deterministic_one_rate(points, tolerance, table, bands):
+    """The deterministic support at ``tolerance`` of one rate, from its
+    :func:`_one_rate_bands` ``bands``."""
+    key, lower, lo = bands
     hi = np.searchsorted(key, lower + tolerance + RATE_SLACK, side="right")
     chosen, total = _best_choice(points, lo, hi, table)
     return chosen[int(np.argmax(total))]
@@ -330,7 +332,7 @@ def threshold_path(points: GroupPoints, metric: str, tolerances, randomized: boo
     solutions = []
     for tolerance in tolerances:
         if bands is not None:
-            support = _deterministic_one_rate(points, rate_names[0], tolerance, table, bands)
+            support = _deterministic_one_rate(points, tolerance, table, bands)
         else:
             support = _deterministic_two_rates(points, tolerance, table)
         weights = np.zeros(points.group.size)
