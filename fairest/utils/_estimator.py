@@ -183,9 +183,7 @@ def _refuse_sparse(estimator, X) -> None:
         )
 
 
-def validate_passthrough_fit_data(
-    estimator, X, y, sensitive_features, sample_weight, *, min_groups: int = 1
-) -> FitData:
+def validate_passthrough_fit_data(estimator, X, y, sensitive_features, sample_weight) -> FitData:
     """Validate the fit inputs of a meta-estimator that hands ``X`` on as given.
 
     Only what the meta-estimator itself uses is checked: the number of rows of ``X``
@@ -210,8 +208,6 @@ def validate_passthrough_fit_data(
         Group membership, see :func:`check_sensitive_features`.
     sample_weight : array-like of shape (n_samples,) or None
         Sample weights; ``None`` means all ones.
-    min_groups : int, default=1
-        Minimum number of distinct groups required.
 
     Returns
     -------
@@ -233,7 +229,7 @@ def validate_passthrough_fit_data(
     )
     if not sample_weight.sum() > 0:
         raise ValueError("sample_weight sums to zero; at least one sample needs a positive weight.")
-    codes, labels = check_sensitive_features(sensitive_features, n_samples, min_groups=min_groups)
+    codes, labels = check_sensitive_features(sensitive_features, n_samples, min_groups=1)
     raise_if_weightless_group(np.bincount(codes, sample_weight, minlength=len(labels)), labels)
     return FitData(X, y, codes, labels, sample_weight)
 
