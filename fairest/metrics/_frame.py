@@ -54,6 +54,7 @@ from fairest.metrics._frame_eval import (
     group_index,
 )
 from fairest.metrics._group_stats import group_totals
+from fairest.metrics._intervals import group_extreme
 from fairest.metrics._rates import RATE_METRICS, RateMetric, is_binary_coded
 
 __all__ = ["MetricFrame", "RATE_METRICS", "RateMetric", "certified_difference", "group_index"]
@@ -70,8 +71,8 @@ _NON_SCALAR = (
 def _difference(by_group: np.ndarray, overall: np.ndarray, method: str) -> np.ndarray:
     """Over the group axis (-2): max - min, or max |group - overall| (NaN skipped)."""
     if method == "between_groups":
-        return _extreme(np.max, by_group) - _extreme(np.min, by_group)
-    return _extreme(np.max, np.abs(by_group - overall[..., None, :]))
+        return group_extreme(np.max, by_group) - group_extreme(np.min, by_group)
+    return group_extreme(np.max, np.abs(by_group - overall[..., None, :]))
 
 
 def _ratio(by_group: np.ndarray, overall: np.ndarray, method: str) -> np.ndarray:
@@ -79,23 +80,18 @@ def _ratio(by_group: np.ndarray, overall: np.ndarray, method: str) -> np.ndarray
     below 1 (fairlearn's ``ratio``; NaN skipped)."""
     with np.errstate(invalid="ignore", divide="ignore"):
         if method == "between_groups":
-            return _extreme(np.min, by_group) / _extreme(np.max, by_group)
+            return group_extreme(np.min, by_group) / group_extreme(np.max, by_group)
         ratios = by_group / overall[..., None, :]
         ratios = np.where(ratios > 1, 1.0 / ratios, ratios)
-    return _extreme(np.min, ratios)
-
-
-def _extreme(function, values):
-    """``function`` (np.max or np.min) over axis -2 skipping NaN; NaN for all-NaN."""
-    return _intervals._nan_extreme(function, values, -2)
+    return group_extreme(np.min, ratios)
 
 
 def _statistic(kind, cells, levels, method):
     """``kind`` of a (..., C, G, M) grid of group values with overall values (..., C, M)."""
     if kind == "group_min":
-        return _extreme(np.min, cells)
+        return group_extreme(np.min, cells)
     if kind == "group_max":
-        return _extreme(np.max, cells)
+        return group_extreme(np.max, cells)
     if kind == "difference":
         return _difference(cells, levels, method)
     return _ratio(cells, levels, method)
@@ -559,7 +555,7 @@ class MetricFrame:
         lower, upper = (self._grid(side) for side in self._box("cells", level))
         if kind in ("group_min", "group_max"):
             function = np.min if kind == "group_min" else np.max
-            return self._interval_table(_extreme(function, lower), _extreme(function, upper))
+            return self._interval_table(*(group_extreme(function, b) for b in (lower, upper)))
         if to_overall:
             interval = _intervals.to_overall_interval(
                 lower, upper, *self._box("levels", level), kind

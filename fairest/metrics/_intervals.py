@@ -35,6 +35,7 @@ __all__ = [
     "IntervalWarning",
     "between_groups_interval",
     "effective_size",
+    "group_extreme",
     "group_level",
     "mean_interval",
     "proportion_interval",
@@ -117,12 +118,12 @@ def mean_interval(mean, variance, size, level):
     return mean - half, mean + half
 
 
-def _nan_extreme(function, values, axis):
-    """``nanmax`` / ``nanmin`` that returns NaN for an all-NaN slice without warning."""
+def group_extreme(function, values):
+    """NaN-skipping np.max / np.min over the group axis (-2); NaN (no warning) if all NaN."""
     present = ~np.isnan(values)
     fill = -np.inf if function is np.max else np.inf
-    result = function(np.where(present, values, fill), axis=axis)
-    return np.where(present.any(axis=axis), result, np.nan)
+    result = function(np.where(present, values, fill), axis=-2)
+    return np.where(present.any(axis=-2), result, np.nan)
 
 
 def between_groups_interval(lower, upper, kind: str):
@@ -133,8 +134,8 @@ def between_groups_interval(lower, upper, kind: str):
     estimate leaves them out. The difference's lower end is clipped at 0 and the
     ratio's upper end at 1 (their ranges).
     """
-    top_low, top_high = _nan_extreme(np.max, lower, -2), _nan_extreme(np.max, upper, -2)
-    bottom_low, bottom_high = _nan_extreme(np.min, lower, -2), _nan_extreme(np.min, upper, -2)
+    top_low, top_high = group_extreme(np.max, lower), group_extreme(np.max, upper)
+    bottom_low, bottom_high = group_extreme(np.min, lower), group_extreme(np.min, upper)
     with np.errstate(invalid="ignore", divide="ignore"):
         if kind == "difference":
             low = np.maximum(top_low - bottom_high, 0.0)
@@ -171,11 +172,11 @@ def to_overall_interval(lower, upper, overall_lower, overall_upper, kind: str):
     overall_upper = overall_upper[..., None, :]
     if kind == "difference":
         low, high = _absolute(lower - overall_upper, upper - overall_lower)
-        return _nan_extreme(np.max, low, -2), _nan_extreme(np.max, high, -2)
+        return group_extreme(np.max, low), group_extreme(np.max, high)
     with np.errstate(invalid="ignore", divide="ignore"):
         ratio_low = np.where(overall_upper > 0, lower / overall_upper, 0.0)
         ratio_high = np.where(overall_lower > 0, upper / overall_lower, np.inf)
     low, high = _fold_ratio(np.maximum(ratio_low, 0.0), ratio_high)
     low = np.where(np.isnan(lower), np.nan, low)
     high = np.where(np.isnan(upper), np.nan, high)
-    return _nan_extreme(np.min, low, -2), _nan_extreme(np.min, high, -2)
+    return group_extreme(np.min, low), group_extreme(np.min, high)
