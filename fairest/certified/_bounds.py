@@ -424,13 +424,30 @@ def metric_interval(
     spec = _spec(metric)
     num_rates, num_groups = statistics.count.shape
     per_bound = delta / (2 * num_rates * num_groups)
-    lower, upper = rate_bounds(statistics, per_bound, bound)
+    lower, upper = inflated(statistics, *rate_bounds(statistics, per_bound, bound), inflation)
+    count = statistics.count.astype(np.int64)
+    return group_interval(
+        metric, spec, lower, upper, statistics.mean, count, delta, per_bound, bound
+    )
+
+
+def inflated(statistics: RateStatistics, lower, upper, inflation: float):
+    """Rate bounds widened around their estimates by ``inflation`` (1: as they are), within
+    [0, 1]; a cell without rows keeps [0, 1]."""
+    if inflation == 1.0:
+        return lower, upper
     estimate = statistics.mean
-    if inflation != 1.0:
-        lower = np.clip(estimate - inflation * (estimate - lower), 0.0, 1.0)
-        upper = np.clip(estimate + inflation * (upper - estimate), 0.0, 1.0)
-        empty = statistics.count == 0
-        lower, upper = np.where(empty, 0.0, lower), np.where(empty, 1.0, upper)
+    lower = np.clip(estimate - inflation * (estimate - lower), 0.0, 1.0)
+    upper = np.clip(estimate + inflation * (upper - estimate), 0.0, 1.0)
+    empty = statistics.count == 0
+    return np.where(empty, 0.0, lower), np.where(empty, 1.0, upper)
+
+
+def group_interval(
+    metric, spec, lower, upper, estimate, count, delta, per_bound, bound
+) -> MetricInterval:
+    """The :class:`MetricInterval` of ``metric`` from group-rate bounds and estimates of
+    shape (R, G) (:func:`_combine`), in the metric's units (``spec.scale``)."""
     scale = spec.scale
     low, high, point = _combine(spec.kind, lower, upper, estimate)
     if spec.kind == "difference":
@@ -444,7 +461,7 @@ def metric_interval(
         group_estimate=estimate * scale,
         group_lower=lower * scale,
         group_upper=upper * scale,
-        group_count=statistics.count.astype(np.int64),
+        group_count=count,
         delta=float(delta),
         delta_per_bound=float(per_bound),
         bound=bound,

@@ -33,12 +33,12 @@ import numpy as np
 import pandas as pd
 
 from fairest.certified._bounds import (
-    EXACT_BOUNDS,
     METRICS,
     MetricInterval,
     RateStatistics,
-    _combine,
     _rate_values,
+    group_interval,
+    inflated,
     rate_bounds,
 )
 from fairest.utils._degenerate import plain_label
@@ -456,13 +456,8 @@ def shift_interval(
     unseen = possible & (rows_t == 0)
     tested = max(4 * num_rates * num_groups * int((possible & (rows_t > 0)).sum()), 1)
     per_bound = delta / tested
-    lower, upper = rate_bounds(statistics, per_bound, bound)
+    lower, upper = inflated(statistics, *rate_bounds(statistics, per_bound, bound), inflation)
     estimate = statistics.mean
-    if inflation != 1.0:
-        lower = np.clip(estimate - inflation * (estimate - lower), 0.0, 1.0)
-        upper = np.clip(estimate + inflation * (upper - estimate), 0.0, 1.0)
-        empty = statistics.count == 0
-        lower, upper = np.where(empty, 0.0, lower), np.where(empty, 1.0, upper)
     low, high = shift.low[possible], shift.high[possible]
     group_lower = np.zeros((num_rates, num_groups))
     group_upper = np.ones((num_rates, num_groups))
@@ -491,26 +486,16 @@ def shift_interval(
             "unbounded; collect rows with that value, or declare its share 0 if the "
             "deployment has none"
         )
-    lo, hi, point = _combine(spec.kind, group_lower, group_upper, group_estimate)
-    scale = spec.scale
-    if spec.kind == "difference":
-        lo, hi, point = lo * scale, hi * scale, point * scale
-    interval = MetricInterval(
-        metric=metric,
-        lower=lo,
-        upper=hi,
-        estimate=point,
-        rate_names=spec.rates,
-        group_estimate=group_estimate * scale,
-        group_lower=group_lower * scale,
-        group_upper=group_upper * scale,
-        group_count=_condition_counts(statistics),
-        delta=float(delta),
-        delta_per_bound=float(per_bound),
-        bound=bound,
-        exact=bound in EXACT_BOUNDS,
-        kind=spec.kind,
-        scale=float(scale),
+    interval = group_interval(
+        metric,
+        spec,
+        group_lower,
+        group_upper,
+        group_estimate,
+        _condition_counts(statistics),
+        delta,
+        per_bound,
+        bound,
     )
     return ShiftInterval(interval, reason, tested)
 
