@@ -156,17 +156,22 @@ def validate_fit_data(
     else:
         _check_finite(X, "X")
     if regression:
-        _check_finite(np.asarray(y, dtype=np.float64), "y")
-    if regression:
         y = np.asarray(y, dtype=np.float64)
+        _check_finite(y, "y")
     else:
         check_classification_targets(y)
+    return _fit_data(X, y, sensitive_features, sample_weight, X.shape[0], min_groups)
+
+
+def _fit_data(X, y, sensitive_features, sample_weight, n_samples, min_groups) -> FitData:
+    """The :class:`FitData` of checked ``X`` and ``y``: non-negative weights with a positive
+    total, group codes with a positive weight in every group."""
     sample_weight = _check_sample_weight(
         sample_weight, X, dtype=np.float64, ensure_non_negative=True
     )
     if not sample_weight.sum() > 0:
         raise ValueError("sample_weight sums to zero; at least one sample needs a positive weight.")
-    codes, labels = check_sensitive_features(sensitive_features, X.shape[0], min_groups=min_groups)
+    codes, labels = check_sensitive_features(sensitive_features, n_samples, min_groups=min_groups)
     raise_if_weightless_group(np.bincount(codes, sample_weight, minlength=len(labels)), labels)
     return FitData(X, y, codes, labels, sample_weight)
 
@@ -224,14 +229,7 @@ def validate_passthrough_fit_data(estimator, X, y, sensitive_features, sample_we
     y = _check_y(y, estimator=estimator)
     check_consistent_length(X, y)
     check_classification_targets(y)
-    sample_weight = _check_sample_weight(
-        sample_weight, X, dtype=np.float64, ensure_non_negative=True
-    )
-    if not sample_weight.sum() > 0:
-        raise ValueError("sample_weight sums to zero; at least one sample needs a positive weight.")
-    codes, labels = check_sensitive_features(sensitive_features, n_samples, min_groups=1)
-    raise_if_weightless_group(np.bincount(codes, sample_weight, minlength=len(labels)), labels)
-    return FitData(X, y, codes, labels, sample_weight)
+    return _fit_data(X, y, sensitive_features, sample_weight, n_samples, min_groups=1)
 
 
 def check_passthrough_X(estimator, X) -> None:
