@@ -486,17 +486,8 @@ def shift_interval(
             "unbounded; collect rows with that value, or declare its share 0 if the "
             "deployment has none"
         )
-    interval = group_interval(
-        metric,
-        spec,
-        group_lower,
-        group_upper,
-        group_estimate,
-        _condition_counts(statistics),
-        delta,
-        per_bound,
-        bound,
-    )
+    bounds = (group_lower, group_upper, group_estimate, _condition_counts(statistics))
+    interval = group_interval(metric, spec, *bounds, delta, per_bound, bound)
     return ShiftInterval(interval, reason, tested)
 
 
