@@ -28,14 +28,12 @@ from fairest.reweighting._capped import project_capped_host
 from fairest.reweighting._group_weights import resolve_group_weights
 from fairest.reweighting._oracle import ImplicitOracle
 from fairest.reweighting._runtime import place_fit_arrays
-from fairest.utils._degenerate import near_constant
 
 __all__ = [
     "baseline_weights",
     "best_single_group",
     "build_metric_spec",
     "make_problem",
-    "near_constant",
     "one_label_groups",
     "single_class_groups",
 ]

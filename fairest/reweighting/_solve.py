@@ -28,16 +28,12 @@ from fairest.reweighting._bilevel import (
     lower_solve,
 )
 from fairest.reweighting._capped import project_capped, weight_caps
-from fairest.reweighting._common import (
-    baseline_weights,
-    near_constant,
-    one_label_groups,
-    single_class_groups,
-)
+from fairest.reweighting._common import baseline_weights, one_label_groups, single_class_groups
 from fairest.reweighting._defaults import ORACLE_TUNING
 from fairest.reweighting._oracle import ImplicitOracle
 from fairest.reweighting._outer import run_frank_wolfe, run_scipy
 from fairest.reweighting._segment import run_segment
+from fairest.utils._degenerate import near_constant
 
 __all__ = [
     "SOLVERS",
