@@ -25,15 +25,12 @@ from __future__ import annotations
 # the cache tables and constants below are re-exported for the modules and tests that
 # read them from here (fairest._compare_data, fairest.datasets._catalog, tests)
 from fairest.datasets._cache import (  # noqa: F401
-    ACS_STATE_SHA256,
     ACS_STATES,
-    ACS_TASK_SHA256,
     DATASET_FILES,
     FILE_SHA256,
     seed_data_home,
 )
 from fairest.datasets._fetch_census import (  # noqa: F401
-    ACS_TASK_LABELS,
     KDD_COLUMNS,
     KDD_FILES,
     fetch_acs_income,
