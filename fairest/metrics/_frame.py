@@ -51,13 +51,12 @@ from fairest.metrics._frame_eval import (
     _percentile_box,
     _rate_box,
     _rate_values,
-    group_index,
 )
 from fairest.metrics._group_stats import group_totals
 from fairest.metrics._intervals import group_extreme
 from fairest.metrics._rates import RATE_METRICS, RateMetric, is_binary_coded
 
-__all__ = ["MetricFrame", "RATE_METRICS", "RateMetric", "certified_difference", "group_index"]
+__all__ = ["MetricFrame", "RATE_METRICS", "RateMetric", "certified_difference"]
 
 _COMPARE_METHODS = ("between_groups", "to_overall")
 _ERRORS = ("raise", "coerce")
