@@ -37,16 +37,10 @@ from fairest.utils._validation import FairnessWarning
 
 __all__ = [
     "near_constant_figures",
-    "plain_label",
     "restore_feasibility",
     "warn_fit",
     "weak_accuracy_figures",
 ]
-
-
-def plain_label(label):
-    """A label as it prints best: numpy scalars as Python scalars."""
-    return label.item() if isinstance(label, np.generic) else label
 
 
 def _violation_function(problem, ctx, block_rows: int):

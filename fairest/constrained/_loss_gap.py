@@ -27,7 +27,6 @@ from fairest.constrained._common import (
 from fairest.constrained._engine import MLP, SOLVERS, numpy_forward, solve, spawn_rngs
 from fairest.constrained._feasibility import (
     near_constant_figures,
-    plain_label,
     restore_feasibility,
     warn_fit,
     weak_accuracy_figures,
@@ -48,6 +47,7 @@ from fairest.constrained._presets import (
     resolve_n_epochs,
     resolve_solver_params,
 )
+from fairest.utils._degenerate import plain_label
 from fairest.utils._linear import ScoreClassifierMixin
 from fairest.utils._reporting import log_fit, wants_progress
 

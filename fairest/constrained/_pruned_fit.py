@@ -23,7 +23,7 @@ from fairest.constrained._engine import (
     padded_design,
     refit_on_divergence,
 )
-from fairest.constrained._feasibility import near_constant_figures, plain_label, warn_fit
+from fairest.constrained._feasibility import near_constant_figures, warn_fit
 from fairest.constrained._pruned_epoch import (
     PrunedConfig,
     _learning_rate_at,
@@ -34,6 +34,7 @@ from fairest.constrained._pruned_epoch import (
     run_epochs,
 )
 from fairest.constrained._sparse import place_with_design
+from fairest.utils._degenerate import plain_label
 from fairest.utils._reporting import as_history, log_fit
 
 __all__ = [

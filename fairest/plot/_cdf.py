@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
+from fairest.metrics._partial import _check_interval
 from fairest.plot._common import finite_vector, get_axes, group_colors
 from fairest.utils import encode_groups
 
@@ -14,19 +13,6 @@ __all__ = ["group_percentile_bands", "plot_group_score_cdfs"]
 # Relative tolerance on within-group ranks at the band edges (spec partial_fairness.md
 # section 2.1: ceilings computed as ceil(a * n - 1e-12)); the same rule as the metrics.
 _RANK_TOL = 1e-9
-
-
-def _check_interval(interval) -> tuple[float, float]:
-    try:
-        alpha, beta = interval
-    except (TypeError, ValueError) as error:
-        raise ValueError(f"interval must be a pair (alpha, beta); got {interval!r}.") from error
-    if not all(isinstance(v, numbers.Real) for v in (alpha, beta)):
-        raise ValueError(f"interval must hold two real numbers; got {interval!r}.")
-    alpha, beta = float(alpha), float(beta)
-    if not 0.0 <= alpha < beta <= 1.0:
-        raise ValueError(f"interval must satisfy 0 <= alpha < beta <= 1; got ({alpha}, {beta}).")
-    return alpha, beta
 
 
 def _prepare(scores, sensitive_features, sample_weight):
