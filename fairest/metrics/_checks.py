@@ -27,6 +27,7 @@ __all__ = [
     "check_hard_labels",
     "check_probabilities",
     "check_same_length",
+    "check_score_inputs",
     "encode_sensitive_features",
     "raise_if_not_finite",
     "raise_if_weightless_group",
@@ -178,6 +179,18 @@ def encode_sensitive_features(
     return encode_groups(
         sensitive_features, n_samples=n_samples, min_groups=min_groups, reference=reference
     )
+
+
+def check_score_inputs(y_true, y_score, sensitive_features, sample_weight):
+    """``(scores, codes, weights, groups)`` of a metric of scores alone: ``y_true`` is only
+    checked to have the length of ``y_score``; every group needs a positive total weight."""
+    scores = as_finite_vector(y_score, "y_score")
+    n_samples = scores.shape[0]
+    check_same_length("y_score", n_samples, y_true=y_true)
+    weights = check_sample_weight(sample_weight, n_samples)
+    codes, groups = encode_sensitive_features(sensitive_features, n_samples, reference="y_score")
+    raise_if_weightless_group(group_totals(codes, weights, len(groups)), groups)
+    return scores, codes, weights, groups
 
 
 def as_binary_labels(values: np.ndarray, name: str) -> np.ndarray:

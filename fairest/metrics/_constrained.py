@@ -18,11 +18,11 @@ import numpy as np
 import pandas as pd
 
 from fairest.metrics._checks import (
-    as_finite_vector,
     check_labels,
     check_probabilities,
     check_same_length,
     check_sample_weight,
+    check_score_inputs,
     encode_sensitive_features,
     raise_if_not_finite,
     raise_if_weightless_group,
@@ -594,12 +594,9 @@ def prediction_wasserstein(
     .. [2] Villani, C. "Optimal Transport: Old and New", Springer, 2009. Chapter 6.
     """
     _check_wasserstein_options(bins, p)
-    scores = as_finite_vector(y_score, "y_score")
-    n_samples = scores.shape[0]
-    check_same_length("y_score", n_samples, y_true=y_true)
-    weights = check_sample_weight(sample_weight, n_samples)
-    codes, groups = encode_sensitive_features(sensitive_features, n_samples, reference="y_score")
-    raise_if_weightless_group(group_totals(codes, weights, len(groups)), groups)
+    scores, codes, weights, groups = check_score_inputs(
+        y_true, y_score, sensitive_features, sample_weight
+    )
     members = _sorted_group_slices(scores, codes, len(groups))
     if bins is None:
         laws = [_quantile_function(scores[m], weights[m]) for m in members]

@@ -22,13 +22,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from fairest.metrics._checks import (
-    as_finite_vector,
-    check_same_length,
-    check_sample_weight,
-    encode_sensitive_features,
-    raise_if_weightless_group,
-)
+from fairest.metrics._checks import check_score_inputs
 from fairest.metrics._group_stats import group_totals
 
 __all__ = [
@@ -155,13 +149,8 @@ def _pairwise_max_gap(table: np.ndarray) -> np.ndarray:
 
 
 def _prepare(y_true, y_score, sensitive_features, sample_weight) -> _RankedScores:
-    scores = as_finite_vector(y_score, "y_score")
-    n_samples = scores.shape[0]
-    check_same_length("y_score", n_samples, y_true=y_true)
-    weights = check_sample_weight(sample_weight, n_samples)
-    codes, groups = encode_sensitive_features(sensitive_features, n_samples, reference="y_score")
-    raise_if_weightless_group(group_totals(codes, weights, len(groups)), groups)
-    return _rank_within_groups(scores, codes, weights, groups)
+    inputs = check_score_inputs(y_true, y_score, sensitive_features, sample_weight)
+    return _rank_within_groups(*inputs)
 
 
 def _psp_matrix(ranked: _RankedScores, interval) -> np.ndarray:
