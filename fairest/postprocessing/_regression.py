@@ -12,14 +12,7 @@ from sklearn.linear_model import LinearRegression
 from sklearn.metrics import r2_score
 from sklearn.utils import check_random_state, get_tags
 from sklearn.utils._param_validation import HasMethods, Interval
-from sklearn.utils.validation import (
-    _check_sample_weight,
-    _check_y,
-    _num_samples,
-    check_consistent_length,
-    check_is_fitted,
-    validate_data,
-)
+from sklearn.utils.validation import check_is_fitted
 
 from fairest.metrics._regression import (
     barycenter_quantiles,
@@ -28,12 +21,8 @@ from fairest.metrics._regression import (
 )
 from fairest.postprocessing._routing import GroupRouting
 from fairest.utils._degenerate import plain_label
-from fairest.utils._estimator import check_passthrough_X
-from fairest.utils._validation import (
-    FairnessWarning,
-    check_sensitive_features,
-    raise_if_weightless_group,
-)
+from fairest.utils._estimator import check_passthrough_X, validate_passthrough_fit_data
+from fairest.utils._validation import FairnessWarning
 
 __all__ = ["WassersteinParityRegressor"]
 
@@ -276,25 +265,11 @@ class WassersteinParityRegressor(GroupRouting, RegressorMixin, BaseEstimator):
     def _validate_fit(self, X, y, sensitive_features, sample_weight):
         """Check what this meta-estimator uses (rows, features, target, weights,
         groups); ``X`` itself goes to the wrapped estimators as given."""
-        validate_data(self, X, skip_check_array=True)  # feature names and count
-        n_samples = _num_samples(X)
-        if n_samples < 1:
-            raise ValueError(
-                f"Found array with 0 sample(s) (shape={getattr(X, 'shape', (0,))}) while a "
-                f"minimum of 1 is required by {type(self).__name__}."
-            )
-        # scikit-learn's check refuses NaN / infinite targets ("Input y contains NaN.")
-        y = _check_y(y, y_numeric=True, estimator=self).astype(np.float64)
-        check_consistent_length(X, y)
-        weights = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
-        if not weights.sum() > 0:
-            raise ValueError(
-                "sample_weight sums to zero; at least one sample needs a positive weight."
-            )
-        codes, labels = check_sensitive_features(sensitive_features, n_samples, min_groups=1)
-        raise_if_weightless_group(np.bincount(codes, weights, minlength=len(labels)), labels)
-        self.groups_ = labels
-        return y, codes.astype(np.int64), weights
+        data = validate_passthrough_fit_data(
+            self, X, y, sensitive_features, sample_weight, regression=True
+        )
+        self.groups_ = data.group_labels
+        return data.y, data.groups.astype(np.int64), data.sample_weight
 
     def _estimator(self):
         return LinearRegression() if self.estimator is None else self.estimator

@@ -188,7 +188,9 @@ def _refuse_sparse(estimator, X) -> None:
         )
 
 
-def validate_passthrough_fit_data(estimator, X, y, sensitive_features, sample_weight) -> FitData:
+def validate_passthrough_fit_data(
+    estimator, X, y, sensitive_features, sample_weight, *, regression: bool = False
+) -> FitData:
     """Validate the fit inputs of a meta-estimator that hands ``X`` on as given.
 
     Only what the meta-estimator itself uses is checked: the number of rows of ``X``
@@ -208,16 +210,19 @@ def validate_passthrough_fit_data(estimator, X, y, sensitive_features, sample_we
     X : array-like, dataframe or sparse matrix of shape (n_samples, n_features)
         Training data, passed through.
     y : array-like of shape (n_samples,)
-        Class labels.
+        Class labels, or the target with ``regression=True``.
     sensitive_features : array-like of shape (n_samples,) or (n_samples, k), or None
         Group membership, see :func:`check_sensitive_features`.
     sample_weight : array-like of shape (n_samples,) or None
         Sample weights; ``None`` means all ones.
+    regression : bool, default=False
+        Whether ``y`` is a numeric target (finite, converted to float64) rather than class
+        labels.
 
     Returns
     -------
     FitData
-        ``X`` as given, the validated labels, group codes, group labels and weights.
+        ``X`` as given, the validated target, group codes, group labels and weights.
     """
     validate_data(estimator, X, skip_check_array=True)  # feature names and count
     n_samples = _num_samples(X)
@@ -226,9 +231,13 @@ def validate_passthrough_fit_data(estimator, X, y, sensitive_features, sample_we
             f"Found array with 0 sample(s) (shape={getattr(X, 'shape', (0,))}) while a "
             f"minimum of 1 is required by {type(estimator).__name__}."
         )
-    y = _check_y(y, estimator=estimator)
+    if regression:  # scikit-learn's check refuses NaN / infinite targets ("Input y contains NaN.")
+        y = _check_y(y, y_numeric=True, estimator=estimator).astype(np.float64)
+    else:
+        y = _check_y(y, estimator=estimator)
     check_consistent_length(X, y)
-    check_classification_targets(y)
+    if not regression:
+        check_classification_targets(y)
     return _fit_data(X, y, sensitive_features, sample_weight, n_samples, min_groups=1)
 
 
