@@ -144,6 +144,12 @@ def as_category(values, categories=None) -> pd.Series:
     return values.astype(pd.CategoricalDtype(categories=list(categories)))
 
 
+def _check_flags(**flags):
+    for name, value in flags.items():
+        if not isinstance(value, (bool, np.bool_)):
+            raise TypeError(f"{name} must be a bool; got {value!r}.")
+
+
 def make_bunch(
     frame: pd.DataFrame,
     *,

@@ -12,15 +12,9 @@ import io
 import numpy as np
 import pandas as pd
 
-from fairest.datasets._base import age_group, as_category, make_bunch, read_bundled
+from fairest.datasets._base import _check_flags, age_group, as_category, make_bunch, read_bundled
 
 __all__ = ["load_adult", "load_german_credit", "load_compas", "load_ricci"]
-
-
-def _check_flags(as_frame, return_X_y):
-    for name, value in (("as_frame", as_frame), ("return_X_y", return_X_y)):
-        if not isinstance(value, (bool, np.bool_)):
-            raise TypeError(f"{name} must be a bool; got {value!r}.")
 
 
 # ----------------------------------------------------------------------------- Adult
@@ -144,7 +138,7 @@ def load_adult(*, subset="train", as_frame=False, return_X_y=False):
     >>> X.shape
     (32561, 14)
     """
-    _check_flags(as_frame, return_X_y)
+    _check_flags(as_frame=as_frame, return_X_y=return_X_y)
     if subset == "all":
         frame = pd.concat([_read_adult("train"), _read_adult("test")], ignore_index=True)
     elif subset in ADULT_SUBSETS:
@@ -301,7 +295,7 @@ def load_german_credit(*, as_frame=False, return_X_y=False):
     >>> bunch.data.shape
     (1000, 20)
     """
-    _check_flags(as_frame, return_X_y)
+    _check_flags(as_frame=as_frame, return_X_y=return_X_y)
     raw = read_bundled("german.data.xz")
     frame = pd.read_csv(
         io.BytesIO(raw), sep=" ", header=None, names=GERMAN_COLUMNS, index_col=False
@@ -433,9 +427,7 @@ def load_compas(*, propublica_filter=False, as_frame=False, return_X_y=False):
     >>> bunch.data.shape
     (6172, 11)
     """
-    _check_flags(as_frame, return_X_y)
-    if not isinstance(propublica_filter, (bool, np.bool_)):
-        raise TypeError(f"propublica_filter must be a bool; got {propublica_filter!r}.")
+    _check_flags(as_frame=as_frame, return_X_y=return_X_y, propublica_filter=propublica_filter)
     raw = read_bundled("compas-scores-two-years-16col.csv.xz")
     frame = pd.read_csv(io.BytesIO(raw), keep_default_na=False, na_values=[""])
     if propublica_filter:
@@ -536,7 +528,7 @@ def load_ricci(*, as_frame=False, return_X_y=False):
     >>> X.shape, int(y.sum())
     ((118, 4), 56)
     """
-    _check_flags(as_frame, return_X_y)
+    _check_flags(as_frame=as_frame, return_X_y=return_X_y)
     raw = read_bundled("ricci.csv.xz")
     frame = pd.read_csv(io.BytesIO(raw))
     frame["Position"] = as_category(frame["Position"])

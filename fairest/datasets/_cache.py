@@ -22,7 +22,6 @@ import os
 import shutil
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from fairest.datasets._base import (
@@ -156,12 +155,6 @@ def _read_cached(dataset: str, relpath: str, data_home, download_if_missing) -> 
 
 def _csv(raw: bytes, **kwargs) -> pd.DataFrame:
     return pd.read_csv(io.BytesIO(raw), **kwargs)
-
-
-def _check_flags(**flags):
-    for name, value in flags.items():
-        if not isinstance(value, (bool, np.bool_)):
-            raise TypeError(f"{name} must be a bool; got {value!r}.")
 
 
 def _choice(name, value, options):

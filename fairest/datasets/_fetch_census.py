@@ -11,13 +11,13 @@ import numpy as np
 import pandas as pd
 
 from fairest.datasets._base import (
+    _check_flags,
     age_group,
     as_category,
     make_bunch,
 )
 from fairest.datasets._cache import (
     ACS_STATES,
-    _check_flags,
     _choice,
     _csv,
     _read_cached,
