@@ -31,7 +31,7 @@ from fairest.metrics._intervals import effective_size, proportion_interval
 from fairest.postprocessing._diagnostics import UNCERTAINTY_LEVEL, check_not_regressor
 from fairest.postprocessing._estimator import GroupThresholdClassifier
 from fairest.postprocessing._thresholds import RATE_SLACK, GroupPoints, group_points
-from fairest.utils._degenerate import NEAR_CONSTANT_SHARE
+from fairest.utils._degenerate import NEAR_CONSTANT_SHARE, plain_label
 from fairest.utils._estimator import encode_binary_target, validate_passthrough_fit_data
 from fairest.utils._validation import FairnessWarning
 
@@ -150,7 +150,7 @@ def group_rate_table(positive, y01, sample_weight, codes, group_labels, rate):
     lower, upper = proportion_interval(value, rows, UNCERTAINTY_LEVEL)
     return pd.DataFrame(
         {
-            "group": [g.item() if isinstance(g, np.generic) else g for g in group_labels],
+            "group": [plain_label(g) for g in group_labels],
             "rate": rate,
             "rows": rows,
             "value": np.where(defined, value, 0.0),
@@ -161,9 +161,7 @@ def group_rate_table(positive, y01, sample_weight, codes, group_labels, rate):
 
 
 def _labels(group_labels, codes) -> str:
-    shown = ", ".join(
-        repr(v.item() if isinstance(v, np.generic) else v) for v in group_labels[codes][:SHOWN]
-    )
+    shown = ", ".join(repr(plain_label(v)) for v in group_labels[codes][:SHOWN])
     return shown + (f" and {codes.size - SHOWN} more" if codes.size > SHOWN else "")
 
 
@@ -419,8 +417,7 @@ class LevellingUpClassifier(GroupThresholdClassifier):
         share = float(np.average(positive, weights=sample_weight))
         if min(share, 1.0 - share) > NEAR_CONSTANT_SHARE:
             return
-        majority = self.classes_[1] if share >= 0.5 else self.classes_[0]
-        majority = majority.item() if isinstance(majority, np.generic) else majority
+        majority = plain_label(self.classes_[1] if share >= 0.5 else self.classes_[0])
         warnings.warn(
             f"LevellingUpClassifier: the fitted thresholds predict {majority!r} for "
             f"{100 * max(share, 1 - share):.1f}% of the fit rows (training accuracy "
