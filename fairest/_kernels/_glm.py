@@ -22,7 +22,7 @@ import numpy as np
 
 from fairest._kernels._defaults import KERNEL_TUNING
 from fairest._kernels._losses import PENALTY_SCALE, loss_derivatives, pointwise_loss
-from fairest._kernels._placement import row_block
+from fairest._kernels._placement import is_shifted, row_block
 from fairest._kernels._sparse import is_sparse
 
 __all__ = [
@@ -330,13 +330,16 @@ def group_sums(loss: str, theta, batch: Batch, num_groups: int):
     totals : (G,)  ``sum_{i in g} weight_i``
 
     Dividing by ``totals`` gives the mean group losses ``L_g`` and the Jacobian
-    ``J = [grad L_0, ..., grad L_{G-1}]`` of the badr spec (section 2).
+    ``J = [grad L_0, ..., grad L_{G-1}]`` of the badr spec (section 2). ``batch.X`` may be
+    a :class:`~fairest._kernels._placement.ShiftedRows`, which has no transpose: its
+    product is formed as ``M^T X``, block by block.
     """
     value, d1, _ = loss_derivatives(loss, scores(theta, batch.X), batch.y)
     seg = partial(jax.ops.segment_sum, segment_ids=batch.groups, num_segments=num_groups)
     r = batch.weight * d1
     onehot_r = jax.nn.one_hot(batch.groups, num_groups, dtype=r.dtype) * r[:, None]
-    grad_sums = jnp.concatenate([seg(r)[None, :], batch.X.T @ onehot_r], axis=0)
+    products = (onehot_r.T @ batch.X).T if is_shifted(batch.X) else batch.X.T @ onehot_r
+    grad_sums = jnp.concatenate([seg(r)[None, :], products], axis=0)
     return seg(batch.weight * value), grad_sums, seg(batch.weight)
 
 

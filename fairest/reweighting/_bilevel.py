@@ -137,17 +137,11 @@ def metric_value(loss_metric: MetricSpec, theta, problem: Problem, num_groups: i
 
 
 def batch_group_sums(loss: str, theta, batch: Batch, num_groups: int):
-    """:func:`~fairest._kernels._glm.group_sums`, also for a
-    :class:`~fairest._kernels._placement.ShiftedRows` ``X`` (its product formed as
-    ``M^T X``, block by block)."""
-    if not is_shifted(batch.X):
-        return group_sums(loss, theta, batch, num_groups)
-    value, d1, _ = loss_derivatives(loss, scores(theta, batch.X), batch.y)
-    seg = partial(jax.ops.segment_sum, segment_ids=batch.groups, num_segments=num_groups)
-    r = batch.weight * d1
-    onehot_r = jax.nn.one_hot(batch.groups, num_groups, dtype=r.dtype) * r[:, None]
-    grad_sums = jnp.concatenate([seg(r)[None, :], (onehot_r.T @ batch.X).T], axis=0)
-    return seg(batch.weight * value), grad_sums, seg(batch.weight)
+    """:func:`~fairest._kernels._glm.group_sums`; a
+    :class:`~fairest._kernels._placement.ShiftedRows` ``X`` is traced with the caller's
+    program, not through ``group_sums``'s own jit."""
+    run = group_sums.__wrapped__ if is_shifted(batch.X) else group_sums
+    return run(loss, theta, batch, num_groups)
 
 
 def group_losses_and_jacobian(loss: str, theta, problem: Problem, num_groups: int):
