@@ -24,9 +24,10 @@ from sklearn.base import is_regressor
 from fairest.metrics._intervals import effective_size, proportion_interval
 from fairest.postprocessing._thresholds import (
     METRIC_RATES,
-    RATE_SLACK,
     GroupPoints,
+    _band_bounds,
     _edge_grid,
+    _sorted_key,
 )
 from fairest.utils._degenerate import NEAR_CONSTANT_SHARE, plain_label
 from fairest.utils._validation import FairnessWarning
@@ -221,19 +222,14 @@ def blocking_counts(points: GroupPoints, metric: str, tolerance: float) -> np.nd
     deterministic solution (too few rows for their rates to reach the others', or an
     undefined rate stuck at 0)."""
     counts = np.zeros(points.num_groups)
-    offsets = 2.0 * np.arange(points.num_groups)  # as _thresholds._sorted_key
     for name in METRIC_RATES[threshold_rule(metric)]:
-        rates = points.rates[name]
-        edges = _edge_grid(rates, EDGE_GRID)  # rates some group reaches (a subset if many)
+        edges = _edge_grid(points.rates[name], EDGE_GRID)  # reached rates (a subset if many)
         edges = edges[
             (edges >= NEAR_CONSTANT_SHARE) & (edges + tolerance <= 1.0 - NEAR_CONSTANT_SHARE)
         ]
         if not edges.size:
             continue
-        key = rates + offsets[points.group]
-        lower = edges[:, None] + offsets[None, :]
-        lo = np.searchsorted(key, lower - RATE_SLACK, side="left")
-        hi = np.searchsorted(key, lower + tolerance + RATE_SLACK, side="right")
+        lo, hi = _band_bounds(*_sorted_key(points, name), edges, tolerance)
         counts += (hi <= lo).sum(axis=0)
     return counts
 
