@@ -257,15 +257,13 @@ def _grid_minimum(values):
     return int(np.nanargmin(np.where(np.isfinite(values), values, np.nan)))
 
 
-def _draw_line(ax, grid, values, marks, mark_values, group_labels, metric_label):
-    label = f"{metric_label} on a grid of {len(values)} weights"
-    line = ax.plot(grid[:, 0], values, color="tab:blue", lw=1.8, label=label)[0]
-    line.set_gid("simplex:curve")
+def _draw_marks(ax, grid, values, marks, mark_values, place):
+    """The grid minimum (a black x) and the ``marks``, each drawn at ``place(lam, value)``
+    (its plot coordinates); returns the minimum's index (``None`` without a finite value)."""
     best = _grid_minimum(values)
     if best is not None:
         ax.scatter(
-            grid[best, 0],
-            values[best],
+            *place(grid[best], values[best]),
             marker="x",
             s=70,
             color="black",
@@ -274,11 +272,18 @@ def _draw_line(ax, grid, values, marks, mark_values, group_labels, metric_label)
         )
     for position, (name, lam) in enumerate(marks.items()):
         ax.scatter(
-            lam[0],
-            mark_values[name],
+            *place(lam, mark_values[name]),
             **_mark_style(name, position),
             label=f"{name}: λ = {_format_weights(lam)}, {mark_values[name]:.3g}",
         )
+    return best
+
+
+def _draw_line(ax, grid, values, marks, mark_values, group_labels, metric_label):
+    label = f"{metric_label} on a grid of {len(values)} weights"
+    line = ax.plot(grid[:, 0], values, color="tab:blue", lw=1.8, label=label)[0]
+    line.set_gid("simplex:curve")
+    _draw_marks(ax, grid, values, marks, mark_values, lambda lam, value: (lam[0], value))
     ax.set_xlim(-0.02, 1.02)
     ax.set_xlabel(
         f"λ_0 = weight of group {group_labels[0]!r}   (λ_1 = 1 - λ_0 for {group_labels[1]!r})"
@@ -352,26 +357,7 @@ def _draw_triangle(
         fontsize=7.5,
         color="0.3",
     )
-    best = _grid_minimum(values)
-    if best is not None:
-        bx, by = _to_plane(grid[best])
-        ax.scatter(
-            bx,
-            by,
-            marker="x",
-            s=70,
-            color="black",
-            zorder=5,
-            label=f"grid minimum: λ = {_format_weights(grid[best])}, {values[best]:.3g}",
-        )
-    for position, (name, lam) in enumerate(marks.items()):
-        mx, my = _to_plane(lam)
-        ax.scatter(
-            mx,
-            my,
-            **_mark_style(name, position),
-            label=f"{name}: λ = {_format_weights(lam)}, {mark_values[name]:.3g}",
-        )
+    best = _draw_marks(ax, grid, values, marks, mark_values, lambda lam, _: _to_plane(lam))
     ax.set_aspect("equal")
     ax.set_xlim(-0.2, 1.2)
     ax.set_ylim(-0.1, _SQRT3_2 + 0.1)
