@@ -342,20 +342,17 @@ class MetricFrame:
             if self._single:
                 return values[0, 0]
             return pd.Series(values[0], index=self._names, dtype=_dtype(values[0]))
-        if self._single:
-            return pd.Series(
-                values[:, 0], index=self._control_index, name=self._names[0]
-            ).infer_objects()
-        return pd.DataFrame(values, index=self._control_index, columns=self._names).infer_objects()
+        return self._table(values, self._control_index)
 
     def _group_table(self, cells: np.ndarray):
         """A (K, M) array of cells as ``by_group`` (observed cells only)."""
-        observed = cells[self._observed]
+        return self._table(cells[self._observed], self._row_index)
+
+    def _table(self, values: np.ndarray, index):
+        """Rows (R, M) indexed by ``index``: a Series of the one metric, else a DataFrame."""
         if self._single:
-            return pd.Series(
-                observed[:, 0], index=self._row_index, name=self._names[0]
-            ).infer_objects()
-        return pd.DataFrame(observed, index=self._row_index, columns=self._names).infer_objects()
+            return pd.Series(values[:, 0], index=index, name=self._names[0]).infer_objects()
+        return pd.DataFrame(values, index=index, columns=self._names).infer_objects()
 
     def _interval_table(self, lower: np.ndarray, upper: np.ndarray):
         """Intervals (C, M) as a table with columns ``lower`` and ``upper``."""
