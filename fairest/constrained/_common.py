@@ -40,6 +40,13 @@ def unravel_params(model: MLP, x):
     return params
 
 
+def host_layers(model: MLP, x, dtype=None) -> list:
+    """``(W, b)`` host copies of every layer of the flat parameters ``x``, in ``dtype`` when
+    given (else ``x``'s)."""
+    x = np.asarray(x) if dtype is None else np.asarray(x, dtype=np.dtype(dtype))
+    return [(W.copy(), b.copy()) for W, b in unravel_params(model, x)]
+
+
 def _column_names(X, sensitive_features):
     """The column names ``sensitive_features`` stands for, or ``None`` for group labels.
 

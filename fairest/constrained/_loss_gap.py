@@ -20,6 +20,7 @@ from fairest._kernels._losses import cross_entropy_host
 from fairest.constrained import _defaults
 from fairest.constrained._common import (
     ModelProblem,
+    host_layers,
     prepare_predict,
     validate_constrained_fit,
     validate_hidden,
@@ -37,7 +38,7 @@ from fairest.constrained._gaps import (  # noqa: F401 (constraint_matrix: a publ
     loss_gap_constraints,
     unscale_history,
 )
-from fairest.constrained._loss_gap_fit import FitSetup, host_layers, host_ravel, partial_fit_chunk
+from fairest.constrained._loss_gap_fit import FitSetup, host_ravel, partial_fit_chunk
 from fairest.constrained._presets import (
     ALIASES,
     SOLVER_NAMES,

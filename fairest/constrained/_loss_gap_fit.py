@@ -17,7 +17,6 @@ from sklearn.utils.validation import validate_data
 from fairest.constrained._common import (
     ModelProblem,
     split_sensitive_columns,
-    unravel_params,
     validate_constrained_fit,
     validate_hidden,
 )
@@ -37,7 +36,7 @@ from fairest.constrained._presets import (
     resolve_solver_params,
 )
 
-__all__ = ["FitSetup", "host_layers", "host_ravel", "partial_fit_chunk"]
+__all__ = ["FitSetup", "host_ravel", "partial_fit_chunk"]
 
 
 def host_ravel(layers, dtype) -> np.ndarray:
@@ -46,12 +45,6 @@ def host_ravel(layers, dtype) -> np.ndarray:
     return np.concatenate(
         [np.concatenate([np.ravel(W), np.ravel(b)]).astype(real) for W, b in layers]
     )
-
-
-def host_layers(model: MLP, x, dtype) -> list:
-    """``(W, b)`` host copies of every layer of the flat parameters ``x`` in ``dtype``."""
-    x = np.asarray(x, dtype=np.dtype(dtype))
-    return [(W.copy(), b.copy()) for W, b in unravel_params(model, x)]
 
 
 class FitSetup(NamedTuple):

@@ -46,7 +46,6 @@ from fairest.constrained._pruned_epoch import buffer_push, gmp_schedule, prune_l
 from fairest.constrained._pruned_fit import (
     _SHARED_SETTINGS,
     PruningSettings,
-    _as_layers,
     _check_milestones,
     _continue_fitted,
     _diverged,
@@ -616,7 +615,7 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
                     f"(NaN/inf) by step {bad} of call {call}; the estimator is unchanged. "
                     "Scale the features (e.g. StandardScaler) or lower the learning rates."
                 )
-            params = _as_layers(model, state.x)
+            params = host_layers(model, state.x)
         solver["state"] = jax.tree_util.tree_map(np.asarray, state)
         solver["masks"] = masks
         solver["rngs"][1] = rng

@@ -16,7 +16,7 @@ import scipy.sparse as sp
 
 from fairest._kernels._buckets import pad_rows_to, padded_rows
 from fairest._kernels._losses import cross_entropy_host
-from fairest.constrained._common import ravel_params, unravel_params
+from fairest.constrained._common import host_layers, ravel_params
 from fairest.constrained._engine import (
     all_finite,
     numpy_forward,
@@ -198,11 +198,6 @@ def host_flat(params, dtype) -> jax.Array:
     placed (no eager device program)."""
     flat = np.concatenate([np.concatenate([np.ravel(W), np.ravel(b)]) for W, b in params])
     return jax.device_put(flat.astype(np.dtype(dtype)))
-
-
-def host_layers(model, x) -> list:
-    """``(W, b)`` per layer of the flat parameters ``x``, as host arrays."""
-    return [(W.copy(), b.copy()) for W, b in unravel_params(model, np.asarray(x))]
 
 
 def initial_parameters(model, rng: np.random.Generator, dtype) -> jax.Array:
@@ -429,10 +424,6 @@ def _finetune_learning_rate(epoch: int, settings) -> float:
     )
 
 
-def _as_layers(model, x):
-    return host_layers(model, x)
-
-
 def _epoch_masks(epoch, settings, model, state, masks, dtype):
     """Masks, flat mask, masked state and constraint switch of fine-tuning epoch ``epoch``.
 
@@ -466,7 +457,7 @@ def fit_pruned(
         x_dense, dense_factor = pretrain_dense(
             model, settings, data, x_init, sampler, owner=owner, progress=progress
         )
-    dense_params = _as_layers(model, x_dense)
+    dense_params = host_layers(model, x_dense)
     reference = reference_statistics(dense_params, data)
     (state, masks, logs, best), factor = finetune(
         model,
@@ -483,7 +474,7 @@ def fit_pruned(
     if best[1] is not None:
         x_final, masks = best[1], best[2]
     return PruningResult(
-        params=_as_layers(model, x_final),
+        params=host_layers(model, x_final),
         masks=masks,
         dense_params=dense_params,
         multipliers=np.asarray(state.lam),
@@ -566,7 +557,7 @@ def _stream_finetune_epoch(model, settings, data, solver, sampler, epoch, estima
             x_dense = dense_start(estimator, model, dtype)
         else:
             x_dense = jnp.asarray(solver["state"].x)
-        solver["dense_params"] = _as_layers(model, x_dense)
+        solver["dense_params"] = host_layers(model, x_dense)
         solver["state"] = initial_state(
             x_dense, data.num_groups, settings.buffer_size, settings.dual_optimizer
         )
