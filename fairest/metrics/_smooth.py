@@ -39,6 +39,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from fairest._kernels import pointwise_loss
+from fairest.metrics._checks import check_option
 from fairest.metrics._defaults import DEFAULT_TEMPERATURE, DEMOGRAPHIC_PARITY_SQRT_OFFSET
 
 __all__ = [
@@ -59,11 +60,6 @@ _LABEL_KINDS = ("continuous", "binary")
 
 # ---------------------------------------------------------------------------------------
 # building blocks
-
-
-def _check_static(value, name, options) -> None:
-    if value not in options:
-        raise ValueError(f"{name} must be one of {options}; got {value!r}.")
 
 
 def _prepare(scores, y, weights):
@@ -215,7 +211,7 @@ def smooth_demographic_parity(
        Efficient Bilevel Framework". Definitions as in the ``badr`` 0.1.2 toolbox,
        documented in this project's spec ``badr.md`` section 3.
     """
-    _check_static(task, "task", _TASKS)
+    check_option(task, "task", _TASKS)
     scores, y, weights = _prepare(scores, y, weights)
     temperature_sigmoid, temperature_max = _temperatures(
         temperature, temperature_sigmoid, temperature_max, scores.dtype
@@ -558,7 +554,7 @@ def smooth_individual_fairness(
     .. [2] R. Berk, H. Heidari, S. Jabbari, M. Joseph, M. Kearns, J. Morgenstern,
        S. Neel, A. Roth. "A Convex Framework for Fair Regression". FAT/ML 2017.
     """
-    _check_static(label_kind, "label_kind", _LABEL_KINDS)
+    check_option(label_kind, "label_kind", _LABEL_KINDS)
     scores, y, weights = _prepare(scores, y, weights)
     total_weight = jnp.sum(weights)
     centred = scores - jnp.sum(weights * scores) / total_weight  # IF is shift-invariant
@@ -623,7 +619,7 @@ def smooth_disparate_mistreatment(
     .. [2] M. B. Zafar, I. Valera, M. Gomez Rodriguez, K. P. Gummadi. "Fairness Beyond
        Disparate Treatment & Disparate Impact". WWW 2017.
     """
-    _check_static(encoding, "encoding", _ENCODINGS)
+    check_option(encoding, "encoding", _ENCODINGS)
     scores, y, weights = _prepare(scores, y, weights)
     covariances, _ = _group_score_covariances(scores, weights, group_codes, num_groups, encoding)
     return jnp.sum(covariances**2)
@@ -665,7 +661,7 @@ def smooth_hsic_linear(scores, y, group_codes, num_groups, *, weights=None, enco
     .. [2] A. Gretton, O. Bousquet, A. Smola, B. Schoelkopf. "Measuring Statistical
        Dependence with Hilbert-Schmidt Norms". ALT 2005.
     """
-    _check_static(encoding, "encoding", _ENCODINGS)
+    check_option(encoding, "encoding", _ENCODINGS)
     scores, y, weights = _prepare(scores, y, weights)
     covariances, total_weight = _group_score_covariances(
         scores, weights, group_codes, num_groups, encoding
