@@ -35,13 +35,6 @@ from fairest.utils._validation import frame_of_mapping
 __all__ = ["FairnessPath", "fairness_path"]
 
 STRATEGIES = ("continuation", "vmap", "shared_scores", "refit")
-# an estimator's ``metric`` values that name a difference of the metric catalogue under a
-# family's short name (the post-processor's and ERMI's; judged by fairlearn's metric)
-METRIC_ALIASES = {
-    "demographic_parity": "demographic_parity_difference",
-    "equal_opportunity": "equal_opportunity_difference",
-    "equalized_odds": "equalized_odds_difference",
-}
 
 
 @dataclass
@@ -572,14 +565,14 @@ def _refit(estimator, param, value, X, y, fit):
 def _unfairness_metric(estimator, metric=None):
     """``(name, function(estimator, X, y, y_pred, groups, weight))``: the catalogue metric
     ``metric``, else the estimator's own ``metric`` (a catalogue name, a short name of
-    :data:`METRIC_ALIASES`, or a loss gap of the constrained family), else the
-    demographic parity difference."""
+    :data:`~fairest.metrics._catalogue.METRIC_ALIASES`, or a loss gap of the constrained
+    family), else the demographic parity difference."""
     if metric is not None:
         return _catalogue_unfairness(metric)
     own = getattr(estimator, "metric", None)
     if isinstance(own, str) and own.startswith("loss_"):
         return "loss_gap", partial(_loss_gap, kind=own)
-    from fairest.metrics._catalogue import catalogue
+    from fairest.metrics._catalogue import METRIC_ALIASES, catalogue
 
     record = catalogue().get(METRIC_ALIASES.get(own, own) if isinstance(own, str) else None)
     labels = record is not None and "labels" in record.kinds

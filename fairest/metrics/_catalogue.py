@@ -48,6 +48,13 @@ __all__ = [
 
 KINDS = ("labels", "scores", "probabilities", "regression")
 AGGREGATES = ("difference", "ratio")
+# estimators' ``metric`` values that name a difference of the catalogue under a family's
+# short name (the post-processor's and ERMI's; judged by fairlearn's metric)
+METRIC_ALIASES = {
+    "demographic_parity": "demographic_parity_difference",
+    "equal_opportunity": "equal_opportunity_difference",
+    "equalized_odds": "equalized_odds_difference",
+}
 
 # the log-loss is clipped at probabilities [LOG_LOSS_CLIP, 1 - LOG_LOSS_CLIP], so it lies in
 # [0, LOG_LOSS_MAX] and a bound on means of [0, 1] values applies after division by it

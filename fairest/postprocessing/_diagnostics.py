@@ -33,7 +33,6 @@ from fairest.utils._degenerate import NEAR_CONSTANT_SHARE, plain_label
 from fairest.utils._validation import FairnessWarning
 
 __all__ = [
-    "METRIC_ALIASES",
     "THRESHOLD_RATES",
     "check_not_regressor",
     "threshold_metric",
@@ -57,12 +56,6 @@ UNCERTAINTY_LEVEL = 0.95  # confidence level of the groups' rate intervals
 EDGE_GRID = 1000  # band edges scanned when looking for the groups that force a result
 SHOWN = 5  # labels or groups quoted in a message
 SHOWN_GROUPS = 8  # per-group rates listed in a warning
-# the post-processor's short metric names: fairlearn's differences of the catalogue
-METRIC_ALIASES = {
-    "demographic_parity": "demographic_parity_difference",
-    "equal_opportunity": "equal_opportunity_difference",
-    "equalized_odds": "equalized_odds_difference",
-}
 # the catalogue's label rates that group thresholds move, by the thresholds' rate they
 # equal or complement on the same rows (FNR = 1 - TPR, TNR = 1 - FPR: the same
 # between-group difference wherever the group has eligible rows)
@@ -150,9 +143,9 @@ def _rule_of(record) -> str | None:
 
 def threshold_metric(metric: str):
     """The catalogue record of the post-processor's ``metric`` (a short name of
-    :data:`METRIC_ALIASES` or a catalogue name); ``ValueError`` naming the metrics it
-    takes otherwise."""
-    from fairest.metrics._catalogue import catalogue
+    :data:`~fairest.metrics._catalogue.METRIC_ALIASES` or a catalogue name); ``ValueError``
+    naming the metrics it takes otherwise."""
+    from fairest.metrics._catalogue import METRIC_ALIASES, catalogue
 
     records = catalogue()
     record = records.get(METRIC_ALIASES.get(metric, metric)) if isinstance(metric, str) else None
