@@ -93,9 +93,15 @@ _PROGRESS = 0.1
 _SHIFT = {8: 1e-8, 4: 1e-5}
 _ARMIJO = 1e-4
 _BACKTRACKS = 30
-_GTOL = 1e-7  # sup-norm of grad L that ends a round
-_GTOL0 = 1e-3  # that of the first round, tenfold smaller every round
-_FTOL = 1e-9  # relative decrease of L over a step that ends a round
+# Stopping tests of a round, by precision (itemsize): the sup-norm of grad L that ends
+# it (the first round's is _GTOL0, tenfold smaller every round down to this floor), and
+# the relative decrease of L over a step that ends it. In float32 a decrease below a few
+# units of roundoff of L (eps = 1.2e-7) and a gradient below the rounding of its float32
+# sum over the rows (eps sqrt(n) relative) are noise, not progress: tighter tests only
+# add steps that move the point by rounding.
+_GTOL = {8: 1e-7, 4: 1e-5}
+_GTOL0 = 1e-3
+_FTOL = {8: 1e-9, 4: 1e-6}
 _RETRY_SHIFT = 1e-3  # relative shift of the retried Cholesky (see _newton_direction)
 _REFRESH = 5  # Gauss-Newton steps between two loss Hessians
 _ROW_FIELDS = ("X", "y", "groups", "c0", "cg", "membership")
@@ -463,7 +469,8 @@ def _minimise_round(
             refresh, lambda: _loss_hessian(new_x, data, cfg, rows), lambda: state.loss_hessian
         )
         new_value, grad, H = evaluate(new_x, loss_hessian)
-        small_change = state.value - new_value <= _FTOL * jnp.maximum(jnp.abs(state.value), 1.0)
+        ftol = _FTOL[jnp.dtype(x.dtype).itemsize]
+        small_change = state.value - new_value <= ftol * jnp.maximum(jnp.abs(state.value), 1.0)
         stationary = jnp.max(jnp.abs(grad)) <= gtol
         done = (~accepted) | small_change | stationary
         return _Step(new_x, new_value, grad, H, loss_hessian, state.k + 1, done)
@@ -537,7 +544,8 @@ def _run(x0, data: Data, cfg: Config, deltas, eps, tol, max_rounds, max_steps, r
 
     def body(state: _Round):
         delta = deltas[state.stage]
-        gtol = jnp.maximum(_GTOL, _GTOL0 * 0.1 ** state.r.astype(dtype))  # inexact early
+        floor = _GTOL[jnp.dtype(dtype).itemsize]
+        gtol = jnp.maximum(floor, _GTOL0 * 0.1 ** state.r.astype(dtype))  # inexact early
         x, k = _minimise_round(
             state.x, state.lam, state.rho, delta, gtol, data, cfg, max_steps, rows, ranges
         )

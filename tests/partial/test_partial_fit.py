@@ -123,6 +123,27 @@ def test_a_stalled_tightening_round_ends_the_rounds():
         assert len(solves) == 1 + rounds
 
 
+def test_a_stalled_warm_tightening_solve_is_kept_without_a_cold_solve():
+    """A warm-started tightening solve that stalled outside its surrogate tolerance is a
+    candidate and the last solve: no cold solve at the same tolerance follows
+    (ACSPublicCoverage by race: it ended less fair, 0.131 against 0.123)."""
+    starts = []
+
+    def solve(cfg, data, x0, tolerance):
+        starts.append(x0)
+        sol = _measured(_solve([0.9, 0.5], [0.0, 0.06], tolerance, 0.5, 1))
+        sol["violations"] = np.array([0.0, 0.01])  # outside feasible_only: stalled
+        return {**sol, "converged": False, "feasible_only": 1e-3}
+
+    first = {**_measured(_solve([0.9, 0.4], [0.0, 0.1], 0.05, 1.0, 1)), "converged": True}
+    solves = [first]
+    tighten(solves, lambda tolerance, width: (None, None, "cold"), solve, lambda cfg: True)
+    assert [float(x0[0]) for x0 in starts] == [1.0]  # warm only
+    assert len(solves) == 2 and solves[-1]["exact"][-1] == 0.06
+    sol, k = select(solves, 0.05)
+    assert sol is solves[-1] and k == 1  # the fairest final model: the stalled one
+
+
 def test_tighten_stops_when_a_candidate_meets_tolerance():
     solves = [_measured(_solve([0.9, 0.5, 0.4], [0.0, 0.04, 0.1], 0.05, 1.0, 1))]
     tighten(solves, None, None, lambda cfg: False)
