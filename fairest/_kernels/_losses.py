@@ -12,6 +12,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from fairest.utils._linear import positive_scores
+
 __all__ = [
     "LOSSES",
     "PENALTY_SCALE",
@@ -57,7 +59,8 @@ def cross_entropy_grad(S, y):
 
 
 def cross_entropy_stats(S, y):
-    """Per-sample :func:`cross_entropy`, correctness (0/1) and probability of the true class.
+    """Per-sample :func:`cross_entropy`, correctness (0/1, by the rule of ``predict``:
+    :func:`~fairest.utils._linear.positive_scores`) and probability of the true class.
 
     ``S`` of shape (n, 1): binary logits (BCE-with-logits) with ``y`` in {0, 1}; (n, K):
     class scores with integer ``y`` (softmax cross-entropy).
@@ -65,7 +68,7 @@ def cross_entropy_stats(S, y):
     if S.shape[-1] == 1:
         z = S[:, 0]
         yf = y.astype(z.dtype)
-        correct = ((z > 0) == (yf > 0.5)).astype(z.dtype)
+        correct = (positive_scores(z) == (yf > 0.5)).astype(z.dtype)
         p = jax.nn.sigmoid(z)
         return cross_entropy(z, yf), correct, yf * p + (1.0 - yf) * (1.0 - p)
     yi = y.astype(jnp.int32)

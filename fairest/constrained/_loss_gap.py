@@ -49,7 +49,7 @@ from fairest.constrained._presets import (
     resolve_solver_params,
 )
 from fairest.utils._degenerate import plain_label
-from fairest.utils._linear import ScoreClassifierMixin
+from fairest.utils._linear import ScoreClassifierMixin, score_codes
 from fairest.utils._reporting import log_fit, wants_progress
 
 __all__ = [
@@ -595,7 +595,7 @@ list of str or None, default=None
                 f"{self.n_epochs_done_:.3g} epochs, {self.n_feasibility_steps_} of "
                 f"{setup.feasibility_steps} feasibility steps)"
             )
-        pred = (logits[:, 0] > 0).astype(np.int64) if logits.shape[1] == 1 else logits.argmax(1)
+        pred = score_codes(logits)
         labels = [plain_label(label) for label in setup.labels]
         classes = [plain_label(label) for label in setup.classes]
         constant = near_constant_figures(

@@ -49,6 +49,7 @@ from fairest.constrained._common import (
     unravel_params,
 )
 from fairest.constrained._engine import SOLVERS, FoldRun, run_fold_lanes, run_lanes
+from fairest.utils._linear import positive_scores
 from fairest.utils._validation import frame_of_mapping
 
 __all__ = [
@@ -416,7 +417,7 @@ class _PartScorer:
         position = self.position
         if logits.shape[2] == 1:
             z = logits[:, :, 0]
-            predicted = z >= 0  # ScoreClassifierMixin.predict: classes_[1] where z >= 0
+            predicted = positive_scores(z)  # ScoreClassifierMixin.predict's rule
             correct = predicted == (position == 1)[:, None]
             positive = expit(z)
             p_true = np.where((position == 1)[:, None], positive, 1.0 - positive)

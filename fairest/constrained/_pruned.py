@@ -69,7 +69,7 @@ from fairest.constrained._pruned_fit import (
 )
 from fairest.constrained._sparse import as_csr
 from fairest.utils._estimator import validate_fit_data
-from fairest.utils._linear import ScoreClassifierMixin
+from fairest.utils._linear import ScoreClassifierMixin, score_codes
 from fairest.utils._reporting import log_fit
 from fairest.utils._validation import raise_if_weightless_group
 
@@ -755,11 +755,7 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
         from fairest.metrics._constrained import excess_accuracy_gaps
 
         Xv = prepare_predict(self, X)
-        z_dense = numpy_forward(self.dense_params_, Xv)
-        z_dense = z_dense[:, 0] if z_dense.shape[1] == 1 else z_dense
-        dense_pred = self.classes_[
-            (z_dense > 0).astype(int) if z_dense.ndim == 1 else np.argmax(z_dense, axis=1)
-        ]
+        dense_pred = self.classes_[score_codes(numpy_forward(self.dense_params_, Xv))]
         sparse_pred = self.predict(X)
         table = excess_accuracy_gaps(
             np.asarray(y), dense_pred, sparse_pred, sensitive_features=sensitive_features

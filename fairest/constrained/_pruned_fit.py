@@ -35,6 +35,7 @@ from fairest.constrained._pruned_epoch import (
 )
 from fairest.constrained._sparse import place_with_design
 from fairest.utils._degenerate import plain_label
+from fairest.utils._linear import score_codes
 from fairest.utils._reporting import as_history, log_fit
 
 __all__ = [
@@ -235,9 +236,9 @@ def _reference_zero(shares, num_groups: int, dtype, reference=None) -> dict:
 
 
 def correct_predictions(z, y_codes):
-    """1.0 where the logits ``z`` predict ``y_codes``, else 0.0."""
-    pred = (z[:, 0] > 0).astype(int) if z.shape[1] == 1 else np.argmax(z, axis=1)
-    return (pred == y_codes).astype(np.float64)
+    """1.0 where the logits ``z`` predict ``y_codes`` by the rule of ``predict``
+    (:func:`~fairest.utils._linear.score_codes`), else 0.0."""
+    return (score_codes(z) == y_codes).astype(np.float64)
 
 
 def reference_statistics(params, data: PruningData) -> dict:
@@ -688,9 +689,8 @@ def warn_pruned_fit(estimator, logits, y_codes, groups, sw, labels) -> None:
             f"over it: {shown}; sparsity {estimator.sparsity_:.3f}, train accuracy "
             f"{estimator.train_disparity_['acc']:.4f} against {estimator.dense_accuracy_:.4f} dense)"
         )
-    pred = (logits[:, 0] > 0).astype(np.int64) if logits.shape[1] == 1 else logits.argmax(1)
     constant = near_constant_figures(
-        pred,
+        score_codes(logits),
         y_codes,
         groups,
         sw,

@@ -21,7 +21,28 @@ __all__ = [
     "LinearRegressorMixin",
     "ScoreClassifierMixin",
     "linear_classifier_attributes",
+    "positive_scores",
+    "score_codes",
 ]
+
+
+def positive_scores(scores):
+    """Where a two-class score predicts ``classes_[1]``: ``scores >= 0`` (NumPy or JAX).
+
+    The one rule of :meth:`ScoreClassifierMixin.predict` and of every figure (train
+    accuracy, accuracy gaps, one-class warnings) that counts a fitted model's hard
+    predictions, so that a score of exactly 0 is class 1 in all of them.
+    """
+    return scores >= 0
+
+
+def score_codes(scores) -> np.ndarray:
+    """Class codes that ``predict`` gives for ``scores``: :func:`positive_scores` for one
+    score a row (shape (n,) or (n, 1)), else the arg-max of shape (n, n_classes)."""
+    scores = np.asarray(scores)
+    if scores.ndim == 1 or scores.shape[1] == 1:
+        return positive_scores(scores.reshape(-1)).astype(np.int64)
+    return np.argmax(scores, axis=1)
 
 
 def linear_classifier_attributes(theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -79,7 +100,7 @@ class ScoreClassifierMixin(ClassifierMixin):
 
     def _positive(self, scores):
         """Where a two-class score predicts ``classes_[1]`` (override for a threshold)."""
-        return scores >= 0
+        return positive_scores(scores)
 
     @available_if(_is_probabilistic)
     def predict_proba(self, X):

@@ -247,10 +247,10 @@ def test_pruned_missed_tolerance_warns_with_the_groups_over_it():
 
 def test_pruned_within_the_tolerance_up_to_rounding_is_feasible():
     """A largest gap above the tolerance by float rounding only (1e-9 at most) is within
-    it; one above it by more is not. The all-0 model loses four rows of 200 in group 1
-    against its dense reference."""
+    it; one above it by more is not. The all-zero network (every logit 0, so class 1 as
+    in predict) loses four rows of 200 in group 1 against its dense reference."""
     y = np.tile([0, 1], 200)
-    y[200:208] = 1  # rows 200, 202, 204, 206: 0 -> 1
+    y[200:208] = 0  # rows 201, 203, 205, 207: 1 -> 0
     groups = np.repeat([0, 1], 200)
     ref = {"acc": 0.5, "acc_g": np.array([0.5, 0.5]), "loss": 0.7, "loss_g": np.ones(2)}
     est = PrunedFairClassifier(tolerance=1.0)
