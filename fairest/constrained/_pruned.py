@@ -68,6 +68,7 @@ from fairest.constrained._pruned_fit import (
     warn_pruned_fit,
 )
 from fairest.constrained._sparse import as_csr
+from fairest.utils._degenerate import plain_label
 from fairest.utils._estimator import validate_fit_data
 from fairest.utils._linear import ScoreClassifierMixin, score_codes
 from fairest.utils._reporting import log_fit
@@ -444,7 +445,7 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
         if classes.size < 2:
             raise ValueError(
                 "This solver needs samples of at least 2 classes in the data, but the data "
-                f"contains only one class: {classes[0]!r}."
+                f"contains only one class: {plain_label(classes[0])!r}."
             )
         y_codes = y_codes.astype(np.int32)
         sw = fit_data.sample_weight

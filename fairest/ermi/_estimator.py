@@ -31,6 +31,7 @@ from fairest.ermi._solvers import (
     sgda_iterations,
 )
 from fairest.ermi._strata import strata_constants, strata_from_mass
+from fairest.utils._degenerate import plain_label
 from fairest.utils._estimator import validate_fit_data
 from fairest.utils._linear import LinearClassifierMixin
 from fairest.utils._reporting import as_history, log_fit, store_result
@@ -422,7 +423,7 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
         if self.classes_.size < 2:
             raise ValueError(
                 "ERMIClassifier needs samples of at least 2 classes in the data, but the "
-                f"data contains only one class: {self.classes_[0]!r}."
+                f"data contains only one class: {plain_label(self.classes_[0])!r}."
             )
         self.groups_ = data.group_labels
         weight = data.sample_weight

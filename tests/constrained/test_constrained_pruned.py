@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from _constrained_helpers import DenseModel, assert_same_layers
 
-from fairest.constrained import PrunedFairClassifier
+from fairest.constrained import LossGapConstrainedClassifier, PrunedFairClassifier
 from fairest.constrained._pruned import buffer_push, gmp_schedule, prune_layer
 from fairest.constrained._pruned_epoch import buffer_means
 
@@ -261,6 +261,18 @@ def test_constrained_pruned_bad_sample_weight_raises():
     zero_group = np.where(g == 1, 0.0, 1.0)
     with pytest.raises(ValueError, match="zero total weight"):
         est.fit(X, y, sensitive_features=g, sample_weight=zero_group)
+
+
+def test_constrained_pruned_one_class_error_prints_the_plain_label():
+    """The label as LossGapConstrainedClassifier's error prints it: 0, not np.int64(0)."""
+    X, _, g = _data(n=100)
+    y = np.zeros(100, dtype=np.int64)
+    messages = []
+    for est in (PrunedFairClassifier(**TINY), LossGapConstrainedClassifier(())):
+        with pytest.raises(ValueError, match=r"contains only one class: 0\.$") as error:
+            est.fit(X, y, sensitive_features=g)
+        messages.append(str(error.value))
+    assert messages[0] == messages[1] and "np." not in messages[0]
 
 
 def test_constrained_pruned_weighted_train_metrics_match_an_independent_computation():
