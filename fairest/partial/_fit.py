@@ -70,6 +70,7 @@ from fairest.partial._idca import (
 )
 from fairest.utils._devices import configured_devices, place_rows
 from fairest.utils._memory import release_free_memory
+from fairest.utils._threads import one_blas_thread
 
 __all__ = [
     "PartialFit",
@@ -459,7 +460,8 @@ def _dense_on_one_device(X, dense_cost: float = 0.0) -> bool:
 
 def _smooth_solution(settings: Settings, cfg, data, x0, K, eps) -> dict:
     steps = newton_steps(settings)
-    result = run_fast_alm(x0, solver_data(data), cfg, eps, float(settings.tol), K, steps)
+    with one_blas_thread():  # the run's Cholesky factors: see fairest.utils._threads
+        result = run_fast_alm(x0, solver_data(data), cfg, eps, float(settings.tol), K, steps)
     # the run ends at its last point within eps of the surrogate constraints (a run cut
     # by max_iter may stop before the rounds reach feasibility; the constant start is
     # feasible with margin c / 2); a run that stalled before max_iter (a flat violated
