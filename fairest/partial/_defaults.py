@@ -1,10 +1,11 @@
 """Defaults of the partial-fairness family; each cites the section of
 ``spec/partial_fairness.md`` (the spec) or of the paper (He, Huang, Yao, Lin 2025) it follows.
 
-Constants that change *what* a fit computes (tolerances, grids, iteration caps, the
-tightening policy ``TIGHTEN_*``, the theory caps ``THEORY_MAX_*``) are module constants;
-those that only choose *how* it is computed (block sizes, storage rules, cost caps of
-optional paths) are fields of the tuning record :data:`PARTIAL_TUNING`."""
+Constants that change *what* a fit computes are module constants (tolerances, grids,
+iteration caps) or, where tests change them, fields of :data:`PARTIAL_RULES` (the
+tightening policy, the theory caps); those that only choose *how* it is computed (block
+sizes, storage rules, cost caps of optional paths) are fields of the tuning record
+:data:`PARTIAL_TUNING`. Tests change both records with ``.override(...)``."""
 
 import dataclasses
 
@@ -74,18 +75,18 @@ TUNE_MAX_ITER = (100, 150, 200, 250, 300, 350, 400)
 # threshold for pDP) is measured. The surrogate, the finite grid and the unconverged
 # subgradient solves leave an overshoot that is large and noisy (Adult, top 20 %,
 # kappa = 0.05: exact pSP 0.067-0.12 depending on the rows). Candidates: the last
-# TIGHTEN_TAIL share of every solve's IDCA iterates (each one is nearly feasible, and IDCA
+# tighten_tail share of every solve's IDCA iterates (each one is nearly feasible, and IDCA
 # truncated there is the run with fewer outer iterations, spec section 5.1); the most
 # accurate candidate (smallest objective) whose exact metric meets ``tolerance`` is
 # returned. While no candidate of the last solve meets it, the problem is solved again,
-# at most TIGHTEN_ROUNDS times (none when the first solve meets it), from the constant
+# at most tighten_rounds times (none when the first solve meets it), from the constant
 # start, with
 # * the internal tolerance kappa_r = clip(kappa_{r-1} - (exact_{r-1} - kappa),
-#   TIGHTEN_FACTORS * kappa_{r-1}): the measured excess of the last final iterate is
+#   tighten_factors * kappa_{r-1}): the measured excess of the last final iterate is
 #   subtracted, and kappa_r falls by at least 10 % and at most 75 % a round;
 # * the levels "closed" (pSP: J levels from alpha to beta - c inclusive, which also
 #   constrain the bottom of the band, where the largest gap sat on Adult);
-# * the surrogate width times TIGHTEN_WIDTH_FACTOR: a tighter internal tolerance alone
+# * the surrogate width times tighten_width_factor: a tighter internal tolerance alone
 #   often did not help (pDP on Adult, kappa = 0.02: exact 0.055-0.06 at internal
 #   tolerances 0.0003-0.0055 with width 1; 0.006-0.011 with width 0.5-0.25), the
 #   smoothed rates differing from the exact ones.
@@ -97,15 +98,7 @@ TUNE_MAX_ITER = (100, 150, 200, 250, 300, 350, 400)
 # samples, where the smoothed rates stop following the exact ones: KDD census by race,
 # top 10 %, 23-1,678 samples a band: 0.188, then 0.112 stalled, and 0.133 stalled when a
 # third round ran).
-TIGHTEN_ROUNDS = 3
-TIGHTEN_FACTORS = (0.25, 0.9)
-TIGHTEN_TAIL = 0.5
-TIGHTEN_WIDTH_FACTOR = 0.5
-
-# Theory schedule (spec section 5.4): caps on K and T_k, whose formulas are astronomically
-# large for realistic M, nu; capped values are reported with a warning.
-THEORY_MAX_OUTER = 10_000
-THEORY_MAX_INNER = 100_000
+# The values: PARTIAL_RULES's tighten_* fields (below).
 
 # Candidate intervals of interval="auto" (spec section 6, [default] suggest_interval).
 AUTO_WIDTHS = (0.1, 0.2, 0.25, 0.3)
@@ -177,3 +170,28 @@ class PartialTuning(Tuning):
 
 
 PARTIAL_TUNING = PartialTuning()
+
+
+@dataclasses.dataclass
+class PartialRules(Tuning):
+    """Rules of a partial-parity fit that change *what* it returns, unlike
+    :data:`PARTIAL_TUNING`: the tightening rounds (the comment on them above) and the caps
+    of ``schedule="theory"``.
+
+    Change them in tests with ``PARTIAL_RULES.override(...)`` (:class:`Tuning`).
+    """
+
+    # tightening: at most this many more solves, the internal tolerance of each clipped
+    # to these factors of the last one, candidates from this last share of a solve's
+    # iterates, and the surrogate width times this factor a round
+    tighten_rounds: int = 3
+    tighten_factors: tuple = (0.25, 0.9)
+    tighten_tail: float = 0.5
+    tighten_width_factor: float = 0.5
+    # theory schedule (spec section 5.4): caps on K and T_k, whose formulas are
+    # astronomically large for realistic M, nu; capped values are reported with a warning
+    theory_max_outer: int = 10_000
+    theory_max_inner: int = 100_000
+
+
+PARTIAL_RULES = PartialRules()

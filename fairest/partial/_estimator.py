@@ -264,7 +264,7 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
     one (smallest ``objective_``) whose exact metric meets ``tolerance`` is returned.
     While no candidate of the last solve meets it, the problem is solved again (the
     smoothed ALM from the last solve's model when that run converged, otherwise from the
-    constant start), at most 3 more times (``fairest.partial._defaults.TIGHTEN_ROUNDS``),
+    constant start), at most 3 more times (``fairest.partial._defaults.PARTIAL_RULES.tighten_rounds``),
     with the internal tolerance lowered by the measured excess (by at least 10 % and at
     most 75 % a round), half the surrogate width (smaller gaps ``e``) and pSP levels from
     ``alpha`` to ``beta - c`` inclusive (which also constrain the bottom of the band);

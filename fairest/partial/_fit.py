@@ -15,7 +15,7 @@ validates, calls it and stores the fields. The pieces, each a small function:
 * :func:`solve_surrogate`: one surrogate solve (smoothed ALM, IDCA or direct SSG) and
   its candidate iterates;
 * :func:`tighten` and :func:`select`: the policy of ``fairest.partial._defaults``
-  (``TIGHTEN_*``): solve again with a smaller internal tolerance while no candidate meets
+  (``PARTIAL_RULES.tighten_*``): solve again with a smaller internal tolerance while no candidate meets
   ``tolerance``, then return the most accurate candidate that meets it, else the fairest.
 """
 
@@ -49,7 +49,7 @@ from fairest.partial._common import (
     squared_row_norms,
 )
 from fairest.partial._dc import Config, objective
-from fairest.partial._defaults import PARTIAL_TUNING
+from fairest.partial._defaults import PARTIAL_RULES, PARTIAL_TUNING
 from fairest.partial._fast import (
     NEWTON_STEPS,
     SOLVER_DTYPE,
@@ -341,7 +341,10 @@ def schedule(settings: Settings, X, cfg, data, x0):
             f"features of this size (Lipschitz constant {lipschitz:.3g}); scale the "
             "features (e.g. StandardScaler)."
         ) from None
-    capped_K, capped_T = min(K, _defaults.THEORY_MAX_OUTER), min(T, _defaults.THEORY_MAX_INNER)
+    capped_K, capped_T = (
+        min(K, PARTIAL_RULES.theory_max_outer),
+        min(T, PARTIAL_RULES.theory_max_inner),
+    )
     if (capped_K, capped_T) != (K, T):
         warnings.warn(
             f"schedule='theory' asks for K={K} outer and T={T} inner iterations; "
@@ -484,7 +487,7 @@ def _smooth_solution(settings: Settings, cfg, data, x0, K, eps) -> dict:
         "violations": history["max_violation"],
         "stuck": False,
         "history": history,
-        "first": max(1, n - int(_defaults.TIGHTEN_TAIL * n)) if n else 0,
+        "first": max(1, n - int(PARTIAL_RULES.tighten_tail * n)) if n else 0,
         "feasible_only": eps,
         "converged": result.converged,
     }
@@ -505,7 +508,7 @@ def _idca_solution(settings: Settings, cfg, data, x0, K, eps, T) -> dict:
         "violations": history["max_violation"],
         "stuck": bool(np.any(np.asarray(result.stuck))),
         "history": history,
-        "first": max(1, K - int(_defaults.TIGHTEN_TAIL * K)),
+        "first": max(1, K - int(PARTIAL_RULES.tighten_tail * K)),
     }
 
 
@@ -524,7 +527,7 @@ def _direct_solution(cfg, data, x0, K, eps, T) -> dict:
 def solve_surrogate(settings: Settings, name, X, cfg, data, x0, K, eps, T, measure, tolerance):
     """One surrogate solve (smoothed ALM, IDCA or direct SSG) from ``x0``, with its
     candidate iterates (the last
-    ``TIGHTEN_TAIL`` share of the run's iterates; the output of direct SSG) and their
+    ``PARTIAL_RULES.tighten_tail`` share of the run's iterates; the output of direct SSG) and their
     exact training metric (NaN: not evaluated). Raises a ``ValueError`` naming ``name``
     when the final model is not finite."""
     if settings.smooth_ran(cfg):
@@ -583,13 +586,13 @@ def select(solves, kappa):
 
 def tighten(solves, rebuild, solve, smooth):
     """Solve again with a smaller internal tolerance while no candidate of the last solve
-    meets ``tolerance`` (at most ``_defaults.TIGHTEN_ROUNDS`` times, see there); appends
+    meets ``tolerance`` (at most ``PARTIAL_RULES.tighten_rounds`` times, see there); appends
     the solves to ``solves``. ``rebuild(tolerance, width)`` gives ``(cfg, data, x0)``;
     ``solve(cfg, data, x0, tolerance)`` a solve; ``smooth(cfg)`` whether it runs the
     smoothed ALM (then warm-started at the last final iterate)."""
     kappa = solves[0]["tolerance"]
-    low, high = _defaults.TIGHTEN_FACTORS
-    for _ in range(_defaults.TIGHTEN_ROUNDS):
+    low, high = PARTIAL_RULES.tighten_factors
+    for _ in range(PARTIAL_RULES.tighten_rounds):
         last = solves[-1]
         if not last["exact"][-1] > kappa:  # met, or NaN (not measurable)
             return
@@ -611,7 +614,7 @@ def tighten(solves, rebuild, solve, smooth):
         )
         if not effective < previous and len(solves) > 1:  # tolerance 0: nothing left
             return
-        width = _defaults.TIGHTEN_WIDTH_FACTOR * last["width"]
+        width = PARTIAL_RULES.tighten_width_factor * last["width"]
         cfg, data, x0 = rebuild(effective, width)
         # smoothed ALM: warm start at the last final iterate when that run converged (a
         # warm start from a stalled run stalls again where it began). A warm solve that

@@ -12,6 +12,10 @@ not by patching module attributes::
     with ORACLE_TUNING.override(inexact_min_rows=0):
         ...  # small data, solved as large data would be
 
+A few rules that do change what a fit returns, and that tests set to small values (partial
+parity's tightening rounds: ``fairest.partial._defaults.PARTIAL_RULES``), use the same
+record and :meth:`Tuning.override`, in a record of their own.
+
 Values are read when the code path is chosen (at a call or at trace time), so an override
 must enclose the fit that should see it. A record whose fields are read while JAX traces
 (the kernels' and the solvers') empties JAX's compiled caches when an override begins and

@@ -22,6 +22,7 @@ from fairest.metrics import (
     suggest_interval,
 )
 from fairest.partial import GroupInteractionFeatures, PartialParityClassifier, _defaults
+from fairest.partial._defaults import PARTIAL_RULES
 from fairest.utils import FairnessWarning
 
 INTERVAL = (0.0, 0.5)
@@ -186,21 +187,20 @@ def test_ssg_direct_solver(data):
 
 
 @pytest.mark.filterwarnings("ignore::fairest.utils.FairnessWarning")  # exact metric > tolerance
-def test_theory_schedule_caps_and_needs_proximal_strength(data, monkeypatch):
+def test_theory_schedule_caps_and_needs_proximal_strength(data):
     X, y, g = data
     with pytest.raises(ValueError, match="proximal_strength > 0"):
         PartialParityClassifier(interval=INTERVAL, schedule="theory").fit(
             X, y, sensitive_features=g
         )
-    monkeypatch.setattr(_defaults, "THEORY_MAX_OUTER", 3)
-    monkeypatch.setattr(_defaults, "THEORY_MAX_INNER", 20)
-    clf = PartialParityClassifier(
-        interval=INTERVAL, schedule="theory", proximal_strength=0.1, inner_tol=0.1
-    )
-    with pytest.warns(ConvergenceWarning, match="capped"):
-        clf.fit(X, y, sensitive_features=g)
-    assert clf.schedule_["max_iter"] == 3 and clf.schedule_["inner_max_iter"] == 20
-    assert clf.schedule_["inner_tol"] < 0.1**2
+    with PARTIAL_RULES.override(theory_max_outer=3, theory_max_inner=20):
+        clf = PartialParityClassifier(
+            interval=INTERVAL, schedule="theory", proximal_strength=0.1, inner_tol=0.1
+        )
+        with pytest.warns(ConvergenceWarning, match="capped"):
+            clf.fit(X, y, sensitive_features=g)
+        assert clf.schedule_["max_iter"] == 3 and clf.schedule_["inner_max_iter"] == 20
+        assert clf.schedule_["inner_tol"] < 0.1**2
 
 
 def test_errors(data):

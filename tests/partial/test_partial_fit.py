@@ -6,7 +6,7 @@ import pytest
 from _partial_helpers import PSP
 
 from fairest.metrics import partial_statistical_parity
-from fairest.partial import _defaults
+from fairest.partial._defaults import PARTIAL_RULES
 from fairest.partial._fit import PartialFit, Settings, fit_partial, select, tighten
 
 
@@ -49,7 +49,7 @@ def test_select_most_accurate_candidate_meeting_tolerance():
 
 def test_tighten_follows_the_documented_rule():
     """Each round lowers the internal tolerance by the measured excess, clipped to
-    [0.25, 0.9] x the last one, halves the width, and stops after TIGHTEN_ROUNDS."""
+    [0.25, 0.9] x the last one, halves the width, and stops after PARTIAL_RULES.tighten_rounds."""
     kappa = 0.05
     calls = []
     excess = iter([0.08, 0.06, 0.055])
@@ -63,8 +63,8 @@ def test_tighten_follows_the_documented_rule():
 
     solves = [_measured(_solve([0.9, 0.4], [0.0, 0.1], kappa, 1.0, 1))]
     tighten(solves, rebuild, solve, lambda cfg: False)
-    assert len(solves) == 1 + _defaults.TIGHTEN_ROUNDS
-    low, high = _defaults.TIGHTEN_FACTORS
+    assert len(solves) == 1 + PARTIAL_RULES.tighten_rounds
+    low, high = PARTIAL_RULES.tighten_factors
     expected, previous, last_exact = [], kappa, 0.1
     for exact in (0.08, 0.06, 0.055):
         previous = float(np.clip(previous - (last_exact - kappa), low * previous, high * previous))
@@ -102,14 +102,14 @@ def test_tighten_warm_starts_only_after_a_converged_run():
     first = {**_measured(_solve([0.9, 0.4], [0.0, 0.1], 0.05, 1.0, 1)), "converged": False}
     solves = [first]
     tighten(solves, lambda tolerance, width: (None, None, "cold"), solve, lambda cfg: True)
-    assert len(solves) == 1 + _defaults.TIGHTEN_ROUNDS
+    assert len(solves) == 1 + PARTIAL_RULES.tighten_rounds
     assert [x0 if isinstance(x0, str) else float(x0[0]) for x0 in starts] == ["cold", 1.0, 1.0]
 
 
 def test_a_stalled_tightening_round_ends_the_rounds():
     """A tightening round whose smoothed solve stalled (not converged) is the last one:
     a tighter round stalls again (KDD census by race); a converged one goes on."""
-    for stalled, rounds in ((False, _defaults.TIGHTEN_ROUNDS), (True, 1)):
+    for stalled, rounds in ((False, PARTIAL_RULES.tighten_rounds), (True, 1)):
         excess = iter([(0.08, not stalled), (0.06, True), (0.055, True)])
 
         def solve(cfg, data, x0, tolerance, excess=excess):

@@ -13,10 +13,11 @@ import numpy as np
 import pytest
 from _partial_helpers import PDP, PSP, make_data, make_problem
 
-from fairest.partial import PartialParityClassifier, _defaults
+from fairest.partial import PartialParityClassifier
 from fairest.partial import _fast as fast_module
 from fairest.partial import _smooth as smooth_module
 from fairest.partial._dc import constraint_values
+from fairest.partial._defaults import PARTIAL_RULES
 from fairest.utils import FairnessWarning
 
 
@@ -40,26 +41,26 @@ def test_smoothed_constraints_tend_to_the_exact_ones(x64, metric, surrogate):
 
 
 @pytest.mark.parametrize("metric", [PSP, PDP])
-def test_default_run_stops_on_convergence_near_exact_idca(metric, monkeypatch):
+def test_default_run_stops_on_convergence_near_exact_idca(metric):
     """solver="smooth_alm" stops on the convergence test well before max_iter,
     and reach the objective of IDCA with exact ALM subproblem solves on the same
     surrogate problem within 1 % (one solve each: no tightening round)."""
-    monkeypatch.setattr(_defaults, "TIGHTEN_ROUNDS", 0)
-    X, y, g = make_data(400, 3, 2)
-    params = dict(metric=metric, interval=(0.0, 0.5), tolerance=0.2)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FairnessWarning)
-        fast = PartialParityClassifier(**params, solver="smooth_alm").fit(
-            X, y, sensitive_features=g
-        )
-        exact = PartialParityClassifier(
-            **params, solver="idca", inner_solver="alm", max_iter=40, inner_max_iter=400
-        ).fit(X, y, sensitive_features=g)
-    assert fast.n_iter_ < 0.5 * fast.max_iter
-    final_fast = fast.tightening_["objective"][0]
-    final_exact = exact.tightening_["objective"][0]
-    assert final_fast <= 1.01 * final_exact
-    assert fast.constraint_violation_ <= fast.inner_tol
+    with PARTIAL_RULES.override(tighten_rounds=0):
+        X, y, g = make_data(400, 3, 2)
+        params = dict(metric=metric, interval=(0.0, 0.5), tolerance=0.2)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FairnessWarning)
+            fast = PartialParityClassifier(**params, solver="smooth_alm").fit(
+                X, y, sensitive_features=g
+            )
+            exact = PartialParityClassifier(
+                **params, solver="idca", inner_solver="alm", max_iter=40, inner_max_iter=400
+            ).fit(X, y, sensitive_features=g)
+        assert fast.n_iter_ < 0.5 * fast.max_iter
+        final_fast = fast.tightening_["objective"][0]
+        final_exact = exact.tightening_["objective"][0]
+        assert final_fast <= 1.01 * final_exact
+        assert fast.constraint_violation_ <= fast.inner_tol
 
 
 def test_lbfgs_iterates_recorded_and_warm_tightening(monkeypatch):

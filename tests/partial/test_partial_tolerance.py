@@ -19,8 +19,8 @@ from fairest.partial import (
     IntraGroupPairwiseConstrainedClassifier,
     PartialParityClassifier,
     PartialParityPenaltyClassifier,
-    _defaults,
 )
+from fairest.partial._defaults import PARTIAL_RULES
 from fairest.utils import FairnessWarning
 
 TOP = (0.0, 0.2)  # the top 20 % of every group
@@ -87,7 +87,7 @@ def test_adult_exact_metric_within_tolerance(adult, metric, tolerance):
     assert clf.score(X, y) > 0.8  # not a constant model (76 % negatives)
 
 
-def test_first_solve_meeting_the_tolerance_is_the_papers_model(adult, monkeypatch):
+def test_first_solve_meeting_the_tolerance_is_the_papers_model(adult):
     """When the first solve meets the tolerance nothing more runs: one solve, the
     paper's final iterate, identical to a fit without tightening."""
     X, y, A = adult
@@ -96,11 +96,10 @@ def test_first_solve_meeting_the_tolerance_is_the_papers_model(adult, monkeypatc
     assert clf.tightening_["effective_tolerance"].tolist() == [0.05]
     assert clf.train_unfairness_ <= 0.05 and clf.effective_tolerance_ == 0.05
     assert clf.n_iter_ == 100 and clf.history_["params"].shape[0] == 101
-    monkeypatch.setattr(_defaults, "TIGHTEN_ROUNDS", 0)
-    monkeypatch.setattr(_defaults, "TIGHTEN_TAIL", 0.0)
-    paper = PartialParityClassifier(PDP, **params).fit(X, y, sensitive_features=A)
-    np.testing.assert_array_equal(paper.coef_, clf.coef_)
-    assert paper.objective_ == clf.objective_
+    with PARTIAL_RULES.override(tighten_rounds=0, tighten_tail=0.0):
+        paper = PartialParityClassifier(PDP, **params).fit(X, y, sensitive_features=A)
+        np.testing.assert_array_equal(paper.coef_, clf.coef_)
+        assert paper.objective_ == clf.objective_
 
 
 def test_unmet_tolerance_warns_with_the_achieved_value():
@@ -117,7 +116,7 @@ def test_unmet_tolerance_warns_with_the_achieved_value():
     assert clf.train_unfairness_ == pytest.approx(value, abs=1e-12)
     assert f"{value:.4g} > tolerance=0.05" in str(rec[0].message)
     finals = clf.tightening_["train_unfairness"]
-    assert 2 <= finals.size <= 1 + _defaults.TIGHTEN_ROUNDS
+    assert 2 <= finals.size <= 1 + PARTIAL_RULES.tighten_rounds
     assert value == pytest.approx(finals.min())  # the fairest of the solves
     assert value < finals[0]  # fairer than the paper's solve
 
@@ -135,7 +134,7 @@ def test_train_unfairness_uses_weights_and_threshold(metric):
     assert clf.train_unfairness_ == pytest.approx(_exact(clf, X, g, weights), abs=1e-12)
 
 
-def test_one_group_and_no_constraint_run_once(monkeypatch):
+def test_one_group_and_no_constraint_run_once():
     X, y, g = make_data(200, 3, 0)
     clf = PartialParityClassifier(
         interval=(0.0, 0.5), tolerance=1.0, max_iter=5, inner_max_iter=50
@@ -175,27 +174,28 @@ HUGE = [
 
 @pytest.mark.parametrize("scale", [1e10, 1e300])
 @pytest.mark.parametrize("estimator", HUGE, ids=lambda e: type(e).__name__)
-def test_huge_feature_column_gives_a_finite_model_or_a_clear_error(estimator, scale, monkeypatch):
-    monkeypatch.setattr(_defaults, "THEORY_MAX_OUTER", 3)  # schedule="theory": short run
-    monkeypatch.setattr(_defaults, "THEORY_MAX_INNER", 50)
-    rng = np.random.default_rng(0)
-    n = 120
-    X = rng.normal(size=(n, 3))
-    g = np.arange(n) % 2
-    y = ((X[:, 0] + 0.5 * g + 0.5 * rng.normal(size=n)) > 0.25).astype(int)
-    X[:, 2] *= scale
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # convergence / fairness warnings of short fits
-            estimator.fit(X, y, sensitive_features=g)
-    except ValueError as error:
-        message = str(error)
-        assert len(message) < 500 and "scale the features" in message, message
-        assert scale > 1e100  # a 1e10 column always fits
-    else:
-        assert np.all(np.isfinite(estimator.coef_)) and np.all(np.isfinite(estimator.intercept_))
-        assert np.all(np.isfinite(estimator.decision_function(X)))
-        assert np.isfinite(estimator.objective_)
+def test_huge_feature_column_gives_a_finite_model_or_a_clear_error(estimator, scale):
+    with PARTIAL_RULES.override(theory_max_outer=3, theory_max_inner=50):
+        rng = np.random.default_rng(0)
+        n = 120
+        X = rng.normal(size=(n, 3))
+        g = np.arange(n) % 2
+        y = ((X[:, 0] + 0.5 * g + 0.5 * rng.normal(size=n)) > 0.25).astype(int)
+        X[:, 2] *= scale
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # convergence / fairness warnings of short fits
+                estimator.fit(X, y, sensitive_features=g)
+        except ValueError as error:
+            message = str(error)
+            assert len(message) < 500 and "scale the features" in message, message
+            assert scale > 1e100  # a 1e10 column always fits
+        else:
+            assert np.all(np.isfinite(estimator.coef_)) and np.all(
+                np.isfinite(estimator.intercept_)
+            )
+            assert np.all(np.isfinite(estimator.decision_function(X)))
+            assert np.isfinite(estimator.objective_)
 
 
 def test_penalty_with_a_1e300_column_refuses_instead_of_inf_scores():
