@@ -178,7 +178,10 @@ CASES = {
         same(solo.coef_, spmd.coef_, rtol=0, atol=1e-3 * scale)
         same(solo.predict_proba(X), spmd.predict_proba(X), rtol=0, atol=1e-3)
         same(solo.train_unfairness_, spmd.train_unfairness_, rtol=0, atol=1e-6)
-        assert solo.n_iter_ == spmd.n_iter_ and solo.interval_ == spmd.interval_
+        # the round a float32 run stops at can move by that rounding too (its stopping
+        # tests are at float32 resolution, fairest.partial._fast._FTOL), so n_iter_ is
+        # not compared; the models above are
+        assert solo.interval_ == spmd.interval_
         # The penalty baseline's default L-BFGS minimises, stage after stage, a smoothed
         # objective F_s = f0 + lam P_s in float32, and XLA sums its float32 row terms in
         # an order that depends on the device count. The bounds below follow from that:
