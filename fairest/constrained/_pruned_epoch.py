@@ -273,8 +273,13 @@ def _pruned_step(state, inp, ctx):
     def group_mean(values):
         return group_means(values if r_grp is None else r_grp * values, gb, w, num_groups)
 
-    logits = MLP.apply(unravel_params(model, x * mask), Xb)
-    loss_i, correct_i, _ = cross_entropy_stats(logits, yb)
+    def row_losses(z):
+        out = MLP.apply(unravel_params(model, z * mask), Xb)
+        li, ci, _ = cross_entropy_stats(out, yb)
+        return li, ci
+
+    # one forward pass serves the dual estimates and, pulled back, the primal gradient
+    loss_i, row_vjp, correct_i = jax.vjp(row_losses, x, has_aux=True)
     valid = w > 0
     acc_g_batch, _, present = group_mean(correct_i)
     loss_g_batch, _, _ = group_mean(loss_i)
@@ -332,14 +337,12 @@ def _pruned_step(state, inp, ctx):
     lam = jnp.where(eligible, lam_new, lam)
     dual_state = _for_eligible(dual_state, state.dual, eligible)
 
-    # primal step with the updated multipliers (spec 2.3 / 2.7)
-    def lagrangian(z):
-        lg = MLP.apply(unravel_params(model, z * mask), Xb)
-        li, _, _ = cross_entropy_stats(lg, yb)
+    # primal step with the updated multipliers (spec 2.3 / 2.7): the Lagrangian as a
+    # function of the minibatch's row losses, its gradient pulled back through the forward
+    def lagrangian(li):
         L_B = overall_mean(li)
-        value = L_B + 0.5 * hyper["alpha"] * jnp.sum((z * mask) ** 2)
         if metric is None:
-            return value, L_B
+            return L_B
         L_g, _, pres = group_mean(li)
         if loss_parity:
             term = L_g - L_B
@@ -347,9 +350,10 @@ def _pruned_step(state, inp, ctx):
                 term = jnp.abs(term)
         else:  # excess loss gap surrogate; dense constants only shift the value
             term = (L_g - ref["loss_g"]) - (L_B - ref["loss"])
-        return value + jnp.sum(jnp.where(pres, lam * term, 0.0)), L_B
+        return L_B + jnp.sum(jnp.where(pres, lam * term, 0.0))
 
-    (_, objective), grad = jax.value_and_grad(lagrangian, has_aux=True)(x)
+    (grad,) = row_vjp(jax.grad(lagrangian)(loss_i))
+    grad = grad + hyper["alpha"] * (x * mask) * mask  # of (alpha / 2) ||x * mask||^2
     primal = primal_optimizer(inp["learning_rate"], hyper["momentum"], cfg.nesterov)
     x_step, primal_state = primal.update(grad, state.primal)
     new_state = state._replace(
@@ -362,7 +366,7 @@ def _pruned_step(state, inp, ctx):
         it=state.it + 1,
     )
     log = {
-        "objective": objective,
+        "objective": loss_batch,
         "lam": lam,
         "psi_hat": estimate,
         "buffer_full": count >= buf.shape[1],
