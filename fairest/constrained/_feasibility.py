@@ -32,7 +32,7 @@ from fairest.constrained._engine import loss_scales
 from fairest.constrained._engine._contract import _Ctx
 from fairest.constrained._engine._runtime import device_data
 from fairest.constrained._engine._solvers import _block_of, _full_step_blocks
-from fairest.utils._degenerate import NEAR_CONSTANT_SHARE
+from fairest.utils._degenerate import NEAR_CONSTANT_SHARE, plain_label
 from fairest.utils._validation import FairnessWarning
 
 __all__ = [
@@ -171,16 +171,20 @@ def near_constant_figures(pred, y_codes, groups, weight, labels, classes) -> str
     if not (predicted.max() >= 1.0 - share > labelled.max()):
         return None
     top = int(np.argmax(predicted))
+    top_label = plain_label(classes[top])
     n_groups = len(labels)
     totals = np.bincount(groups, weight, minlength=n_groups)
     chosen = np.bincount(groups, weight * (pred == top), minlength=n_groups) / totals
     right = np.bincount(groups, weight * (pred == y_codes), minlength=n_groups) / totals
-    parts = [f"{labels[g]!r}: {chosen[g]:.3f} / {right[g]:.3f}" for g in range(min(n_groups, 12))]
+    parts = [
+        f"{plain_label(labels[g])!r}: {chosen[g]:.3f} / {right[g]:.3f}"
+        for g in range(min(n_groups, 12))
+    ]
     more = f", ... ({n_groups - 12} more)" if n_groups > 12 else ""
     return (
         f"accuracy {weight @ (pred == y_codes) / total:.3f}, share predicted "
-        f"{classes[top]!r} {predicted[top]:.3f}; by group (share predicted "
-        f"{classes[top]!r} / accuracy): {', '.join(parts)}{more}"
+        f"{top_label!r} {predicted[top]:.3f}; by group (share predicted "
+        f"{top_label!r} / accuracy): {', '.join(parts)}{more}"
     )
 
 
@@ -198,7 +202,7 @@ def weak_accuracy_figures(pred, y_codes, weight, classes) -> str | None:
         return None
     return (
         f"train accuracy {accuracy:.4f} against {majority:.4f} for always predicting "
-        f"{classes[int(np.argmax(labelled))]!r}"
+        f"{plain_label(classes[int(np.argmax(labelled))])!r}"
     )
 
 

@@ -16,6 +16,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from fairest.utils._linear import score_codes
+
 __all__ = [
     "GAP_SHARE",
     "AutoWeight",
@@ -76,13 +78,11 @@ def train_accuracy(predicted, y_codes, weight) -> float:
 
 
 def predicted_codes(theta, X) -> tuple[np.ndarray, int]:
-    """Class codes ``predict`` gives (score >= 0 for one logit, else the arg-max) and the
-    number of classes."""
+    """Class codes ``predict`` gives (:func:`~fairest.utils._linear.score_codes`: score
+    >= 0 for one logit, else the arg-max) and the number of classes."""
     theta = np.asarray(theta, dtype=np.float64)
     scores = np.asarray(X @ theta[1:]) + theta[0]
-    if theta.shape[1] == 1:
-        return (scores[:, 0] >= 0).astype(np.intp), 2
-    return np.argmax(scores, axis=1), theta.shape[1]
+    return score_codes(scores), 2 if theta.shape[1] == 1 else theta.shape[1]
 
 
 def search_weight(solve, evaluate, majority: float) -> AutoWeight:

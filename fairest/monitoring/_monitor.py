@@ -19,6 +19,7 @@ from fairest.io import GroupVocabulary, iter_chunks
 from fairest.metrics._catalogue import FairnessMetric, get_metric
 from fairest.metrics._rates import RATE_METRICS
 from fairest.monitoring._boundaries import BOUNDARIES, bernoulli_confidence_sequence
+from fairest.utils._degenerate import plain_label
 from fairest.utils._validation import FairnessWarning
 
 __all__ = ["FairnessMonitor"]
@@ -422,7 +423,7 @@ class FairnessMonitor:
         self._alpha = share / (n_groups * len(self.rates_))
         if n_groups == 1:
             warnings.warn(
-                f"the monitor sees a single group ({labels[0]!r}): the gap is 0 by "
+                f"the monitor sees a single group ({plain_label(labels[0])!r}): the gap is 0 by "
                 "definition; pass every group label with groups=.",
                 FairnessWarning,
                 stacklevel=4,

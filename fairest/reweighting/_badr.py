@@ -26,7 +26,7 @@ from fairest.reweighting._common import build_metric_spec, make_problem
 from fairest.reweighting._solve import SOLVERS, BADRSettings, solve_badr
 from fairest.utils._degenerate import near_constant, plain_label, prediction_figures
 from fairest.utils._estimator import encode_binary_target, validate_fit_data
-from fairest.utils._linear import LinearClassifierMixin, LinearRegressorMixin
+from fairest.utils._linear import LinearClassifierMixin, LinearRegressorMixin, positive_scores
 from fairest.utils._reporting import log_fit, store_result, wants_progress
 from fairest.utils._validation import FairnessWarning
 
@@ -169,7 +169,7 @@ class _BADRBase(BaseEstimator):
 
         def figures(theta):
             theta = np.asarray(theta)
-            pred = (data.X @ theta[1:] + theta[0] >= 0).astype(np.float64)
+            pred = positive_scores(data.X @ theta[1:] + theta[0]).astype(np.float64)
             shown = prediction_figures(
                 pred, y_num, data.groups, data.sample_weight, labels, positive
             )

@@ -34,6 +34,7 @@ from fairest.reweighting._oracle import ImplicitOracle
 from fairest.reweighting._outer import run_frank_wolfe, run_scipy
 from fairest.reweighting._segment import run_segment
 from fairest.utils._degenerate import near_constant
+from fairest.utils._linear import positive_scores
 
 __all__ = [
     "SOLVERS",
@@ -222,9 +223,10 @@ def solve_badr(
 
 
 def hard_predictions(theta, problem: Problem, n: int) -> np.ndarray:
-    """``1[b + X w >= 0]`` of the ``n`` real rows (as ``predict``), on the host."""
+    """``1[b + X w >= 0]`` of the ``n`` real rows, on the host: ``predict``'s rule
+    (:func:`~fairest.utils._linear.positive_scores`)."""
     theta = np.asarray(theta)
-    return (host_scores(problem.X, theta[1:])[:n] + theta[0] >= 0).astype(np.float64)
+    return positive_scores(host_scores(problem.X, theta[1:])[:n] + theta[0]).astype(np.float64)
 
 
 def steer_off_one_class_vertex(orc, lam, out, value, candidates: dict, totals, groups, weights):

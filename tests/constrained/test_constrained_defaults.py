@@ -276,7 +276,11 @@ def test_pruned_near_constant_model_warns():
 def test_a_model_that_barely_beats_the_majority_class_is_named():
     """Train accuracy within a tenth of the room above the majority rate: the figures of
     the warning; clearly above it, or near-constant (its own warning), nothing."""
-    from fairest.constrained._feasibility import warn_fit, weak_accuracy_figures
+    from fairest.constrained._feasibility import (
+        near_constant_figures,
+        warn_fit,
+        weak_accuracy_figures,
+    )
 
     y = np.array([0] * 88 + [1] * 12)
     weak = y.copy()
@@ -288,6 +292,13 @@ def test_a_model_that_barely_beats_the_majority_class_is_named():
     assert weak_accuracy_figures(good, y, None, ["no", "yes"]) is None
     weights = np.where(y == 1, 2.0, 1.0)  # the weighted majority: 88 of 112
     assert "0.8036 against 0.7857" in weak_accuracy_figures(weak, y, weights, ["no", "yes"])
+    # numpy labels print as the user wrote them, not as np.str_('no') / np.int64(0)
+    assert weak_accuracy_figures(weak, y, None, np.array(["no", "yes"])).endswith("'no'")
+    constant = near_constant_figures(
+        np.zeros(100, int), y, np.arange(100) % 2, None, np.array([7, 9]), np.array(["no", "yes"])
+    )
+    assert "share predicted 'no' 1.000" in constant and "7: 1.000 / 0.880" in constant
+    assert "np." not in constant
 
     class Stub:
         pass

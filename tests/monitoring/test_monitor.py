@@ -331,6 +331,9 @@ def test_bad_batches():
 def test_a_single_group_warns():
     with pytest.warns(FairnessWarning, match="single group"):
         FairnessMonitor().update([0, 1, 1], ["a", "a", "a"])
+    # the label as the user wrote it, not numpy's repr of its scalar (np.str_('a'))
+    with pytest.warns(FairnessWarning, match=r"single group \('a'\)"):
+        FairnessMonitor().update([0, 1, 1], np.array(["a", "a", "a"]))
 
 
 def restart_alarms(successes, trials, n_sequences, delta=DELTA):
