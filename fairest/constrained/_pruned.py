@@ -57,6 +57,7 @@ from fairest.constrained._pruned_fit import (
     dense_start,
     finetune,
     fit_pruned,
+    hold_out,
     host_layers,
     initial_parameters,
     layer_sparsity,
@@ -65,6 +66,7 @@ from fairest.constrained._pruned_fit import (
     pruning_data,
     pruning_history,
     reference_statistics,
+    resolve_epochs,
     warn_pruned_fit,
 )
 from fairest.constrained._sparse import as_csr
@@ -113,10 +115,12 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
         Estimator exposing ``params_`` of the same architecture (for example a fitted
         ``PrunedFairClassifier`` or ``LossGapConstrainedClassifier``) used as the dense
         reference; ``None`` pretrains a dense network for ``dense_n_epochs`` epochs.
-    dense_n_epochs : int, default=50
+    dense_n_epochs : int or "auto", default="auto"
         Epochs of dense pre-training (SGD with momentum, learning rate scheduled by
         ``learning_rate_milestones`` and ``learning_rate_decay`` over these epochs).
-        Ignored when ``dense_model`` is given.
+        Ignored when ``dense_model`` is given. ``"auto"``: the paper's 50 for
+        ``preset="paper"``, else ``ceil(400_000 / n_samples)`` within [5, 50] (see
+        ``preset``).
     dense_learning_rate : float, default=0.01
         Initial learning rate of dense pre-training.
     dense_momentum : float, default=0.9
@@ -129,16 +133,19 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
         set to zero, reached at the start of epoch ``pruning_epochs``. In [0, 1].
     initial_sparsity : float, default=0.0
         Sparsity ``s_i`` of the cubic pruning schedule at epoch 0, in [0, 1].
-    pruning_epochs : int, default=15
+    pruning_epochs : int or "auto", default="auto"
         Last pruning epoch ``T_end``: magnitude pruning events at the start of epochs
         ``0..T_end`` (cubic schedule from ``initial_sparsity`` to ``target_sparsity``).
         The constraints apply from epoch ``T_end`` on unless ``constrain_while_pruning``.
+        ``"auto"``: the paper's 15 for ``preset="paper"``, else
+        ``ceil(150_000 / n_samples)`` within [3, 15].
     prune_layers : {"all", "hidden"}, default="all"
         Weight matrices that are pruned: all layers, or ``"hidden"`` keeps the first and
         last layers dense (networks with at most two layers prune every layer). Biases
         are never pruned.
-    n_epochs : int, default=60
-        Fine-tuning epochs, pruning epochs included.
+    n_epochs : int or "auto", default="auto"
+        Fine-tuning epochs, pruning epochs included. ``"auto"``: the paper's 60 for
+        ``preset="paper"``, else ``ceil(600_000 / n_samples)`` within [10, 60].
     metric : str or None, default="excess_accuracy_gap"
         Unfairness constrained in the fine-tuning: ``"excess_accuracy_gap"`` bounds the
         excess accuracy gaps ``psi_g`` (CEAG), ``"excess_loss_gap"`` bounds the excess
@@ -203,6 +210,16 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
         picked the iterate on test accuracy; the held-out split avoids that.
     validation_fraction : float, default=0.1
         Share of the training rows held out when ``early_stopping`` is True.
+    preset : {"default", "paper"}, default="default"
+        What the epoch counts left at ``"auto"`` mean. ``"paper"``: the schedule of [1]_
+        (50 dense epochs, 60 fine-tuning epochs of which 15 prune) on any data.
+        ``"default"``: epochs that scale down with the training rows (``n_samples``,
+        after the ``early_stopping`` hold-out), so that a fit's steps stop growing with
+        the data: the paper's schedule up to 8,000 rows, 20 + 30 epochs (8 pruning) on
+        20,000 rows, where the test accuracy and train excess accuracy gaps of the
+        practitioner benchmark's tasks match the paper's schedule at under half its
+        cost. :meth:`partial_fit`, which does not know the rows of the stream, uses the
+        paper's epochs for ``"auto"``.
     dtype : {"float32", "float64"}, default="float32"
         Computation precision (float64 is scoped to the fit).
     random_state : int, Generator or None, default=None
@@ -263,6 +280,9 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
         Validation accuracy of the returned iterate (``early_stopping`` only).
     n_iter_ : int
         Number of fine-tuning iterations.
+    epochs_ : dict
+        The epoch counts of the fit (``dense_n_epochs``, ``n_epochs``,
+        ``pruning_epochs``), ``"auto"`` resolved.
     dense_step_size_factor_ : float or None
         Factor applied to ``dense_learning_rate`` by the divergence guard (1.0 unless a
         refit was needed, see Notes); ``None`` with ``dense_model``.
@@ -299,15 +319,15 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
     _parameter_constraints: dict = {
         "hidden_layer_sizes": ["array-like"],
         "dense_model": "no_validation",
-        "dense_n_epochs": [Interval(Integral, 0, None, closed="left")],
+        "dense_n_epochs": [Interval(Integral, 0, None, closed="left"), StrOptions({"auto"})],
         "dense_learning_rate": [Interval(Real, 0, None, closed="neither")],
         "dense_momentum": [Interval(Real, 0, 1, closed="left")],
         "dense_alpha": [Interval(Real, 0, None, closed="left")],
         "target_sparsity": [Interval(Real, 0, 1, closed="both")],
         "initial_sparsity": [Interval(Real, 0, 1, closed="both")],
-        "pruning_epochs": [Interval(Integral, 0, None, closed="left")],
+        "pruning_epochs": [Interval(Integral, 0, None, closed="left"), StrOptions({"auto"})],
         "prune_layers": [StrOptions({"all", "hidden"})],
-        "n_epochs": [Interval(Integral, 0, None, closed="left")],
+        "n_epochs": [Interval(Integral, 0, None, closed="left"), StrOptions({"auto"})],
         "metric": [StrOptions({"excess_accuracy_gap", "excess_loss_gap", "loss_parity"}), None],
         "tolerance": [Interval(Real, 0, None, closed="left")],
         "use_buffer": ["boolean"],
@@ -326,6 +346,7 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
         "constrain_while_pruning": ["boolean"],
         "early_stopping": ["boolean"],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "preset": [StrOptions({"default", "paper"})],
         "dtype": [StrOptions({"float32", "float64"})],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -337,15 +358,15 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
         hidden_layer_sizes=_defaults.HIDDEN_LAYER_SIZES,
         *,
         dense_model=None,
-        dense_n_epochs=_defaults.DENSE_EPOCHS,
+        dense_n_epochs="auto",
         dense_learning_rate=_defaults.PRIMAL_LR,
         dense_momentum=_defaults.MOMENTUM,
         dense_alpha=_defaults.WEIGHT_DECAY,
         target_sparsity=_defaults.TARGET_SPARSITY,
         initial_sparsity=0.0,
-        pruning_epochs=_defaults.PRUNING_EPOCHS,
+        pruning_epochs="auto",
         prune_layers="all",
-        n_epochs=_defaults.FINETUNE_EPOCHS,
+        n_epochs="auto",
         metric="excess_accuracy_gap",
         tolerance=_defaults.CEAG_TOLERANCE,
         use_buffer=True,
@@ -364,6 +385,7 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
         constrain_while_pruning=False,
         early_stopping=False,
         validation_fraction=0.1,
+        preset="default",
         dtype="float32",
         random_state=None,
         verbose=0,
@@ -398,6 +420,7 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
         self.constrain_while_pruning = constrain_while_pruning
         self.early_stopping = early_stopping
         self.validation_fraction = validation_fraction
+        self.preset = preset
         self.dtype = dtype
         self.random_state = random_state
         self.verbose = verbose
@@ -454,12 +477,15 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
         rngs = spawn_rngs(self.random_state, 5)
         validation = None
         if self.early_stopping:
-            X, y_codes, groups, sw, validation = self._hold_out(X, y_codes, groups, sw, rngs[4])
+            X, y_codes, groups, sw, validation = hold_out(
+                X, y_codes, groups, sw, self.validation_fraction, rngs[4]
+            )
         G = labels.size
         if sw is not None:  # also after the early-stopping split
             raise_if_weightless_group(np.bincount(groups, sw, minlength=G), labels)
         model = MLP(X.shape[1], hidden, 1 if classes.size == 2 else classes.size)
-        settings = self._settings(len(model.sizes) - 1)
+        settings = self._settings(len(model.sizes) - 1, X.shape[0])
+        self.epochs_ = {name: getattr(settings, name) for name in _defaults.PAPER_PRUNING_EPOCHS}
         dtype = jnp.float64 if self.dtype == "float64" else jnp.float32
         score = None
         if validation is not None:
@@ -511,7 +537,9 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
     ):
         """One epoch of the pipeline over the chunk ``(X, y)``, continuing the previous calls.
 
-        The calls are the epochs of :meth:`fit`'s schedule: the first ``dense_n_epochs``
+        The calls are the epochs of :meth:`fit`'s schedule (an epoch count left at
+        ``"auto"`` is the paper's here: the stream's rows are unknown; pass the counts of
+        a fit, its ``epochs_``, to match it): the first ``dense_n_epochs``
         calls pre-train the dense network (none with ``dense_model``), the following
         ones prune (at the start of fine-tuning calls ``0..pruning_epochs``, cubic
         schedule) and fine-tune under the constraints; the learning-rate milestones are
@@ -586,6 +614,7 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
         sw = None if np.all(weight == weight[0]) else weight
         model = MLP(X.shape[1], hidden, 1 if stream.classes.size == 2 else stream.classes.size)
         settings = self._settings(len(model.sizes) - 1)
+        self.epochs_ = {name: getattr(settings, name) for name in _defaults.PAPER_PRUNING_EPOCHS}
         dtype = jnp.float64 if self.dtype == "float64" else jnp.float32
         dense_calls = 0 if self.dense_model is not None else settings.dense_n_epochs
         if first:
@@ -676,13 +705,16 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
         tags.input_tags.sparse = True  # large or very sparse X stays sparse (_sparse)
         return tags
 
-    def _settings(self, n_layers: int) -> PruningSettings:
-        """The resolved settings of :func:`fit_pruned`."""
+    def _settings(self, n_layers: int, n_samples: int | None = None) -> PruningSettings:
+        """The resolved settings of :func:`fit_pruned` for ``n_samples`` training rows
+        (``None``: a stream's, unknown)."""
         if self.prune_layers == "all" or n_layers <= 2:
             prunable = (True,) * n_layers
         else:
             prunable = tuple(0 < i < n_layers - 1 for i in range(n_layers))
         shared = {name: getattr(self, name) for name in _SHARED_SETTINGS}
+        for name in _defaults.PAPER_PRUNING_EPOCHS:
+            shared[name] = resolve_epochs(shared[name], name, self.preset, n_samples)
         return PruningSettings(
             **shared,
             prunable=prunable,
@@ -691,26 +723,6 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
             learning_rate_milestones=tuple(np.ravel(self.learning_rate_milestones).tolist()),
             record_every=int(self.record_history),  # True records every iteration
         )
-
-    def _hold_out(self, X, y_codes, groups, sample_weight, rng):
-        """Training rows and the ``(X, y, sample_weight)`` split of ``early_stopping``."""
-        from sklearn.model_selection import train_test_split
-
-        strata = groups.astype(np.int64) * (int(y_codes.max()) + 1) + y_codes
-        if np.bincount(strata).min() < 2:
-            strata = groups
-        seed = int(rng.integers(2**31 - 1))
-        train, val = train_test_split(
-            np.arange(X.shape[0]),
-            test_size=self.validation_fraction,
-            stratify=strata,
-            random_state=seed,
-        )
-        if sample_weight is None:
-            sw_train = sw_val = None
-        else:
-            sw_train, sw_val = sample_weight[train], sample_weight[val]
-        return (X[train], y_codes[train], groups[train], sw_train, (X[val], y_codes[val], sw_val))
 
     def _accuracy(self, model, x, X, y_codes, sample_weight=None):
         params = host_layers(model, x)

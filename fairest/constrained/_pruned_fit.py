@@ -7,6 +7,7 @@ the history, and the estimator's fit-time checks, logs and warnings.
 from __future__ import annotations
 
 import copy
+import math
 from typing import NamedTuple
 
 import jax
@@ -16,6 +17,7 @@ import scipy.sparse as sp
 
 from fairest._kernels._buckets import pad_rows_to, padded_rows
 from fairest._kernels._losses import cross_entropy_host
+from fairest.constrained import _defaults
 from fairest.constrained._common import host_layers, ravel_params
 from fairest.constrained._engine import (
     all_finite,
@@ -47,6 +49,7 @@ __all__ = [
     "finetune",
     "pruning_data",
     "pruning_history",
+    "resolve_epochs",
 ]
 
 
@@ -111,6 +114,20 @@ _SHARED_SETTINGS = tuple(
     for name in PruningSettings._fields
     if name not in ("prunable", "balanced", "nesterov", "learning_rate_milestones", "record_every")
 )
+
+
+def resolve_epochs(value, name: str, preset: str, n_samples: int | None) -> int:
+    """The epoch count ``name`` (``"dense_n_epochs"``, ``"n_epochs"`` or
+    ``"pruning_epochs"``) with ``"auto"`` resolved: the paper's for preset ``"paper"`` or
+    unknown rows (``n_samples=None``: ``partial_fit``), else ``ceil(rows / n_samples)``
+    between the minimum and the paper's (``_defaults.AUTO_PRUNING_EPOCHS``)."""
+    if value != "auto":
+        return int(value)
+    paper = _defaults.PAPER_PRUNING_EPOCHS[name]
+    if preset == "paper" or n_samples is None:
+        return paper
+    rows, minimum = _defaults.AUTO_PRUNING_EPOCHS[name]
+    return min(paper, max(minimum, math.ceil(rows / max(int(n_samples), 1))))
 
 
 class PruningData(NamedTuple):
@@ -703,6 +720,26 @@ def warn_pruned_fit(estimator, logits, y_codes, groups, sw, labels) -> None:
         "accuracy cannot be met by chance alone)."
     )
     warn_fit(estimator, missed=missed, constant=constant, advice=advice)
+
+
+def hold_out(X, y_codes, groups, sample_weight, fraction: float, rng):
+    """Training rows and the ``(X, y, sample_weight)`` split of ``early_stopping``:
+    ``fraction`` of the rows, stratified by group and label (by group alone when a
+    group-label cell has a single row)."""
+    from sklearn.model_selection import train_test_split
+
+    strata = groups.astype(np.int64) * (int(y_codes.max()) + 1) + y_codes
+    if np.bincount(strata).min() < 2:
+        strata = groups
+    seed = int(rng.integers(2**31 - 1))
+    train, val = train_test_split(
+        np.arange(X.shape[0]), test_size=fraction, stratify=strata, random_state=seed
+    )
+    if sample_weight is None:
+        sw_train = sw_val = None
+    else:
+        sw_train, sw_val = sample_weight[train], sample_weight[val]
+    return (X[train], y_codes[train], groups[train], sw_train, (X[val], y_codes[val], sw_val))
 
 
 def _check_milestones(milestones) -> None:

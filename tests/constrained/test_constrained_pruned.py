@@ -200,8 +200,9 @@ def test_constrained_early_stopping_returns_the_best_held_out_iterate(monkeypatc
     assert abs(est.sparsity_ - est.target_sparsity) < 0.02
     # the returned iterate is the one scored: its accuracy on the held-out rows
     from fairest.constrained._engine import spawn_rngs
+    from fairest.constrained._pruned_fit import hold_out
 
-    *_, (X_val, y_val, _) = est._hold_out(X, y, g, None, spawn_rngs(0, 5)[4])
+    *_, (X_val, y_val, _) = hold_out(X, y, g, None, 0.25, spawn_rngs(0, 5)[4])
     assert np.mean(est.predict(X_val) == y_val) == pytest.approx(est.validation_score_)
     last = PrunedFairClassifier(**dict(params, early_stopping=False)).fit(
         X, y, sensitive_features=g
@@ -392,3 +393,42 @@ def test_constrained_pruned_bad_milestones_name_the_parameter(milestones):
         PrunedFairClassifier(**TINY, learning_rate_milestones=milestones).fit(
             X, y, sensitive_features=g
         )
+
+
+# ------------------------------------------------------------------------------------------
+# epochs "auto" and preset
+# ------------------------------------------------------------------------------------------
+
+
+def test_auto_epochs_scale_with_the_rows_within_the_papers():
+    """``"auto"``: the paper's schedule for preset "paper", for a stream (rows unknown)
+    and up to 8,000 rows; ceil(rows / n) epochs between the minimum and the paper's."""
+    from fairest.constrained._pruned_fit import resolve_epochs
+
+    names = ("dense_n_epochs", "n_epochs", "pruning_epochs")
+    paper = (50, 60, 15)
+    for n in (10, 5_000, 8_000, None):
+        assert tuple(resolve_epochs("auto", k, "default", n) for k in names) == paper
+    for n in (20_000, 10**6):
+        assert tuple(resolve_epochs("auto", k, "paper", n) for k in names) == paper
+    assert tuple(resolve_epochs("auto", k, "default", 20_000) for k in names) == (20, 30, 8)
+    assert tuple(resolve_epochs("auto", k, "default", 60_000) for k in names) == (7, 10, 3)
+    assert tuple(resolve_epochs("auto", k, "default", 10**6) for k in names) == (5, 10, 3)
+    assert resolve_epochs(7, "n_epochs", "default", 10**6) == 7  # a count is kept
+
+
+def test_auto_epochs_of_a_fit_and_of_a_stream():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20_000, 3))
+    y = (X[:, 0] + rng.normal(size=20_000) > 0).astype(int)
+    g = rng.integers(0, 2, 20_000)
+    kw = dict(hidden_layer_sizes=(4,), batch_size=2_000, random_state=0)
+    est = PrunedFairClassifier(**kw).fit(X, y, sensitive_features=g)
+    assert est.epochs_ == {"dense_n_epochs": 20, "n_epochs": 30, "pruning_epochs": 8}
+    assert est.n_iter_ == 30 * 10  # ten minibatches an epoch
+    paper = PrunedFairClassifier(**kw, preset="paper", n_epochs=2).fit(X, y, sensitive_features=g)
+    assert paper.epochs_ == {"dense_n_epochs": 50, "n_epochs": 2, "pruning_epochs": 15}
+    streamed = PrunedFairClassifier(**kw).partial_fit(
+        X[:4_000], y[:4_000], sensitive_features=g[:4_000], classes=[0, 1]
+    )
+    assert streamed.epochs_ == {"dense_n_epochs": 50, "n_epochs": 60, "pruning_epochs": 15}
