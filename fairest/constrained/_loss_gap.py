@@ -50,7 +50,7 @@ from fairest.constrained._presets import (
 )
 from fairest.utils._degenerate import plain_label
 from fairest.utils._linear import ScoreClassifierMixin, score_codes
-from fairest.utils._reporting import log_fit, wants_progress
+from fairest.utils._reporting import log_fit, store_result, wants_progress
 
 __all__ = [
     "LossGapConstrainedClassifier",
@@ -527,19 +527,24 @@ list of str or None, default=None
         self.groups_ = setup.labels
         logits = self._finish_model(setup, result.x, logits, design)
         self._store_run(result, setup.gaps, setup.hidden)
-        self.n_iter_ = result.n_iter
         self.n_epochs_done_ = result.n_epochs
         self._warn_fit(setup, logits)
-        log_fit(
+        history = result.history
+        store_result(
             self,
-            "solver=%s iterations=%d feasibility steps=%d train %s %.4g (tolerance %g) feasible=%s",
-            setup.solver,
-            self.n_iter_,
-            self.n_feasibility_steps_,
-            self.metric,
-            self.train_unfairness_,
-            self.tolerance,
-            self.is_feasible_,
+            n_iter=result.n_iter,
+            history=None if history is None else unscale_history(history, setup.gaps.scale),
+            message="solver=%s iterations=%d feasibility steps=%d train %s %.4g "
+            "(tolerance %g) feasible=%s",
+            args=(
+                setup.solver,
+                result.n_iter,
+                self.n_feasibility_steps_,
+                self.metric,
+                self.train_unfairness_,
+                self.tolerance,
+                self.is_feasible_,
+            ),
         )
         return self
 
@@ -698,16 +703,12 @@ list of str or None, default=None
         return logits
 
     def _store_run(self, result, gaps, hidden):
-        """The solver's own outcome: multipliers, slacks, history, counts, linear coef_."""
+        """The solver's own outcome: multipliers, slacks, counts, linear coef_."""
         # multipliers and slacks of C(x) <= 0 itself (the solver's are of scale * C)
         multipliers, slacks = result.extras.get("multipliers"), result.extras.get("slacks")
         self.multipliers_ = None if multipliers is None else gaps.scale * multipliers
         self.slacks_ = None if slacks is None else slacks / gaps.scale
         self.constraint_scale_ = gaps.scale
-        if result.history is not None:
-            self.history_ = unscale_history(result.history, gaps.scale)
-        elif hasattr(self, "history_"):
-            del self.history_  # a refit without record_history keeps no stale history
         self.step_counts_ = result.extras.get("step_counts")
         self.n_qp_failures_ = result.extras.get("n_qp_failures")
         if not hidden:

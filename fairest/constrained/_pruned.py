@@ -73,7 +73,7 @@ from fairest.constrained._sparse import as_csr
 from fairest.utils._degenerate import plain_label
 from fairest.utils._estimator import validate_fit_data
 from fairest.utils._linear import ScoreClassifierMixin, score_codes
-from fairest.utils._reporting import log_fit
+from fairest.utils._reporting import store_result
 from fairest.utils._validation import raise_if_weightless_group
 
 __all__ = [
@@ -518,17 +518,20 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
         psi, acc_s, logits = self._store_train_gaps(
             result.reference, X, y_codes, groups, sw, labels
         )
-        if settings.record_every:
-            self.history_ = pruning_history(result.logs, G, settings.record_every)
-        elif hasattr(self, "history_"):
-            del self.history_  # a previous fit's record
-        self.n_iter_ = result.n_iter
         self.best_epoch_ = result.best_epoch
         self.validation_score_ = result.validation_score
         self.dense_step_size_factor_ = result.dense_step_size_factor
         self.step_size_factor_ = result.step_size_factor
         warn_pruned_fit(self, logits, y_codes, groups, sw, labels)
-        log_fit(self, "sparsity=%.3f max_eag=%.4f acc=%.4f", self.sparsity_, psi.max(), acc_s)
+        store_result(
+            self,
+            n_iter=result.n_iter,
+            history=pruning_history(result.logs, G, settings.record_every)
+            if settings.record_every
+            else None,
+            message="sparsity=%.3f max_eag=%.4f acc=%.4f",
+            args=(self.sparsity_, psi.max(), acc_s),
+        )
         return self
 
     @_fit_context(prefer_skip_nested_validation=True)

@@ -44,6 +44,7 @@ from fairest.partial._rows import row_dot, shift_columns
 from fairest.partial._smooth import _smooth_min, _smooth_ramp
 from fairest.utils._estimator import encode_binary_target, validate_fit_data
 from fairest.utils._memory import release_free_memory
+from fairest.utils._reporting import store_result
 
 __all__ = ["PartialParityPenaltyClassifier"]
 
@@ -452,7 +453,7 @@ class PartialParityPenaltyClassifier(_LinearClassifierMixin, BaseEstimator):
         self.thresholds_ = x[1 + d :]
         self.grid_ = grid
         self.groups_ = fit_data.group_labels
-        self.n_iter_ = n_steps
+        store_result(self, n_iter=n_steps)
         return self
 
     def _subgradient_run(self, x0, data, cfg):

@@ -24,6 +24,7 @@ from fairest.reweighting._group_weights import (
 )
 from fairest.utils._estimator import encode_binary_target, validate_fit_data
 from fairest.utils._linear import LinearClassifierMixin, LinearRegressorMixin
+from fairest.utils._reporting import store_result
 
 __all__ = ["GroupWeightedClassifier", "GroupWeightedRegressor"]
 
@@ -146,8 +147,8 @@ class _GroupWeightedLinearModel(BaseEstimator):
         self._set_linear_parameters(theta)
         self.group_weights_ = group_weights
         self.groups_ = data.group_labels
-        self.n_iter_ = result.n_iter
         self.objective_ = result.objective
+        store_result(self, n_iter=result.n_iter)
         return self
 
 
