@@ -9,7 +9,6 @@ objective (the default). The constrained pairwise baselines are in
 
 from __future__ import annotations
 
-import gc
 from functools import partial
 from numbers import Integral, Real
 from typing import NamedTuple
@@ -41,9 +40,9 @@ from fairest.partial._fast import SOLVER_DTYPE, solver_data
 from fairest.partial._idca import level_grid
 from fairest.partial._linear import _LinearClassifierMixin
 from fairest.partial._rows import row_dot, shift_columns
+from fairest.partial._runtime import release_after_run
 from fairest.partial._smooth import _smooth_min, _smooth_ramp
 from fairest.utils._estimator import encode_binary_target, validate_fit_data
-from fairest.utils._memory import release_free_memory
 from fairest.utils._reporting import store_result
 
 __all__ = ["PartialParityPenaltyClassifier"]
@@ -439,9 +438,7 @@ class PartialParityPenaltyClassifier(_LinearClassifierMixin, BaseEstimator):
                     >= _defaults.PARTIAL_TUNING.penalty_collect_cells
                 )
                 del data
-                if large:  # what the run left in reference cycles (400 MiB at 1e6 x 100)
-                    gc.collect()
-                    release_free_memory()
+                release_after_run(large)  # its reference cycles: 400 MiB at 1e6 x 100
                 x, f0, pen = self._lowest_exact(
                     candidates, n_steps, finite, X, (y01, codes, sw), settings, cfg
                 )

@@ -28,7 +28,6 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
 from fairest._solvers._newton import solve_weighted_glm
@@ -40,11 +39,8 @@ from fairest.metrics import (
 from fairest.partial import _defaults
 from fairest.partial._common import (
     METRICS,
-    _nonzero_counts,
     build_data,
     check_interval,
-    ell_width,
-    padded_dense,
     smooth_dense_cost,
     squared_row_norms,
 )
@@ -53,11 +49,7 @@ from fairest.partial._defaults import PARTIAL_RULES, PARTIAL_TUNING
 from fairest.partial._fast import (
     NEWTON_STEPS,
     SOLVER_DTYPE,
-    compile_run,
-    group_ranges,
     reporting,
-    run_fast_alm,
-    solver_data,
 )
 from fairest.partial._floors import band_floors, too_small
 from fairest.partial._idca import (
@@ -68,9 +60,7 @@ from fairest.partial._idca import (
     run_ssg_direct,
     theory_schedule,
 )
-from fairest.utils._devices import configured_devices, place_rows
-from fairest.utils._memory import release_free_memory
-from fairest.utils._threads import one_blas_thread
+from fairest.partial._runtime import dense_on_one_device, rows_then_dense, run_alm
 
 __all__ = [
     "PartialFit",
@@ -298,8 +288,9 @@ def build_problem(
         width=width,
     )
     rows = (X, y01, codes, sample_weight)
-    if lean and like is None and _dense_on_one_device(X, dense_cost):
-        data = _rows_then_dense(settings, cfg, *rows, num_groups, hyper)
+    if lean and like is None and dense_on_one_device(X, dense_cost):
+        steps = (int(settings.max_iter), newton_steps(settings))
+        data = rows_then_dense(cfg, *rows, num_groups, hyper, *steps)
     else:
         data = build_data(
             *rows, num_groups, x_dtype=x_dtype, like=like, dense_cost=dense_cost, **hyper
@@ -421,50 +412,14 @@ def _by_group(X, y01, codes, sample_weight):
     return X[order], y01[order], codes[order], sample_weight[order]
 
 
-def _rows_then_dense(settings: Settings, cfg, X, y01, codes, sample_weight, num_groups, hyper):
-    """The :class:`Data` of :func:`~fairest.partial._common.build_data` for the smoothed
-    ALM on a dense ``X`` on one device, its float32 copy of ``X`` made last: the row
-    arrays are built and placed first (``build_data`` of ``X`` without columns), the run
-    is compiled for them and ``X``'s shape (:func:`compile_run`), the heap pages freed
-    so far (validation, interval, row temporaries, compiler) are handed back, and only
-    then is ``X`` cast, padded and placed as ``build_data`` does it. Neither the
-    compiler's working memory nor those pages are resident beside the copy (1e6 x 100:
-    848 -> 644 MiB above the input, 400 of them the copy)."""
-    x_dtype = np.dtype(SOLVER_DTYPE)
-    rows = build_data(
-        X[:, :0], y01, codes, sample_weight, num_groups, sparse=False, x_dtype=x_dtype, **hyper
-    )
-    n_rows = rows.c0.shape[0]
-    ranges = group_ranges(rows, cfg)
-    compile_run(rows, cfg, n_rows, int(settings.max_iter), newton_steps(settings), ranges=ranges)
-    release_free_memory()
-    (X_dev,) = place_rows([padded_dense(X, x_dtype)])
-    return rows._replace(X=X_dev)
-
-
 def newton_steps(settings: Settings) -> int:
     """Gauss-Newton steps of a smoothed-ALM round at most."""
     return NEWTON_STEPS if settings.inner_max_iter == "auto" else int(settings.inner_max_iter)
 
 
-def _dense_on_one_device(X, dense_cost: float = 0.0) -> bool:
-    """Whether :func:`~fairest.partial._common.build_data` stores the numpy ``X`` dense
-    (the rule of :func:`~fairest.partial._common.ell_width`: ELL when every row is at
-    most a quarter non-zero, ``d >= 8`` and ``dense_cost k^2 < d^2``) on one device (no
-    ``devices`` configured, or one, and one process): then its placed arrays are those
-    of a few rows but longer."""
-    if sp.issparse(X) or jax.process_count() > 1:
-        return False
-    devices = configured_devices()
-    if devices is not None and len(devices) > 1:
-        return False
-    return ell_width(*X.shape, lambda: _nonzero_counts(X), dense_cost=dense_cost) is None
-
-
 def _smooth_solution(settings: Settings, cfg, data, x0, K, eps) -> dict:
     steps = newton_steps(settings)
-    with one_blas_thread():  # the run's Cholesky factors: see fairest.utils._threads
-        result = run_fast_alm(x0, solver_data(data), cfg, eps, float(settings.tol), K, steps)
+    result = run_alm(x0, data, cfg, eps, float(settings.tol), K, steps)
     # the run ends at its last point within eps of the surrogate constraints (a run cut
     # by max_iter may stop before the rounds reach feasibility; the constant start is
     # feasible with margin c / 2); a run that stalled before max_iter (a flat violated

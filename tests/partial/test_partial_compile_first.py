@@ -9,7 +9,7 @@ import pytest
 import scipy.sparse as sp
 from _partial_helpers import PDP, PSP, make_data
 
-from fairest.partial import _common, _fit
+from fairest.partial import _common, _fit, _runtime
 from fairest.partial._common import ell_slots
 from fairest.partial._estimator import PartialParityClassifier
 from fairest.utils._memory import release_free_memory
@@ -25,7 +25,7 @@ def _fit_model(metric, n=600, d=10):
 @pytest.mark.parametrize("metric", [PSP, PDP])
 def test_run_compiled_before_the_copy_and_reused(monkeypatch, metric, compilations):
     events = []
-    compile_run, padded_dense = _fit.compile_run, _common.padded_dense
+    compile_run, padded_dense = _runtime.compile_run, _common.padded_dense
 
     def recorded_compile(*args, **kwargs):
         events.append("compile")
@@ -35,8 +35,8 @@ def test_run_compiled_before_the_copy_and_reused(monkeypatch, metric, compilatio
         events.append(("copy", X.shape, np.dtype(dtype).name))
         return padded_dense(X, dtype)
 
-    monkeypatch.setattr(_fit, "compile_run", recorded_compile)
-    monkeypatch.setattr(_fit, "padded_dense", recorded_copy)
+    monkeypatch.setattr(_runtime, "compile_run", recorded_compile)
+    monkeypatch.setattr(_runtime, "padded_dense", recorded_copy)
     monkeypatch.setattr(_common, "padded_dense", recorded_copy)
     jax.clear_caches()
     compiled = [m for m in compilations(lambda: _fit_model(metric)) if m == "Compiling jit(_run)"]
@@ -68,7 +68,7 @@ def test_rows_then_dense_is_the_data_of_build_data(metric):
 @pytest.mark.parametrize("metric", [PSP, PDP])
 def test_compile_first_fit_equals_the_plain_fit(monkeypatch, metric):
     first = _fit_model(metric)
-    monkeypatch.setattr(_fit, "_dense_on_one_device", lambda X, dense_cost=0.0: False)
+    monkeypatch.setattr(_fit, "dense_on_one_device", lambda X, dense_cost=0.0: False)
     plain = _fit_model(metric)
     np.testing.assert_array_equal(first.coef_, plain.coef_)
     np.testing.assert_array_equal(first.intercept_, plain.intercept_)
@@ -80,12 +80,12 @@ def test_dense_on_one_device_is_the_ell_rule():
     one_hot = np.where(rng.random((200, 40)) < 0.05, 1.0, 0.0)
     narrow = np.where(rng.random((200, 5)) < 0.1, 1.0, 0.0)
     for X in (dense, one_hot, narrow, np.zeros((50, 12))):
-        assert _fit._dense_on_one_device(X) == (ell_slots(X) is None)
+        assert _runtime.dense_on_one_device(X) == (ell_slots(X) is None)
         for cost in (0.0, _fit.smooth_dense_cost()):  # the smoothed solver's rule too
             expected = ell_slots(X, dense_cost=cost) is None
-            assert _fit._dense_on_one_device(X, cost) == expected
-    assert _fit._dense_on_one_device(one_hot, _fit.smooth_dense_cost())  # 8 slots of 40
-    assert not _fit._dense_on_one_device(sp.csr_matrix(dense))
+            assert _runtime.dense_on_one_device(X, cost) == expected
+    assert _runtime.dense_on_one_device(one_hot, _fit.smooth_dense_cost())  # 8 slots of 40
+    assert not _runtime.dense_on_one_device(sp.csr_matrix(dense))
 
 
 def test_release_free_memory_is_safe():

@@ -85,7 +85,7 @@ def test_lbfgs_iterates_recorded_and_warm_tightening(monkeypatch):
         calls.append(np.asarray(result.iterates[-1]))
         return result
 
-    monkeypatch.setattr("fairest.partial._fit.run_fast_alm", spy)
+    monkeypatch.setattr("fairest.partial._runtime.run_fast_alm", spy)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FairnessWarning)
         clf.fit(X, y, sensitive_features=g)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_info
 
-from fairest.partial import PartialParityClassifier, _fit
+from fairest.partial import PartialParityClassifier, _runtime
 from fairest.utils._threads import one_blas_thread
 
 
@@ -29,14 +29,14 @@ def test_partial_gauss_newton_runs_on_one_blas_thread(monkeypatch):
     if not _blas_threads():
         pytest.skip("no BLAS library that threadpoolctl can see is loaded")
     seen = []
-    real = _fit.run_fast_alm
+    real = _runtime.run_fast_alm
 
     def spy(*args, **kwargs):
         result = real(*args, **kwargs)  # returns numpy: the run has finished
         seen.append(set(_blas_threads()))
         return result
 
-    monkeypatch.setattr(_fit, "run_fast_alm", spy)
+    monkeypatch.setattr(_runtime, "run_fast_alm", spy)
     rng = np.random.default_rng(0)
     g = rng.integers(0, 2, 300)
     X = rng.normal(size=(300, 3)) + g[:, None]
