@@ -22,13 +22,13 @@ import numpy as np
 import optax
 from jax import lax
 
-from fairest._kernels._buckets import bucket_size, pad_rows_to
 from fairest._kernels._losses import cross_entropy_stats, group_means, weighted_mean
 from fairest.constrained import _defaults
 from fairest.constrained._common import unravel_params
 from fairest.constrained._engine import MLP
 from fairest.constrained._engine._contract import solver, solver_state
 from fairest.constrained._engine._driver import ChunkHooks, chunk_function, drive_chunks
+from fairest.constrained._engine._runtime import epoch_inputs
 
 __all__ = [
     "gmp_schedule",
@@ -42,7 +42,6 @@ __all__ = [
     "PrunedState",
     "PRUNED_SOLVER",
     "epoch_chunk",
-    "epoch_inputs",
     "run_epochs",
 ]
 
@@ -423,27 +422,6 @@ def _phase_aux(ref: dict, mask, constrained: bool) -> dict:
     """The step's ``aux``: the dense reference, the flat weight ``mask`` and the
     constraint switch (a traced flag: the phases share one compilation)."""
     return {**ref, "mask": mask, "constrained": jax.device_put(np.asarray(constrained))}
-
-
-def epoch_inputs(idx, w, learning_rate, dtype, first: int = 0) -> tuple[dict, int]:
-    """Scan inputs of one epoch's ``T`` steps (indices and weights of shape ``(T, b)``),
-    padded to ``bucket_size(T)`` inactive steps so that fits on nearby row counts share
-    one compiled epoch; built on the host in their final dtypes (an eager conversion on
-    the device would compile one small program per shape). ``first``: the step count
-    before the epoch (``it``, the steps' numbers for the divergence guard). Returns
-    ``(inputs, T)``."""
-    steps = idx.shape[0]
-    length = bucket_size(steps)
-    real = np.dtype(dtype)
-    idx, w = pad_rows_to(length, idx.astype(np.int32), w.astype(real))
-    inputs = {
-        "idx": idx,
-        "w": w,
-        "learning_rate": np.full(length, learning_rate, dtype=real),
-        "active": np.arange(length) < steps,
-        "it": np.arange(first, first + length, dtype=np.int32),
-    }
-    return jax.device_put(inputs), steps
 
 
 def run_epochs(

@@ -13,18 +13,12 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-import scipy.sparse as sp
 
-from fairest._kernels._buckets import pad_rows_to, padded_rows
 from fairest._kernels._losses import cross_entropy_host
 from fairest.constrained import _defaults
 from fairest.constrained._common import host_layers, ravel_params
-from fairest.constrained._engine import (
-    all_finite,
-    numpy_forward,
-    padded_design,
-    refit_on_divergence,
-)
+from fairest.constrained._engine import all_finite, numpy_forward, refit_on_divergence
+from fairest.constrained._engine._runtime import place_padded_rows
 from fairest.constrained._feasibility import near_constant_figures, warn_fit
 from fairest.constrained._pruned_epoch import (
     PrunedConfig,
@@ -35,7 +29,6 @@ from fairest.constrained._pruned_epoch import (
     prune_layer,
     run_epochs,
 )
-from fairest.constrained._sparse import place_with_design
 from fairest.utils._degenerate import plain_label
 from fairest.utils._linear import score_codes
 from fairest.utils._reporting import as_history, log_fit
@@ -174,16 +167,7 @@ def pruning_data(X, y_codes, groups, sample_weight, num_groups: int, dtype) -> P
         shares = totals / totals.sum()
     else:
         shares = np.bincount(groups, minlength=num_groups) / groups.size
-    # padded to a row bucket (fits on nearby n share the compiled epoch) and sharded by
-    # rows over the configured devices; the padding rows are never drawn. Sparse X stays
-    # sparse (fairest.constrained._sparse)
-    width = 0 if sp.issparse(X) else X.shape[1]  # sparse X gains empty rows, no copy
-    length = padded_rows(X.shape[0], real.itemsize * (width + 2) + 8)
-    names = list(rows)
-    rows = dict(zip(names, pad_rows_to(length, *rows.values())))
-    # dense X cast and padded into one aligned buffer (shared with a CPU device)
-    design = X if sp.issparse(X) else padded_design(X, length, real)
-    device = place_with_design(design, rows, dtype)
+    device = place_padded_rows(X, rows, dtype)
     return PruningData(device, X, y_codes, groups, sample_weight, shares, num_groups)
 
 

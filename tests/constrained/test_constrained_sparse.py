@@ -163,10 +163,8 @@ def test_device_copy_holds_the_stored_entries_only(monkeypatch):
 
     monkeypatch.setattr(sparse_module, "place_with_design", spy)
     import fairest.constrained._engine._runtime as engine
-    import fairest.constrained._pruned_fit as pruned
 
-    monkeypatch.setattr(engine, "place_with_design", spy)
-    monkeypatch.setattr(pruned, "place_with_design", spy)
+    monkeypatch.setattr(engine, "place_with_design", spy)  # LossGap's and Pruned's placement
     _loss_gap("sgd").fit(X_sparse, y, sensitive_features=s)
     _pruned().fit(X_sparse, y, sensitive_features=s)
     assert len(designs) >= 2

@@ -3,8 +3,10 @@ what the driver does around a run's chunks.
 
 * :func:`device_data` pads a fit's rows to a bucket (weight 0), so that nearby row counts
   share compiled code, and places them on the configured devices
-  (:func:`fairest.constrained._sparse.place_with_design`); :func:`padded_design` casts and
-  pads a dense ``X`` into one aligned buffer;
+  (:func:`fairest.constrained._sparse.place_with_design`); :func:`place_padded_rows` does
+  the same for the pruned model's rows; :func:`padded_design` casts and pads a dense ``X``
+  into one aligned buffer;
+* :func:`epoch_inputs`: one epoch's scan inputs padded to a bucket of inactive steps;
 * :func:`chunk_length`: iterations per jitted chunk, a bucket of at least
   ``CONSTRAINED_TUNING.min_chunk``;
 * :data:`HOOKS`: the services the driver calls and no solver does: handing freed memory
@@ -18,17 +20,26 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
+import jax
 import numpy as np
 import scipy.sparse as sp
 
 from fairest._kernels import bucket_size
-from fairest._kernels._buckets import aligned_empty
+from fairest._kernels._buckets import aligned_empty, pad_rows_to, padded_rows
 from fairest.constrained._defaults import CONSTRAINED_TUNING
 from fairest.constrained._sparse import place_with_design
 from fairest.utils._compilation_cache import compile_in_background
 from fairest.utils._memory import release_free_memory
 
-__all__ = ["HOOKS", "RuntimeHooks", "chunk_length", "device_data", "padded_design"]
+__all__ = [
+    "HOOKS",
+    "RuntimeHooks",
+    "chunk_length",
+    "device_data",
+    "epoch_inputs",
+    "padded_design",
+    "place_padded_rows",
+]
 
 
 class RuntimeHooks(NamedTuple):
@@ -104,3 +115,39 @@ def padded_design(X, length: int, dtype) -> np.ndarray:
     out[:n] = X  # cast in numpy's buffered chunks: no whole-size temporary
     out[n:] = 0
     return out
+
+
+def place_padded_rows(X, rows: dict, dtype) -> dict:
+    """``X`` and a fit's row arrays ``rows`` (numpy) on the configured devices, padded to
+    a row bucket (:func:`~fairest._kernels._buckets.padded_rows`: fits on nearby row
+    counts share the compiled epoch; the padding rows are never drawn), row-sharded over
+    the devices: a dense ``X`` cast and padded into one aligned buffer
+    (:func:`padded_design`, shared with a CPU device), a sparse ``X`` kept sparse with
+    empty rows added (:func:`~fairest.constrained._sparse.place_with_design`)."""
+    real = np.dtype(dtype)
+    width = 0 if sp.issparse(X) else X.shape[1]  # sparse X gains empty rows, no copy
+    length = padded_rows(X.shape[0], real.itemsize * (width + 2) + 8)
+    rows = dict(zip(rows, pad_rows_to(length, *rows.values())))
+    design = X if sp.issparse(X) else padded_design(X, length, real)
+    return place_with_design(design, rows, dtype)
+
+
+def epoch_inputs(idx, w, learning_rate, dtype, first: int = 0) -> tuple[dict, int]:
+    """Scan inputs of one epoch's ``T`` steps (indices and weights of shape ``(T, b)``),
+    padded to ``bucket_size(T)`` inactive steps so that fits on nearby row counts share
+    one compiled epoch; built on the host in their final dtypes (an eager conversion on
+    the device would compile one small program per shape). ``first``: the step count
+    before the epoch (``it``, the steps' numbers for the divergence guard). Returns
+    ``(inputs, T)``."""
+    steps = idx.shape[0]
+    length = bucket_size(steps)
+    real = np.dtype(dtype)
+    idx, w = pad_rows_to(length, idx.astype(np.int32), w.astype(real))
+    inputs = {
+        "idx": idx,
+        "w": w,
+        "learning_rate": np.full(length, learning_rate, dtype=real),
+        "active": np.arange(length) < steps,
+        "it": np.arange(first, first + length, dtype=np.int32),
+    }
+    return jax.device_put(inputs), steps
