@@ -455,34 +455,12 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
             The fitted estimator.
         """
         hidden = validate_hidden(self.hidden_layer_sizes)
-        X, sensitive_features, self.sensitive_columns_ = split_sensitive_columns(
-            X, sensitive_features
-        )
-        fit_data = validate_fit_data(
-            self, X, y, sensitive_features, sample_weight, accept_sparse=True
+        rngs = spawn_rngs(self.random_state, 5)  # init, minibatches, -, -, validation split
+        X, y_codes, groups, sw, labels, classes, validation = self._fit_inputs(
+            X, y, sensitive_features, sample_weight, rngs[4]
         )
         self.__dict__.pop("_stream_state", None)  # a fit starts a new stream
-        _check_milestones(self.learning_rate_milestones)
-        X, groups, labels = as_csr(fit_data.X), fit_data.groups, fit_data.group_labels
-        classes, y_codes = np.unique(fit_data.y, return_inverse=True)
-        if classes.size < 2:
-            raise ValueError(
-                "This solver needs samples of at least 2 classes in the data, but the data "
-                f"contains only one class: {plain_label(classes[0])!r}."
-            )
-        y_codes = y_codes.astype(np.int32)
-        sw = fit_data.sample_weight
-        sw = None if np.all(sw == sw[0]) else sw  # uniform weights: the unweighted fit
-        # model init, minibatches, (unused here), (unused here), validation split
-        rngs = spawn_rngs(self.random_state, 5)
-        validation = None
-        if self.early_stopping:
-            X, y_codes, groups, sw, validation = hold_out(
-                X, y_codes, groups, sw, self.validation_fraction, rngs[4]
-            )
         G = labels.size
-        if sw is not None:  # also after the early-stopping split
-            raise_if_weightless_group(np.bincount(groups, sw, minlength=G), labels)
         model = MLP(X.shape[1], hidden, 1 if classes.size == 2 else classes.size)
         settings = self._settings(len(model.sizes) - 1, X.shape[0])
         self.epochs_ = {name: getattr(settings, name) for name in _defaults.PAPER_PRUNING_EPOCHS}
@@ -726,6 +704,37 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
             learning_rate_milestones=tuple(np.ravel(self.learning_rate_milestones).tolist()),
             record_every=int(self.record_history),  # True records every iteration
         )
+
+    def _fit_inputs(self, X, y, sensitive_features, sample_weight, rng):
+        """The validated training rows of :meth:`fit`: ``(X, y_codes, groups,
+        sample_weight, group_labels, classes, validation)``, ``sample_weight`` ``None``
+        when uniform, ``validation`` the ``early_stopping`` split (drawn with ``rng``)
+        or ``None``."""
+        X, sensitive_features, self.sensitive_columns_ = split_sensitive_columns(
+            X, sensitive_features
+        )
+        fit_data = validate_fit_data(
+            self, X, y, sensitive_features, sample_weight, accept_sparse=True
+        )
+        _check_milestones(self.learning_rate_milestones)
+        X, groups, labels = as_csr(fit_data.X), fit_data.groups, fit_data.group_labels
+        classes, y_codes = np.unique(fit_data.y, return_inverse=True)
+        if classes.size < 2:
+            raise ValueError(
+                "This solver needs samples of at least 2 classes in the data, but the data "
+                f"contains only one class: {plain_label(classes[0])!r}."
+            )
+        y_codes = y_codes.astype(np.int32)
+        sw = fit_data.sample_weight
+        sw = None if np.all(sw == sw[0]) else sw  # uniform weights: the unweighted fit
+        validation = None
+        if self.early_stopping:
+            X, y_codes, groups, sw, validation = hold_out(
+                X, y_codes, groups, sw, self.validation_fraction, rng
+            )
+        if sw is not None:  # also after the early-stopping split
+            raise_if_weightless_group(np.bincount(groups, sw, minlength=labels.size), labels)
+        return X, y_codes, groups, sw, labels, classes, validation
 
     def _accuracy(self, model, x, X, y_codes, sample_weight=None):
         params = host_layers(model, x)
