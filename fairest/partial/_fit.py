@@ -29,8 +29,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import LogisticRegression
 
-from fairest._solvers._newton import solve_weighted_glm
 from fairest.metrics import (
     partial_demographic_parity,
     partial_statistical_parity,
@@ -78,13 +78,14 @@ __all__ = [
 _AUTO_RIDGE = 1e-6  # tiny ridge of the unconstrained model behind interval="auto"
 # Its solver and gradient tolerance: the scores only pick an interval on a 0.05 lattice
 # (and the groups named by the near-constant warning). Newton-CG needs no (d, d) Hessian;
-# on one-hot data whose levels are collinear with the intercept (the ridge tiny) the
-# shape-chosen L-BFGS runs into its iteration cap, and the last Newton-CG steps to a
-# gradient norm below 1e-4 move only the scores of rare levels, not the interval
+# on one-hot data whose levels are collinear with the intercept (the ridge tiny) L-BFGS
+# runs into its iteration cap, and the last Newton-CG steps to a gradient norm below
+# 1e-4 move only the scores of rare levels, not the interval
 # (benchmarks/results/partial_practitioner_speed.md: the same interval at 1e-6, 1e-5,
-# 1e-4 and 1e-3 on the four practitioner tasks).
-_AUTO_SOLVER = "newton-cg"
+# 1e-4 and 1e-3 on the four practitioner tasks). It is scikit-learn's Newton-CG on the
+# host: a one-off fit whose XLA compilation would cost more than the fit itself.
 _AUTO_TOL = 1e-4
+_AUTO_MAX_ITER = 100
 
 
 class Settings(NamedTuple):
@@ -166,13 +167,23 @@ class PartialFit(NamedTuple):
 
 
 def unconstrained_scores(X, y01, sample_weight, alpha):
-    """Scores of ``argmin f_0`` (Newton, with a tiny ridge so separable data converge)."""
-    c = sample_weight / sample_weight.sum()
-    result = solve_weighted_glm(
-        "logistic", X, y01, c, max(alpha, _AUTO_RIDGE), tol=_AUTO_TOL, solver=_AUTO_SOLVER
+    """Scores of ``argmin f_0``: the weighted mean logistic loss plus ``alpha / 2 ||w||^2``
+    (at least a tiny ridge, so that separable data converge), by scikit-learn's Newton-CG,
+    whose objective is the same with ``C = 1 / (alpha sum(sample_weight))``."""
+    ridge = max(float(alpha), _AUTO_RIDGE)
+    model = LogisticRegression(
+        C=1.0 / (ridge * float(np.sum(sample_weight))),
+        solver="newton-cg",
+        tol=_AUTO_TOL,
+        max_iter=_AUTO_MAX_ITER,
     )
-    theta = result.theta
-    return X @ theta[1:] + theta[0]
+    with warnings.catch_warnings():
+        # a capped run still orders the rows well enough to pick the interval
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        warnings.filterwarnings("ignore", message="Line Search failed")
+        warnings.filterwarnings("ignore", message="The line search algorithm")
+        model.fit(X, y01, sample_weight=sample_weight)
+    return model.decision_function(X)
 
 
 def resolve_interval(settings: Settings, X, y01, codes, sample_weight, num_groups):
