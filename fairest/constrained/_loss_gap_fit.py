@@ -29,12 +29,13 @@ from fairest.constrained._engine import (
     scaled_step_sizes,
     spawn_rngs,
 )
-from fairest.constrained._gaps import LossGapConstraints, loss_gap_constraints
+from fairest.constrained._gaps import LossGapConstraints, loss_gap_constraints, unscale_history
 from fairest.constrained._presets import (
     resolve_batch_size,
     resolve_feasibility_steps,
     resolve_solver_params,
 )
+from fairest.utils._reporting import store_result
 
 __all__ = ["FitSetup", "host_ravel", "partial_fit_chunk"]
 
@@ -214,7 +215,12 @@ def partial_fit_chunk(
     )
     estimator._finish_model(setup, result.x)
     estimator._store_run(result, gaps, hidden)
-    estimator.n_iter_ = solver_state["iters"]
+    history = result.history  # the last call's record, as fit's of its scale
+    store_result(
+        estimator,
+        n_iter=solver_state["iters"],
+        history=None if history is None else unscale_history(history, gaps.scale),
+    )
     previous = 0.0 if first and not stream.warm else estimator.n_epochs_done_
     estimator.n_epochs_done_ = previous + result.n_epochs
     return estimator

@@ -34,7 +34,7 @@ from fairest.ermi._strata import strata_constants, strata_from_mass
 from fairest.utils._degenerate import plain_label
 from fairest.utils._estimator import validate_fit_data
 from fairest.utils._linear import LinearClassifierMixin
-from fairest.utils._reporting import as_history, log_fit, store_result
+from fairest.utils._reporting import as_history, log_fit, store_history, store_result
 
 __all__ = ["ERMIClassifier"]
 
@@ -713,12 +713,12 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
         self.sigma_theta_ = self.sigma_w_ = 0.0
         self.noise_multipliers_ = np.zeros(2)
         self.privacy_report_ = closed_form_report(self, False)
-        if self.record_history and result.history is not None:
-            previous = getattr(self, "history_", None) if not first else None
-            record = as_history(result.history)
-            if previous is not None:
-                record = {key: np.concatenate([previous[key], record[key]]) for key in record}
-            self.history_ = record
+        record = result.history
+        previous = getattr(self, "history_", None) if not first else None
+        if record is not None and previous is not None:  # the stream's epochs so far
+            record = as_history(record)
+            record = {key: np.concatenate([previous[key], record[key]]) for key in record}
+        store_history(self, record)
         return self
 
     def _calibrate_accounted(

@@ -65,3 +65,71 @@ def test_store_history_sets_or_clears():
     stub.record_history = True
     store_history(stub, None)  # a fit that recorded nothing
     assert not hasattr(stub, "history_")
+
+
+STREAMING = [name for name in RECORDING if hasattr(getattr(fairest, name), "partial_fit")]
+
+
+def _streaming_instance(name):
+    estimator = fast_instance(getattr(fairest, name))
+    if name == "ERMIClassifier":
+        estimator.set_params(solver="sgda", n_epochs=2)
+    return estimator
+
+
+def test_every_streaming_family_is_covered():
+    assert {"ERMIClassifier", "LossGapConstrainedClassifier", "PrunedFairClassifier"} <= set(
+        STREAMING
+    )
+
+
+@pytest.mark.parametrize("name", STREAMING)
+def test_a_partial_fit_without_record_history_keeps_no_stale_record(name):
+    """A ``partial_fit`` after a recorded fit, with ``record_history=False``, leaves no
+    ``history_`` (ERMI kept the stream's earlier record, LossGap the fit's)."""
+    X, y, g = _data(False)
+    estimator = _streaming_instance(name).set_params(record_history=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        estimator.fit(X, y, sensitive_features=g)
+        if name != "PrunedFairClassifier":  # Pruned records fits only
+            assert isinstance(estimator.history_, dict) and estimator.history_
+        estimator.set_params(record_history=False)
+        estimator.partial_fit(X[:120], y[:120], sensitive_features=g[:120])
+    assert not hasattr(estimator, "history_")
+
+
+def test_loss_gap_partial_fit_records_its_call():
+    """With ``record_history``, ``LossGapConstrainedClassifier.partial_fit``'s
+    ``history_`` is the last call's record (as its docstring says): one entry per
+    iteration of that call, counted from 0."""
+    X, y, g = _data(False)
+    estimator = _streaming_instance("LossGapConstrainedClassifier").set_params(record_history=True)
+    classes, groups = np.unique(y), np.unique(g)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        estimator.partial_fit(
+            X[:120], y[:120], sensitive_features=g[:120], classes=classes, groups=groups
+        )
+        first = estimator.history_["iter"].copy()
+        done = estimator.n_iter_
+        estimator.partial_fit(X[120:], y[120:], sensitive_features=g[120:])
+    second = estimator.history_["iter"]
+    assert first.size == done
+    np.testing.assert_array_equal(second, np.arange(estimator.n_iter_ - done))
+
+
+def test_ermi_partial_fit_records_the_stream():
+    """ERMI's ``partial_fit`` records the stream's epochs so far: each call appends its
+    own."""
+    X, y, g = _data(False)
+    estimator = _streaming_instance("ERMIClassifier").set_params(record_history=True)
+    classes, groups = np.unique(y), np.unique(g)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        estimator.partial_fit(X, y, sensitive_features=g, classes=classes, groups=groups)
+        one = {key: value.copy() for key, value in estimator.history_.items()}
+        estimator.partial_fit(X, y, sensitive_features=g)
+    for key, value in estimator.history_.items():
+        assert value.shape[0] == 2 * one[key].shape[0]
+        np.testing.assert_array_equal(value[: one[key].shape[0]], one[key])
