@@ -642,8 +642,7 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
         if reference is None:  # dense phase: the current model is its own reference
             reference = reference_statistics(params, data)
         self._store_train_gaps(reference, X, y_codes, groups_, sw, labels)
-        self.__dict__.pop("history_", None)
-        self.n_iter_ = solver["n_iter"]
+        store_result(self, n_iter=solver["n_iter"])  # no history_ for a stream
         self.best_epoch_ = self.validation_score_ = None
         self.dense_step_size_factor_ = None if self.dense_model is not None else 1.0
         self.step_size_factor_ = 1.0

@@ -34,7 +34,7 @@ from fairest.ermi._strata import strata_constants, strata_from_mass
 from fairest.utils._degenerate import plain_label
 from fairest.utils._estimator import validate_fit_data
 from fairest.utils._linear import LinearClassifierMixin
-from fairest.utils._reporting import as_history, log_fit, store_history, store_result
+from fairest.utils._reporting import as_history, log_fit, store_result
 
 __all__ = ["ERMIClassifier"]
 
@@ -700,7 +700,7 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
         state.n_calls += 1
         self._stream_state = state
         self.classes_, self.groups_ = state.classes, state.vocabulary.labels_
-        self.n_iter_ = getattr(self, "n_iter_", 0) * (state.warm or not first) + result.n_iter
+        n_iter = getattr(self, "n_iter_", 0) * (state.warm or not first) + result.n_iter
         self.objective_ = float("nan")
         self.intercept_ = result.theta[0].copy()
         self.coef_ = result.theta[1:].T.copy()
@@ -718,7 +718,7 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
         if record is not None and previous is not None:  # the stream's epochs so far
             record = as_history(record)
             record = {key: np.concatenate([previous[key], record[key]]) for key in record}
-        store_history(self, record)
+        store_result(self, n_iter=n_iter, history=record)
         return self
 
     def _calibrate_accounted(
