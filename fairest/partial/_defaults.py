@@ -167,6 +167,12 @@ class PartialTuning(Tuning):
     # (gc.collect and malloc_trim) before the exact evaluation of its candidates (64 MiB
     # of float32 X); below, the collection costs more than it saves
     penalty_collect_cells: int = 2**24
+    # rows x features (non-zeros of sparse X) up to which the unconstrained model behind
+    # interval="auto" is scikit-learn's Newton-CG on the host, whose solve costs less
+    # than the XLA compilation of the jitted one; above, the jitted Newton-CG, whose
+    # passes need no (n, d) temporary (scikit-learn's Hessian products keep one: 64 MiB
+    # here)
+    host_interval_cells: int = 2**23
 
 
 PARTIAL_TUNING = PartialTuning()

@@ -28,9 +28,11 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 
+from fairest._solvers._newton import solve_weighted_glm
 from fairest.metrics import (
     partial_demographic_parity,
     partial_statistical_parity,
@@ -82,8 +84,7 @@ _AUTO_RIDGE = 1e-6  # tiny ridge of the unconstrained model behind interval="aut
 # runs into its iteration cap, and the last Newton-CG steps to a gradient norm below
 # 1e-4 move only the scores of rare levels, not the interval
 # (benchmarks/results/partial_practitioner_speed.md: the same interval at 1e-6, 1e-5,
-# 1e-4 and 1e-3 on the four practitioner tasks). It is scikit-learn's Newton-CG on the
-# host: a one-off fit whose XLA compilation would cost more than the fit itself.
+# 1e-4 and 1e-3 on the four practitioner tasks).
 _AUTO_TOL = 1e-4
 _AUTO_MAX_ITER = 100
 
@@ -168,9 +169,23 @@ class PartialFit(NamedTuple):
 
 def unconstrained_scores(X, y01, sample_weight, alpha):
     """Scores of ``argmin f_0``: the weighted mean logistic loss plus ``alpha / 2 ||w||^2``
-    (at least a tiny ridge, so that separable data converge), by scikit-learn's Newton-CG,
-    whose objective is the same with ``C = 1 / (alpha sum(sample_weight))``."""
+    (at least a tiny ridge, so that separable data converge), by Newton-CG: scikit-learn's
+    on the host for data of at most ``PARTIAL_TUNING.host_interval_cells`` cells, the
+    library's jitted one above."""
     ridge = max(float(alpha), _AUTO_RIDGE)
+    cells = X.nnz if sp.issparse(X) else X.shape[0] * X.shape[1]
+    if cells <= PARTIAL_TUNING.host_interval_cells:
+        return _host_scores(X, y01, sample_weight, ridge)
+    c = sample_weight / sample_weight.sum()
+    theta = solve_weighted_glm(
+        "logistic", X, y01, c, ridge, tol=_AUTO_TOL, max_iter=_AUTO_MAX_ITER, solver="newton-cg"
+    ).theta
+    return X @ theta[1:] + theta[0]
+
+
+def _host_scores(X, y01, sample_weight, ridge):
+    """:func:`unconstrained_scores` by scikit-learn's Newton-CG, whose objective is the same
+    with ``C = 1 / (ridge sum(sample_weight))``."""
     model = LogisticRegression(
         C=1.0 / (ridge * float(np.sum(sample_weight))),
         solver="newton-cg",

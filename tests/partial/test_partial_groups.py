@@ -13,8 +13,9 @@ import pytest
 import scipy.sparse as sp
 from _partial_helpers import PSP, make_problem
 
-from fairest.metrics import partial_statistical_parity
-from fairest.partial import PartialParityClassifier, _fast, _fit
+from fairest._solvers._newton import solve_weighted_glm
+from fairest.metrics import partial_statistical_parity, suggest_interval
+from fairest.partial import PartialParityClassifier, _defaults, _fast, _fit
 from fairest.partial._common import build_data
 from fairest.partial._defaults import PARTIAL_TUNING
 from fairest.partial._floors import band_floors
@@ -263,51 +264,56 @@ def test_sparse_many_groups_fit_equals_dense():
     assert sparse.train_unfairness_ == pytest.approx(dense.train_unfairness_, abs=1e-6)
 
 
-def test_auto_interval_model_is_a_loose_newton_cg_solve():
+@pytest.mark.parametrize("host_cells", [2**23, 0], ids=["host", "jitted"])
+def test_auto_interval_model_is_a_loose_newton_cg_solve(host_cells):
     """The unconstrained model behind ``interval="auto"`` is solved by Newton-CG to a
-    gradient norm of 1e-4 (scikit-learn's, on the host): the interval its scores pick is
-    the tight (1e-6) solve's of the library's own Newton, on one-hot data with three to
-    six groups, and its scores are the tight ones but for a few rows of rare levels. At
-    a ridge that matters (``alpha=0.05``) its scores are those of the library's model with
-    the same ``alpha`` (the mapping ``C = 1 / (alpha sum(w))`` of the objectives)."""
-    from fairest._solvers._newton import solve_weighted_glm
-    from fairest.metrics import suggest_interval
-    from fairest.partial import _defaults
+    gradient norm of 1e-4 (scikit-learn's on the host for small data, the library's
+    jitted one above ``PARTIAL_TUNING.host_interval_cells``): the interval its scores
+    pick is the tight (1e-6) solve's of the library's Newton, on one-hot data with three
+    to six groups, and its scores are the tight ones but for a few rows of rare levels.
+    At a ridge that matters (``alpha=0.05``) its scores are those of the library's model
+    with the same ``alpha`` (for the host solve: the mapping ``C = 1 / (alpha sum(w))`` of
+    the objectives)."""
+    with PARTIAL_TUNING.override(host_interval_cells=host_cells):
+        for seed, n_groups in ((0, 3), (1, 4), (2, 6)):
+            _check_auto_interval_model(seed, n_groups)
 
-    for seed, n_groups in ((0, 3), (1, 4), (2, 6)):
-        rng = np.random.default_rng(seed)
-        levels = rng.integers(0, 6, size=(2000, 4))
-        X = sp.csr_matrix(
-            (
-                np.ones(levels.size),
-                (np.repeat(np.arange(2000), 4), (levels + 6 * np.arange(4)).ravel()),
-            ),
-            shape=(2000, 24),
-        )
-        groups = (levels[:, 2] + rng.integers(0, 2, 2000)) % n_groups
-        y = (levels[:, 0] + levels[:, 1] + groups + rng.normal(size=2000) > 6).astype(float)
-        weight = rng.uniform(0.5, 2.0, 2000)
-        settings = _fit.Settings.of(PartialParityClassifier())
-        with jax.enable_x64(True):
-            loose = _fit.unconstrained_scores(X, y, weight, 0.0)
-            interval = _fit.resolve_interval(settings, X, y, groups, weight, n_groups)
-            tight = solve_weighted_glm("logistic", X, y, weight / weight.sum(), 1e-6)
-            ridged = solve_weighted_glm("logistic", X, y, weight / weight.sum(), 0.05)
-        scores = X @ tight.theta[1:] + tight.theta[0]
-        expected = suggest_interval(
-            scores,
-            sensitive_features=groups,
-            threshold=0.0,
-            sample_weight=weight,
-            widths=_defaults.AUTO_WIDTHS,
-            step=_defaults.AUTO_STEP,
-        )
-        assert interval == tuple(float(v) for v in expected)
-        assert np.quantile(np.abs(loose - scores), 0.95) < 1e-2
-        with jax.enable_x64(True):
-            shrunk = _fit.unconstrained_scores(X, y, weight, 0.05)
-        np.testing.assert_allclose(shrunk, X @ ridged.theta[1:] + ridged.theta[0], atol=1e-3)
-        assert np.max(np.abs(shrunk - scores)) > 0.1  # the ridge matters here
+
+def _check_auto_interval_model(seed, n_groups):
+    """One case of the test above (host or jitted by the tuning in force)."""
+    rng = np.random.default_rng(seed)
+    levels = rng.integers(0, 6, size=(2000, 4))
+    X = sp.csr_matrix(
+        (
+            np.ones(levels.size),
+            (np.repeat(np.arange(2000), 4), (levels + 6 * np.arange(4)).ravel()),
+        ),
+        shape=(2000, 24),
+    )
+    groups = (levels[:, 2] + rng.integers(0, 2, 2000)) % n_groups
+    y = (levels[:, 0] + levels[:, 1] + groups + rng.normal(size=2000) > 6).astype(float)
+    weight = rng.uniform(0.5, 2.0, 2000)
+    settings = _fit.Settings.of(PartialParityClassifier())
+    with jax.enable_x64(True):
+        loose = _fit.unconstrained_scores(X, y, weight, 0.0)
+        interval = _fit.resolve_interval(settings, X, y, groups, weight, n_groups)
+        tight = solve_weighted_glm("logistic", X, y, weight / weight.sum(), 1e-6)
+        ridged = solve_weighted_glm("logistic", X, y, weight / weight.sum(), 0.05)
+    scores = X @ tight.theta[1:] + tight.theta[0]
+    expected = suggest_interval(
+        scores,
+        sensitive_features=groups,
+        threshold=0.0,
+        sample_weight=weight,
+        widths=_defaults.AUTO_WIDTHS,
+        step=_defaults.AUTO_STEP,
+    )
+    assert interval == tuple(float(v) for v in expected)
+    assert np.quantile(np.abs(loose - scores), 0.95) < 1e-2
+    with jax.enable_x64(True):
+        shrunk = _fit.unconstrained_scores(X, y, weight, 0.05)
+    np.testing.assert_allclose(shrunk, X @ ridged.theta[1:] + ridged.theta[0], atol=1e-3)
+    assert np.max(np.abs(shrunk - scores)) > 0.1  # the ridge matters here
 
 
 def test_products_by_group_equal_the_product_with_u():
