@@ -399,7 +399,7 @@ class StreamState:
         self.classes = classes
         self.vocabulary = vocabulary
         self.n_calls = 0
-        self.solver = None  # the estimator's solver state (parameters, optimiser, rngs)
+        self.solver = None  # the estimator's typed carry (SgdaCarry, PrunedCarry, LossGapCarry)
         self.warm = False  # the stream starts from a fitted model (partial_fit after fit)
         self.group_weight = None  # running sums, shape set by the estimator
 

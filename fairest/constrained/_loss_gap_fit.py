@@ -37,7 +37,7 @@ from fairest.constrained._presets import (
 )
 from fairest.utils._reporting import store_result
 
-__all__ = ["FitSetup", "host_ravel", "partial_fit_chunk"]
+__all__ = ["FitSetup", "LossGapCarry", "host_ravel", "partial_fit_chunk"]
 
 
 def host_ravel(layers, dtype) -> np.ndarray:
@@ -77,6 +77,16 @@ class FitSetup(NamedTuple):
         cells and initial parameters; ``hyper`` and ``rngs``."""
         args = (self.solver, self.problem, self.X, self.y_codes, self.groups, self.gaps.cells)
         return (*args, self.x0), {"hyper": self.hyper, "rngs": self.rngs}
+
+
+class LossGapCarry(NamedTuple):
+    """What the solver carries from one ``partial_fit`` call to the next."""
+
+    rngs: list  # the stream's generators (initialisation, minibatches, solver draws)
+    iters: int = 0  # solver iterations so far
+    factor: float = 1.0  # the step-size factor left by divergence refits
+    start: list | None = None  # the fitted model's layers a stream after ``fit`` starts at
+    state: object = None  # the solver's resumable state after the last call
 
 
 def partial_fit_chunk(
@@ -146,19 +156,20 @@ def partial_fit_chunk(
     stream.weighted = not unit
     dtype = jnp.float64 if estimator.dtype == "float64" else jnp.float32
     if first:
-        stream.solver = {"rngs": spawn_rngs(estimator.random_state), "iters": 0, "factor": 1.0}
+        carry = LossGapCarry(spawn_rngs(estimator.random_state))
         if stream.warm:  # partial_fit after fit: the solver starts at the fitted model
-            stream.solver.update(start=estimator.params_, iters=estimator.n_iter_)
-    solver_state = stream.solver
+            carry = carry._replace(iters=estimator.n_iter_, start=estimator.params_)
+        stream.solver = carry
+    carry = stream.solver
 
     with jax.enable_x64(estimator.dtype == "float64"):
-        if "start" in solver_state:
-            x0 = host_ravel(solver_state["start"], dtype)
+        if carry.start is not None:
+            x0 = host_ravel(carry.start, dtype)
         else:
-            x0 = model.init_flat(copy.deepcopy(solver_state["rngs"][0]), dtype)
+            x0 = model.init_flat(copy.deepcopy(carry.rngs[0]), dtype)
 
         def attempt(factor):
-            rngs = copy.deepcopy(solver_state["rngs"])
+            rngs = copy.deepcopy(carry.rngs)
             result = run_solver(
                 solver,
                 problem,
@@ -167,12 +178,12 @@ def partial_fit_chunk(
                 groups_,
                 gaps.cells,
                 x0,
-                hyper=scaled_step_sizes(solver, hyper, factor * solver_state["factor"]),
+                hyper=scaled_step_sizes(solver, hyper, factor * carry.factor),
                 rngs=rngs,
                 n_epochs=1,
                 **estimator._run_options(gaps, batch_size, dtype, None if unit else sample_weight),
-                initial_state=solver_state.get("state"),
-                start_iter=solver_state["iters"],
+                initial_state=carry.state,
+                start_iter=carry.iters,
                 weight_totals=None if unit else totals,
             )
             return (result, rngs), result.extras.get("nonfinite_iter")
@@ -181,15 +192,15 @@ def partial_fit_chunk(
         (result, rngs), factor = refit_on_divergence(
             type(estimator).__name__, attempt, remedy=remedy, X=X
         )
-    solver_state.update(
+    stream.solver = carry = carry._replace(
         rngs=rngs,
         state=result.extras["resume_state"],
-        iters=solver_state["iters"] + result.n_iter,
-        factor=factor * solver_state["factor"],
+        iters=carry.iters + result.n_iter,
+        factor=factor * carry.factor,
     )
     stream.n_calls += 1
     estimator._stream_state = stream
-    estimator.step_size_factor_ = solver_state["factor"]
+    estimator.step_size_factor_ = carry.factor
     estimator.classes_, estimator.groups_ = classes_, labels
     # the chunk's model, as fit returns its model (the next call resumes from the
     # solver's state, before the final feasibility phase)
@@ -218,7 +229,7 @@ def partial_fit_chunk(
     history = result.history  # the last call's record, as fit's of its scale
     store_result(
         estimator,
-        n_iter=solver_state["iters"],
+        n_iter=carry.iters,
         history=None if history is None else unscale_history(history, gaps.scale),
     )
     previous = 0.0 if first and not stream.warm else estimator.n_epochs_done_

@@ -27,7 +27,6 @@ settings (:class:`PruningSettings`) and calls :func:`fit_pruned`, whose phases
 
 from __future__ import annotations
 
-import copy
 from functools import partial
 from numbers import Integral, Real
 
@@ -37,7 +36,6 @@ import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import validate_data
 
 from fairest.constrained import _defaults
 from fairest.constrained._common import prepare_predict, split_sensitive_columns, validate_hidden
@@ -47,12 +45,8 @@ from fairest.constrained._pruned_fit import (
     _SHARED_SETTINGS,
     PruningSettings,
     _check_milestones,
-    _continue_fitted,
-    _diverged,
     _group_means,
     _mean,
-    _stream_dense_epoch,
-    _stream_finetune_epoch,
     correct_predictions,
     dense_start,
     finetune,
@@ -65,10 +59,10 @@ from fairest.constrained._pruned_fit import (
     pretrain_dense,
     pruning_data,
     pruning_history,
-    reference_statistics,
     resolve_epochs,
     warn_pruned_fit,
 )
+from fairest.constrained._pruned_stream import partial_fit_chunk
 from fairest.constrained._sparse import as_csr
 from fairest.utils._degenerate import plain_label
 from fairest.utils._estimator import validate_fit_data
@@ -562,91 +556,7 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
         self : PrunedFairClassifier
             The estimator, updated.
         """
-        from fairest.io import (
-            chunk_of_a_stream,
-            encode_stream_chunk,
-            start_or_continue_stream,
-        )
-
-        if self.early_stopping:
-            raise ValueError(
-                "partial_fit: early_stopping holds out rows of one data set; it has no "
-                "streaming form. Use fit, or early_stopping=False."
-            )
-        hidden = validate_hidden(self.hidden_layer_sizes)
-        _check_milestones(self.learning_rate_milestones)
-        stream, first = start_or_continue_stream(self, classes, groups)
-        X, sensitive_features, columns = split_sensitive_columns(X, sensitive_features)
-        if not first or stream.warm:
-            validate_data(self, X, reset=False, skip_check_array=True)  # features, names
-        self.sensitive_columns_ = columns
-        with chunk_of_a_stream(sensitive_features):
-            fit_data = validate_fit_data(
-                self, X, y, sensitive_features, sample_weight, accept_sparse=True
-            )
-        y_codes, groups_ = encode_stream_chunk(
-            stream, fit_data.y, fit_data.groups, fit_data.group_labels, type(self).__name__
-        )
-        X, labels, G = as_csr(fit_data.X), stream.vocabulary.labels_, stream.vocabulary.labels_.size
-        weight = fit_data.sample_weight
-        group_weight = stream.running_totals(
-            "group_weight", np.bincount(groups_, weight, minlength=G)
-        )
-        sw = None if np.all(weight == weight[0]) else weight
-        model = MLP(X.shape[1], hidden, 1 if stream.classes.size == 2 else stream.classes.size)
-        settings = self._settings(len(model.sizes) - 1)
-        self.epochs_ = {name: getattr(settings, name) for name in _defaults.PAPER_PRUNING_EPOCHS}
-        dtype = jnp.float64 if self.dtype == "float64" else jnp.float32
-        dense_calls = 0 if self.dense_model is not None else settings.dense_n_epochs
-        if first:
-            rngs = spawn_rngs(self.random_state, 5)
-            with jax.enable_x64(self.dtype == "float64"):
-                x_init = np.asarray(initial_parameters(model, rngs[0], dtype))
-            stream.solver = {"rngs": rngs, "x_init": x_init, "n_iter": 0}
-            if stream.warm:  # partial_fit after fit: fine-tuning goes on from the fit
-                _continue_fitted(self, stream, model, settings, dense_calls, dtype)
-        solver = stream.solver
-        call = stream.n_calls
-        with jax.enable_x64(self.dtype == "float64"):
-            data = pruning_data(X, y_codes, groups_, sw, G, dtype)
-            data = data._replace(shares=group_weight / group_weight.sum())
-            rng = copy.deepcopy(solver["rngs"][1])  # kept only if the call succeeds
-            sampler = EpochSampler(X.shape[0], self.batch_size, rng)
-            if call < dense_calls:
-                outcome = _stream_dense_epoch(model, settings, data, solver, sampler, call)
-            else:
-                outcome = _stream_finetune_epoch(
-                    model, settings, data, solver, sampler, call - dense_calls, self
-                )
-            state, masks, reference, iterations = outcome
-            bad = _diverged(state, final=True)
-            if bad is not None:
-                raise ValueError(
-                    f"{type(self).__name__}.partial_fit: the iterates became non-finite "
-                    f"(NaN/inf) by step {bad} of call {call}; the estimator is unchanged. "
-                    "Scale the features (e.g. StandardScaler) or lower the learning rates."
-                )
-            params = host_layers(model, state.x)
-        solver["state"] = jax.tree_util.tree_map(np.asarray, state)
-        solver["masks"] = masks
-        solver["rngs"][1] = rng
-        solver["n_iter"] += iterations
-        stream.n_calls += 1
-        self._stream_state = stream
-        self.classes_, self.groups_ = stream.classes, labels
-        self.params_ = params
-        self.masks_ = masks
-        self.dense_params_ = solver.get("dense_params", params)
-        self.sparsity_, self.layer_sparsity_ = layer_sparsity(masks, settings.prunable)
-        self.multipliers_ = np.asarray(state.lam)
-        if reference is None:  # dense phase: the current model is its own reference
-            reference = reference_statistics(params, data)
-        self._store_train_gaps(reference, X, y_codes, groups_, sw, labels)
-        store_result(self, n_iter=solver["n_iter"])  # no history_ for a stream
-        self.best_epoch_ = self.validation_score_ = None
-        self.dense_step_size_factor_ = None if self.dense_model is not None else 1.0
-        self.step_size_factor_ = 1.0
-        return self
+        return partial_fit_chunk(self, X, y, sensitive_features, sample_weight, classes, groups)
 
     def _store_train_gaps(self, ref, X, y_codes, groups, sw, labels):
         """The dense reference ``ref`` and the excess accuracy gaps of ``params_`` on

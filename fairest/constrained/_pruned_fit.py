@@ -1,7 +1,8 @@
 """The pipeline of :class:`~fairest.constrained.PrunedFairClassifier` (constrained spec 2.6):
 dense pre-training, gradual pruning and constrained fine-tuning as plain functions over
-:class:`PruningSettings` and :class:`PruningData`, the streaming epochs of ``partial_fit``,
-the history, and the estimator's fit-time checks, logs and warnings.
+:class:`PruningSettings` and :class:`PruningData`, the history, and the estimator's
+fit-time checks, logs and warnings (``partial_fit``'s epochs are in
+:mod:`fairest.constrained._pruned_stream`).
 """
 
 from __future__ import annotations
@@ -488,116 +489,6 @@ def fit_pruned(
         dense_step_size_factor=dense_factor,
         step_size_factor=factor,
     )
-
-
-def _continue_fitted(estimator, stream, model, settings, dense_calls, dtype):
-    """Stream state of a fitted estimator: the next call is fine-tuning epoch
-    ``n_epochs`` (past the schedule) from the fitted sparse model, its masks and dense
-    reference, with fresh optimiser states and multipliers."""
-    with jax.enable_x64(dtype == jnp.float64):
-        x = ravel_params(
-            [(jnp.asarray(W, dtype), jnp.asarray(b, dtype)) for W, b in estimator.params_]
-        )
-        state = initial_state(
-            x, len(estimator.groups_), settings.buffer_size, settings.dual_optimizer
-        )
-    stream.solver.update(
-        state=jax.tree_util.tree_map(np.asarray, state),
-        masks=[m.copy() for m in estimator.masks_],
-        dense_params=estimator.dense_params_,
-        n_iter=estimator.n_iter_,
-    )
-    stream.n_calls = dense_calls + max(settings.n_epochs, 1)
-
-
-def _stream_dense_epoch(model, settings, data, solver, sampler, epoch):
-    """Dense pre-training epoch ``epoch`` of a stream (see ``partial_fit``), from the
-    stream's state. Returns ``(state, masks, reference=None, fine-tuning iterations=0)``."""
-    x_init = jnp.asarray(solver["x_init"])
-    dtype = x_init.dtype
-    state = solver.get("state")
-    if state is None:
-        state = initial_state(
-            x_init, data.num_groups, settings.buffer_size, settings.dual_optimizer
-        )
-    state = jax.tree_util.tree_map(jnp.asarray, state)
-    ref = _reference_zero(data.shares, data.num_groups, dtype)
-    aux = _phase_aux(ref, jax.device_put(np.ones(x_init.shape, x_init.dtype)), False)
-    hyper = _dense_hyper(dtype, settings)
-    lr = _dense_learning_rate(epoch, settings)
-    state = _stream_epoch(model, settings, data, state, aux, hyper, sampler, lr)
-    masks = [np.ones((a, b)) for a, b in zip(model.sizes[:-1], model.sizes[1:])]
-    return state, masks, None, 0
-
-
-def _running_reference(solver, dense_params, data: PruningData) -> dict:
-    """The dense model's weighted accuracy and loss, overall and per group, as running
-    means over the chunks seen since fine-tuning began (this one included)."""
-    z = numpy_forward(dense_params, data.X)
-    correct, loss = correct_predictions(z, data.y_codes), cross_entropy_host(z, data.y_codes)
-    w = np.ones(data.X.shape[0]) if data.sample_weight is None else data.sample_weight
-    G = data.num_groups
-    sums = np.stack(
-        [
-            np.bincount(data.groups, w * correct, minlength=G),
-            np.bincount(data.groups, w * loss, minlength=G),
-            np.bincount(data.groups, w, minlength=G),
-        ]
-    )
-    total = solver["reference_sums"] = solver.get("reference_sums", 0.0) + sums
-    per_group = np.divide(total[:2], total[2], out=np.zeros((2, G)), where=total[2] > 0)
-    overall = total[:2].sum(axis=1) / total[2].sum()
-    return {"acc": overall[0], "acc_g": per_group[0], "loss": overall[1], "loss_g": per_group[1]}
-
-
-def _stream_finetune_epoch(model, settings, data, solver, sampler, epoch, estimator):
-    """Fine-tuning epoch ``epoch`` (pruning included) of a stream (see ``partial_fit``).
-    Returns ``(state, masks, reference, iterations)``."""
-    dtype = jnp.asarray(solver["x_init"]).dtype
-    if epoch == 0:  # the dense model is final: the fine-tuning starts from it
-        if estimator.dense_model is not None:
-            x_dense = dense_start(estimator, model, dtype)
-        else:
-            x_dense = jnp.asarray(solver["state"].x)
-        solver["dense_params"] = host_layers(model, x_dense)
-        solver["state"] = initial_state(
-            x_dense, data.num_groups, settings.buffer_size, settings.dual_optimizer
-        )
-        solver["masks"] = [np.ones((a, b)) for a, b in zip(model.sizes[:-1], model.sizes[1:])]
-    reference = _running_reference(solver, solver["dense_params"], data)
-    ref = _reference_zero(data.shares, data.num_groups, dtype, reference)
-    state = jax.tree_util.tree_map(jnp.asarray, solver["state"])
-    masks, mask, state, constrained = _epoch_masks(
-        epoch, settings, model, state, solver["masks"], dtype
-    )
-    hyper = _hyper(
-        dtype, settings.momentum, settings.alpha, settings.tolerance, settings.dual_learning_rate
-    )
-    aux = _phase_aux(ref, mask, constrained)
-    lr = _finetune_learning_rate(epoch, settings)
-    state = _stream_epoch(model, settings, data, state, aux, hyper, sampler, lr)
-    return state, masks, reference, sampler.iters_per_epoch
-
-
-def _stream_epoch(model, settings, data, state, aux, hyper, sampler, learning_rate: float):
-    """One epoch of a stream (a ``partial_fit`` call) on the driver, at ``learning_rate``."""
-    return run_epochs(
-        _config(model, data.num_groups, settings),
-        settings.record_every > 0,
-        state,
-        data.device,
-        aux,
-        hyper,
-        sampler,
-        epochs=range(1),
-        learning_rate=lambda epoch: learning_rate,
-        before=None,
-        after=_ignore_epoch,
-    )
-
-
-def _ignore_epoch(epoch, state, log, learning_rate):
-    """``after`` of an epoch whose log and progress nobody reads."""
 
 
 def pruning_history(logs, num_groups: int, every: int) -> dict:

@@ -11,7 +11,6 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import validate_data
 
 from fairest.ermi import _defaults
 from fairest.ermi._auto import warn_degenerate
@@ -31,6 +30,7 @@ from fairest.ermi._solvers import (
     sgda_iterations,
 )
 from fairest.ermi._strata import strata_constants, strata_from_mass
+from fairest.ermi._stream import partial_fit_chunk
 from fairest.utils._degenerate import plain_label
 from fairest.utils._estimator import validate_fit_data
 from fairest.utils._linear import LinearClassifierMixin
@@ -628,98 +628,7 @@ class ERMIClassifier(LinearClassifierMixin, BaseEstimator):
         self : ERMIClassifier
             The estimator, updated.
         """
-        from fairest.io import (
-            chunk_of_a_stream,
-            encode_stream_chunk,
-            start_or_continue_stream,
-        )
-
-        if self.dp_epsilon is not None:
-            raise ValueError(
-                "partial_fit does not support dp_epsilon: the privacy accounting composes the "
-                "steps of one fit over one data set of known size (subsampling rate m / n, "
-                "group counts privatised once); a stream has neither. Use fit."
-            )
-        if self.solver == "full-batch":
-            raise ValueError("partial_fit runs SGDA; solver='full-batch' has no streaming form.")
-        state, first = start_or_continue_stream(self, classes, groups)
-        if not first or state.warm:
-            validate_data(self, X, reset=False, skip_check_array=True)  # features, names
-        with chunk_of_a_stream(sensitive_features):
-            data = validate_fit_data(
-                self, X, y, sensitive_features, sample_weight, accept_sparse=True
-            )
-        y_codes, group_codes = encode_stream_chunk(
-            state, data.y, data.groups, data.group_labels, type(self).__name__
-        )
-        n = data.X.shape[0]
-        n_classes, n_groups = state.classes.size, state.vocabulary.labels_.size
-        equalized_odds = self.metric == "equalized_odds"
-        n_strata = n_classes if equalized_odds else 1
-        strata_codes = y_codes if equalized_odds else np.zeros(n, np.int32)
-        cell = strata_codes * n_groups + group_codes
-        size = n_strata * n_groups
-        mass = state.running_totals(
-            "group_weight", np.bincount(cell, data.sample_weight, minlength=size)
-        ).reshape(n_strata, n_groups)
-        counts = state.running_totals("group_count", np.bincount(cell, minlength=size))
-        counts = counts.reshape(n_strata, n_groups)
-        strata, _ = strata_from_mass(mass, self.eo_weighting)
-        if first:
-            state.solver = {"seed": int(check_random_state(self.random_state).randint(2**31))}
-            if state.warm:  # partial_fit after fit: continue from the fitted model
-                W = self.W_ if equalized_odds else self.W_[None]
-                state.solver["last"] = (np.vstack([self.intercept_, self.coef_.T]), W)
-                state.n_calls = 1  # streams other than the fit's own
-        lam = self._weight(sensitive_features is not None, False, stream=True)
-        result = run_sgda(
-            data.X,
-            y_codes,
-            group_codes,
-            strata_codes,
-            data.sample_weight / data.sample_weight.mean(),
-            strata,
-            n_classes=n_classes,
-            fairness_weight=lam,
-            seed=state.solver["seed"],
-            alpha=self.alpha,
-            batch_size=self.batch_size,
-            n_epochs=1,
-            learning_rate=self.learning_rate,
-            dual_learning_rate=self.dual_learning_rate,
-            dual_radius=resolve_dual_radius(self.dual_radius, n_classes),
-            batching=self.batching,
-            return_iterate=self.return_iterate,
-            dual_init=self.dual_init,
-            dtype=self.dtype,
-            record_history=self.record_history,
-            start=state.solver.get("last"),
-            call=state.n_calls,
-        )
-        state.solver["last"] = result.last
-        state.n_calls += 1
-        self._stream_state = state
-        self.classes_, self.groups_ = state.classes, state.vocabulary.labels_
-        n_iter = getattr(self, "n_iter_", 0) * (state.warm or not first) + result.n_iter
-        self.objective_ = float("nan")
-        self.intercept_ = result.theta[0].copy()
-        self.coef_ = result.theta[1:].T.copy()
-        self.W_ = result.W if equalized_odds else result.W[0]
-        self.fairness_weight_ = float(lam)
-        n_t = counts.sum(axis=1, keepdims=True)
-        fractions = np.divide(counts - 1, n_t, out=np.full(counts.shape, np.inf), where=counts > 0)
-        self.min_group_fraction_ = float(np.min(fractions))
-        self.delta_, self.epsilon_spent_ = None, float("inf")
-        self.sigma_theta_ = self.sigma_w_ = 0.0
-        self.noise_multipliers_ = np.zeros(2)
-        self.privacy_report_ = closed_form_report(self, False)
-        record = result.history
-        previous = getattr(self, "history_", None) if not first else None
-        if record is not None and previous is not None:  # the stream's epochs so far
-            record = as_history(record)
-            record = {key: np.concatenate([previous[key], record[key]]) for key in record}
-        store_result(self, n_iter=n_iter, history=record)
-        return self
+        return partial_fit_chunk(self, X, y, sensitive_features, sample_weight, classes, groups)
 
     def _calibrate_accounted(
         self, strata_codes, groups, n_strata, n_groups, batch_size, n_iter, lam, root_seed, radius
