@@ -3,8 +3,6 @@ percentile interval, trained by IDCA with switching-subgradient inner solves."""
 
 from __future__ import annotations
 
-import contextvars
-import threading
 import warnings
 from numbers import Integral, Real
 
@@ -20,7 +18,12 @@ from fairest.partial._floors import small_groups_message
 from fairest.partial._linear import _LinearClassifierMixin
 from fairest.utils._degenerate import near_constant, plain_label, prediction_figures
 from fairest.utils._estimator import encode_binary_target, validate_fit_data
-from fairest.utils._reporting import log_fit, report_progress, store_result
+from fairest.utils._reporting import (
+    callback_in_fit_context,
+    log_fit,
+    report_progress,
+    store_result,
+)
 from fairest.utils._validation import FairnessWarning
 
 __all__ = ["PartialParityClassifier"]
@@ -495,17 +498,11 @@ class PartialParityClassifier(_LinearClassifierMixin, BaseEstimator):
 
     def _progress_hook(self):
         """``progress(step, total, unit)`` of :func:`fit_partial`: moves the progress line
-        of :func:`fairest.utils._reporting.show_progress` active around this fit. The
-        compiled loops call it through ``jax.debug.callback``, possibly from another
-        thread (one a device), so it runs in a copy of the fit's context (where the line
-        is set), one call at a time."""
-        context, lock = contextvars.copy_context(), threading.Lock()
-
-        def progress(step, total, unit):
-            with lock:
-                context.run(report_progress, self, step, total, unit=unit)
-
-        return progress
+        of :func:`fairest.utils._reporting.show_progress` active around this fit (the
+        compiled loops call it through ``jax.debug.callback``)."""
+        return callback_in_fit_context(
+            lambda step, total, unit: report_progress(self, step, total, unit=unit)
+        )
 
     def _warn_constant(self, X, y01, data_in):
         """``FairnessWarning`` when the returned classifier is (nearly) constant, with

@@ -8,8 +8,6 @@ an ordinary weighted refit at ``group_weights_``.
 
 from __future__ import annotations
 
-import contextvars
-import threading
 import warnings
 from numbers import Integral, Real
 
@@ -27,7 +25,12 @@ from fairest.reweighting._solve import SOLVERS, BADRSettings, solve_badr
 from fairest.utils._degenerate import near_constant, plain_label, prediction_figures
 from fairest.utils._estimator import encode_binary_target, validate_fit_data
 from fairest.utils._linear import LinearClassifierMixin, LinearRegressorMixin, positive_scores
-from fairest.utils._reporting import log_fit, store_result, wants_progress
+from fairest.utils._reporting import (
+    callback_in_fit_context,
+    log_fit,
+    store_result,
+    wants_progress,
+)
 from fairest.utils._validation import FairnessWarning
 
 __all__ = ["BADRClassifier", "BADRRegressor"]
@@ -148,17 +151,11 @@ class _BADRBase(BaseEstimator):
     def _progress_hook(self):
         """``progress(step, total, unit)`` of :func:`solve_badr`: a level-2 log line
         (``verbose >= 2``) that also moves the line of
-        :func:`fairest.utils._reporting.show_progress` around this fit. The single
-        loops' compiled scan calls it through ``jax.debug.callback``, possibly from
-        another thread, so it runs in a copy of the fit's context (where the line is
-        set), one call at a time."""
-        context, lock = contextvars.copy_context(), threading.Lock()
-
-        def progress(step, total, unit):
-            with lock:
-                context.run(log_fit, self, f"{unit} %d/%d", step, total, level=2)
-
-        return progress
+        :func:`fairest.utils._reporting.show_progress` around this fit (the single loops'
+        compiled scan calls it through ``jax.debug.callback``)."""
+        return callback_in_fit_context(
+            lambda step, total, unit: log_fit(self, f"{unit} %d/%d", step, total, level=2)
+        )
 
     def _warn_constant(self, data, y_num, result):
         """``FairnessWarning`` when the search ended at a (nearly) constant classifier

@@ -27,6 +27,7 @@ import contextvars
 import logging
 import re
 import sys
+import threading
 import time
 from collections.abc import Mapping
 
@@ -42,6 +43,7 @@ __all__ = [
     "show_progress",
     "report_progress",
     "wants_progress",
+    "callback_in_fit_context",
 ]
 
 ROOT_LOGGER = "fairest"
@@ -207,6 +209,22 @@ def show_progress(enabled: bool | None = None, *, stream=None, delay: float = 1.
         _ACTIVE_BAR.reset(token)
         if bar is not None:
             bar.clear()
+
+
+def callback_in_fit_context(function):
+    """``function`` made safe to call from a compiled loop's ``jax.debug.callback``.
+
+    Such a callback may run on another thread (one per device), where the fit's context
+    (the progress line of :func:`show_progress`) is not set: every call runs in a copy of
+    the context of the fit that made the callback, one call at a time.
+    """
+    context, lock = contextvars.copy_context(), threading.Lock()
+
+    def call(*args, **kwargs):
+        with lock:
+            return context.run(function, *args, **kwargs)
+
+    return call
 
 
 def report_progress(estimator, step, total=None, *, unit: str = "iteration") -> None:
