@@ -19,7 +19,11 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from fairest._solvers._lbfgs import single_threaded_blas
 from fairest.reweighting import _defaults
-from fairest.reweighting._badr_metrics import PUBLIC_NAMES, RENAMED
+from fairest.reweighting._badr_metrics import (
+    CLASSIFICATION_METRICS,
+    REGRESSION_METRICS,
+    RENAMED,
+)
 from fairest.reweighting._common import build_metric_spec, make_problem
 from fairest.reweighting._solve import SOLVERS, BADRSettings, solve_badr
 from fairest.utils._degenerate import near_constant, plain_label, prediction_figures
@@ -43,7 +47,9 @@ class _BADRBase(BaseEstimator):
 
     _parameter_constraints: dict = {
         "metric": [
-            StrOptions(set(PUBLIC_NAMES) | set(RENAMED), deprecated=set(RENAMED)),
+            StrOptions(
+                {*CLASSIFICATION_METRICS, *REGRESSION_METRICS, *RENAMED}, deprecated=set(RENAMED)
+            ),
             callable,
         ],
         "metric_params": [dict, None],

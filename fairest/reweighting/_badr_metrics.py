@@ -1,13 +1,13 @@
-"""BADR's unfairness ``U(s; y, groups, weight)``: a static dispatch onto :mod:`fairest.metrics`.
+"""BADR's unfairness ``U(s; y, groups, weight)``, read from the metric catalogue.
 
 ``s = b + X w`` are the scores of one split (intercept INCLUDED, spec section 3.0),
 ``groups`` int32 codes ``0..G-1`` and ``weight`` non-negative sample weights (0 on padding
-rows, 1 for an unweighted split). A :class:`MetricSpec` names the metric;
-:func:`smooth_unfairness` evaluates the jittable smooth version (the upper-level
-objective: :mod:`fairest.metrics` ``smooth_*``) and :func:`exact_unfairness` the exact
-numpy version with hard predictions ``1[s >= 0]`` (host-side, for reporting). The metric
-definitions, normalisations (spec section 3) and the exact fast individual fairness (spec
-3.9) live in :mod:`fairest.metrics` only.
+rows, 1 for an unweighted split). A :class:`MetricSpec` names the metric by its catalogue
+name (:mod:`fairest.metrics._catalogue`); :func:`smooth_unfairness` evaluates the record's
+jittable smooth surrogate (the upper-level objective) and :func:`exact_unfairness` its
+exact numpy function with hard predictions ``1[s >= 0]`` (host-side, for reporting). The
+metric definitions, normalisations (spec section 3) and the exact fast individual fairness
+(spec 3.9) live in :mod:`fairest.metrics` only.
 """
 
 from __future__ import annotations
@@ -20,27 +20,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fairest.metrics import (
-    demographic_parity_deviation,
-    disparate_mistreatment,
-    equal_opportunity_range,
-    equalized_odds_range,
-    group_loss_variance,
-    hsic_linear,
-    individual_fairness,
-    smooth_demographic_parity,
-    smooth_disparate_mistreatment,
-    smooth_equal_opportunity,
-    smooth_equalized_odds,
-    smooth_group_loss_variance,
-    smooth_hsic_linear,
-    smooth_individual_fairness,
-)
-from fairest.metrics._smooth import _affine_prefix_scan, _pair_orders
+from fairest.metrics._catalogue import get_metric
+from fairest.metrics._smooth import _affine_prefix_scan, _pair_orders, smooth_individual_fairness
 
 __all__ = [
     "CLASSIFICATION_METRICS",
-    "PUBLIC_NAMES",
     "RENAMED",
     "REGRESSION_METRICS",
     "MetricSpec",
@@ -48,35 +32,25 @@ __all__ = [
     "exact_unfairness",
 ]
 
+# BADR's metrics by task, under their catalogue names: each names the quantity it is, as
+# the exact function of :mod:`fairest.metrics` of that name (fairlearn's
+# demographic_parity_difference is max - min of the selection rates, BADR's default the
+# largest deviation from their mean). The catalogue record gives the exact function and
+# the smooth surrogate.
 CLASSIFICATION_METRICS = (
-    "group_variance",
+    "group_loss_variance",
     "individual_fairness",
-    "demographic_parity",
+    "demographic_parity_deviation",
     "disparate_mistreatment",
-    "equal_opportunity",
-    "equalized_odds",
+    "equal_opportunity_range",
+    "equalized_odds_range",
 )
 REGRESSION_METRICS = (
-    "group_variance",
+    "group_loss_variance",
     "individual_fairness",
-    "demographic_parity",
-    "hsic",
+    "demographic_parity_deviation",
+    "hsic_linear",
 )
-
-
-# The estimators' ``metric`` names: each says which quantity it is, as the exact function
-# of :mod:`fairest.metrics` that it is named after (fairlearn's demographic_parity_difference
-# is max - min of the selection rates, BADR's default the largest deviation from their
-# mean). Public name -> the internal MetricSpec name.
-PUBLIC_NAMES = {
-    "group_loss_variance": "group_variance",
-    "individual_fairness": "individual_fairness",
-    "demographic_parity_deviation": "demographic_parity",
-    "disparate_mistreatment": "disparate_mistreatment",
-    "equal_opportunity_range": "equal_opportunity",
-    "equalized_odds_range": "equalized_odds",
-    "hsic_linear": "hsic",
-}
 # Names of the previous release, accepted with a FutureWarning until the next one.
 RENAMED = {
     "group_variance": "group_loss_variance",
@@ -85,13 +59,28 @@ RENAMED = {
     "equal_opportunity": "equal_opportunity_range",
     "equalized_odds": "equalized_odds_range",
 }
+# what each metric's surrogate and exact function take beyond the data (the temperatures
+# only where the metric smooths hard predictions)
+_SMOOTHED = ("demographic_parity_deviation", "equal_opportunity_range", "equalized_odds_range")
+
+
+def _options(spec: MetricSpec) -> dict:
+    """The keywords of the metric's functions that the spec sets."""
+    if spec.name == "group_loss_variance":
+        return {"loss": spec.loss}
+    if spec.name == "demographic_parity_deviation":
+        return {"task": spec.task}
+    if spec.name in ("disparate_mistreatment", "hsic_linear"):
+        return {"encoding": spec.encoding}
+    return {}
 
 
 @dataclass(frozen=True)
 class MetricSpec:
     """Static description of a metric (hashable: a static argument of jitted code).
 
-    ``name`` is one of the metric names or ``"callable"``; ``task`` is
+    ``name`` is a catalogue name of :data:`CLASSIFICATION_METRICS` /
+    :data:`REGRESSION_METRICS`, or ``"callable"``; ``task`` is
     ``"classification"`` or ``"regression"``; ``loss`` is the model's pointwise loss (for
     group variance); ``encoding`` is ``"index"`` or ``"onehot"`` (DM, HSIC); ``fn`` is the
     user callable ``fn(scores, y, groups)`` and ``n_valid`` the number of real (non
@@ -122,26 +111,17 @@ def smooth_unfairness(spec: MetricSpec, s, y, groups, weight, num_groups: int, t
     name = spec.name
     if name == "callable":
         return _callable_value(spec, s, y, groups)
-    data = (s, y, groups, num_groups)
-    pair = jnp.reshape(jnp.asarray(temperature, dtype=s.dtype), (-1,))
-    temperatures = {"temperature_sigmoid": pair[0], "temperature_max": pair[-1]}
-    if name == "group_variance":
-        return smooth_group_loss_variance(*data, loss=spec.loss, weights=weight)
     if name == "individual_fairness":
         if spec.task == "classification":
-            return smooth_individual_fairness(*data, weights=weight, label_kind="binary")
+            return smooth_individual_fairness(
+                s, y, groups, num_groups, weights=weight, label_kind="binary"
+            )
         return continuous_individual_fairness(s, y, groups, weight, num_groups)
-    if name == "demographic_parity":
-        return smooth_demographic_parity(*data, **temperatures, weights=weight, task=spec.task)
-    if name == "disparate_mistreatment":
-        return smooth_disparate_mistreatment(*data, weights=weight, encoding=spec.encoding)
-    if name == "hsic":
-        return smooth_hsic_linear(*data, weights=weight, encoding=spec.encoding)
-    if name == "equal_opportunity":
-        return smooth_equal_opportunity(*data, **temperatures, weights=weight)
-    if name == "equalized_odds":
-        return smooth_equalized_odds(*data, **temperatures, weights=weight)
-    raise ValueError(f"Unknown metric {name!r}.")
+    options = _options(spec)
+    if name in _SMOOTHED:
+        pair = jnp.reshape(jnp.asarray(temperature, dtype=s.dtype), (-1,))
+        options.update(temperature_sigmoid=pair[0], temperature_max=pair[-1])
+    return get_metric(name).smooth(s, y, groups, num_groups, weights=weight, **options)
 
 
 def exact_unfairness(spec: MetricSpec, s, y, groups, weight, num_groups: int) -> float:
@@ -157,22 +137,10 @@ def exact_unfairness(spec: MetricSpec, s, y, groups, weight, num_groups: int) ->
     weight = np.asarray(weight, dtype=np.float64)
     keep = weight > 0
     s, y, groups = (np.asarray(a)[keep] for a in (s, y, groups))
-    data = (y, s)
-    common = {"sensitive_features": groups, "sample_weight": weight[keep]}
-    if name == "group_variance":
-        return group_loss_variance(*data, loss=spec.loss, **common)
-    if name == "individual_fairness":
-        return individual_fairness(*data, **common)
-    if name == "demographic_parity":
-        return demographic_parity_deviation(*data, task=spec.task, **common)
-    if name == "disparate_mistreatment":
-        return disparate_mistreatment(*data, encoding=spec.encoding, **common)
-    if name == "hsic":
-        return hsic_linear(*data, encoding=spec.encoding, **common)
-    if name in ("equal_opportunity", "equalized_odds"):
-        metric = equal_opportunity_range if name == "equal_opportunity" else equalized_odds_range
-        return metric(*data, **common)  # warns when a group has no positives / negatives
-    raise ValueError(f"Unknown metric {name!r}.")
+    # equal opportunity / equalized odds warn when a group has no positives / negatives
+    return get_metric(name).exact(
+        y, s, sensitive_features=groups, sample_weight=weight[keep], **_options(spec)
+    )
 
 
 @partial(jax.custom_vjp, nondiff_argnums=(4,))

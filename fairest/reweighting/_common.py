@@ -18,7 +18,6 @@ from fairest._kernels._glm import blocked_hessian
 from fairest.reweighting import _defaults
 from fairest.reweighting._badr_metrics import (
     CLASSIFICATION_METRICS,
-    PUBLIC_NAMES,
     REGRESSION_METRICS,
     RENAMED,
     MetricSpec,
@@ -80,14 +79,12 @@ def build_metric_spec(metric, metric_params, task: str, loss: str, n_valid: int)
             stacklevel=4,
         )
         metric = RENAMED[metric]
-    internal = set(CLASSIFICATION_METRICS if task == "classification" else REGRESSION_METRICS)
-    allowed = tuple(name for name, spec in PUBLIC_NAMES.items() if spec in internal)
+    allowed = CLASSIFICATION_METRICS if task == "classification" else REGRESSION_METRICS
     if metric not in allowed:
         raise ValueError(
             f"metric={metric!r} is not available for {task}; use one of {allowed} or a callable."
         )
-    metric = PUBLIC_NAMES[metric]
-    if metric in ("disparate_mistreatment", "hsic"):
+    if metric in ("disparate_mistreatment", "hsic_linear"):
         return MetricSpec(metric, task, loss, encoding), temperature
     return MetricSpec(metric, task, loss), temperature  # one compiled kernel whatever the encoding
 

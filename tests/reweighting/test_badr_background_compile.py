@@ -12,7 +12,7 @@ from fairest.reweighting._defaults import ORACLE_TUNING
 from fairest.reweighting._oracle import ImplicitOracle
 from fairest.utils import _compilation_cache
 
-SPEC = MetricSpec("demographic_parity", "classification", "logistic")
+SPEC = MetricSpec("demographic_parity_deviation", "classification", "logistic")
 
 
 def _named(messages, names) -> list:

@@ -19,7 +19,7 @@ from fairest.reweighting._bilevel import (
 from fairest.reweighting._defaults import ORACLE_TUNING
 from fairest.reweighting._oracle import ImplicitOracle
 
-SPEC = MetricSpec("demographic_parity", "classification", "logistic")
+SPEC = MetricSpec("demographic_parity_deviation", "classification", "logistic")
 
 
 def _data(n=600, num_groups=3, seed=0):

@@ -29,20 +29,24 @@ G_TOY = np.array([0, 0, 0, 0, 1, 1, 1, 1], dtype=np.int32)
 GOLDEN = [  # badr spec 3.10 (reference implementation, intercept 0)
     ("individual_fairness", "classification", "logistic", Y_BIN, 1.0, 0.657203376),
     ("disparate_mistreatment", "classification", "logistic", Y_BIN, 1.0, 0.005625),
-    ("hsic", "regression", "squared_error", Y_BIN, 1.0, 0.007346938776),
-    ("demographic_parity", "classification", "logistic", Y_BIN, 1.0, 0.7320007992),
-    ("demographic_parity", "classification", "logistic", Y_BIN, 10.0, 0.2452514308),
-    ("equal_opportunity", "classification", "logistic", Y_BIN, 1.0, 1.403479179),
-    ("equal_opportunity", "classification", "logistic", Y_BIN, 10.0, 0.7057611301),
-    ("equalized_odds", "classification", "logistic", Y_BIN, 1.0, 1.396322412),
-    ("equalized_odds", "classification", "logistic", Y_BIN, 10.0, 0.4221995763),
-    ("group_variance", "classification", "logistic", Y_BIN, 1.0, 0.03988615405),
-    ("group_variance", "classification", "squared_hinge", Y_BIN, 1.0, 0.5701005025),
+    ("hsic_linear", "regression", "squared_error", Y_BIN, 1.0, 0.007346938776),
+    ("demographic_parity_deviation", "classification", "logistic", Y_BIN, 1.0, 0.7320007992),
+    ("demographic_parity_deviation", "classification", "logistic", Y_BIN, 10.0, 0.2452514308),
+    ("equal_opportunity_range", "classification", "logistic", Y_BIN, 1.0, 1.403479179),
+    ("equal_opportunity_range", "classification", "logistic", Y_BIN, 10.0, 0.7057611301),
+    ("equalized_odds_range", "classification", "logistic", Y_BIN, 1.0, 1.396322412),
+    ("equalized_odds_range", "classification", "logistic", Y_BIN, 10.0, 0.4221995763),
+    ("group_loss_variance", "classification", "logistic", Y_BIN, 1.0, 0.03988615405),
+    ("group_loss_variance", "classification", "squared_hinge", Y_BIN, 1.0, 0.5701005025),
     ("individual_fairness", "regression", "squared_error", Y_REAL, 1.0, 0.3307111627),
-    ("demographic_parity", "regression", "squared_error", Y_REAL, 1.0, 0.8431505139),
-    ("group_variance", "regression", "squared_error", Y_REAL, 1.0, 0.34351321),
+    ("demographic_parity_deviation", "regression", "squared_error", Y_REAL, 1.0, 0.8431505139),
+    ("group_loss_variance", "regression", "squared_error", Y_REAL, 1.0, 0.34351321),
 ]
-EXACT_GOLDEN = {"demographic_parity": 0.125, "equal_opportunity": 0.5, "equalized_odds": 0.25}
+EXACT_GOLDEN = {
+    "demographic_parity_deviation": 0.125,
+    "equal_opportunity_range": 0.5,
+    "equalized_odds_range": 0.25,
+}
 
 
 def _eval(name, task, loss, s, y, g, num_groups, rho=1.0, w=None, encoding="index", exact=False):
@@ -84,7 +88,9 @@ def _random(seed, n=300, num_groups=3, real=False):
     return s, y, g
 
 
-@pytest.mark.parametrize("name", ["demographic_parity", "equal_opportunity", "equalized_odds"])
+@pytest.mark.parametrize(
+    "name", ["demographic_parity_deviation", "equal_opportunity_range", "equalized_odds_range"]
+)
 def test_smooth_tends_to_exact(name):
     with jax.enable_x64(True):
         s, y, g = _random(1)
@@ -124,8 +130,8 @@ def test_metric_identities():
         for name, task in [
             ("individual_fairness", "classification"),
             ("disparate_mistreatment", "classification"),
-            ("hsic", "regression"),
-            ("demographic_parity", "regression"),
+            ("hsic_linear", "regression"),
+            ("demographic_parity_deviation", "regression"),
         ]:
             base = _eval(name, task, "logistic", s, y, g, 3)
             assert _eval(name, task, "logistic", s + 2.5, y, g, 3) == pytest.approx(base, rel=1e-10)
@@ -135,10 +141,13 @@ def test_metric_identities():
             )
         n = s.size
         dm = _eval("disparate_mistreatment", "classification", "logistic", s, y, g, 3)
-        hsic = _eval("hsic", "regression", "logistic", s, y, g, 3)
+        hsic = _eval("hsic_linear", "regression", "logistic", s, y, g, 3)
         assert hsic == pytest.approx((n / (n - 1)) ** 2 * dm, rel=1e-12)
         g2 = (g > 0).astype(np.int32)
-        for name, task in [("hsic", "regression"), ("disparate_mistreatment", "classification")]:
+        for name, task in [
+            ("hsic_linear", "regression"),
+            ("disparate_mistreatment", "classification"),
+        ]:
             one = _eval(name, task, "logistic", s, y, g2, 2, encoding="onehot")
             assert one == pytest.approx(2 * _eval(name, task, "logistic", s, y, g2, 2), rel=1e-12)
         # one-hot encoding is invariant under relabelling the groups
@@ -162,7 +171,7 @@ def test_metric_identities():
         s_eq = np.array([1.0, -1.0, 1.0, -1.0])
         assert (
             _eval(
-                "group_variance",
+                "group_loss_variance",
                 "regression",
                 "squared_error",
                 s_eq,
@@ -180,7 +189,9 @@ def test_equal_opportunity_ignores_group_without_positives():
         y = np.array([1.0, 0.0, 1.0, 0.0, 1.0, 0.0])
         g = np.array([0, 0, 1, 2, 1, 2])  # group 2 has no positives
         with pytest.warns(UndefinedMetricWarning, match="no positive"):
-            exact = _eval("equal_opportunity", "classification", "logistic", s, y, g, 3, exact=True)
+            exact = _eval(
+                "equal_opportunity_range", "classification", "logistic", s, y, g, 3, exact=True
+            )
         assert exact == pytest.approx(0.5)  # TPR 1 (group 0) vs 0.5 (group 1); group 2 left out
 
 

@@ -23,7 +23,7 @@ from fairest.reweighting._defaults import SLSQP_FIRST_STEP
 from fairest.reweighting._oracle import ImplicitOracle
 from fairest.reweighting._runtime import group_row_blocks
 
-SPEC = MetricSpec("demographic_parity", "classification", "logistic")
+SPEC = MetricSpec("demographic_parity_deviation", "classification", "logistic")
 
 
 def _data(n=400, num_groups=4, seed=0):

@@ -21,7 +21,7 @@ from fairest.reweighting._bilevel import (
 )
 from fairest.reweighting._oracle import ImplicitOracle
 
-SPEC = MetricSpec("demographic_parity", "classification", "logistic")
+SPEC = MetricSpec("demographic_parity_deviation", "classification", "logistic")
 
 
 def _data(n, num_groups=3, d=3, seed=0):

@@ -41,7 +41,7 @@ def test_every_solver_reaches_the_slsqp_optimum_on_a_convex_two_group_problem():
     common = dict(metric="group_loss_variance", alpha=0.1, safeguard=False, random_state=0)
     ref = BADRRegressor(**common).fit(X, y, sensitive_features=g)
     # the implicit function is convex on this instance (second differences on a grid)
-    spec = MetricSpec("group_variance", "regression", "squared_error")
+    spec = MetricSpec("group_loss_variance", "regression", "squared_error")
     with jax.enable_x64(True):
         problem = dense_problem(X, y, g, alpha=0.1, inner_tol=1e-12)
         grid = np.linspace(0.0, 1.0, 21)
@@ -88,7 +88,7 @@ def _problem_cls(n=320, seed=0, G=3):
 
 
 def test_frank_wolfe_gap_and_steps():
-    spec = MetricSpec("demographic_parity", "classification", "logistic")
+    spec = MetricSpec("demographic_parity_deviation", "classification", "logistic")
     with jax.enable_x64(True):
         problem = _problem_cls()
         lam0 = jnp.full(3, 1 / 3)
