@@ -395,29 +395,6 @@ def epoch_chunk(config: PrunedConfig, record: bool = True):
     return chunk_function(PRUNED_SOLVER, config, record=record)
 
 
-def _epoch_fn(
-    model, num_groups, metric, use_buffer, balanced, absolute_gaps, dual_opt, nesterov, record=True
-):
-    """One epoch as ``epoch(state, data, ref, hyper, flags, inputs) -> (state, log)``
-    (``data`` holding the flat ``mask``, ``flags`` the ``constrained`` switch, ``inputs``
-    the steps' ``idx``, ``w``, ``learning_rate`` and ``active`` flags): the driver's chunk
-    of :func:`epoch_chunk` with the divergence flag in ``state.bad``, for direct calls."""
-    config = PrunedConfig(
-        model, num_groups, metric, use_buffer, balanced, absolute_gaps, dual_opt, nesterov
-    )
-    chunk = epoch_chunk(config, record)
-
-    def epoch(state, data, ref, hyper, flags, inputs):
-        rows = {key: value for key, value in data.items() if key != "mask"}
-        aux = {**ref, "mask": data["mask"], "constrained": flags["constrained"]}
-        steps = jnp.arange(inputs["active"].shape[0], dtype=jnp.int32)
-        inputs = {**inputs, "it": state.it + steps}
-        (state, bad), log = chunk((state, state.bad), rows, aux, hyper, inputs)
-        return state._replace(bad=bad), (log if record else None)
-
-    return epoch
-
-
 def _phase_aux(ref: dict, mask, constrained: bool) -> dict:
     """The step's ``aux``: the dense reference, the flat weight ``mask`` and the
     constraint switch (a traced flag: the phases share one compilation)."""

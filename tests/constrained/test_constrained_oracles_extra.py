@@ -29,7 +29,7 @@ from fairest.constrained._engine import (
     run_solver,
     spawn_rngs,
 )
-from fairest.constrained._pruned_epoch import _epoch_fn, initial_state
+from fairest.constrained._pruned_epoch import PrunedConfig, epoch_chunk, initial_state
 
 # oracles of the solvers' mechanics on small data, whose fits often miss the tolerance and
 # warn; the warnings themselves: tests/constrained/test_constrained_defaults.py
@@ -262,6 +262,29 @@ def test_constrained_absent_group_untouched_without_buffers(problem):
 # ------------------------------------------------------------------------------------------
 # oracle 7: the dual player sees true values, the surrogate only enters the primal step
 # ------------------------------------------------------------------------------------------
+
+
+def _epoch_fn(
+    model, num_groups, metric, use_buffer, balanced, absolute_gaps, dual_opt, nesterov, record=True
+):
+    """One epoch as ``epoch(state, data, ref, hyper, flags, inputs) -> (state, log)``
+    (``data`` holding the flat ``mask``, ``flags`` the ``constrained`` switch, ``inputs``
+    the steps' ``idx``, ``w``, ``learning_rate`` and ``active`` flags): the driver's chunk
+    of :func:`epoch_chunk` with the divergence flag in ``state.bad``, for direct calls."""
+    config = PrunedConfig(
+        model, num_groups, metric, use_buffer, balanced, absolute_gaps, dual_opt, nesterov
+    )
+    chunk = epoch_chunk(config, record)
+
+    def epoch(state, data, ref, hyper, flags, inputs):
+        rows = {key: value for key, value in data.items() if key != "mask"}
+        aux = {**ref, "mask": data["mask"], "constrained": flags["constrained"]}
+        steps = jnp.arange(inputs["active"].shape[0], dtype=jnp.int32)
+        inputs = {**inputs, "it": state.it + steps}
+        (state, bad), log = chunk((state, state.bad), rows, aux, hyper, inputs)
+        return state._replace(bad=bad), (log if record else None)
+
+    return epoch
 
 
 def _direct_step_setup(X, y, g, lr):
