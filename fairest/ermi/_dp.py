@@ -49,7 +49,6 @@ __all__ = [
     "check_clip_mode",
     "closed_form_report",
     "dp_fermi_noise",
-    "paper_all_features_noise",
     "effective_noise",
     "noise_multiplier",
     "check_validity",
@@ -305,23 +304,6 @@ def dp_fermi_noise(
     elif accounting != "paper":
         raise ValueError(f"accounting must be 'paper' or 'joint'; got {accounting!r}.")
     return sigma_theta, sigma_w
-
-
-def paper_all_features_noise(
-    n_samples, n_iter, epsilon, delta, min_group_fraction, *, lipschitz, radius, n_classes
-):
-    """The paper's all-features stds (Thm 3.3, second part), for reference only (spec 6.4).
-
-    Returns ``(sigma_theta_statement, sigma_theta_proof, sigma_w)``. Both ignore the
-    sensitivity of the loss gradient and are not used by the estimator.
-    """
-    rho = min_group_fraction
-    c = n_iter * math.log(1.0 / delta) / (epsilon**2 * n_samples**2)
-    L2, D2, l2 = lipschitz**2, radius**2, n_classes**2
-    statement = math.sqrt(64 * L2 * D2 * c / rho + 32 * D2**2 * L2 * l2 * c)
-    proof = math.sqrt(8 * L2 * D2 * c * (4 / rho + l2))
-    sigma_w = math.sqrt(32 * c * (1 / rho + D2))
-    return statement, proof, sigma_w
 
 
 def effective_noise(sigma_theta, sigma_w, fairness_weight, *, unit="sensitive", scaling="lambda"):

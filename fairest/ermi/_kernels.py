@@ -37,7 +37,6 @@ __all__ = [
     "saddle_logit_grad",
     "saddle_value",
     "w_gradient",
-    "theta_gradient",
     "closed_form_w",
     "fermi_objective",
     "fermi_objective_of_scores",
@@ -102,11 +101,6 @@ def w_gradient(F, W, s, t, weight, strata: Strata):
     lin = (w * strata.inv_sqrt_p[t, s])[:, None] * F
     lin_sums = jax.ops.segment_sum(lin, t * k + s, num_segments=n_strata * k)
     return -2.0 * W * diag_sums[:, None, :] + 2.0 * lin_sums.reshape(W.shape)
-
-
-def theta_gradient(X, A):
-    """Sum of per-sample gradients ``(1, x_i) a_i^T`` of shape (d + 1, q)."""
-    return jnp.concatenate([jnp.sum(A, axis=0)[None, :], X.T @ A], axis=0)
 
 
 def closed_form_w(F, s, t, weight, strata: Strata):

@@ -51,7 +51,6 @@ __all__ = [
     "scores",
     "objective",
     "constraint_values",
-    "dc_pieces",
     "anchor",
     "evaluate",
     "num_constraints",
@@ -247,37 +246,6 @@ def constraint_values(x, data: Data, cfg: Config):
         T = _pdp_terms(S, data)
         return _mask_diagonal(T[:, None] - T[None, :] - data.slack, cfg).ravel()
     return jnp.zeros((0,), dtype=x.dtype)
-
-
-def dc_pieces(x, data: Data, cfg: Config):
-    """``(f^+, f^-)`` of every constraint (spec sections 4.5-4.8), the add-on
-    ``(mu + rho) / 2 ||x||^2`` included on both sides. ``f^+ - f^-`` equals
-    :func:`constraint_values` (off the pDP diagonal)."""
-    b, w, theta = split(x, cfg)
-    s = matvec(data.X, w) + b
-    q = 0.5 * (data.mu + data.rho) * jnp.sum(x * x)
-    if cfg.constraint == "statistical":
-        z = (s[:, None] - theta[None, :]) / data.width
-        p = data.grid[None, :]
-        if cfg.surrogate == "ramp":
-            A = _gmean(jax.nn.relu(z + 0.5), data, cfg)
-            B = _gmean(jax.nn.relu(z - 0.5), data, cfg)
-            plus = jnp.concatenate([B.ravel(), A.ravel()])
-            minus = jnp.concatenate([(A - p).ravel(), (B + p + data.slack).ravel()])
-        else:
-            S = _gmean(jax.nn.sigmoid(z), data, cfg)
-            zero = jnp.zeros_like(S)
-            plus = jnp.concatenate([zero.ravel(), S.ravel()])
-            minus = jnp.concatenate([(S - p).ravel(), (zero + p + data.slack).ravel()])
-        return plus + q, minus + q
-    if cfg.constraint == "demographic":
-        z = (s - data.threshold) / data.width
-        P_lo, P_hi, _, extra = _pdp_group_pieces(z, data, cfg)
-        plus = P_lo[:, None] + P_hi[None, :] + extra[:, None] + extra[None, :]
-        minus = P_hi[:, None] + P_lo[None, :] + extra[:, None] + extra[None, :] + data.slack
-        return plus.ravel() + q, minus.ravel() + q
-    empty = jnp.zeros((0,), dtype=x.dtype)
-    return empty, empty
 
 
 def _pdp_group_pieces(z, data: Data, cfg: Config):

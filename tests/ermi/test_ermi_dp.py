@@ -13,7 +13,6 @@ from fairest.ermi._dp import (
     check_validity,
     effective_noise,
     noise_multiplier,
-    paper_all_features_noise,
     rdp_epsilon,
 )
 from fairest.ermi._kernels import Strata
@@ -22,6 +21,23 @@ from fairest.ermi._solvers import SGDAHyper, sgda_solve
 WORKED = dict(
     n_samples=10_000, batch_size=1_000, n_iter=100, epsilon=1.0, delta=1e-8, min_group_fraction=0.3
 )
+
+
+def paper_all_features_noise(
+    n_samples, n_iter, epsilon, delta, min_group_fraction, *, lipschitz, radius, n_classes
+):
+    """The paper's all-features stds (Thm 3.3, second part), for reference only (spec 6.4).
+
+    Returns ``(sigma_theta_statement, sigma_theta_proof, sigma_w)``. Both ignore the
+    sensitivity of the loss gradient and are not used by the estimator.
+    """
+    rho = min_group_fraction
+    c = n_iter * math.log(1.0 / delta) / (epsilon**2 * n_samples**2)
+    L2, D2, l2 = lipschitz**2, radius**2, n_classes**2
+    statement = math.sqrt(64 * L2 * D2 * c / rho + 32 * D2**2 * L2 * l2 * c)
+    proof = math.sqrt(8 * L2 * D2 * c * (4 / rho + l2))
+    sigma_w = math.sqrt(32 * c * (1 / rho + D2))
+    return statement, proof, sigma_w
 
 
 def test_worked_example_reproduced():

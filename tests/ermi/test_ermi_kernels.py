@@ -17,11 +17,15 @@ from fairest.ermi._kernels import (
     saddle_coefficients,
     saddle_logit_grad,
     saddle_value,
-    theta_gradient,
     w_gradient,
 )
 from fairest.ermi._strata import strata_constants
 from fairest.metrics import conditional_ermi, ermi
+
+
+def theta_gradient(X, A):
+    """Sum of per-sample gradients ``(1, x_i) a_i^T`` of shape (d + 1, q)."""
+    return jnp.concatenate([jnp.sum(A, axis=0)[None, :], X.T @ A], axis=0)
 
 
 @pytest.fixture(autouse=True)

@@ -8,7 +8,16 @@ import numpy as np
 import pytest
 from _partial_helpers import PDP, PSP, make_problem
 
-from fairest.partial._dc import anchor, constraint_values, dc_pieces, evaluate, objective
+from fairest.partial._dc import (
+    _gmean,
+    _pdp_group_pieces,
+    anchor,
+    constraint_values,
+    evaluate,
+    matvec,
+    objective,
+    split,
+)
 from fairest.partial._idca import (
     constant_intercept,
     initial_point,
@@ -23,6 +32,37 @@ CASES = [
     (PDP, "ramp", "paper"),
     (PDP, "sigmoid", "minimal"),
 ]
+
+
+def dc_pieces(x, data, cfg):
+    """``(f^+, f^-)`` of every constraint (spec sections 4.5-4.8), the add-on
+    ``(mu + rho) / 2 ||x||^2`` included on both sides. ``f^+ - f^-`` equals
+    :func:`constraint_values` (off the pDP diagonal)."""
+    b, w, theta = split(x, cfg)
+    s = matvec(data.X, w) + b
+    q = 0.5 * (data.mu + data.rho) * jnp.sum(x * x)
+    if cfg.constraint == "statistical":
+        z = (s[:, None] - theta[None, :]) / data.width
+        p = data.grid[None, :]
+        if cfg.surrogate == "ramp":
+            A = _gmean(jax.nn.relu(z + 0.5), data, cfg)
+            B = _gmean(jax.nn.relu(z - 0.5), data, cfg)
+            plus = jnp.concatenate([B.ravel(), A.ravel()])
+            minus = jnp.concatenate([(A - p).ravel(), (B + p + data.slack).ravel()])
+        else:
+            S = _gmean(jax.nn.sigmoid(z), data, cfg)
+            zero = jnp.zeros_like(S)
+            plus = jnp.concatenate([zero.ravel(), S.ravel()])
+            minus = jnp.concatenate([(S - p).ravel(), (zero + p + data.slack).ravel()])
+        return plus + q, minus + q
+    if cfg.constraint == "demographic":
+        z = (s - data.threshold) / data.width
+        P_lo, P_hi, _, extra = _pdp_group_pieces(z, data, cfg)
+        plus = P_lo[:, None] + P_hi[None, :] + extra[:, None] + extra[None, :]
+        minus = P_hi[:, None] + P_lo[None, :] + extra[:, None] + extra[None, :] + data.slack
+        return plus.ravel() + q, minus.ravel() + q
+    empty = jnp.zeros((0,), dtype=x.dtype)
+    return empty, empty
 
 
 def _random_points(x0, rng, count=5, scale=0.7):
