@@ -133,3 +133,30 @@ def test_ermi_partial_fit_records_the_stream():
     for key, value in estimator.history_.items():
         assert value.shape[0] == 2 * one[key].shape[0]
         np.testing.assert_array_equal(value[: one[key].shape[0]], one[key])
+
+
+@pytest.mark.parametrize("name", STREAMING)
+@pytest.mark.parametrize("after_fit", [False, True])
+def test_the_stream_carries_a_typed_record_between_calls(name, after_fit):
+    """What a solver carries from one ``partial_fit`` call to the next is one typed
+    record with named fields (``docs/contributing.md``, "Add an estimator"), never a dict,
+    and it survives the pickling of a stream in mid-course."""
+    import dataclasses
+    import pickle
+
+    X, y, g = _data(False)
+    estimator = _streaming_instance(name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if after_fit:
+            estimator.fit(X, y, sensitive_features=g)
+            estimator.partial_fit(X[:120], y[:120], sensitive_features=g[:120])
+        else:
+            estimator.partial_fit(
+                X[:120], y[:120], sensitive_features=g[:120], classes=[0, 1], groups=[0, 1]
+            )
+        estimator.partial_fit(X[120:], y[120:], sensitive_features=g[120:])
+    carry = estimator._stream_state.solver
+    fields = getattr(carry, "_fields", None) or [field.name for field in dataclasses.fields(carry)]
+    assert not isinstance(carry, dict) and fields
+    assert type(pickle.loads(pickle.dumps(carry))) is type(carry)
