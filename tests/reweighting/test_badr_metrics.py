@@ -241,3 +241,30 @@ def test_continuous_individual_fairness_gradient(n, num_groups, seed):
             _brute_force_if(s + e, y, groups, weight) - _brute_force_if(s - e, y, groups, weight)
         ) / (2 * step)
         assert np.isclose(grad[i], finite, rtol=1e-5, atol=1e-9)
+
+
+def test_badr_reads_its_metrics_from_the_catalogue():
+    """BADR's smooth objective and exact figure are the catalogue record's surrogate and
+    exact function: replacing the record (the one place a metric is defined) changes
+    both, and restoring it restores them."""
+    import dataclasses
+
+    from fairest.metrics import get_metric, register_metric
+
+    original = get_metric("group_loss_variance")
+    doubled = dataclasses.replace(
+        original,
+        function=lambda *args, **kwargs: 2.0 * original.exact(*args, **kwargs),
+        surrogate=lambda *args, **kwargs: 2.0 * original.smooth(*args, **kwargs),
+    )
+    with jax.enable_x64(True):
+        s, y, g = _random(3)
+        args = ("group_loss_variance", "classification", "logistic", s, y, g, 3)
+        smooth, exact = _eval(*args), _eval(*args, exact=True)
+        register_metric(doubled, replace=True)
+        try:
+            assert _eval(*args) == pytest.approx(2.0 * smooth, rel=1e-12)
+            assert _eval(*args, exact=True) == pytest.approx(2.0 * exact, rel=1e-12)
+        finally:
+            register_metric(original, replace=True)
+        assert _eval(*args) == smooth and _eval(*args, exact=True) == exact
