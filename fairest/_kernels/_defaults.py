@@ -37,7 +37,7 @@ class KernelTuning(TracedTuning):
     # data of at most this many bytes is padded to a row bucket (_buckets.padded_rows):
     # beyond, a copy costs more than one more compilation for the exact row count
     pad_max_bytes: int = 128 * 2**20
-    # bytes of X (float64) per row block of the fused passes (_glm.pass_block_rows): blocks
+    # bytes of X (float64) per row block of the fused passes (_placement.pass_block_rows): blocks
     # that stay in the L2/L3 cache between ``X_b w`` and ``r_b^T X_b``
     pass_block_bytes: int = 4 * 2**20
     # a value-and-gradient pass reads dense X twice while X fits the last-level cache (up

@@ -22,13 +22,12 @@ import numpy as np
 
 from fairest._kernels._defaults import KERNEL_TUNING
 from fairest._kernels._losses import PENALTY_SCALE, loss_derivatives, pointwise_loss
-from fairest._kernels._placement import is_shifted, row_block
+from fairest._kernels._placement import GRAM_BLOCK_ROWS, is_shifted, pass_block_rows, row_block
 from fairest._kernels._sparse import is_sparse
 
 __all__ = [
     "Batch",
     "blocked_hessian",
-    "pass_block_rows",
     "row_block_pass",
     "row_range_pass",
     "scores",
@@ -86,16 +85,6 @@ def value_and_grad(loss: str, theta, X, y, c, alpha, penalize_intercept):
     value, d1, _ = loss_derivatives(loss, scores(theta, X), y)
     r = c * d1
     return jnp.sum(c * value) + penalty, jnp.concatenate([jnp.sum(r)[None], r @ X]) + pen * theta
-
-
-_MIN_PASS_BLOCK_ROWS = 256
-
-
-def pass_block_rows(n_features: int) -> int:
-    """Rows per block of :func:`row_block_pass`: the largest power of two whose float64
-    block takes at most ``KERNEL_TUNING.pass_block_bytes``, within [256, ``GRAM_BLOCK_ROWS``]."""
-    rows = KERNEL_TUNING.pass_block_bytes // (8 * max(1, n_features))
-    return int(min(GRAM_BLOCK_ROWS, max(_MIN_PASS_BLOCK_ROWS, 1 << (rows.bit_length() - 1))))
 
 
 def even_block_rows(n_rows: int, most: int) -> int:
@@ -244,11 +233,6 @@ def blocked_hessian(dtype=np.float32) -> np.ndarray:
     :func:`value_grad_hessian` for a Hessian block summed over row blocks of ``X`` cast to
     ``dtype``: the speed of a float32 copy without holding one."""
     return np.zeros((0,), dtype)
-
-
-# Rows per block of :func:`weighted_gram`: a (block, d) float32 temporary instead of an
-# (n, d) one; large enough for the block products to run at full GEMM speed.
-GRAM_BLOCK_ROWS = 16_384
 
 
 def weighted_gram(X, q, dtype=None, block_rows: int = GRAM_BLOCK_ROWS):

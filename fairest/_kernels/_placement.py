@@ -23,9 +23,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from fairest._kernels._buckets import DEVICE_ALIGNMENT
+from fairest._kernels._defaults import KERNEL_TUNING
 from fairest._kernels._sparse import take_rows
 
 __all__ = [
+    "GRAM_BLOCK_ROWS",
+    "pass_block_rows",
     "MIN_SHIFTED_ROWS",
     "GatheredRows",
     "ShiftedRows",
@@ -36,10 +39,26 @@ __all__ = [
     "shifted_rows",
 ]
 
+# Rows per block of the Gram kernels (:func:`fairest._kernels._glm.weighted_gram`): a (block,
+# d) float32 temporary instead of an (n, d) one; large enough for the block products to
+# run at full GEMM speed. The fused passes read blocks of at most this many rows too.
+GRAM_BLOCK_ROWS = 16_384
+
+
+_MIN_PASS_BLOCK_ROWS = 256
+
+
+def pass_block_rows(n_features: int) -> int:
+    """Rows per block of :func:`~fairest._kernels._glm.row_block_pass`: the largest power of two whose float64
+    block takes at most ``KERNEL_TUNING.pass_block_bytes``, within [256, ``GRAM_BLOCK_ROWS``]."""
+    rows = KERNEL_TUNING.pass_block_bytes // (8 * max(1, n_features))
+    return int(min(GRAM_BLOCK_ROWS, max(_MIN_PASS_BLOCK_ROWS, 1 << (rows.bit_length() - 1))))
+
+
 # ShiftedRows are built from this many rows on (twice the largest row block of the
 # kernels, GRAM_BLOCK_ROWS): every block then lies within the flat buffer. Smaller data is
 # padded to a row bucket anyway (an aligned copy, fairest._kernels._buckets).
-MIN_SHIFTED_ROWS = 2 * 16_384
+MIN_SHIFTED_ROWS = 2 * GRAM_BLOCK_ROWS
 
 
 def is_shifted(X) -> bool:
@@ -201,8 +220,6 @@ def _shift_of(X: np.ndarray) -> int | None:
 def shifted_rows(X: np.ndarray, device=None, block_rows: int | None = None) -> ShiftedRows:
     """Put a C-contiguous float64 ``X`` on ``device`` as a :class:`ShiftedRows`: its flat
     buffer from the first aligned element is shared with the device, not copied."""
-    from fairest._kernels._glm import pass_block_rows
-
     shift = _shift_of(X)
     flat = X.reshape(-1)
     block_rows = pass_block_rows(X.shape[1]) if block_rows is None else block_rows

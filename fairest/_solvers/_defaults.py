@@ -54,7 +54,7 @@ class SolverTuning(TracedTuning):
     # they balance
     parts_per_thread: int = 2
     # each part of a split pass has at least this many row blocks
-    # (_kernels._glm.pass_block_rows): fewer rows would not amortise a part's dispatch
+    # (_kernels._placement.pass_block_rows): fewer rows would not amortise a part's dispatch
     min_part_blocks: int = 2
 
 

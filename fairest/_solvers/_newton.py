@@ -15,7 +15,7 @@ first-order methods need hundreds. ``benchmarks/erm_vs_sklearn.py`` measures it.
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -23,15 +23,11 @@ from jax.scipy.linalg import cho_solve
 
 from fairest._kernels._glm import value_grad_hessian
 
-if TYPE_CHECKING:  # the driver imports this module
-    from fairest._solvers._driver import GlmResult
-
 __all__ = [
     "NewtonResult",
     "armijo_backtrack",
     "descent_direction",
     "newton_solve",
-    "solve_weighted_glm",
 ]
 
 _ARMIJO = 1e-4
@@ -211,12 +207,3 @@ def armijo_backtrack(value_at, value, slope, armijo=_ARMIJO, max_halvings=40):
     one = jnp.ones((), jnp.result_type(value))
     t, _ = jax.lax.while_loop(needs_backtrack, halve, (one, value_at(one)))
     return t
-
-
-def solve_weighted_glm(*args, **kwargs) -> GlmResult:
-    """The host-level ERM driver, :func:`fairest._solvers._driver.solve_weighted_glm`
-    (kept here for its callers: it picks Newton, L-BFGS or Newton-CG by shape); returns
-    its :class:`~fairest._solvers._driver.GlmResult`."""
-    from fairest._solvers._driver import solve_weighted_glm as driver
-
-    return driver(*args, **kwargs)

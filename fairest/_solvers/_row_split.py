@@ -26,9 +26,9 @@ from concurrent.futures import ThreadPoolExecutor
 import jax
 import numpy as np
 
-from fairest._kernels._glm import pass_block_rows, row_range_pass, value_and_grad
+from fairest._kernels._glm import row_range_pass, value_and_grad
 from fairest._kernels._losses import PENALTY_SCALE
-from fairest._kernels._placement import is_shifted
+from fairest._kernels._placement import is_shifted, pass_block_rows
 from fairest._kernels._sparse import is_sparse
 from fairest._solvers._defaults import SOLVER_TUNING
 

@@ -5,6 +5,7 @@ replicates and per-cell confidence intervals."""
 
 from __future__ import annotations
 
+import functools
 import inspect
 import numbers
 import warnings
@@ -14,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from fairest.metrics import _intervals
+from fairest.metrics import _base, _intervals
 from fairest.metrics._bootstrap import (
     rate_values,
     replicate_chunks,
@@ -26,12 +27,53 @@ from fairest.metrics._checks import (
 )
 from fairest.metrics._group_stats import group_totals
 from fairest.metrics._rates import (
+    CONFUSION_RATES,
     RATE_METRICS,
     RateMetric,
-    _known_rate_metrics,
-    known_rate_form,
+    _equal,
+    _positives,
+    fairlearn_rate,
+    is_binary_coded,
 )
 from fairest.utils._validation import encode_groups
+
+
+# ------------------------------------------------------------------- known rates
+@functools.cache
+def _known_rate_metrics() -> dict:
+    """Third-party callables that are weighted rates, with their value when undefined
+    (scikit-learn's ``zero_division`` default and fairlearn's convention: 0), and
+    fairest's own base metrics (:mod:`fairest.metrics._base`)."""
+    from sklearn import metrics as skm
+
+    known = {
+        skm.accuracy_score: RateMetric("accuracy", _equal, binary=False),
+        skm.recall_score: fairlearn_rate("true_positive_rate"),
+        skm.precision_score: RateMetric(
+            "precision", lambda y, p: _positives(y), lambda y, p: _positives(p), 0.0
+        ),
+        skm.mean_squared_error: RATE_METRICS["mean_squared_error"],
+        skm.mean_absolute_error: RATE_METRICS["mean_absolute_error"],
+    }
+    names = ("selection_rate", *CONFUSION_RATES, "mean_prediction")
+    known.update({getattr(_base, name): fairlearn_rate(name) for name in names})
+    try:
+        from fairlearn import metrics as flm
+    except ImportError:  # fairlearn is optional
+        return known
+    known.update({getattr(flm, name): fairlearn_rate(name) for name in names})
+    return known
+
+
+def known_rate_form(metric, y_true, y_pred) -> RateMetric | None:
+    """The rate form of ``metric`` when it has one for these labels, else None."""
+    rate = metric if isinstance(metric, RateMetric) else _known_rate_metrics().get(metric)
+    if rate is None:
+        return None
+    numeric = y_true.dtype.kind in "biuf" and y_pred.dtype.kind in "biuf"
+    if not numeric or (rate.binary and not (is_binary_coded(y_true) and is_binary_coded(y_pred))):
+        return None
+    return rate
 
 
 # --------------------------------------------------------------------------- inputs

@@ -4,14 +4,13 @@ A :class:`RateMetric` is a metric ``sum w e h / sum w e`` of per-row hits ``h`` 
 eligible rows ``e``. Being a ratio of sums, it is evaluated for many groups and bootstrap
 replicates at once from segment sums, and its per-group numerators and denominators are
 what the frame's covering intervals are built from. :data:`RATE_METRICS` holds the
-built-in records by name; :func:`known_rate_form` maps scikit-learn's and fairlearn's rate
-callables (and fairest's own) to their record.
+built-in records by name (the frame maps scikit-learn's and fairlearn's rate callables, and
+fairest's own, to their record: :func:`fairest.metrics._frame_eval.known_rate_form`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -23,7 +22,6 @@ __all__ = [
     "RateMetric",
     "fairlearn_rate",
     "is_binary_coded",
-    "known_rate_form",
 ]
 
 
@@ -140,47 +138,8 @@ def fairlearn_rate(name: str) -> RateMetric:
     return built_in
 
 
-@functools.cache
-def _known_rate_metrics() -> dict:
-    """Third-party callables that are weighted rates, with their value when undefined
-    (scikit-learn's ``zero_division`` default and fairlearn's convention: 0), and
-    fairest's own base metrics (:mod:`fairest.metrics._base`)."""
-    from sklearn import metrics as skm
-
-    from fairest.metrics import _base
-
-    known = {
-        skm.accuracy_score: RateMetric("accuracy", _equal, binary=False),
-        skm.recall_score: fairlearn_rate("true_positive_rate"),
-        skm.precision_score: RateMetric(
-            "precision", lambda y, p: _positives(y), lambda y, p: _positives(p), 0.0
-        ),
-        skm.mean_squared_error: RATE_METRICS["mean_squared_error"],
-        skm.mean_absolute_error: RATE_METRICS["mean_absolute_error"],
-    }
-    names = ("selection_rate", *CONFUSION_RATES, "mean_prediction")
-    known.update({getattr(_base, name): fairlearn_rate(name) for name in names})
-    try:
-        from fairlearn import metrics as flm
-    except ImportError:  # fairlearn is optional
-        return known
-    known.update({getattr(flm, name): fairlearn_rate(name) for name in names})
-    return known
-
-
 def is_binary_coded(values: np.ndarray) -> bool:
     if values.dtype.kind not in "biuf":
         return False
     unique = set(np.unique(values).tolist())
     return unique <= {0, 1} or unique <= {-1, 1}
-
-
-def known_rate_form(metric, y_true, y_pred) -> RateMetric | None:
-    """The rate form of ``metric`` when it has one for these labels, else None."""
-    rate = metric if isinstance(metric, RateMetric) else _known_rate_metrics().get(metric)
-    if rate is None:
-        return None
-    numeric = y_true.dtype.kind in "biuf" and y_pred.dtype.kind in "biuf"
-    if not numeric or (rate.binary and not (is_binary_coded(y_true) and is_binary_coded(y_pred))):
-        return None
-    return rate

@@ -32,7 +32,7 @@ import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 
-from fairest._solvers._newton import solve_weighted_glm
+from fairest._solvers._driver import solve_weighted_glm
 from fairest.metrics import (
     partial_demographic_parity,
     partial_statistical_parity,

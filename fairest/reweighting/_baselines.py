@@ -15,7 +15,7 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from fairest._solvers._newton import solve_weighted_glm
+from fairest._solvers._driver import solve_weighted_glm
 from fairest.reweighting import _defaults
 from fairest.reweighting._group_weights import (
     ADAPTIVE_WEIGHTS,

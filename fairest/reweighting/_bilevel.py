@@ -38,12 +38,17 @@ from fairest._kernels._glm import (
     group_sums,
     group_to_sample_weights,
     hessian_vector_product,
-    pass_block_rows,
     penalty_diagonal,
     scores,
 )
 from fairest._kernels._losses import loss_derivatives
-from fairest._kernels._placement import GatheredRows, gather_dense_rows, is_shifted, row_block
+from fairest._kernels._placement import (
+    GatheredRows,
+    gather_dense_rows,
+    is_shifted,
+    pass_block_rows,
+    row_block,
+)
 from fairest._kernels._sparse import is_sparse, take_rows
 from fairest._solvers import _newton
 from fairest._solvers._defaults import SOLVER_TUNING

@@ -88,7 +88,7 @@ class OracleTuning(Tuning):
     group_rows_large_share: float = 0.5
     group_rows_max_bytes: int = 128 * 2**20
     # rows per block of the adjoint's products: as the Newton Hessian's blocks
-    # (fairest._kernels._glm.GRAM_BLOCK_ROWS), large enough for full GEMM speed
+    # (fairest._kernels._placement.GRAM_BLOCK_ROWS), large enough for full GEMM speed
     adjoint_block_rows: int = 16_384
     # from inexact_min_rows rows on, early lower-level solves are inexact
     # (ImplicitOracle.loose_solves): a new point's Newton tolerance is loose_factor * (l1

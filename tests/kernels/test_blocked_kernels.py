@@ -105,7 +105,7 @@ def test_value_and_grad_takes_the_fused_pass_above_one_block(monkeypatch, n, cac
     """Above one block the Hessian pass is fused (600 rows: three even blocks of 200), the
     value-and-gradient pass too once X is larger than the cache (``cache_bytes`` 0), two
     products below; every way agrees with numpy."""
-    from fairest._kernels import _glm
+    from fairest._kernels import _glm, _placement
 
     tuning = KERNEL_TUNING.override(  # 256-row blocks at d = 4
         pass_block_bytes=8 * 4 * 256, fused_gradient_min_bytes=cache_bytes
@@ -123,7 +123,7 @@ def test_value_and_grad_takes_the_fused_pass_above_one_block(monkeypatch, n, cac
     f, g, H = _numpy_pass("logistic", theta, X, y, c)
     pen = 2 * 0.5 * 0.1 * np.r_[0.0, np.ones(4)]  # alpha = 0.1, intercept not penalised
     with tuning, jax.enable_x64(True):  # the override drops what was traced before it
-        assert _glm.pass_block_rows(4) == 256
+        assert _placement.pass_block_rows(4) == 256
         args = ("logistic", jnp.asarray(theta), jnp.asarray(X), jnp.asarray(y), jnp.asarray(c))
         f_vg, g_vg = value_and_grad(*args, 0.1, 0.0)
         gradient_fused = list(fused)

@@ -9,7 +9,8 @@ import pytest
 from fairlearn import metrics as flm
 
 from fairest import metrics
-from fairest.metrics._rates import RATE_METRICS, known_rate_form
+from fairest.metrics._frame_eval import known_rate_form
+from fairest.metrics._rates import RATE_METRICS
 from fairest.utils import FairnessWarning
 
 CONFUSION = [

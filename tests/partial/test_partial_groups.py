@@ -13,7 +13,7 @@ import pytest
 import scipy.sparse as sp
 from _partial_helpers import PSP, make_problem
 
-from fairest._solvers._newton import solve_weighted_glm
+from fairest._solvers._driver import solve_weighted_glm
 from fairest.metrics import partial_statistical_parity, suggest_interval
 from fairest.partial import PartialParityClassifier, _defaults, _fast, _fit
 from fairest.partial._common import build_data

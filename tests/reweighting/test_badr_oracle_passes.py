@@ -10,11 +10,10 @@ from _badr_helpers import dense_problem, grouped_classification
 
 from fairest._kernels._glm import (
     blocked_hessian,
-    pass_block_rows,
     row_block_pass,
     value_grad_hessian,
 )
-from fairest._kernels._placement import GatheredRows, shifted_rows
+from fairest._kernels._placement import GatheredRows, pass_block_rows, shifted_rows
 from fairest._solvers._newton import newton_solve
 from fairest.reweighting import _bilevel, _outer
 from fairest.reweighting._badr_metrics import MetricSpec

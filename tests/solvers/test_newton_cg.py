@@ -8,7 +8,8 @@ from sklearn.linear_model import LogisticRegression
 
 from fairest._kernels._glm import value_grad_hessian
 from fairest._solvers._defaults import SOLVER_TUNING
-from fairest._solvers._newton import newton_solve, solve_weighted_glm
+from fairest._solvers._driver import solve_weighted_glm
+from fairest._solvers._newton import newton_solve
 from fairest._solvers._newton_cg import hessian_diagonal, newton_cg_solve, pcg_solve
 
 

@@ -13,7 +13,8 @@ import pytest
 from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.svm import LinearSVC
 
-from fairest._solvers._newton import newton_solve, solve_weighted_glm
+from fairest._solvers._driver import solve_weighted_glm
+from fairest._solvers._newton import newton_solve
 from fairest.reweighting._group_weights import resolve_group_weights
 
 

@@ -8,8 +8,7 @@ import pytest
 import scipy.sparse
 from scipy.special import expit
 
-from fairest._kernels._glm import pass_block_rows
-from fairest._kernels._placement import is_shifted, place_dense
+from fairest._kernels._placement import is_shifted, pass_block_rows, place_dense
 from fairest._kernels._sparse import sparse_rows
 from fairest._solvers import _driver, _lbfgs, _row_split
 from fairest._solvers._defaults import SOLVER_TUNING
