@@ -22,12 +22,15 @@ padding rows have weight 0 and change no sum. Every hyper-parameter is traced.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from fairest._kernels import cross_entropy, cross_entropy_grad, scores
+from fairest._kernels._placement import is_shifted
 
 __all__ = [
     "Strata",
@@ -41,6 +44,8 @@ __all__ = [
     "fermi_objective",
     "fermi_objective_of_scores",
     "fermi_hessian",
+    "fermi_value_and_grad",
+    "device_scalar",
 ]
 
 
@@ -219,3 +224,40 @@ def fermi_hessian(theta, X, y, s, t, weight, strata: Strata, lam, alpha, binary:
     H = H + lam * (B_T / curvature) @ B_T.T
     ridge = jnp.concatenate([jnp.zeros(q), jnp.full((p - 1) * q, 1.0)]) * alpha
     return H + jnp.diag(ridge)
+
+
+def device_scalar(value) -> jax.Array:
+    """A float64 scalar on the device without compiling anything (call under
+    ``jax.enable_x64``); the full-batch fit and the path pass lambda and alpha this way,
+    so they share the compiled objective."""
+    return jax.device_put(np.float64(value))
+
+
+@partial(jax.jit, static_argnames="binary")
+def fermi_value_and_grad(flat, X, y, s, t, weight, strata: Strata, lam, alpha, *, binary):
+    """FERMI objective and its (Danskin) gradient at the flat parameter vector. A
+    :class:`~fairest._kernels._placement.ShiftedRows` ``X`` (large data shared with the
+    device, not copied) is read block by block: the gradient is formed in the logits and
+    multiplied with ``X`` once (:func:`_shifted_value_and_grad`)."""
+    shape = (X.shape[1] + 1, flat.shape[0] // (X.shape[1] + 1))
+    if is_shifted(X):
+        return _shifted_value_and_grad(
+            flat.reshape(shape), X, y, s, t, weight, strata, lam, alpha, binary
+        )
+
+    def fun(v):
+        return fermi_objective(v.reshape(shape), X, y, s, t, weight, strata, lam, alpha, binary)
+
+    return jax.value_and_grad(fun)(flat)
+
+
+def _shifted_value_and_grad(theta, X, y, s, t, weight, strata: Strata, lam, alpha, binary):
+    """Value and flat gradient of the FERMI objective by the chain rule through the logits
+    ``Z = X theta``: ``grad = (1, X)^T dZ + grad of the penalty``. Reverse mode through a
+    row-block ``X @ theta`` would keep every block of ``X`` as a residual (a whole copy)."""
+    Z = scores(theta, X)
+    value, (dZ, d_theta) = jax.value_and_grad(fermi_objective_of_scores, argnums=(0, 1))(
+        Z, theta, y, s, t, weight, strata, lam, alpha, binary
+    )
+    data = jnp.concatenate([jnp.sum(dZ, axis=0)[None, :], (dZ.T @ X).T], axis=0)
+    return value, (d_theta + data).ravel()

@@ -7,7 +7,7 @@ search over several) and :func:`newton_path` (``fairest.fairness_path``) use it.
 iteration solves with the exact Hessian (:func:`~fairest.ermi._kernels.fermi_hessian`, W*
 differentiated through; float32 Gram matrices, as the Hessian only steers) and backtracks
 on the objective; it stops at ``||grad||_inf <= tol`` with the gradient of
-:func:`~fairest.ermi._solvers.fermi_value_and_grad`, the stationarity test of
+:func:`~fairest.ermi._kernels.fermi_value_and_grad`, the stationarity test of
 :func:`~fairest.ermi._solvers.full_batch_solve` (L-BFGS). Only that gradient kernel and
 one Hessian program are compiled.
 
@@ -26,8 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.linalg
 
-from fairest.ermi._kernels import Strata, fermi_hessian
-from fairest.ermi._solvers import device_scalar, fermi_value_and_grad
+from fairest.ermi._kernels import Strata, device_scalar, fermi_hessian, fermi_value_and_grad
 
 __all__ = ["NewtonPoint", "NewtonSolver", "newton_applies", "newton_path"]
 

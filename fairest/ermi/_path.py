@@ -31,13 +31,9 @@ def fit_weight_path(estimator, param, values, X, y, fit):
     (:func:`~fairest.ermi._solvers.full_batch_solve`) from there.
     """
     from fairest._kernels._buckets import pad_rows
+    from fairest.ermi._kernels import device_scalar
     from fairest.ermi._newton import newton_path
-    from fairest.ermi._solvers import (
-        _device_strata,
-        device_scalar,
-        fitted_w,
-        full_batch_solve,
-    )
+    from fairest.ermi._solvers import _device_strata, fitted_w, full_batch_solve
     from fairest.ermi._strata import strata_constants
     from fairest.utils._devices import place_rows
     from fairest.utils._estimator import validate_fit_data

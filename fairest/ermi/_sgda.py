@@ -2,7 +2,7 @@
 
 A solver is pure functions over a NamedTuple state (:mod:`fairest.constrained._engine.
 _contract`): :func:`init` (the state at ``(theta0, W0)``), :func:`step` (one simultaneous
-descent-ascent step, :func:`~fairest.ermi._solvers._sgda_step`) and :func:`params` (the
+descent-ascent step, :func:`_sgda_step`) and :func:`params` (the
 returned iterate: the last, a uniformly drawn one or the tail average). :func:`drive` is
 the iteration loop: jitted chunks of whole epochs (:func:`chunk_epochs`; the first one
 also prepares the data, one compiled program serves every later chunk of a fit), each a
@@ -17,9 +17,9 @@ The random streams are those of spec 11 and do not depend on the chunking: itera
 ``batching="shuffle"`` the permutation of ``fold_in(k_batch, e)``; the keys of a chunk's
 iterations are derived in one vectorised call before its loop.
 
-This module imports the constrained engine (and with it ``fairest.constrained`` and
-optax); :mod:`fairest.ermi._solvers` imports it at the first SGDA fit only, so importing
-the ERMI family stays light.
+The step itself (:func:`_sgda_step`, with its per-sample constants :func:`_batch_constants`
+and traced hyper-parameters :class:`SGDAHyper`) is here too; the objective's kernels are
+in :mod:`fairest.ermi._kernels`.
 """
 
 from __future__ import annotations
@@ -31,13 +31,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from fairest._kernels._sparse import squared_row_norms, take_rows
 from fairest._solvers._guard import guarded_scan, refit_on_divergence
 from fairest.ermi._defaults import SGDA_TUNING
-from fairest.ermi._kernels import Strata
+from fairest.ermi._kernels import Strata, loss_and_logit_grad, probabilities, saddle_logit_grad
 from fairest.ermi._sampling import uniform_subset
-from fairest.ermi._solvers import SGDAHyper, _batch_constants, _sgda_step
 
 __all__ = [
+    "SGDAHyper",
     "SgdaConfig",
     "SgdaData",
     "SgdaState",
@@ -45,10 +46,128 @@ __all__ = [
     "config",
     "drive",
     "init",
+    "project_ball",
     "params",
     "refit",
     "step",
 ]
+
+
+class SGDAHyper(NamedTuple):
+    """Traced hyper-parameters of SGDA (changing them never recompiles)."""
+
+    lam: jax.Array
+    lr_theta: jax.Array
+    lr_w: jax.Array
+    radius: jax.Array
+    clip_sample: jax.Array  # per-sample clipping norm; inf disables
+    clip_batch: jax.Array  # clipping norm of the averaged gradient; inf disables
+    sigma_theta: jax.Array  # effective noise stds (spec 6.6)
+    sigma_w: jax.Array
+    alpha: jax.Array  # L2 strength on the coefficients (not the intercept)
+    # per-sample clipping norm of the lam-scaled ERMI part of the theta-gradient (the part
+    # that depends on s, privacy_unit="sensitive"); inf disables
+    clip_fairness: jax.Array = float("inf")
+
+
+def project_ball(W, radius):
+    """Project every block ``W[t]`` on the Frobenius ball of the given radius (spec 5.3.6)."""
+    norms = jnp.sqrt(jnp.sum(W * W, axis=(1, 2), keepdims=True))
+    return W * jnp.minimum(1.0, radius / jnp.maximum(norms, jnp.finfo(W.dtype).tiny))
+
+
+def _batch_constants(X, y, s, t, weight, strata: Strata):
+    """Per-sample constants of the SGDA step, computed once per fit instead of once per step.
+
+    Returns ``(floats, ints)``: ``floats`` (n, 5) holds the sample weight, the label as a
+    float, ``1 + ||x_i||^2`` (for the per-sample gradient norms, spec 3.3),
+    ``omega_t / sqrt(p_S|t(s_i))`` and ``omega_t``; ``ints`` (n, 3) holds the label, the
+    cell ``t * k + s`` and the stratum. A minibatch then needs one gather of each.
+    """
+    k = strata.inv_sqrt_p.shape[1]
+    row_sq = 1.0 + squared_row_norms(X.astype(weight.dtype))  # O(nnz) for sparse X
+    omega = strata.omega[t]
+    floats = jnp.stack(
+        [weight, y.astype(weight.dtype), row_sq, omega * strata.inv_sqrt_p[t, s], omega], axis=1
+    )
+    ints = jnp.stack([y, t * k + s, t], axis=1).astype(jnp.int32)
+    return floats, ints
+
+
+def _clip_factor(norms, clip):
+    """``min(1, clip / norm)`` per entry (exactly 1.0 below the clip or when it is inf)."""
+    return jnp.where(norms > clip, clip / jnp.maximum(norms, 1e-300), 1.0)
+
+
+def _sgda_step(
+    theta, W, idx, valid, keys, X, floats, ints, strata: Strata, hyper: SGDAHyper, binary, record
+):
+    """One simultaneous DP-SGDA step on the minibatch ``idx`` (rows with ``valid = 0`` ignored).
+
+    ``X`` may be float32: the two minibatch products (logits and the summed theta-gradient)
+    then run in float32 while theta, W, the per-sample terms and the noise stay float64.
+    ``keys`` are this step's (theta-noise, W-noise) keys.
+    """
+    n_strata, k, l = W.shape
+    k_theta, k_w = keys
+    Xb = take_rows(X, idx)  # indices in range: no bounds handling; sparse X gives its rows
+    fb, ib = take_rows(floats, idx), take_rows(ints, idx)
+    cb = fb[:, 0] * valid
+    row_sq, scale, omega = fb[:, 2], fb[:, 3], fb[:, 4]
+    yb, cell, tb = ib[:, 0], ib[:, 1], ib[:, 2]
+    m_eff = jnp.sum(valid)
+    Z = (Xb @ theta[1:].astype(X.dtype)).astype(theta.dtype) + theta[0]
+    F = probabilities(Z, binary)
+    # c_ij = omega_t (-sum_r W_{t,rj}^2 + 2 W_{t,s_i j} / sqrt(p_S|t(s_i)))   (spec 3.3)
+    squares = jnp.sum(W * W, axis=1)  # (n_strata, l)
+    coefficients = 2.0 * scale[:, None] * W.reshape(n_strata * k, l)[cell]
+    coefficients = coefficients - omega[:, None] * (squares[:1] if n_strata == 1 else squares[tb])
+    if binary:
+        dloss = (F[:, 1] - fb[:, 1])[:, None]
+    else:
+        dloss = F - jax.nn.one_hot(yb, l, dtype=F.dtype)
+    fair = hyper.lam * saddle_logit_grad(F, coefficients, binary)
+    # per-sample clip of the s-dependent part alone (a no-op, factor 1.0, when inf)
+    fair_norms = jnp.sqrt(jnp.sum(fair * fair, axis=1) * row_sq)
+    fair = fair * _clip_factor(fair_norms, hyper.clip_fairness)[:, None]
+    A = cb[:, None] * (dloss + fair)
+    # per-sample clipping: ||(1, x_i) a_i^T|| = ||a_i|| ||(1, x_i)|| (spec 3.3)
+    norms = jnp.sqrt(jnp.sum(A * A, axis=1) * row_sq)
+    A = A * _clip_factor(norms, hyper.clip_sample)[:, None]
+    grad_b = jnp.sum(A, axis=0) / m_eff  # intercept row, (q,)
+    grad_c = (A.T.astype(X.dtype) @ Xb).T.astype(theta.dtype) / m_eff  # coefficient rows, (d, q)
+    grad_norm = jnp.sqrt(jnp.sum(grad_b * grad_b) + jnp.sum(grad_c * grad_c))
+    factor = jnp.where(
+        grad_norm > hyper.clip_batch, hyper.clip_batch / jnp.maximum(grad_norm, 1e-300), 1.0
+    )
+    noise_theta = jax.random.normal(k_theta, theta.shape, theta.dtype)
+    b_new = theta[0] - hyper.lr_theta * (grad_b * factor + hyper.sigma_theta * noise_theta[0])
+    c_new = theta[1:] - hyper.lr_theta * (
+        grad_c * factor + hyper.alpha * theta[1:] + hyper.sigma_theta * noise_theta[1:]
+    )
+    theta_new = jnp.concatenate([b_new[None, :], c_new], axis=0)
+    # batch mean of grad_W psi_i: -2 W_t diag(sum omega F) + 2 sum (scale e(s_i)) F_i^T (spec 3.3)
+    weighted = cb[:, None] * F
+    if n_strata == 1:
+        diag_sums = jnp.sum(omega[:, None] * weighted, axis=0)[None, :]
+    else:
+        diag_sums = jax.ops.segment_sum(omega[:, None] * weighted, tb, num_segments=n_strata)
+    lin_sums = jax.ops.segment_sum(scale[:, None] * weighted, cell, num_segments=n_strata * k)
+    grad_W = (
+        hyper.lam * (-2.0 * W * diag_sums[:, None, :] + 2.0 * lin_sums.reshape(W.shape)) / m_eff
+    )
+    noise_w = jax.random.normal(k_w, W.shape, W.dtype)
+    W_new = (W + hyper.lr_w * (grad_W + hyper.sigma_w * noise_w)) * strata.mask[:, :, None]
+    W_new = project_ball(W_new, hyper.radius)
+    if not record:
+        return theta_new, W_new, None
+    loss, _ = loss_and_logit_grad(Z, yb, binary)
+    psi = jnp.sum(coefficients * F, axis=1) - omega
+    return (
+        theta_new,
+        W_new,
+        (jnp.sum(cb * loss) / m_eff, jnp.sum(cb * psi) / m_eff, jnp.sqrt(jnp.sum(W_new * W_new))),
+    )
 
 
 class SgdaConfig(NamedTuple):
@@ -71,7 +190,7 @@ class SgdaConfig(NamedTuple):
 
 class SgdaData(NamedTuple):
     """What a step reads besides its state (traced): the data, the per-sample constants
-    of :func:`~fairest.ermi._solvers._batch_constants`, the hyper-parameters, the stream
+    of :func:`_batch_constants`, the hyper-parameters, the stream
     keys, the drawn iterate ``tau`` and the first averaged iteration (of T iterations)."""
 
     X: object  # dense array, ShiftedRows or SparseRows

@@ -6,8 +6,8 @@
 * :func:`sgda_solve` is Algorithm 1 of Lowy, Gupta, Razaviyayn (ICLR 2023): simultaneous
   stochastic descent in theta and projected ascent in W with optional per-sample
   clipping and Gaussian noise (spec 5.3), run on the solver contract in jitted chunks of
-  whole epochs (:mod:`fairest.ermi._sgda`: state, ``init`` / ``step`` / ``params``, the
-  constrained engine's guarded scan and refit after a divergence).
+  whole epochs (:mod:`fairest.ermi._sgda`: the step, the state, ``init`` / ``step`` /
+  ``params``, the shared guarded scan and refit after a divergence).
 * :func:`run_full_batch` and :func:`run_sgda` are the entry points of the estimator: they
   take host arrays, set up the solve (padding, starting point, keys, W0) under
   ``jax.enable_x64``, and return an :class:`ERMIResult` of numpy values.
@@ -36,28 +36,25 @@ import scipy.optimize
 
 from fairest._kernels import scores
 from fairest._kernels._buckets import bucket_size, pad_rows, pad_rows_to, padded_rows
-from fairest._kernels._placement import is_shifted, place_dense
-from fairest._kernels._sparse import sparse_rows, squared_row_norms, take_rows
+from fairest._kernels._placement import place_dense
+from fairest._kernels._sparse import sparse_rows
 from fairest._solvers._lbfgs import single_threaded_blas
-from fairest.ermi import _defaults
+from fairest.ermi import _defaults, _sgda
 from fairest.ermi._kernels import (
     Strata,
     closed_form_w,
-    fermi_objective,
-    fermi_objective_of_scores,
-    loss_and_logit_grad,
+    device_scalar,
+    fermi_value_and_grad,
     probabilities,
-    saddle_logit_grad,
 )
+from fairest.ermi._newton import NewtonSolver, gram_copy, newton_applies
+from fairest.ermi._sgda import SGDAHyper, project_ball
 from fairest.utils._devices import place_rows
 
 __all__ = [
     "ERMIResult",
-    "SGDAHyper",
-    "device_scalar",
     "fitted_w",
     "full_batch_solve",
-    "project_ball",
     "resolve_dual_learning_rate",
     "resolve_dual_radius",
     "run_full_batch",
@@ -106,53 +103,6 @@ def sgda_iterations(n_samples: int, batch_size: int, n_epochs: int) -> tuple[int
     return m, n_epochs * -(-n_samples // m)
 
 
-class SGDAHyper(NamedTuple):
-    """Traced hyper-parameters of SGDA (changing them never recompiles)."""
-
-    lam: jax.Array
-    lr_theta: jax.Array
-    lr_w: jax.Array
-    radius: jax.Array
-    clip_sample: jax.Array  # per-sample clipping norm; inf disables
-    clip_batch: jax.Array  # clipping norm of the averaged gradient; inf disables
-    sigma_theta: jax.Array  # effective noise stds (spec 6.6)
-    sigma_w: jax.Array
-    alpha: jax.Array  # L2 strength on the coefficients (not the intercept)
-    # per-sample clipping norm of the lam-scaled ERMI part of the theta-gradient (the part
-    # that depends on s, privacy_unit="sensitive"); inf disables
-    clip_fairness: jax.Array = float("inf")
-
-
-@partial(jax.jit, static_argnames="binary")
-def fermi_value_and_grad(flat, X, y, s, t, weight, strata: Strata, lam, alpha, *, binary):
-    """FERMI objective and its (Danskin) gradient at the flat parameter vector. A
-    :class:`~fairest._kernels._placement.ShiftedRows` ``X`` (large data shared with the
-    device, not copied) is read block by block: the gradient is formed in the logits and
-    multiplied with ``X`` once (:func:`_shifted_value_and_grad`)."""
-    shape = (X.shape[1] + 1, flat.shape[0] // (X.shape[1] + 1))
-    if is_shifted(X):
-        return _shifted_value_and_grad(
-            flat.reshape(shape), X, y, s, t, weight, strata, lam, alpha, binary
-        )
-
-    def fun(v):
-        return fermi_objective(v.reshape(shape), X, y, s, t, weight, strata, lam, alpha, binary)
-
-    return jax.value_and_grad(fun)(flat)
-
-
-def _shifted_value_and_grad(theta, X, y, s, t, weight, strata: Strata, lam, alpha, binary):
-    """Value and flat gradient of the FERMI objective by the chain rule through the logits
-    ``Z = X theta``: ``grad = (1, X)^T dZ + grad of the penalty``. Reverse mode through a
-    row-block ``X @ theta`` would keep every block of ``X`` as a residual (a whole copy)."""
-    Z = scores(theta, X)
-    value, (dZ, d_theta) = jax.value_and_grad(fermi_objective_of_scores, argnums=(0, 1))(
-        Z, theta, y, s, t, weight, strata, lam, alpha, binary
-    )
-    data = jnp.concatenate([jnp.sum(dZ, axis=0)[None, :], (dZ.T @ X).T], axis=0)
-    return value, (d_theta + data).ravel()
-
-
 def full_batch_solve(
     theta0, X, y, s, t, weight, strata: Strata, lam, alpha, tol, max_iter, *, binary
 ):
@@ -189,106 +139,6 @@ def full_batch_solve(
     return result.x.reshape(shape), float(result.fun), grad_norm, int(result.nit), converged
 
 
-def project_ball(W, radius):
-    """Project every block ``W[t]`` on the Frobenius ball of the given radius (spec 5.3.6)."""
-    norms = jnp.sqrt(jnp.sum(W * W, axis=(1, 2), keepdims=True))
-    return W * jnp.minimum(1.0, radius / jnp.maximum(norms, jnp.finfo(W.dtype).tiny))
-
-
-def _batch_constants(X, y, s, t, weight, strata: Strata):
-    """Per-sample constants of the SGDA step, computed once per fit instead of once per step.
-
-    Returns ``(floats, ints)``: ``floats`` (n, 5) holds the sample weight, the label as a
-    float, ``1 + ||x_i||^2`` (for the per-sample gradient norms, spec 3.3),
-    ``omega_t / sqrt(p_S|t(s_i))`` and ``omega_t``; ``ints`` (n, 3) holds the label, the
-    cell ``t * k + s`` and the stratum. A minibatch then needs one gather of each.
-    """
-    k = strata.inv_sqrt_p.shape[1]
-    row_sq = 1.0 + squared_row_norms(X.astype(weight.dtype))  # O(nnz) for sparse X
-    omega = strata.omega[t]
-    floats = jnp.stack(
-        [weight, y.astype(weight.dtype), row_sq, omega * strata.inv_sqrt_p[t, s], omega], axis=1
-    )
-    ints = jnp.stack([y, t * k + s, t], axis=1).astype(jnp.int32)
-    return floats, ints
-
-
-def _clip_factor(norms, clip):
-    """``min(1, clip / norm)`` per entry (exactly 1.0 below the clip or when it is inf)."""
-    return jnp.where(norms > clip, clip / jnp.maximum(norms, 1e-300), 1.0)
-
-
-def _sgda_step(
-    theta, W, idx, valid, keys, X, floats, ints, strata: Strata, hyper: SGDAHyper, binary, record
-):
-    """One simultaneous DP-SGDA step on the minibatch ``idx`` (rows with ``valid = 0`` ignored).
-
-    ``X`` may be float32: the two minibatch products (logits and the summed theta-gradient)
-    then run in float32 while theta, W, the per-sample terms and the noise stay float64.
-    ``keys`` are this step's (theta-noise, W-noise) keys.
-    """
-    n_strata, k, l = W.shape
-    k_theta, k_w = keys
-    Xb = take_rows(X, idx)  # indices in range: no bounds handling; sparse X gives its rows
-    fb, ib = take_rows(floats, idx), take_rows(ints, idx)
-    cb = fb[:, 0] * valid
-    row_sq, scale, omega = fb[:, 2], fb[:, 3], fb[:, 4]
-    yb, cell, tb = ib[:, 0], ib[:, 1], ib[:, 2]
-    m_eff = jnp.sum(valid)
-    Z = (Xb @ theta[1:].astype(X.dtype)).astype(theta.dtype) + theta[0]
-    F = probabilities(Z, binary)
-    # c_ij = omega_t (-sum_r W_{t,rj}^2 + 2 W_{t,s_i j} / sqrt(p_S|t(s_i)))   (spec 3.3)
-    squares = jnp.sum(W * W, axis=1)  # (n_strata, l)
-    coefficients = 2.0 * scale[:, None] * W.reshape(n_strata * k, l)[cell]
-    coefficients = coefficients - omega[:, None] * (squares[:1] if n_strata == 1 else squares[tb])
-    if binary:
-        dloss = (F[:, 1] - fb[:, 1])[:, None]
-    else:
-        dloss = F - jax.nn.one_hot(yb, l, dtype=F.dtype)
-    fair = hyper.lam * saddle_logit_grad(F, coefficients, binary)
-    # per-sample clip of the s-dependent part alone (a no-op, factor 1.0, when inf)
-    fair_norms = jnp.sqrt(jnp.sum(fair * fair, axis=1) * row_sq)
-    fair = fair * _clip_factor(fair_norms, hyper.clip_fairness)[:, None]
-    A = cb[:, None] * (dloss + fair)
-    # per-sample clipping: ||(1, x_i) a_i^T|| = ||a_i|| ||(1, x_i)|| (spec 3.3)
-    norms = jnp.sqrt(jnp.sum(A * A, axis=1) * row_sq)
-    A = A * _clip_factor(norms, hyper.clip_sample)[:, None]
-    grad_b = jnp.sum(A, axis=0) / m_eff  # intercept row, (q,)
-    grad_c = (A.T.astype(X.dtype) @ Xb).T.astype(theta.dtype) / m_eff  # coefficient rows, (d, q)
-    grad_norm = jnp.sqrt(jnp.sum(grad_b * grad_b) + jnp.sum(grad_c * grad_c))
-    factor = jnp.where(
-        grad_norm > hyper.clip_batch, hyper.clip_batch / jnp.maximum(grad_norm, 1e-300), 1.0
-    )
-    noise_theta = jax.random.normal(k_theta, theta.shape, theta.dtype)
-    b_new = theta[0] - hyper.lr_theta * (grad_b * factor + hyper.sigma_theta * noise_theta[0])
-    c_new = theta[1:] - hyper.lr_theta * (
-        grad_c * factor + hyper.alpha * theta[1:] + hyper.sigma_theta * noise_theta[1:]
-    )
-    theta_new = jnp.concatenate([b_new[None, :], c_new], axis=0)
-    # batch mean of grad_W psi_i: -2 W_t diag(sum omega F) + 2 sum (scale e(s_i)) F_i^T (spec 3.3)
-    weighted = cb[:, None] * F
-    if n_strata == 1:
-        diag_sums = jnp.sum(omega[:, None] * weighted, axis=0)[None, :]
-    else:
-        diag_sums = jax.ops.segment_sum(omega[:, None] * weighted, tb, num_segments=n_strata)
-    lin_sums = jax.ops.segment_sum(scale[:, None] * weighted, cell, num_segments=n_strata * k)
-    grad_W = (
-        hyper.lam * (-2.0 * W * diag_sums[:, None, :] + 2.0 * lin_sums.reshape(W.shape)) / m_eff
-    )
-    noise_w = jax.random.normal(k_w, W.shape, W.dtype)
-    W_new = (W + hyper.lr_w * (grad_W + hyper.sigma_w * noise_w)) * strata.mask[:, :, None]
-    W_new = project_ball(W_new, hyper.radius)
-    if not record:
-        return theta_new, W_new, None
-    loss, _ = loss_and_logit_grad(Z, yb, binary)
-    psi = jnp.sum(coefficients * F, axis=1) - omega
-    return (
-        theta_new,
-        W_new,
-        (jnp.sum(cb * loss) / m_eff, jnp.sum(cb * psi) / m_eff, jnp.sqrt(jnp.sum(W_new * W_new))),
-    )
-
-
 def sgda_solve(
     theta0,
     W0,
@@ -323,8 +173,6 @@ def sgda_solve(
     constrained engine's guarded scan). The random streams are those of spec 11:
     iteration ``it`` uses ``fold_in(k, it)`` of the batch, theta-noise and W-noise keys.
     """
-    from fairest.ermi import _sgda
-
     n = X.shape[0]
     config = _sgda.config(binary, n, batch_size, batching, record_history, random_iterate, False)
     outcome = _sgda.drive(theta0, W0, X, y, s, t, weight, strata, hyper, key, config, n_epochs)
@@ -375,13 +223,6 @@ def _device_strata(strata) -> Strata:
     return Strata(*(jax.device_put(a) for a in strata))
 
 
-def device_scalar(value) -> jax.Array:
-    """A float64 scalar on the device without compiling anything (call under
-    ``jax.enable_x64``); the full-batch fit and the path pass lambda and alpha this way,
-    so they share the compiled objective."""
-    return jax.device_put(np.float64(value))
-
-
 @partial(jax.jit, static_argnames="binary")
 def fitted_w(theta, X, s, t, weight, strata: Strata, *, binary):
     """The closed-form maximiser W* at ``theta`` (one compiled program, not a dozen
@@ -419,7 +260,6 @@ def run_full_batch(
     None)`` is called after every solve of the search (its length is not known ahead).
     """
     from fairest.ermi._auto import parity_gap, predicted_codes, search_weight, train_accuracy
-    from fairest.ermi._newton import NewtonSolver, gram_copy, newton_applies
 
     binary = n_classes == 2
     n, d = X.shape
@@ -588,8 +428,6 @@ def run_sgda(
     ``refit_on_divergence``; ``owner`` names the estimator in its messages), except in a
     private fit (a second run would spend the budget again), which raises.
     """
-    from fairest.ermi import _sgda
-
     binary = n_classes == 2
     n, d = X.shape
     m, n_iter = sgda_iterations(n, batch_size, n_epochs)

@@ -11,7 +11,8 @@ from fairlearn.metrics import demographic_parity_difference, equalized_odds_diff
 from fairest.datasets import make_grouped_classification
 from fairest.ermi import ERMIClassifier
 from fairest.ermi._auto import GAP_SHARE, parity_gap
-from fairest.ermi._solvers import _device_strata, _place_padded, device_scalar, full_batch_solve
+from fairest.ermi._kernels import device_scalar
+from fairest.ermi._solvers import _device_strata, _place_padded, full_batch_solve
 from fairest.ermi._strata import strata_constants
 from fairest.utils import FairnessWarning
 

@@ -16,7 +16,8 @@ from fairest.ermi._dp import (
     rdp_epsilon,
 )
 from fairest.ermi._kernels import Strata
-from fairest.ermi._solvers import SGDAHyper, sgda_solve
+from fairest.ermi._sgda import SGDAHyper
+from fairest.ermi._solvers import sgda_solve
 
 WORKED = dict(
     n_samples=10_000, batch_size=1_000, n_iter=100, epsilon=1.0, delta=1e-8, min_group_fraction=0.3

@@ -6,11 +6,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from fairest.ermi._kernels import Strata, fermi_hessian
+from fairest.ermi._kernels import Strata, fermi_hessian, fermi_value_and_grad
 from fairest.ermi._newton import newton_path
 from fairest.ermi._solvers import (
     _device_strata,
-    fermi_value_and_grad,
     full_batch_solve,
 )
 from fairest.ermi._strata import strata_constants

@@ -9,8 +9,8 @@ from fairest._kernels._buckets import aligned_empty
 from fairest._kernels._defaults import KERNEL_TUNING
 from fairest._kernels._placement import is_shifted, shifted_rows
 from fairest.ermi import ERMIClassifier
-from fairest.ermi._kernels import Strata
-from fairest.ermi._solvers import _device_strata, _place_padded, fermi_value_and_grad
+from fairest.ermi._kernels import Strata, fermi_value_and_grad
+from fairest.ermi._solvers import _device_strata, _place_padded
 
 N_ROWS = 40_000  # above MIN_SHIFTED_ROWS: the smallest data placed as ShiftedRows
 

@@ -23,7 +23,7 @@ from fairest.ermi._dp import (
     stream_sensitivities,
 )
 from fairest.ermi._kernels import Strata
-from fairest.ermi._solvers import SGDAHyper, _batch_constants, _sgda_step
+from fairest.ermi._sgda import SGDAHyper, _batch_constants, _sgda_step
 from fairest.ermi._strata import strata_from_mass
 
 N, D, K, R, C = 48, 4, 3, 2.0, 0.7
