@@ -401,6 +401,7 @@ class StreamState:
         self.n_calls = 0
         self.solver = None  # the estimator's typed carry (SgdaCarry, PrunedCarry, LossGapCarry)
         self.warm = False  # the stream starts from a fitted model (partial_fit after fit)
+        self.weighted = False  # some chunk so far had non-unit sample weights
         self.group_weight = None  # running sums, shape set by the estimator
 
     def running_totals(self, key: str, values: np.ndarray) -> np.ndarray:

@@ -152,7 +152,7 @@ def partial_fit_chunk(
             "cell_totals", population_totals(sample_weight, gaps.cells, gaps.n_cells)
         ),
     )
-    unit = bool(np.all(sample_weight == 1.0)) and not getattr(stream, "weighted", False)
+    unit = bool(np.all(sample_weight == 1.0)) and not stream.weighted
     stream.weighted = not unit
     dtype = jnp.float64 if estimator.dtype == "float64" else jnp.float32
     if first:
