@@ -44,8 +44,13 @@ class KernelTuning(TracedTuning):
     # to this many bytes), once block by block beyond (_glm.value_and_grad)
     fused_gradient_min_bytes: int = 32 * 2**20
     # cost of one scattered add of SparseRows.outer_gram in flops of a densified-block
-    # GEMM: per-row outer products are used where outer_gram_cost * k^2 < d^2
+    # GEMM (XLA CPU, float64; about two orders of magnitude more than a GEMM flop):
+    # per-row outer products are used where outer_gram_cost * k^2 < d^2
     outer_gram_cost: int = 100
+    # products (k x k per row) per block of SparseRows.outer_gram (8 MiB in float64)
+    outer_gram_block: int = 1 << 20
+    # floats of one densified row block of SparseRows.weighted_gram (8 MiB in float64)
+    sparse_gram_block_floats: int = 1 << 20
     # stored values squared at a time by the in-place products of ``X * X`` (SquaredRows)
     square_block_entries: int = 1 << 20
 

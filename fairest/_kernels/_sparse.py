@@ -60,15 +60,6 @@ __all__ = [
     "take_rows",
 ]
 
-# Floats of one densified row block of :meth:`SparseRows.weighted_gram` (8 MiB in float64).
-GRAM_BLOCK_FLOATS = 1 << 20
-# Products (k x k per row) per block of :meth:`SparseRows.outer_gram` (8 MiB in float64).
-OUTER_GRAM_BLOCK = 1 << 20
-# The cost of one scattered add of :meth:`SparseRows.outer_gram` in flops of a
-# densified-block GEMM (XLA CPU, float64) is KERNEL_TUNING.outer_gram_cost: the outer
-# products are used where outer_gram_cost * k^2 < d^2 (a scattered add costs about two
-# orders of magnitude more than a GEMM flop).
-
 
 def is_sparse(X) -> bool:
     """Whether ``X`` is a :class:`SparseRows` (a kernel-side sparse design matrix)."""
@@ -299,11 +290,11 @@ class SparseRows:
     def outer_gram(self, q):
         """``X^T diag(q) X`` (d, d) as the sum over rows of ``q_i x_i x_i^T`` restricted to
         the row's stored entries: (k, k) products scattered into the (d, d) result, summed
-        over blocks of rows (at most ``OUTER_GRAM_BLOCK`` products each). Traceable;
+        over blocks of rows (at most ``KERNEL_TUNING.outer_gram_block`` products each). Traceable;
         O(n k^2) work and O(d^2 + block) memory, whatever d."""
         n, d = self.shape
         width = max(1, self.row_entries)
-        rows_per_block = max(1, min(n, OUTER_GRAM_BLOCK // (width * width)))
+        rows_per_block = max(1, min(n, KERNEL_TUNING.outer_gram_block // (width * width)))
 
         def add_block(b, total):
             rows = b * rows_per_block + jnp.arange(rows_per_block)
@@ -659,7 +650,7 @@ def ell_rows(columns, values, num_columns: int, row_ids=None, indptr=None) -> Sp
         row_ids = jax.jit(_slot_rows, out_shardings=columns.sharding)(columns)
     if indptr is None:
         indptr = xp.arange(n + 1, dtype=index_dtype) * width
-    block_rows = max(1, min(n, GRAM_BLOCK_FLOATS // max(1, num_columns)))
+    block_rows = max(1, min(n, KERNEL_TUNING.sparse_gram_block_floats // max(1, num_columns)))
     return SparseRows(
         values.reshape(-1),
         columns.reshape(-1),
@@ -704,7 +695,7 @@ def sparse_rows(X, dtype=np.float64) -> SparseRows:
     index_dtype = np.int32 if max(n, d, csr.nnz) < np.iinfo(np.int32).max else np.int64
     indptr = csr.indptr.astype(index_dtype, copy=False)
     row_ids = _entry_rows(indptr, index_dtype)
-    block_rows = max(1, min(n, GRAM_BLOCK_FLOATS // max(1, d)))
+    block_rows = max(1, min(n, KERNEL_TUNING.sparse_gram_block_floats // max(1, d)))
     return SparseRows(
         np.asarray(csr.data, dtype=dtype),
         csr.indices.astype(index_dtype, copy=False),

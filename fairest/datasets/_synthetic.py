@@ -12,10 +12,11 @@ import numbers
 import numpy as np
 from scipy.special import expit
 
+from fairest.utils._tuning import HOST_TUNING
+
 __all__ = ["make_grouped_classification", "make_grouped_regression"]
 
 MAX_GROUPS = 64
-_CHUNK = 1 << 18  # rows per chunk when adding group offsets (bounds temporary memory)
 
 
 def _rng(random_state) -> np.random.Generator:
@@ -94,8 +95,9 @@ def _grouped_features(rng, n_samples, n_features, n_groups, group_proportions, g
     X = rng.standard_normal((n_samples, n_features), dtype=dtype)
     if group_bias != 0.0:
         centroids_cast = centroids.astype(dtype)
-        for start in range(0, n_samples, _CHUNK):
-            stop = min(start + _CHUNK, n_samples)
+        chunk = HOST_TUNING.synthetic_chunk_rows
+        for start in range(0, n_samples, chunk):
+            stop = min(start + chunk, n_samples)
             X[start:stop] += centroids_cast[groups[start:stop]]
     return X, groups, centroids
 

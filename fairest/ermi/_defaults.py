@@ -60,3 +60,23 @@ class SgdaTuning(Tuning):
 
 
 SGDA_TUNING = SgdaTuning()
+
+
+@dataclasses.dataclass
+class FullBatchTuning(Tuning):
+    """Which full-batch solver runs, never what it computes (both stop at the same
+    gradient tolerance): change it in tests with ``FULL_BATCH_TUNING.override(...)``."""
+
+    # Newton (fairest.ermi._newton) is the full-batch solver where the flattened parameters
+    # number at most this: the Hessian's (p q)^2 entries and its factorisation stay small
+    # beside a pass over the data, and a fit takes a few Newton iterations where L-BFGS
+    # takes hundreds to the same tolerance (benchmarks/ermi_speed.py)
+    newton_max_params: int = 1024
+    # ... and where the float32 copy of X for its Gram matrices takes at most this
+    newton_max_bytes: int = 256 * 2**20
+    # solved points of a path that keep their last Hessian (the tangent start of a later
+    # weight); older points drop theirs to bound memory
+    kept_hessians: int = 4
+
+
+FULL_BATCH_TUNING = FullBatchTuning()

@@ -26,19 +26,10 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.linalg
 
+from fairest.ermi._defaults import FULL_BATCH_TUNING
 from fairest.ermi._kernels import Strata, device_scalar, fermi_hessian, fermi_value_and_grad
 
 __all__ = ["NewtonPoint", "NewtonSolver", "newton_applies", "newton_path"]
-
-# Newton is the full-batch solver where the flattened parameters number at most this
-# (the Hessian's (p q)^2 entries and its factorisation stay small beside a pass over the
-# data) and the float32 copy of X for its Gram matrices takes at most NEWTON_MAX_BYTES.
-# There a fit takes a few Newton iterations where L-BFGS takes hundreds to the same
-# tolerance (benchmarks/ermi_speed.py).
-NEWTON_MAX_PARAMS = 1024
-NEWTON_MAX_BYTES = 256 * 2**20
-# solved points that keep their last Hessian (the tangent start of a later weight)
-_KEEP_HESSIANS = 4
 
 
 def newton_applies(n_samples: int, n_features: int, n_logits: int) -> bool:
@@ -47,8 +38,8 @@ def newton_applies(n_samples: int, n_features: int, n_logits: int) -> bool:
 
     params = (n_features + 1) * n_logits
     return (
-        params <= NEWTON_MAX_PARAMS
-        and 4 * n_samples * n_features <= NEWTON_MAX_BYTES
+        params <= FULL_BATCH_TUNING.newton_max_params
+        and 4 * n_samples * n_features <= FULL_BATCH_TUNING.newton_max_bytes
         and configured_devices() is None  # the float32 copy lives on JAX's default device
     )
 
@@ -266,7 +257,7 @@ class NewtonSolver:
             self.projector,
         )
         H = H_last if H_last is not None else H
-        for point in self.solved[: -_KEEP_HESSIANS + 1]:
+        for point in self.solved[: -FULL_BATCH_TUNING.kept_hessians + 1]:
             point[4] = None  # older points keep no Hessian
         self.solved.append([lam, flat, f, g, H])
         grad_norm = float(np.max(np.abs(g)))

@@ -17,9 +17,9 @@ from collections.abc import Iterator
 
 import numpy as np
 
-__all__ = ["rate_values", "replicate_chunks", "replicate_seeds", "replicate_segments"]
+from fairest.utils._tuning import HOST_TUNING
 
-_MAX_RESAMPLED_ENTRIES = 4_000_000  # rows x replicates per chunk
+__all__ = ["rate_values", "replicate_chunks", "replicate_seeds", "replicate_segments"]
 
 
 def replicate_seeds(n_boot: int, random_state) -> np.ndarray:
@@ -46,7 +46,7 @@ def replicate_chunks(seeds, codes, num_cells, stratify) -> Iterator[np.ndarray]:
         sizes = np.bincount(codes, minlength=num_cells)
         starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
         sorted_codes = codes[order]
-    per_chunk = max(1, _MAX_RESAMPLED_ENTRIES // n)
+    per_chunk = max(1, HOST_TUNING.bootstrap_chunk_entries // n)
     for first in range(0, len(seeds), per_chunk):
         chunk = seeds[first : first + per_chunk]
         indices = np.empty((len(chunk), n), dtype=np.int64)

@@ -94,6 +94,12 @@ class HostTuning(Tuning):
     # (groups x distinct values) cells of one block of the groups' CDFs
     # (fairest.metrics._regression.group_cdfs): bounds memory for many groups and values
     cdf_block_cells: int = 2**22
+    # rows x replicates of one chunk of bootstrap resamples
+    # (fairest.metrics._bootstrap.replicate_chunks): bounds the index array's memory
+    bootstrap_chunk_entries: int = 4_000_000
+    # rows of one chunk when the synthetic generators add group offsets
+    # (fairest.datasets.make_grouped_classification): bounds temporary memory
+    synthetic_chunk_rows: int = 1 << 18
 
 
 HOST_TUNING = HostTuning()
