@@ -11,7 +11,6 @@ from __future__ import annotations
 from numbers import Integral, Real
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -19,13 +18,11 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from fairest._kernels._losses import cross_entropy_host
 from fairest.constrained import _defaults
 from fairest.constrained._common import (
-    ModelProblem,
     host_layers,
     prepare_predict,
     validate_constrained_fit,
-    validate_hidden,
 )
-from fairest.constrained._engine import MLP, SOLVERS, numpy_forward, solve, spawn_rngs
+from fairest.constrained._engine import SOLVERS, numpy_forward, solve, spawn_rngs
 from fairest.constrained._feasibility import (
     near_constant_figures,
     restore_feasibility,
@@ -38,15 +35,19 @@ from fairest.constrained._gaps import (  # noqa: F401 (constraint_matrix: a publ
     loss_gap_constraints,
     unscale_history,
 )
-from fairest.constrained._loss_gap_fit import FitSetup, host_ravel, partial_fit_chunk
+from fairest.constrained._loss_gap_fit import (
+    FitSetup,
+    build_setup,
+    constraints_of,
+    host_ravel,
+    partial_fit_chunk,
+    resolve_settings,
+)
 from fairest.constrained._presets import (
     ALIASES,
     SOLVER_NAMES,
     UNCONSTRAINED,
-    resolve_batch_size,
-    resolve_feasibility_steps,
     resolve_n_epochs,
-    resolve_solver_params,
 )
 from fairest.utils._degenerate import plain_label
 from fairest.utils._linear import ScoreClassifierMixin, score_codes
@@ -466,54 +467,31 @@ list of str or None, default=None
         """Everything :meth:`fit` prepares before the solver runs (validation, constraints,
         model, initial parameters, random streams); sets the input attributes
         (``n_features_in_``, ``sensitive_columns_``...)."""
-        solver = self._solver_name()
-        hidden = validate_hidden(self.hidden_layer_sizes)
-        hyper = resolve_solver_params(solver, self.preset, self.solver_params)
-        if self.eval_every is not None and not self.record_history:
-            raise ValueError(
-                "eval_every records full-training-set values in history_; it needs "
-                "record_history=True (or an int)."
-            )
+        settings = resolve_settings(self)
         X, y_codes, classes, groups, labels, sample_weight = validate_constrained_fit(
             self, X, y, sensitive_features, sample_weight
         )
         self.__dict__.pop("_stream_state", None)  # a fit starts a new stream
-        gaps = loss_gap_constraints(
-            self.metric,
-            self.constraint_pairs,
-            solver,
-            labels,
-            groups,
-            y_codes,
-            classes.size,
-            sample_weight,
+        gaps = constraints_of(
+            self, settings[0], labels, groups, y_codes, classes.size, sample_weight
         )
-        model = MLP(X.shape[1], hidden, 1 if classes.size == 2 else classes.size)
-        problem = ModelProblem(model, gaps.n_cells, gaps.A.shape[0], labels.size)
-        batch_size = resolve_batch_size(self.batch_size, solver, self.preset)
-        dtype = jnp.float64 if self.dtype == "float64" else jnp.float32
-        rngs = spawn_rngs(self.random_state)
         unit = bool(np.all(sample_weight == 1.0))
-        x0 = model.init_flat(rngs[0], dtype)  # on the host: no eager device program
-        return FitSetup(
-            solver,
-            hidden,
-            hyper,
+        setup = build_setup(
+            self,
+            settings,
+            gaps,
             X,
             y_codes,
             classes,
             groups,
             labels,
             None if unit else sample_weight,
-            gaps,
-            model,
-            problem,
-            batch_size,
-            dtype,
-            rngs,
-            x0,
-            resolve_n_epochs(self.n_epochs, self.preset, X.shape[0]),
-            resolve_feasibility_steps(self.feasibility_steps, solver, self.preset),
+        )
+        rngs = spawn_rngs(self.random_state)
+        return setup._replace(
+            rngs=rngs,
+            x0=setup.model.init_flat(rngs[0], setup.dtype),  # on the host: no device program
+            n_epochs=resolve_n_epochs(self.n_epochs, self.preset, X.shape[0]),
         )
 
     def _fit_finish(self, setup: FitSetup, result, factor: float, logits=None, design=None):

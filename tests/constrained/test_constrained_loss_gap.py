@@ -180,7 +180,7 @@ def test_constrained_ssl_alm_reduces_loss_gap():
 
 @pytest.mark.filterwarnings("ignore::fairest.utils.FairnessWarning")  # the paper preset
 def test_constrained_constraint_draw_option():
-    from fairest.constrained._loss_gap import resolve_solver_params
+    from fairest.constrained._presets import resolve_solver_params
 
     for solver in ("ssl-alm", "alm", "ssw"):
         for preset in ("paper", "release"):  # the paper's estimators
