@@ -11,11 +11,13 @@ import pandas as pd
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from fairest._kernels._losses import cross_entropy_stats, group_means, weighted_mean
-from fairest.constrained._mlp import MLP
+from fairest.constrained._mlp import MLP, numpy_forward
 from fairest.constrained._sparse import as_csr
 from fairest.utils._estimator import in_stream_chunk, validate_fit_data
+from fairest.utils._linear import ScoreClassifierMixin
 
 __all__ = [
+    "MLPClassifierMixin",
     "validate_constrained_fit",
     "split_sensitive_columns",
     "ModelProblem",
@@ -128,6 +130,29 @@ def prepare_predict(estimator, X):
     return validate_data(
         estimator, X, dtype=np.float64, reset=False, accept_sparse=["csr", "csc", "coo"]
     )
+
+
+class MLPClassifierMixin(ScoreClassifierMixin):
+    """``decision_function`` of the constrained family's networks (``params_``), and
+    through it ``predict`` / ``predict_proba``."""
+
+    def decision_function(self, X):
+        """Return the logits of the fitted network.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Input samples (sensitive feature columns of a DataFrame used in ``fit`` are
+            dropped).
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
+            One column (positive class) for two classes, one per class otherwise.
+        """
+        X = prepare_predict(self, X)
+        z = numpy_forward(self.params_, X)
+        return z[:, 0] if z.shape[1] == 1 else z
 
 
 def validate_hidden(hidden) -> tuple:

@@ -18,8 +18,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from fairest._kernels._losses import cross_entropy_host
 from fairest.constrained import _defaults
 from fairest.constrained._common import (
+    MLPClassifierMixin,
     host_layers,
-    prepare_predict,
     validate_constrained_fit,
 )
 from fairest.constrained._engine import SOLVERS, numpy_forward, solve, spawn_rngs
@@ -50,7 +50,7 @@ from fairest.constrained._presets import (
     resolve_n_epochs,
 )
 from fairest.utils._degenerate import plain_label
-from fairest.utils._linear import ScoreClassifierMixin, score_codes
+from fairest.utils._linear import score_codes
 from fairest.utils._reporting import log_fit, store_result, wants_progress
 
 __all__ = [
@@ -58,7 +58,7 @@ __all__ = [
 ]
 
 
-class LossGapConstrainedClassifier(ScoreClassifierMixin, BaseEstimator):
+class LossGapConstrainedClassifier(MLPClassifierMixin, BaseEstimator):
     """Classifier trained under bounds on the differences of group losses.
 
     Solves ``min_theta L(theta)`` subject to ``-tolerance <= L_g(theta) - L_h(theta) <=
@@ -692,22 +692,3 @@ list of str or None, default=None
         if not hidden:
             W, b = self.params_[0]
             self.coef_, self.intercept_ = W.T.copy(), b.copy()
-
-    def decision_function(self, X):
-        """Logits; shape (n_samples,) for binary, (n_samples, n_classes) otherwise.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Input samples (sensitive feature columns of a DataFrame used in ``fit`` are
-            dropped).
-
-        Returns
-        -------
-        scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
-            Logits of the model: one column (positive class) for two classes, one per
-            class otherwise.
-        """
-        X = prepare_predict(self, X)
-        z = numpy_forward(self.params_, X)
-        return z[:, 0] if z.shape[1] == 1 else z

@@ -38,7 +38,12 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from fairest.constrained import _defaults
-from fairest.constrained._common import prepare_predict, split_sensitive_columns, validate_hidden
+from fairest.constrained._common import (
+    MLPClassifierMixin,
+    prepare_predict,
+    split_sensitive_columns,
+    validate_hidden,
+)
 from fairest.constrained._engine import MLP, EpochSampler, numpy_forward, spawn_rngs
 from fairest.constrained._pruned_epoch import buffer_push, gmp_schedule, prune_layer
 from fairest.constrained._pruned_fit import (
@@ -66,7 +71,7 @@ from fairest.constrained._pruned_stream import partial_fit_chunk
 from fairest.constrained._sparse import as_csr
 from fairest.utils._degenerate import plain_label
 from fairest.utils._estimator import validate_fit_data
-from fairest.utils._linear import ScoreClassifierMixin, score_codes
+from fairest.utils._linear import score_codes
 from fairest.utils._reporting import store_result
 from fairest.utils._validation import raise_if_weightless_group
 
@@ -87,7 +92,7 @@ __all__ = [
 # ------------------------------------------------------------------------------------------
 
 
-class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
+class PrunedFairClassifier(MLPClassifierMixin, BaseEstimator):
     """Sparse MLP whose accuracy loss from pruning is spread evenly over groups.
 
     A dense network is trained (or taken from ``dense_model``), pruned by gradual
@@ -648,25 +653,6 @@ class PrunedFairClassifier(ScoreClassifierMixin, BaseEstimator):
     def _accuracy(self, model, x, X, y_codes, sample_weight=None):
         params = host_layers(model, x)
         return float(_mean(correct_predictions(numpy_forward(params, X), y_codes), sample_weight))
-
-    def decision_function(self, X):
-        """Return the logits of the sparse model.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Input samples (sensitive feature columns of a DataFrame used in ``fit`` are
-            dropped).
-
-        Returns
-        -------
-        scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
-            Logits of the sparse model: one column (positive class) for two classes,
-            one per class otherwise.
-        """
-        X = prepare_predict(self, X)
-        z = numpy_forward(self.params_, X)
-        return z[:, 0] if z.shape[1] == 1 else z
 
     def disparity_report(self, X, y, sensitive_features):
         """Per-group dense and sparse accuracies, ``Delta_g`` and ``psi_g`` on ``(X, y)``.
